@@ -1,0 +1,17 @@
+//! peakbench: how close a machine comes to the peak of its CPU, memory, disk and network.
+//!
+//! The binary is a thin layer over [`app::run`]; each subsystem adds cases that the
+//! [`session`] runs through the [`runner`], and every result is a [`result::BenchResult`].
+
+pub mod app;
+pub mod cli;
+pub mod cpu;
+pub mod interrupt;
+pub mod peak;
+pub mod report;
+pub mod result;
+pub mod runner;
+pub mod session;
+pub mod stats;
+pub mod sysinfo;
+pub mod units;

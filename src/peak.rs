@@ -1,0 +1,852 @@
+//! Theoretical peaks, each factor with where it came from.
+//!
+//! CPU: peak op/s = cores × clock × lanes × units × ops per instruction, where
+//! - *cores* are physical cores (SMT siblings share the execution units), capped by the threads
+//!   a case uses;
+//! - *clock* is the nominal clock: a `--cpu-ghz` flag, else sysfs `base_frequency`, else the
+//!   model string's "@ 2.50GHz", else the kernel's `cpu MHz` (under a hypervisor the host's
+//!   nominal clock), else the clock measured by a dependent chain of adds;
+//! - *lanes* = vector width / precision (512/64 = 8 doubles for AVX-512);
+//! - *units* are the vector pipes that can start one such instruction per cycle, from a table of
+//!   microarchitectures (vendor optimisation manuals), a `--fma-units` flag, or a measurement;
+//! - *ops per instruction*: an FMA is 2 FLOPs (a multiply and an add); an add or multiply is 1;
+//!   an integer add is 1 op per lane.
+//!
+//! Memory: channels × transfer rate (MT/s) × 8 bytes per transfer (a 64-bit channel), in GB/s.
+//! NIC: the link speed. Disk: only the rating the user gives. A factor that is unknown makes the
+//! peak unknown, and the output says which flag supplies it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::sysinfo::SysInfo;
+
+/// Microarchitecture names the table below knows, as `sysinfo` reports them.
+pub const MICROARCHES: &[&str] = &[
+    "haswell",
+    "broadwell",
+    "skylake",
+    "skylake-sp",
+    "cascadelake",
+    "cooperlake",
+    "icelake",
+    "icelake-sp",
+    "tigerlake",
+    "alderlake",
+    "sapphirerapids",
+    "emeraldrapids",
+    "graniterapids",
+    "zen",
+    "zen2",
+    "zen3",
+    "zen4",
+    "zen5",
+];
+
+/// One factor of a peak: a value and where it came from, or why it is unknown.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Factor {
+    pub value: Option<f64>,
+    /// `flag`, `sysfs`, `cpuinfo`, `model-string`, `microarch-table`, `measured`, `dmi`,
+    /// `definition` or `unknown`.
+    pub source: String,
+    /// The detail: which file, which table row, which flag, or how to supply it.
+    pub detail: String,
+}
+
+impl Factor {
+    pub fn known(value: f64, source: &str, detail: impl Into<String>) -> Self {
+        Factor {
+            value: Some(value),
+            source: source.to_string(),
+            detail: detail.into(),
+        }
+    }
+
+    pub fn unknown(detail: impl Into<String>) -> Self {
+        Factor {
+            value: None,
+            source: "unknown".to_string(),
+            detail: detail.into(),
+        }
+    }
+
+    fn describe(&self, name: &str) -> String {
+        match self.value {
+            Some(v) => format!(
+                "{name} {} ({}: {})",
+                trim_float(v),
+                self.source,
+                self.detail
+            ),
+            None => format!("{name} unknown ({})", self.detail),
+        }
+    }
+}
+
+fn trim_float(v: f64) -> String {
+    let s = format!("{v:.4}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Vector ISAs, by register width.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Isa {
+    Scalar,
+    Sse,
+    Avx2,
+    Avx512,
+}
+
+impl Isa {
+    pub const ALL: [Isa; 4] = [Isa::Scalar, Isa::Sse, Isa::Avx2, Isa::Avx512];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Scalar => "scalar",
+            Isa::Sse => "sse",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512 => "avx512",
+        }
+    }
+
+    /// Register width in bits (64 for scalar: one element of up to 64 bits).
+    pub fn bits(self) -> u32 {
+        match self {
+            Isa::Scalar => 64,
+            Isa::Sse => 128,
+            Isa::Avx2 => 256,
+            Isa::Avx512 => 512,
+        }
+    }
+}
+
+/// Element types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    I8,
+    I16,
+    I32,
+    I64,
+    F16,
+    F32,
+    F64,
+}
+
+impl Precision {
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::I8 => "i8",
+            Precision::I16 => "i16",
+            Precision::I32 => "i32",
+            Precision::I64 => "i64",
+            Precision::F16 => "f16",
+            Precision::F32 => "f32",
+            Precision::F64 => "f64",
+        }
+    }
+
+    pub fn bits(self) -> u32 {
+        match self {
+            Precision::I8 => 8,
+            Precision::I16 | Precision::F16 => 16,
+            Precision::I32 | Precision::F32 => 32,
+            Precision::I64 | Precision::F64 => 64,
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, Precision::F16 | Precision::F32 | Precision::F64)
+    }
+
+    /// "GFLOP/s" for floating point, "GIOP/s" for integers.
+    pub fn unit(self) -> &'static str {
+        if self.is_float() { "GFLOP/s" } else { "GIOP/s" }
+    }
+
+    /// Lanes of this precision in one register of `isa` (1 for scalar).
+    pub fn lanes(self, isa: Isa) -> u32 {
+        match isa {
+            Isa::Scalar => 1,
+            _ => isa.bits() / self.bits(),
+        }
+    }
+}
+
+/// Per-core execution resources of a microarchitecture, per cycle.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CoreResources {
+    /// FMA-capable FP pipes for 128/256/512-bit vectors (scalar uses the 128-bit value).
+    pub fma_units: [f64; 3],
+    /// Add-only FP pipes beside them (AMD's FADD pipes), same widths.
+    pub fadd_units: [f64; 3],
+    /// Vector integer add pipes, same widths.
+    pub vec_int_units: [f64; 3],
+    /// Scalar integer ALUs.
+    pub scalar_int_units: f64,
+    /// Where these numbers come from.
+    pub reference: &'static str,
+}
+
+fn width_index(isa: Isa) -> usize {
+    match isa {
+        Isa::Scalar | Isa::Sse => 0,
+        Isa::Avx2 => 1,
+        Isa::Avx512 => 2,
+    }
+}
+
+/// The table of microarchitectures. A 512-bit entry of 0 means the ISA is absent; 1 on a
+/// double-pumped design means one 512-bit instruction per cycle.
+pub fn core_resources(microarch: &str, model_name: &str) -> Option<(CoreResources, String)> {
+    const INTEL: &str = "Intel 64 and IA-32 Architectures Optimization Reference Manual";
+    const AMD: &str = "AMD Software Optimization Guide for the family";
+    let r = |fma: [f64; 3], fadd: [f64; 3], vint: [f64; 3], sint: f64, reference| CoreResources {
+        fma_units: fma,
+        fadd_units: fadd,
+        vec_int_units: vint,
+        scalar_int_units: sint,
+        reference,
+    };
+    let row = match microarch {
+        "haswell" | "broadwell" => r([2., 2., 0.], [0.; 3], [2., 2., 0.], 4., INTEL),
+        "skylake" | "alderlake" => r([2., 2., 0.], [0.; 3], [3., 3., 0.], 4., INTEL),
+        "icelake" | "tigerlake" => r([2., 2., 1.], [0.; 3], [3., 3., 2.], 4., INTEL),
+        "skylake-sp" | "cascadelake" | "cooperlake" => {
+            // Two 512-bit FMA units (port 0+1 fused, and port 5) on Platinum, Gold 6xxx and
+            // Xeon W parts; one on Gold 5xxx (but 5122), Silver and Bronze.
+            let units = xeon_avx512_units(model_name)?;
+            let mut row = r([2., 2., units], [0.; 3], [3., 3., 2.], 4., INTEL);
+            row.fma_units[2] = units;
+            row
+        }
+        "icelake-sp" | "sapphirerapids" | "emeraldrapids" | "graniterapids" => {
+            r([2., 2., 2.], [0.; 3], [3., 3., 2.], 5., INTEL)
+        }
+        "zen" => r([2., 1., 0.], [2., 1., 0.], [4., 2., 0.], 4., AMD),
+        "zen2" => r([2., 2., 0.], [2., 2., 0.], [3., 3., 0.], 4., AMD),
+        "zen3" => r([2., 2., 0.], [2., 2., 0.], [4., 4., 0.], 4., AMD),
+        "zen4" => r([2., 2., 1.], [2., 2., 1.], [4., 4., 2.], 4., AMD),
+        "zen5" => r([2., 2., 2.], [2., 2., 2.], [4., 4., 4.], 6., AMD),
+        _ => return None,
+    };
+    let detail = format!(
+        "{microarch}: {} FMA pipes at 128/256/512 bit ({})",
+        row.fma_units
+            .iter()
+            .map(|u| trim_float(*u))
+            .collect::<Vec<_>>()
+            .join("/"),
+        row.reference
+    );
+    Some((row, detail))
+}
+
+/// AVX-512 FMA units of a Skylake-SP / Cascade Lake / Cooper Lake Xeon, from its model string.
+fn xeon_avx512_units(model_name: &str) -> Option<f64> {
+    let name = model_name.to_ascii_lowercase();
+    if name.contains("platinum") || name.contains("xeon(r) w-") || name.contains("gold 6") {
+        return Some(2.0);
+    }
+    if name.contains("gold 5122") {
+        return Some(2.0);
+    }
+    if name.contains("gold 5") || name.contains("silver") || name.contains("bronze") {
+        return Some(1.0);
+    }
+    None // the model string does not say (a VM often hides it)
+}
+
+/// Inputs of the peak computation that do not come from `SysInfo`: flags and measurements.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct PeakOverrides {
+    pub cpu_ghz: Option<f64>,
+    pub cores: Option<u32>,
+    pub fma_units: Option<f64>,
+    pub mem_channels: Option<u32>,
+    pub mem_mts: Option<u32>,
+    pub nic_gbps: Option<f64>,
+    pub disk_mbps: Option<f64>,
+    pub disk_iops: Option<f64>,
+}
+
+/// Measurements that can stand in for unknown factors.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Probes {
+    /// Clock measured by a dependent add chain on one core, GHz.
+    pub ghz: Option<f64>,
+    /// FMA instructions retired per cycle on one core at the widest vector ISA.
+    pub fma_per_cycle: Option<f64>,
+    /// The ISA the FMA probe used.
+    pub fma_isa: Option<Isa>,
+}
+
+/// The factors shared by every CPU peak.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CpuFactors {
+    pub cores: Factor,
+    pub ghz: Factor,
+    /// The clock measured while running, when a probe ran (for efficiency at the real clock).
+    pub measured_ghz: Factor,
+    /// FMA pipes at 128/256/512 bits.
+    pub fma_units: [Factor; 3],
+    pub fadd_units: [Factor; 3],
+    pub vec_int_units: [Factor; 3],
+    pub scalar_int_units: Factor,
+}
+
+/// The peak of one precision × ISA × kind of instruction.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CpuPeak {
+    pub precision: Precision,
+    pub isa: Isa,
+    /// Whether the peak assumes fused multiply-add instructions.
+    pub fma: bool,
+    pub lanes: u32,
+    /// Instructions per cycle per core (the units factor).
+    pub units: Factor,
+    /// Ops one instruction counts per lane (2 for an FMA).
+    pub ops_per_lane: u32,
+    /// Ops per cycle per core = lanes × units × ops per lane.
+    pub per_cycle_per_core: Option<f64>,
+    /// All cores at the effective clock (see [`CpuFactors::effective_clock`]), in G op/s.
+    pub value: Option<f64>,
+    pub unit: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CpuPeaks {
+    pub factors: CpuFactors,
+    /// ISAs the CPU has, as the kernel reports them.
+    pub isas: Vec<Isa>,
+    pub table: Vec<CpuPeak>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MemoryPeak {
+    pub channels: Factor,
+    pub mts: Factor,
+    pub bytes_per_transfer: Factor,
+    /// GB/s (decimal), when every factor is known.
+    pub value: Option<f64>,
+    pub unit: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NicPeak {
+    pub interface: String,
+    pub gbps: Factor,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DiskPeak {
+    pub mbps: Factor,
+    pub iops: Factor,
+}
+
+/// Every theoretical peak of the host.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Peaks {
+    pub cpu: CpuPeaks,
+    pub memory: MemoryPeak,
+    pub nics: Vec<NicPeak>,
+    pub disk: DiskPeak,
+}
+
+impl Peaks {
+    pub fn compute(info: &SysInfo, flags: &PeakOverrides, probes: &Probes) -> Peaks {
+        Peaks {
+            cpu: cpu_peaks(info, flags, probes),
+            memory: memory_peak(info, flags),
+            nics: nic_peaks(info, flags),
+            disk: DiskPeak {
+                mbps: flag_or_unknown(flags.disk_mbps, "--disk-mbps", "the device's rated MB/s"),
+                iops: flag_or_unknown(flags.disk_iops, "--disk-iops", "the device's rated IOPS"),
+            },
+        }
+    }
+}
+
+fn flag_or_unknown(value: Option<f64>, flag: &str, what: &str) -> Factor {
+    match value {
+        Some(v) => Factor::known(v, "flag", flag),
+        None => Factor::unknown(format!(
+            "not readable from the system: give {what} with {flag}"
+        )),
+    }
+}
+
+/// The ISAs the kernel reports (and the OS has enabled).
+pub fn isas_of(info: &SysInfo) -> Vec<Isa> {
+    let has = |f: &str| info.cpu.simd.iter().any(|s| s == f);
+    let mut isas = vec![Isa::Scalar];
+    if has("sse2") {
+        isas.push(Isa::Sse);
+    }
+    if has("avx2") {
+        isas.push(Isa::Avx2);
+    }
+    if has("avx512f") {
+        isas.push(Isa::Avx512);
+    }
+    isas
+}
+
+fn clock_factor(info: &SysInfo, flags: &PeakOverrides, probes: &Probes) -> Factor {
+    if let Some(ghz) = flags.cpu_ghz {
+        return Factor::known(ghz, "flag", "--cpu-ghz");
+    }
+    let cpu = &info.cpu;
+    for fact in [&cpu.base_ghz, &cpu.current_ghz] {
+        if let (Some(ghz), Some(source)) = (fact.value, &fact.source) {
+            let kind = if source.contains("/sys") {
+                "sysfs"
+            } else if source.contains("model") {
+                "model-string"
+            } else {
+                "cpuinfo"
+            };
+            let note = if std::ptr::eq(fact, &cpu.current_ghz) {
+                " (the clock the kernel reports; under a hypervisor the host's nominal clock)"
+            } else {
+                ""
+            };
+            return Factor::known(ghz, kind, format!("{source}{note}"));
+        }
+    }
+    match probes.ghz {
+        Some(ghz) => Factor::known(ghz, "measured", "dependent add chain, 1 add per cycle"),
+        None => {
+            Factor::unknown("no clock in sysfs, the model string or /proc/cpuinfo: give --cpu-ghz")
+        }
+    }
+}
+
+fn cpu_peaks(info: &SysInfo, flags: &PeakOverrides, probes: &Probes) -> CpuPeaks {
+    let cores = match flags.cores {
+        Some(c) => Factor::known(c as f64, "flag", "--cores"),
+        None => Factor::known(
+            info.cpu.physical_cores as f64,
+            "cpuinfo",
+            "physical cores (SMT siblings share execution units)",
+        ),
+    };
+    let ghz = clock_factor(info, flags, probes);
+    let measured_ghz = match probes.ghz {
+        Some(g) => Factor::known(
+            g,
+            "measured",
+            "dependent add chain on one core, 1 add per cycle",
+        ),
+        None => Factor::unknown("no clock probe ran"),
+    };
+    let microarch = info.cpu.microarch.value.clone().unwrap_or_default();
+    let table = core_resources(&microarch, &info.cpu.model_name);
+    let isas = isas_of(info);
+
+    let from_table = |pick: fn(&CoreResources) -> [f64; 3], what: &str| -> [Factor; 3] {
+        [0, 1, 2].map(|i| match &table {
+            Some((row, detail)) => Factor::known(pick(row)[i], "microarch-table", detail.clone()),
+            None => Factor::unknown(format!(
+                "{what}: microarchitecture '{}' of '{}' is not in the table{}",
+                if microarch.is_empty() {
+                    "unknown"
+                } else {
+                    &microarch
+                },
+                info.cpu.model_name,
+                if what == "FMA units" {
+                    "; give --fma-units or let the FMA probe measure it"
+                } else {
+                    ""
+                }
+            )),
+        })
+    };
+    let mut fma_units = from_table(|r| r.fma_units, "FMA units");
+    if let Some(units) = flags.fma_units {
+        // The flag names the units of the widest ISA the CPU has (what a user reads in a spec).
+        let widest = width_index(*isas.last().unwrap_or(&Isa::Scalar));
+        fma_units[widest] = Factor::known(units, "flag", "--fma-units");
+    } else if let (Some(per_cycle), Some(isa)) = (probes.fma_per_cycle, probes.fma_isa) {
+        let i = width_index(isa);
+        if fma_units[i].value.is_none() {
+            fma_units[i] = Factor::known(
+                per_cycle.round().max(1.0),
+                "measured",
+                format!(
+                    "{} FMA instructions per cycle measured at {} on one core (rounded)",
+                    trim_float(per_cycle),
+                    isa.name()
+                ),
+            );
+        }
+    }
+    let fadd_units = from_table(|r| r.fadd_units, "FADD units");
+    let vec_int_units = from_table(|r| r.vec_int_units, "vector integer units");
+    let scalar_int_units = match &table {
+        Some((row, detail)) => {
+            Factor::known(row.scalar_int_units, "microarch-table", detail.clone())
+        }
+        None => Factor::unknown("scalar integer ALUs: microarchitecture not in the table"),
+    };
+    let factors = CpuFactors {
+        cores,
+        ghz,
+        measured_ghz,
+        fma_units,
+        fadd_units,
+        vec_int_units,
+        scalar_int_units,
+    };
+    let mut rows = Vec::new();
+    let has = |f: &str| info.cpu.simd.iter().any(|s| s == f);
+    for &isa in &isas {
+        for precision in [Precision::F64, Precision::F32, Precision::F16] {
+            if precision == Precision::F16 && !(isa == Isa::Avx512 && has("avx512_fp16")) {
+                continue;
+            }
+            for fma in [true, false] {
+                if fma && isa != Isa::Scalar && !has("fma") && isa != Isa::Avx512 {
+                    continue;
+                }
+                rows.push(cpu_row(&factors, precision, isa, fma));
+            }
+        }
+        for precision in [
+            Precision::I8,
+            Precision::I16,
+            Precision::I32,
+            Precision::I64,
+        ] {
+            rows.push(cpu_row(&factors, precision, isa, false));
+        }
+    }
+    CpuPeaks {
+        factors,
+        isas,
+        table: rows,
+    }
+}
+
+/// The units factor for one kind of instruction.
+fn units_for(f: &CpuFactors, precision: Precision, isa: Isa, fma: bool) -> Factor {
+    let w = width_index(isa);
+    if !precision.is_float() {
+        return if isa == Isa::Scalar {
+            f.scalar_int_units.clone()
+        } else {
+            f.vec_int_units[w].clone()
+        };
+    }
+    if fma {
+        return f.fma_units[w].clone();
+    }
+    // Separate multiplies and adds: multiplies on the FMA pipes, adds on FMA or FADD pipes.
+    match (f.fma_units[w].value, f.fadd_units[w].value) {
+        (Some(a), Some(b)) => Factor::known(
+            a + b,
+            &f.fma_units[w].source,
+            format!("{} FMA/FMUL + {} FADD pipes", trim_float(a), trim_float(b)),
+        ),
+        _ => f.fma_units[w].clone(),
+    }
+}
+
+fn cpu_row(f: &CpuFactors, precision: Precision, isa: Isa, fma: bool) -> CpuPeak {
+    let units = units_for(f, precision, isa, fma);
+    let lanes = precision.lanes(isa);
+    let ops_per_lane = if fma { 2 } else { 1 };
+    let per_cycle = units.value.map(|u| u * lanes as f64 * ops_per_lane as f64);
+    let value = match (per_cycle, f.cores.value, f.effective_clock().value) {
+        (Some(p), Some(c), Some(g)) => Some(p * c * g),
+        _ => None,
+    };
+    CpuPeak {
+        precision,
+        isa,
+        fma,
+        lanes,
+        units,
+        ops_per_lane,
+        per_cycle_per_core: per_cycle,
+        value,
+        unit: precision.unit().to_string(),
+    }
+}
+
+impl CpuFactors {
+    /// The clock per-result peaks use: a `--cpu-ghz` flag as given; otherwise the nominal
+    /// clock, or the measured one when the cores were seen running faster (turbo), so that
+    /// efficiency is against what the cores can really do and never above 100 % by boost alone.
+    pub fn effective_clock(&self) -> &Factor {
+        match (self.ghz.value, self.measured_ghz.value) {
+            _ if self.ghz.source == "flag" => &self.ghz,
+            (Some(nominal), Some(measured)) if measured > nominal => &self.measured_ghz,
+            (None, Some(_)) => &self.measured_ghz,
+            _ => &self.ghz,
+        }
+    }
+}
+
+impl CpuPeaks {
+    /// The peak row for a case.
+    pub fn row(&self, precision: Precision, isa: Isa, fma: bool) -> Option<&CpuPeak> {
+        self.table
+            .iter()
+            .find(|r| r.precision == precision && r.isa == isa && r.fma == fma)
+    }
+
+    /// Peak for `threads` threads (capped at the core count) at `ghz` (default: the
+    /// [effective clock](CpuFactors::effective_clock)), with the formula and the source of each
+    /// factor.
+    pub fn for_threads(
+        &self,
+        row: &CpuPeak,
+        threads: usize,
+        ghz: Option<&Factor>,
+    ) -> Option<crate::result::PeakRef> {
+        let clock = ghz.unwrap_or(self.factors.effective_clock());
+        let cores = self.factors.cores.value?;
+        let used = (threads as f64).min(cores);
+        let value = used * clock.value? * row.per_cycle_per_core?;
+        let source = format!(
+            "{} cores × {} GHz × {} lanes × {} units × {} op = {} {}; {}; {}",
+            trim_float(used),
+            trim_float(clock.value?),
+            row.lanes,
+            trim_float(row.units.value?),
+            row.ops_per_lane,
+            trim_float(value),
+            row.unit,
+            clock.describe("clock"),
+            row.units.describe("units"),
+        );
+        Some(crate::result::PeakRef {
+            value,
+            unit: row.unit.clone(),
+            source,
+        })
+    }
+}
+
+/// A reason with the flag that fixes it, unless the reason already names one.
+fn with_fix(reason: Option<&str>, fix: &str) -> String {
+    match reason {
+        Some(r) if r.contains("--") => r.to_string(),
+        Some(r) => format!("{r}; {fix}"),
+        None => format!("no DIMM inventory; {fix}"),
+    }
+}
+
+fn memory_peak(info: &SysInfo, flags: &PeakOverrides) -> MemoryPeak {
+    let mem = &info.memory;
+    let channels = match (flags.mem_channels, &mem.channels) {
+        (Some(c), _) => Factor::known(c as f64, "flag", "--mem-channels"),
+        (None, fact) => match (fact.value, &fact.source) {
+            (Some(c), Some(src)) => Factor::known(c as f64, "dmi", src.clone()),
+            _ => Factor::unknown(with_fix(fact.reason.as_deref(), "give --mem-channels")),
+        },
+    };
+    let mts = match (flags.mem_mts, &mem.mts) {
+        (Some(m), _) => Factor::known(m as f64, "flag", "--mem-mts"),
+        (None, fact) => match (fact.value, &fact.source) {
+            (Some(m), Some(src)) => Factor::known(m as f64, "dmi", src.clone()),
+            _ => Factor::unknown(with_fix(
+                fact.reason.as_deref(),
+                "give --mem-mts (e.g. 3200 for DDR4-3200)",
+            )),
+        },
+    };
+    let bytes = Factor::known(8.0, "definition", "a DDR channel is 64 bits wide");
+    let value = match (channels.value, mts.value) {
+        (Some(c), Some(m)) => Some(c * m * 8.0 / 1000.0),
+        _ => None,
+    };
+    MemoryPeak {
+        channels,
+        mts,
+        bytes_per_transfer: bytes,
+        value,
+        unit: "GB/s".to_string(),
+    }
+}
+
+impl MemoryPeak {
+    pub fn as_ref(&self) -> Option<crate::result::PeakRef> {
+        Some(crate::result::PeakRef {
+            value: self.value?,
+            unit: self.unit.clone(),
+            source: format!(
+                "{} channels × {} MT/s × 8 B = {} GB/s; {}; {}",
+                trim_float(self.channels.value?),
+                trim_float(self.mts.value?),
+                trim_float(self.value?),
+                self.channels.describe("channels"),
+                self.mts.describe("MT/s")
+            ),
+        })
+    }
+}
+
+fn nic_peaks(info: &SysInfo, flags: &PeakOverrides) -> Vec<NicPeak> {
+    info.nics
+        .iter()
+        .map(|nic| {
+            let fact = &nic.speed_mbps;
+            let gbps = if nic.loopback {
+                Factor::unknown(
+                    "loopback has no link speed; its bound is the memory copy bandwidth",
+                )
+            } else if let Some(g) = flags.nic_gbps {
+                Factor::known(g, "flag", "--nic-gbps")
+            } else if let (Some(mbps), Some(source)) = (fact.value, &fact.source) {
+                Factor::known(mbps as f64 / 1000.0, "sysfs", source.clone())
+            } else {
+                Factor::unknown(format!(
+                    "{}; give --nic-gbps",
+                    fact.reason.as_deref().unwrap_or("no link speed")
+                ))
+            };
+            NicPeak {
+                interface: nic.name.clone(),
+                gbps,
+            }
+        })
+        .collect()
+}
+
+/// The peaks as a human table: the shared factors with their sources, then one row per
+/// precision × ISA × FMA choice.
+pub fn render(peaks: &Peaks) -> String {
+    let f = &peaks.cpu.factors;
+    let mut out = String::from("Peaks\n");
+    out.push_str(&format!("  {}\n", f.cores.describe("cores")));
+    out.push_str(&format!("  {}\n", f.ghz.describe("clock GHz")));
+    out.push_str(&format!("  {}\n", f.measured_ghz.describe("measured GHz")));
+    out.push_str(&format!(
+        "  peaks below use {}\n",
+        f.effective_clock().describe("clock GHz")
+    ));
+    for (i, width) in ["128", "256", "512"].iter().enumerate() {
+        out.push_str(&format!(
+            "  {}\n",
+            f.fma_units[i].describe(&format!("FMA units at {width} bit"))
+        ));
+    }
+    out.push_str("  precision  isa     fma    lanes  op/cycle/core  peak\n");
+    for row in &peaks.cpu.table {
+        out.push_str(&format!(
+            "  {:<9}  {:<6}  {:<5}  {:>5}  {:>13}  {}\n",
+            row.precision.name(),
+            row.isa.name(),
+            if row.precision.is_float() {
+                if row.fma { "yes" } else { "no" }
+            } else {
+                "-"
+            },
+            row.lanes,
+            row.per_cycle_per_core
+                .map(trim_float)
+                .unwrap_or_else(|| "?".into()),
+            row.value
+                .map(|v| format!("{} {}", trim_float((v * 10.0).round() / 10.0), row.unit))
+                .unwrap_or_else(|| format!("unknown ({})", row.units.detail)),
+        ));
+    }
+    let m = &peaks.memory;
+    out.push_str(&format!(
+        "  memory: {}\n",
+        match m.value {
+            Some(v) => format!(
+                "{} GB/s = {} × {} × 8 B",
+                trim_float(v),
+                m.channels.describe("channels"),
+                m.mts.describe("MT/s")
+            ),
+            None => format!(
+                "unknown: {}; {}",
+                m.channels.describe("channels"),
+                m.mts.describe("MT/s")
+            ),
+        }
+    ));
+    for nic in &peaks.nics {
+        out.push_str(&format!(
+            "  nic {}: {}\n",
+            nic.interface,
+            nic.gbps.describe("Gb/s")
+        ));
+    }
+    out.push_str(&format!(
+        "  disk: {}; {}\n",
+        peaks.disk.mbps.describe("MB/s"),
+        peaks.disk.iops.describe("IOPS")
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Per-core DP FLOPs per cycle of published parts, against the table.
+    fn dp_per_cycle(microarch: &str, model: &str, isa: Isa) -> f64 {
+        let (row, _) = core_resources(microarch, model).unwrap();
+        row.fma_units[width_index(isa)] * Precision::F64.lanes(isa) as f64 * 2.0
+    }
+
+    #[test]
+    fn published_peaks_are_reproduced() {
+        // Xeon Platinum 8280 (Cascade Lake): 28 cores × 2.7 GHz base × 32 DP FLOP/cycle
+        // = 2419.2 GFLOP/s (Intel's "APP" sheet lists 2419.2 at base clock).
+        let per_cycle = dp_per_cycle(
+            "cascadelake",
+            "Intel(R) Xeon(R) Platinum 8280 CPU @ 2.70GHz",
+            Isa::Avx512,
+        );
+        assert_eq!(per_cycle, 32.0);
+        assert!((28.0 * 2.7 * per_cycle - 2419.2).abs() < 1e-9);
+        // Xeon Silver 4110 (Skylake-SP, one AVX-512 FMA unit): 8 cores × 2.1 GHz × 16 = 268.8.
+        let per_cycle = dp_per_cycle(
+            "skylake-sp",
+            "Intel(R) Xeon(R) Silver 4110 CPU @ 2.10GHz",
+            Isa::Avx512,
+        );
+        assert!((8.0 * 2.1 * per_cycle - 268.8).abs() < 1e-9);
+        // EPYC 7742 (Zen 2): 64 cores × 2.25 GHz × 16 DP FLOP/cycle (AVX2, 2 FMA) = 2304.
+        let per_cycle = dp_per_cycle("zen2", "AMD EPYC 7742 64-Core Processor", Isa::Avx2);
+        assert!((64.0 * 2.25 * per_cycle - 2304.0).abs() < 1e-9);
+        // Core i7-4770 (Haswell): 4 cores × 3.4 GHz × 16 = 217.6.
+        let per_cycle = dp_per_cycle(
+            "haswell",
+            "Intel(R) Core(TM) i7-4770 CPU @ 3.40GHz",
+            Isa::Avx2,
+        );
+        assert!((4.0 * 3.4 * per_cycle - 217.6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_hidden_xeon_model_leaves_the_avx512_units_unknown() {
+        assert!(core_resources("cascadelake", "Intel Xeon Processor (Cascadelake)").is_none());
+        assert_eq!(
+            xeon_avx512_units("Intel(R) Xeon(R) Gold 5218 CPU @ 2.30GHz"),
+            Some(1.0)
+        );
+        assert_eq!(
+            xeon_avx512_units("Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz"),
+            Some(2.0)
+        );
+        assert!(core_resources("pentium-pro", "x").is_none());
+    }
+
+    #[test]
+    fn lanes() {
+        assert_eq!(Precision::F64.lanes(Isa::Avx512), 8);
+        assert_eq!(Precision::F32.lanes(Isa::Avx2), 8);
+        assert_eq!(Precision::I8.lanes(Isa::Avx512), 64);
+        assert_eq!(Precision::I16.lanes(Isa::Sse), 8);
+        assert_eq!(Precision::F64.lanes(Isa::Scalar), 1);
+    }
+}

@@ -1,0 +1,91 @@
+//! Exporters: each format is a pure function from a [`Report`] to bytes.
+//!
+//! The human table and Markdown show one row per result; JSON is the whole document (the
+//! schema of `docs/schema.md`); CSV has one row per result with every parameter and statistic
+//! in its own column. [`OutputFile`] is created before a run (so a bad path fails at once) and
+//! rewritten atomically after every case, so an interrupted run leaves a complete, valid file.
+
+mod csv;
+mod table;
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::result::Report;
+
+pub use table::{render_markdown, render_table};
+
+/// An output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+    Csv,
+    Markdown,
+}
+
+impl Format {
+    /// The format a file name asks for by its extension.
+    pub fn from_path(path: &Path) -> Option<Format> {
+        match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
+            "json" => Some(Format::Json),
+            "csv" => Some(Format::Csv),
+            "md" | "markdown" => Some(Format::Markdown),
+            "txt" | "text" => Some(Format::Table),
+            _ => None,
+        }
+    }
+
+    pub fn render(self, report: &Report) -> Vec<u8> {
+        match self {
+            Format::Table => render_table(report).into_bytes(),
+            Format::Markdown => render_markdown(report).into_bytes(),
+            Format::Csv => csv::render(report),
+            Format::Json => {
+                let mut bytes =
+                    serde_json::to_vec_pretty(report).expect("a report always serialises");
+                bytes.push(b'\n');
+                bytes
+            }
+        }
+    }
+}
+
+/// A results file kept up to date during a run.
+#[derive(Debug)]
+pub struct OutputFile {
+    path: PathBuf,
+    format: Format,
+}
+
+impl OutputFile {
+    /// Creates (or truncates) the file now, so that a bad path fails before anything runs.
+    pub fn create(path: &Path, format: Format) -> Result<OutputFile> {
+        fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+        Ok(OutputFile {
+            path: path.to_path_buf(),
+            format,
+        })
+    }
+
+    /// Replaces the file's content with `report`, atomically (write a sibling, then rename).
+    pub fn write(&self, report: &Report) -> Result<()> {
+        let mut temporary = self.path.clone().into_os_string();
+        temporary.push(".peakbench-partial");
+        let temporary = PathBuf::from(temporary);
+        let mut file = fs::File::create(&temporary)
+            .with_context(|| format!("cannot write {}", temporary.display()))?;
+        file.write_all(&self.format.render(report))
+            .and_then(|()| file.sync_data())
+            .with_context(|| format!("cannot write {}", temporary.display()))?;
+        fs::rename(&temporary, &self.path)
+            .with_context(|| format!("cannot replace {}", self.path.display()))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}

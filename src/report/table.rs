@@ -1,0 +1,171 @@
+//! The human table (stdout) and the same rows as Markdown.
+
+use crate::result::{BenchResult, Params, Report};
+use crate::units::{format_size, format_value};
+
+const HEADERS: [&str; 9] = [
+    "case",
+    "value",
+    "unit",
+    "cv",
+    "min … max",
+    "peak",
+    "eff",
+    "reference",
+    "ratio",
+];
+
+/// A compact description of a case's parameters, e.g. "f64 avx512 fma 2T".
+pub fn describe_params(p: &Params) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut push = |s: Option<String>| parts.extend(s);
+    push(p.precision.clone());
+    push(p.isa.clone());
+    push(p.fma.map(|f| if f { "fma" } else { "no-fma" }.to_string()));
+    push(p.n.map(|n| format!("n={n}")));
+    push(p.protocol.clone());
+    push(
+        p.block_bytes
+            .map(|b| format!("bs={}", format_size(b).replace(' ', ""))),
+    );
+    push(
+        p.message_bytes
+            .map(|b| format!("msg={}", format_size(b).replace(' ', ""))),
+    );
+    push(p.queue_depth.map(|q| format!("qd={q}")));
+    push(p.streams.map(|s| format!("{s} streams")));
+    push(p.threads.map(|t| format!("{t}T")));
+    push(p.scaling.clone());
+    parts.join(" ")
+}
+
+fn row(result: &BenchResult) -> [String; 9] {
+    let percent = |v: f64| format!("{:.1}%", v * 100.0);
+    let reference = result.reference.as_ref();
+    [
+        format!("{} {}", result.op, describe_params(&result.params)),
+        format_value(result.value),
+        result.unit.clone(),
+        result.stats.cv.map(percent).unwrap_or_else(|| "-".into()),
+        format!(
+            "{} … {}",
+            format_value(result.stats.min),
+            format_value(result.stats.max)
+        ),
+        result
+            .peak
+            .as_ref()
+            .map(|p| format_value(p.value))
+            .unwrap_or_else(|| "-".into()),
+        result.efficiency.map(percent).unwrap_or_else(|| "-".into()),
+        reference
+            .map(|r| match r.value {
+                Some(v) => format!("{} {}", r.tool, format_value(v)),
+                None => format!("{} n/a", r.tool),
+            })
+            .unwrap_or_else(|| "-".into()),
+        reference
+            .and_then(|r| r.ratio)
+            .map(|r| format!("{r:.2}"))
+            .unwrap_or_else(|| "-".into()),
+    ]
+}
+
+fn footer(report: &Report, out: &mut String) {
+    let mut notes: Vec<String> = Vec::new();
+    for result in &report.results {
+        let note = format!("{}: {}", result.op, result.counting);
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
+    }
+    if !notes.is_empty() {
+        out.push_str("\nCounting:\n");
+        for note in notes {
+            out.push_str(&format!("  {note}\n"));
+        }
+    }
+    let warnings: Vec<String> = report
+        .warnings
+        .iter()
+        .cloned()
+        .chain(report.results.iter().flat_map(|r| {
+            r.warnings
+                .iter()
+                .map(move |w| format!("{} {}: {w}", r.op, describe_params(&r.params)))
+        }))
+        .collect();
+    if !warnings.is_empty() {
+        out.push_str("\nWarnings:\n");
+        for warning in warnings {
+            out.push_str(&format!("  {warning}\n"));
+        }
+    }
+}
+
+/// The human table: one aligned row per result, then how ops are counted, then warnings.
+pub fn render_table(report: &Report) -> String {
+    let rows: Vec<[String; 9]> = report.results.iter().map(row).collect();
+    let mut widths = HEADERS.map(|h| h.chars().count());
+    for r in &rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| -> String {
+        let mut text = String::new();
+        for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
+            let pad = width - cell.chars().count();
+            if i == 0 || i == 2 || i == 7 {
+                text.push_str(cell);
+                text.push_str(&" ".repeat(pad));
+            } else {
+                text.push_str(&" ".repeat(pad));
+                text.push_str(cell);
+            }
+            text.push_str("  ");
+        }
+        text.trim_end().to_string() + "\n"
+    };
+    let mut out = format!(
+        "peakbench {} on {} ({}), {}\n\n",
+        report.tool.version,
+        report.host.hostname,
+        report.host.cpu.model_name,
+        status_word(report)
+    );
+    out.push_str(&line(&HEADERS.map(String::from)));
+    for r in &rows {
+        out.push_str(&line(r));
+    }
+    footer(report, &mut out);
+    out
+}
+
+fn status_word(report: &Report) -> &'static str {
+    match report.status {
+        crate::result::RunStatus::Running => "running",
+        crate::result::RunStatus::Complete => "complete",
+        crate::result::RunStatus::Interrupted => "interrupted: results so far",
+        crate::result::RunStatus::Failed => "failed: results so far",
+    }
+}
+
+/// The same rows as a Markdown table.
+pub fn render_markdown(report: &Report) -> String {
+    let mut out = format!(
+        "# peakbench {} on {}\n\n{} ({}), {}\n\n",
+        report.tool.version,
+        report.host.hostname,
+        report.host.cpu.model_name,
+        report.started_at,
+        status_word(report)
+    );
+    out.push_str(&format!("| {} |\n", HEADERS.join(" | ")));
+    out.push_str(&format!("|{}\n", "---|".repeat(HEADERS.len())));
+    for r in report.results.iter().map(row) {
+        out.push_str(&format!("| {} |\n", r.join(" | ").replace("…", "–")));
+    }
+    footer(report, &mut out);
+    out
+}

@@ -1,0 +1,280 @@
+//! The results document: plain serde structs, versioned, the same for every output format.
+//!
+//! Schema (version [`SCHEMA_VERSION`]), documented field by field in `docs/schema.md`:
+//! the top level holds the tool, the host inventory, the theoretical peaks, the effective
+//! configuration and the results; each result holds its case (`id`, `subsystem`, `op`,
+//! `params`), the headline `metric`/`unit`/`value` (the median of the repetitions), the
+//! statistics and raw samples, and where they apply latency percentiles, the peak, the
+//! efficiency and the reference tool's value.
+
+use serde::{Deserialize, Serialize};
+
+use crate::peak::Peaks;
+use crate::stats::{LatencySummary, Summary};
+use crate::sysinfo::SysInfo;
+
+/// Version of the JSON layout; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One run: everything measured by one invocation.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub tool: Tool,
+    /// The command line that produced this document.
+    pub command: Vec<String>,
+    /// RFC 3339 UTC time the run started.
+    pub started_at: String,
+    /// RFC 3339 UTC time the run ended; `null` while it is running.
+    pub finished_at: Option<String>,
+    /// `running`, `complete`, `interrupted` or `failed`.
+    pub status: RunStatus,
+    /// The machine that measured every result in this document.
+    pub host: SysInfo,
+    /// Theoretical peaks with the source of every factor.
+    pub peaks: Peaks,
+    /// The effective settings of the run, defaults included.
+    pub config: serde_json::Value,
+    /// Warnings about the run as a whole (each result has its own too).
+    pub warnings: Vec<String>,
+    /// One entry per measured case, in the order they ran.
+    pub results: Vec<BenchResult>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+impl Tool {
+    pub fn this() -> Self {
+        Tool {
+            name: env!("CARGO_PKG_NAME").to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Running,
+    Complete,
+    Interrupted,
+    Failed,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Subsystem {
+    Cpu,
+    Memory,
+    Disk,
+    Network,
+}
+
+impl Subsystem {
+    pub fn name(self) -> &'static str {
+        match self {
+            Subsystem::Cpu => "cpu",
+            Subsystem::Memory => "memory",
+            Subsystem::Disk => "disk",
+            Subsystem::Network => "network",
+        }
+    }
+}
+
+/// The parameters of a case; only those that apply are present.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
+    /// `strong` or `weak`, for work-based CPU cases.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub precision: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub isa: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fma: Option<bool>,
+    /// Problem size (e.g. the order of a linear system).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub working_set_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_depth: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub direct: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub streams: Option<usize>,
+    /// Length of one repetition, seconds, for duration-based cases.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
+    /// Any other parameter a subsystem needs, by name.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub other: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A theoretical peak a result is compared with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PeakRef {
+    pub value: f64,
+    pub unit: String,
+    /// How the peak was derived, with the source of each factor.
+    pub source: String,
+}
+
+/// The standard tool's value for the same case.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Reference {
+    pub tool: String,
+    /// The exact command that was run, so a user can rerun it.
+    pub command: String,
+    /// In the result's unit; `null` when the tool ran but gave no usable value.
+    pub value: Option<f64>,
+    /// Our value / the tool's value.
+    pub ratio: Option<f64>,
+    /// Why there is no value, when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A secondary metric measured in the same repetitions (e.g. IOPS next to MB/s).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Extra {
+    pub metric: String,
+    pub unit: String,
+    pub value: f64,
+    pub stats: Summary,
+}
+
+/// One point of a sampling run's time series.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimePoint {
+    /// Seconds since the start of the series (end of the interval).
+    pub t_s: f64,
+    pub value: f64,
+    /// Clock observed during the interval, GHz, where the machine exposes it.
+    pub ghz: Option<f64>,
+}
+
+/// The measurement of one case.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BenchResult {
+    /// Stable id of the case, the same for the same parameters in every run.
+    pub id: String,
+    /// Host name of the machine that measured it.
+    pub host: String,
+    pub subsystem: Subsystem,
+    pub op: String,
+    pub params: Params,
+    /// What is measured, e.g. "throughput".
+    pub metric: String,
+    /// e.g. "GFLOP/s", "GB/s", "MB/s", "Mb/s", "ns".
+    pub unit: String,
+    /// The median of the repetitions.
+    pub value: f64,
+    pub stats: Summary,
+    /// Each repetition's value, in order.
+    pub samples: Vec<f64>,
+    /// How the work is counted, e.g. "FMA = 2 FLOP; 16 accumulators × 8 lanes".
+    pub counting: String,
+    /// Other metrics from the same repetitions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra: Vec<Extra>,
+    /// Latency percentiles, nanoseconds, merged over threads and repetitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<LatencySummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak: Option<PeakRef>,
+    /// value / peak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<Reference>,
+    /// Time series of a sampling run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<TimePoint>,
+    /// What to be careful about with this value, each with a remedy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl BenchResult {
+    /// Sets the peak and the efficiency against it.
+    pub fn with_peak(mut self, peak: Option<PeakRef>) -> Self {
+        self.efficiency = peak
+            .as_ref()
+            .filter(|p| p.value > 0.0)
+            .map(|p| self.value / p.value);
+        self.peak = peak;
+        self
+    }
+
+    /// Sets the reference tool's value and the ratio to it.
+    pub fn with_reference(mut self, mut reference: Reference) -> Self {
+        reference.ratio = reference.value.filter(|v| *v > 0.0).map(|v| self.value / v);
+        self.reference = Some(reference);
+        self
+    }
+}
+
+/// RFC 3339 UTC timestamp of now, to the second.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// What a result is about: everything but the measured numbers.
+#[derive(Clone, Debug)]
+pub struct CaseInfo {
+    pub id: String,
+    pub subsystem: Subsystem,
+    pub op: String,
+    pub params: Params,
+    pub metric: String,
+    pub unit: String,
+    pub counting: String,
+}
+
+impl BenchResult {
+    /// A result from the values of its repetitions (the headline value is their median).
+    /// `None` when there are no finite samples.
+    pub fn from_samples(host: &str, case: CaseInfo, samples: Vec<f64>) -> Option<BenchResult> {
+        let stats = Summary::of(&samples)?;
+        Some(BenchResult {
+            id: case.id,
+            host: host.to_string(),
+            subsystem: case.subsystem,
+            op: case.op,
+            params: case.params,
+            metric: case.metric,
+            unit: case.unit,
+            value: stats.median,
+            stats,
+            samples,
+            counting: case.counting,
+            extra: Vec::new(),
+            latency_ns: None,
+            peak: None,
+            efficiency: None,
+            reference: None,
+            series: Vec::new(),
+            warnings: Vec::new(),
+        })
+    }
+}

@@ -1,0 +1,484 @@
+//! Runs one case: threads prepared outside the timed region, started together, timed as a group.
+//!
+//! Every subsystem hands the runner a factory of [`Worker`]s, one per thread. The runner spawns
+//! the threads (pinned when asked), lets each build its worker (allocate and touch memory, open
+//! files, connect sockets: none of it timed), then for the warm-up and each repetition releases
+//! all threads at once from a barrier. Each thread reads the clock right before and right after
+//! its work; the repetition's wall time is from the earliest start to the latest end, and its
+//! rate is the work of all threads divided by that wall time. Per-thread rates are never summed
+//! or averaged: a thread that finishes early does not make the group faster.
+//!
+//! A worker is told how much to do by a [`Quota`]: a deadline (stop by duration) or a number of
+//! work units (stop by amount of work; with strong scaling the total is split among threads,
+//! with weak scaling each thread does the full amount). Workers ask the quota for work in chunks,
+//! so the clock and the interrupt flag are read once per chunk, not once per operation.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use crate::interrupt;
+use crate::stats::LatencyHistogram;
+
+/// When a repetition stops.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Stop {
+    /// Each thread works until this much time has passed since the group started.
+    Duration(Duration),
+    /// A fixed amount of work units, split among threads according to [`Scaling`].
+    Work(u64),
+}
+
+/// How a fixed amount of work is shared among threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scaling {
+    /// The total is fixed and split among the threads.
+    Strong,
+    /// Each thread does the full amount.
+    Weak,
+}
+
+/// How much one thread should do in one repetition.
+#[derive(Clone, Copy, Debug)]
+pub struct Quota {
+    deadline: Option<Instant>,
+    units: Option<u64>,
+}
+
+impl Quota {
+    pub fn until(deadline: Instant) -> Self {
+        Quota {
+            deadline: Some(deadline),
+            units: None,
+        }
+    }
+
+    pub fn units(units: u64) -> Self {
+        Quota {
+            deadline: None,
+            units: Some(units),
+        }
+    }
+
+    /// How many units to do next, at most `chunk`, given `done` so far; 0 means stop.
+    #[inline]
+    pub fn next_chunk(&self, done: u64, chunk: u64) -> u64 {
+        if interrupt::requested() {
+            return 0;
+        }
+        match (self.units, self.deadline) {
+            (Some(units), _) => chunk.min(units.saturating_sub(done)),
+            (None, Some(deadline)) => {
+                if Instant::now() < deadline {
+                    chunk
+                } else {
+                    0
+                }
+            }
+            (None, None) => 0,
+        }
+    }
+
+    /// The deadline, for workers that wait on something with a timeout (sockets, I/O).
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+}
+
+/// What one thread did in one repetition.
+#[derive(Clone, Debug, Default)]
+pub struct Tally {
+    /// Work units done (FLOPs, bytes, …, as the case counts them).
+    pub units: u64,
+    /// Operations done (accesses, I/Os, messages), where the case counts them apart from units.
+    pub ops: u64,
+    /// Latencies of individual operations, where the case records them.
+    pub latency: Option<LatencyHistogram>,
+    /// A value derived from the results of the work, for the case to verify.
+    pub checksum: u64,
+}
+
+/// One thread's state for a case: built before timing, then run once per repetition.
+pub trait Worker {
+    /// Does the work the quota allows and says how much it did.
+    fn run(&mut self, quota: &Quota) -> Result<Tally>;
+}
+
+/// Settings of the runner for one case.
+#[derive(Clone, Debug)]
+pub struct RunSettings {
+    pub threads: usize,
+    pub stop: Stop,
+    pub scaling: Scaling,
+    /// Measured repetitions.
+    pub repetitions: u32,
+    /// Length of the unmeasured warm-up, run as a duration; zero skips it.
+    pub warmup: Duration,
+    /// Pin thread i to the i-th online CPU (wrapping when there are more threads than CPUs).
+    pub pin: bool,
+}
+
+/// One measured repetition of a case.
+#[derive(Clone, Debug)]
+pub struct Repetition {
+    /// From the earliest thread start to the latest thread end.
+    pub wall: Duration,
+    /// Sum over threads.
+    pub units: u64,
+    /// Sum over threads.
+    pub ops: u64,
+    /// Merged over threads.
+    pub latency: Option<LatencyHistogram>,
+    /// Each thread's tally, in thread order.
+    pub threads: Vec<Tally>,
+}
+
+impl Repetition {
+    /// Units per second of the whole group.
+    pub fn units_per_sec(&self) -> f64 {
+        self.units as f64 / self.wall.as_secs_f64()
+    }
+
+    /// Operations per second of the whole group.
+    pub fn ops_per_sec(&self) -> f64 {
+        self.ops as f64 / self.wall.as_secs_f64()
+    }
+}
+
+/// The units each thread must do for a work-based stop.
+pub fn split_work(total: u64, threads: usize, scaling: Scaling) -> Vec<u64> {
+    let threads = threads as u64;
+    match scaling {
+        Scaling::Weak => vec![total; threads as usize],
+        Scaling::Strong => (0..threads)
+            .map(|i| total / threads + u64::from(i < total % threads))
+            .collect(),
+    }
+}
+
+/// Measures a case: `make(thread_index)` builds each thread's worker on its own thread.
+pub fn measure<W, F>(settings: &RunSettings, make: F) -> Result<Vec<Repetition>>
+where
+    W: Worker,
+    F: Fn(usize) -> Result<W> + Sync,
+{
+    if settings.threads == 0 {
+        bail!("a case needs at least one thread");
+    }
+    let threads = settings.threads;
+    let shares = match settings.stop {
+        Stop::Work(total) => Some(split_work(total, threads, settings.scaling)),
+        Stop::Duration(_) => None,
+    };
+    let cpus = if settings.pin {
+        online_cpus()
+    } else {
+        Vec::new()
+    };
+    let rounds = settings.repetitions as usize + usize::from(!settings.warmup.is_zero());
+    let barrier = Barrier::new(threads + 1);
+    let failed = AtomicBool::new(false);
+    let errors: Mutex<Vec<anyhow::Error>> = Mutex::new(Vec::new());
+    // results[round][thread] = (start, end, tally)
+    let results: Mutex<Vec<Vec<Option<Timed>>>> = Mutex::new(vec![vec![None; threads]; rounds]);
+    let has_warmup = !settings.warmup.is_zero();
+    let quota_for = |round: usize, index: usize, start: Instant| -> Quota {
+        match (round == 0 && has_warmup, settings.stop, &shares) {
+            (true, _, _) => Quota::until(start + settings.warmup),
+            (false, _, Some(shares)) => Quota::units(shares[index]),
+            (false, Stop::Duration(d), _) => Quota::until(start + d),
+            (false, Stop::Work(_), None) => unreachable!("work stops always have shares"),
+        }
+    };
+    // Set by the coordinating thread before each release; read by the workers after it, so
+    // every thread takes the same decision and nobody is left waiting at a barrier.
+    let proceed = AtomicBool::new(false);
+
+    std::thread::scope(|scope| {
+        for index in 0..threads {
+            let cpu = (!cpus.is_empty()).then(|| cpus[index % cpus.len()]);
+            let (barrier, failed, errors, results, make, proceed, quota_for) = (
+                &barrier, &failed, &errors, &results, &make, &proceed, &quota_for,
+            );
+            scope.spawn(move || {
+                let fail = |error: anyhow::Error| {
+                    failed.store(true, Ordering::SeqCst);
+                    errors.lock().unwrap().push(error);
+                };
+                let mut worker = match cpu.map_or(Ok(()), pin_to).and_then(|()| make(index)) {
+                    Ok(worker) => Some(worker),
+                    Err(error) => {
+                        fail(error.context(format!("preparing thread {index}")));
+                        None
+                    }
+                };
+                barrier.wait(); // every thread prepared (or failed to)
+                for round in 0..rounds {
+                    barrier.wait(); // released together
+                    if !proceed.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let worker = worker
+                        .as_mut()
+                        .expect("a failed preparation stops the case");
+                    let start = Instant::now();
+                    let quota = quota_for(round, index, start);
+                    let outcome = worker.run(&quota);
+                    let end = Instant::now();
+                    match outcome {
+                        Ok(tally) => {
+                            results.lock().unwrap()[round][index] = Some((start, end, tally))
+                        }
+                        Err(error) => fail(error.context(format!("thread {index}"))),
+                    }
+                    barrier.wait(); // all done with this round
+                }
+            });
+        }
+        barrier.wait(); // preparation over: `failed` is settled
+        for _ in 0..rounds {
+            let go = !failed.load(Ordering::SeqCst) && !interrupt::requested();
+            proceed.store(go, Ordering::SeqCst);
+            barrier.wait();
+            if !go {
+                break;
+            }
+            barrier.wait();
+        }
+    });
+
+    if let Some(error) = errors.into_inner().unwrap().into_iter().next() {
+        return Err(error);
+    }
+    if interrupt::requested() {
+        return Err(anyhow!(interrupt::Interrupted));
+    }
+    results
+        .into_inner()
+        .unwrap()
+        .into_iter()
+        .skip(usize::from(has_warmup))
+        .map(|round| assemble(round).context("a thread reported no result"))
+        .collect()
+}
+
+/// One thread's start, end and tally in one round.
+type Timed = (Instant, Instant, Tally);
+
+fn assemble(round: Vec<Option<Timed>>) -> Option<Repetition> {
+    let round: Vec<Timed> = round.into_iter().collect::<Option<_>>()?;
+    let start = round.iter().map(|r| r.0).min()?;
+    let end = round.iter().map(|r| r.1).max()?;
+    let mut latency: Option<LatencyHistogram> = None;
+    for (_, _, tally) in &round {
+        if let Some(h) = &tally.latency {
+            latency.get_or_insert_with(LatencyHistogram::new).merge(h);
+        }
+    }
+    let tallies: Vec<Tally> = round.into_iter().map(|r| r.2).collect();
+    Some(Repetition {
+        wall: end.duration_since(start),
+        units: tallies.iter().map(|t| t.units).sum(),
+        ops: tallies.iter().map(|t| t.ops).sum(),
+        latency,
+        threads: tallies,
+    })
+}
+
+/// The CPUs this process may run on, in order.
+pub fn online_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it for the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return (0..num_cpus()).collect();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
+            .collect()
+    }
+}
+
+/// Logical CPUs available to this process.
+pub fn num_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Pins the calling thread to one CPU.
+pub fn pin_to(cpu: usize) -> Result<()> {
+    // SAFETY: cpu_set_t is plain data; the set names one CPU below CPU_SETSIZE.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        bail!(
+            "cannot pin a thread to CPU {cpu}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// The smallest interval the monotonic clock reports, measured.
+pub fn clock_resolution() -> Duration {
+    let mut best = Duration::MAX;
+    for _ in 0..1000 {
+        let a = Instant::now();
+        let mut b = Instant::now();
+        while b == a {
+            b = Instant::now();
+        }
+        best = best.min(b - a);
+    }
+    best
+}
+
+/// Warnings about a case's repetitions, each with what to do about it.
+pub fn repetition_warnings(reps: &[Repetition], cv: Option<f64>) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let Some(cv) = cv.filter(|cv| *cv > 0.05) {
+        warnings.push(format!(
+            "repetitions vary by {:.1} % (CV > 5 %): the machine is busy or the clock moves; \
+             close other work, pin threads with --pin, or raise --repetitions",
+            cv * 100.0
+        ));
+    }
+    static RESOLUTION: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    let resolution = *RESOLUTION.get_or_init(clock_resolution);
+    if let Some(shortest) = reps.iter().map(|r| r.wall).min() {
+        let floor = (resolution * 10_000).max(Duration::from_millis(10));
+        if shortest < floor {
+            warnings.push(format!(
+                "a repetition took only {:.3} ms, short against the clock's {} ns resolution \
+                 and the cost of starting threads; give more work (--duration, --ops, --size)",
+                shortest.as_secs_f64() * 1e3,
+                resolution.as_nanos()
+            ));
+        }
+    }
+    warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counts units in chunks, sleeping a little per chunk so durations are visible.
+    struct Counter {
+        chunk: u64,
+        pause: Duration,
+    }
+
+    impl Worker for Counter {
+        fn run(&mut self, quota: &Quota) -> Result<Tally> {
+            let mut done = 0;
+            loop {
+                let n = quota.next_chunk(done, self.chunk);
+                if n == 0 {
+                    break;
+                }
+                std::thread::sleep(self.pause);
+                done += n;
+            }
+            let mut latency = LatencyHistogram::new();
+            latency.record_n(1000, done);
+            Ok(Tally {
+                units: done,
+                ops: done,
+                latency: Some(latency),
+                checksum: done,
+            })
+        }
+    }
+
+    fn settings(threads: usize, stop: Stop, scaling: Scaling) -> RunSettings {
+        RunSettings {
+            threads,
+            stop,
+            scaling,
+            repetitions: 3,
+            warmup: Duration::ZERO,
+            pin: false,
+        }
+    }
+
+    #[test]
+    fn strong_scaling_splits_the_total_exactly() {
+        assert_eq!(split_work(10, 3, Scaling::Strong), vec![4, 3, 3]);
+        assert_eq!(split_work(10, 3, Scaling::Weak), vec![10, 10, 10]);
+        assert_eq!(split_work(2, 4, Scaling::Strong), vec![1, 1, 0, 0]);
+    }
+
+    #[test]
+    fn work_stop_does_exactly_the_work_and_merges_latency() {
+        let reps = measure(&settings(3, Stop::Work(1000), Scaling::Strong), |_| {
+            Ok(Counter {
+                chunk: 7,
+                pause: Duration::ZERO,
+            })
+        })
+        .unwrap();
+        assert_eq!(reps.len(), 3);
+        for rep in &reps {
+            assert_eq!(rep.units, 1000);
+            assert_eq!(rep.threads.len(), 3);
+            assert_eq!(rep.latency.as_ref().unwrap().count(), 1000);
+        }
+        let weak = measure(&settings(2, Stop::Work(100), Scaling::Weak), |_| {
+            Ok(Counter {
+                chunk: 7,
+                pause: Duration::ZERO,
+            })
+        })
+        .unwrap();
+        assert!(weak.iter().all(|r| r.units == 200));
+    }
+
+    #[test]
+    fn duration_stop_times_the_group_wall_clock() {
+        let mut s = settings(
+            2,
+            Stop::Duration(Duration::from_millis(30)),
+            Scaling::Strong,
+        );
+        s.warmup = Duration::from_millis(5);
+        s.pin = true;
+        let reps = measure(&s, |_| {
+            Ok(Counter {
+                chunk: 1,
+                pause: Duration::from_millis(1),
+            })
+        })
+        .unwrap();
+        assert_eq!(reps.len(), 3, "warm-up is not reported");
+        for rep in reps {
+            assert!(rep.wall >= Duration::from_millis(30), "{:?}", rep.wall);
+            assert!(rep.units > 0);
+        }
+    }
+
+    #[test]
+    fn a_worker_that_cannot_be_prepared_fails_the_case_without_hanging() {
+        let outcome = measure(&settings(2, Stop::Work(10), Scaling::Strong), |i| {
+            if i == 1 {
+                bail!("no such device");
+            }
+            Ok(Counter {
+                chunk: 1,
+                pause: Duration::ZERO,
+            })
+        });
+        let message = format!("{:#}", outcome.err().unwrap());
+        assert!(message.contains("no such device"), "{message}");
+    }
+
+    #[test]
+    fn the_clock_resolves_below_a_millisecond() {
+        assert!(clock_resolution() < Duration::from_millis(1));
+    }
+}

@@ -1,0 +1,249 @@
+//! Runs the real binary: inventory, bad input, a short CPU run, interruption.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn peakbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_peakbench"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn json(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+#[test]
+fn sysinfo_json_has_the_inventory_and_sourced_peaks() {
+    let output = peakbench(&["sysinfo", "--json"]);
+    assert!(output.status.success());
+    let doc = json(&output);
+    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["tool"]["name"], "peakbench");
+    let cpu = &doc["host"]["cpu"];
+    assert_eq!(
+        cpu["logical_cpus"].as_u64().unwrap() as usize,
+        std::thread::available_parallelism().unwrap().get()
+    );
+    assert!(cpu["simd"].as_array().unwrap().iter().any(|f| f == "sse2"));
+    for field in [
+        "vendor",
+        "model_name",
+        "microarch",
+        "base_ghz",
+        "governor",
+        "caches",
+    ] {
+        assert!(!cpu[field].is_null() || cpu[field].is_object(), "{field}");
+    }
+    for section in ["memory", "disks", "nics", "os", "hypervisor"] {
+        assert!(doc["host"].get(section).is_some(), "{section}");
+    }
+    // Every factor of the DP FMA peak has a source (or, if unknown, says how to give it).
+    let factors = &doc["peaks"]["cpu"]["factors"];
+    for factor in [&factors["cores"], &factors["ghz"], &factors["fma_units"][2]] {
+        assert!(factor["source"].is_string(), "{factor}");
+        assert!(factor["detail"].as_str().unwrap().len() > 3, "{factor}");
+    }
+    let table = doc["peaks"]["cpu"]["table"].as_array().unwrap();
+    assert!(
+        table
+            .iter()
+            .any(|r| r["precision"] == "f64" && r["fma"] == true)
+    );
+}
+
+#[test]
+fn sysinfo_table_names_sources() {
+    let output = peakbench(&["sysinfo", "--cpu-ghz", "2.5", "--fma-units", "2"]);
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("clock GHz 2.5 (flag: --cpu-ghz)"), "{text}");
+    assert!(text.contains("Caches"));
+}
+
+/// Each kind of bad input: exit code 2 and one line naming the flag.
+#[test]
+fn bad_input_exits_2_with_one_line_naming_the_flag() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["cpu", "--frobnicate"], "--frobnicate"),
+        (&["cpu", "--ops", "8QB"], "--ops"),
+        (&["cpu", "--threads", "0"], "--threads"),
+        (&["cpu", "--threads", "1,,2"], "--threads"),
+        (&["cpu", "--duration", "0"], "--duration"),
+        (&["cpu", "--duration", "ten"], "--duration"),
+        (&["cpu", "--precision", "f128"], "--precision"),
+        (&["cpu", "--isa", "neon2"], "--isa"),
+        (&["cpu", "--repetitions", "0"], "--repetitions"),
+        (
+            &["cpu", "--output", "/nonexistent-dir/x.json", "-d", "10ms"],
+            "--output",
+        ),
+        (
+            &["cpu", "--output", "results.xyz", "-d", "10ms"],
+            "--output",
+        ),
+        (&["cpu", "linpack", "-n", "0"], "-n"),
+        (&["cpu", "linpack", "-n", "10000000"], "--n"),
+        (&["sysinfo", "--cpu-ghz", "-1"], "--cpu-ghz"),
+    ];
+    for (args, flag) in cases {
+        let output = peakbench(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("Error: "), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(flag),
+            "{args:?} should name {flag}: {stderr}"
+        );
+        assert!(output.stdout.is_empty(), "{args:?}: nothing on stdout");
+    }
+}
+
+#[test]
+fn a_cpu_run_prints_json_with_peak_and_efficiency() {
+    let output = peakbench(&[
+        "cpu", "-p", "f64,i32", "-t", "1", "-d", "50ms", "-r", "2", "--warmup", "0", "--json",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let doc = json(&output);
+    assert_eq!(doc["status"], "complete");
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for r in results {
+        assert_eq!(r["subsystem"], "cpu");
+        assert_eq!(r["params"]["threads"], 1);
+        assert_eq!(r["stats"]["n"], 2);
+        assert_eq!(r["samples"].as_array().unwrap().len(), 2);
+        assert!(r["value"].as_f64().unwrap() > 0.0);
+        assert!(
+            r["counting"]
+                .as_str()
+                .unwrap()
+                .contains("checksum verified")
+        );
+        // The peak is known on x86 machines in the table; elsewhere it says why not.
+        if let Some(peak) = r.get("peak") {
+            assert!(peak["value"].as_f64().unwrap() > 0.0);
+            assert!(peak["source"].as_str().unwrap().contains("GHz"));
+            assert!(r["efficiency"].as_f64().unwrap() > 0.0);
+        }
+    }
+    assert_eq!(results[0]["unit"], "GFLOP/s");
+    assert_eq!(results[1]["unit"], "GIOP/s");
+}
+
+#[test]
+fn csv_has_one_row_per_result() {
+    let output = peakbench(&[
+        "cpu", "-p", "i64", "-t", "1,2", "-d", "20ms", "-r", "1", "--warmup", "0", "--csv",
+    ]);
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].starts_with("kind,id,host,subsystem,op,threads"));
+}
+
+#[test]
+fn dry_run_prints_the_plan_and_runs_nothing() {
+    let output = peakbench(&["cpu", "-p", "f64,f32", "-t", "1,2,4", "--dry-run", "--json"]);
+    assert!(output.status.success());
+    let plan = json(&output);
+    assert_eq!(plan["cases"].as_array().unwrap().len(), 6);
+    assert!(plan["estimate_s"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn linpack_solves_and_checks_the_residual() {
+    let output = peakbench(&[
+        "cpu", "linpack", "-n", "300", "-t", "1", "-r", "2", "--json",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let doc = json(&output);
+    let r = &doc["results"][0];
+    assert_eq!(r["op"], "linpack");
+    assert_eq!(r["params"]["n"], 300);
+    assert!(
+        r["params"]["other"]["scaled_residual_max"]
+            .as_f64()
+            .unwrap()
+            < 16.0
+    );
+    assert!(r["counting"].as_str().unwrap().contains("faer"));
+}
+
+#[test]
+fn ctrl_c_keeps_the_results_already_measured_in_a_valid_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("partial.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_peakbench"))
+        .args([
+            "cpu",
+            "-p",
+            "f64,f32,i64,i32,i16,i8",
+            "-t",
+            "1",
+            "-d",
+            "150ms",
+            "-r",
+            "2",
+        ])
+        .args(["--warmup", "0", "--output"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_results(&path, Duration::from_secs(20));
+    // SAFETY: sending SIGINT to our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).expect("valid JSON");
+    assert_eq!(doc["status"], "interrupted");
+    let measured = doc["results"].as_array().unwrap().len();
+    assert!((1..6).contains(&measured), "{measured} results");
+    assert!(!doc["finished_at"].is_null());
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
+}
+
+/// Waits until the output file holds at least one result.
+fn wait_for_results(path: &Path, limit: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if let Ok(bytes) = std::fs::read(path)
+            && let Ok(doc) = serde_json::from_slice::<serde_json::Value>(&bytes)
+            && doc["results"].as_array().is_some_and(|r| !r.is_empty())
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no result appeared in {}", path.display());
+}
