@@ -193,7 +193,7 @@ fn linpack_solves_and_checks_the_residual() {
 fn ctrl_c_keeps_the_results_already_measured_in_a_valid_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("partial.json");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_peakbench"))
+    let child = Command::new(env!("CARGO_BIN_EXE_peakbench"))
         .args([
             "cpu",
             "-p",
@@ -246,4 +246,33 @@ fn wait_for_results(path: &Path, limit: Duration) {
         std::thread::sleep(Duration::from_millis(20));
     }
     panic!("no result appeared in {}", path.display());
+}
+
+#[test]
+fn a_sampling_run_records_one_value_per_interval() {
+    let output = peakbench(&[
+        "cpu",
+        "-p",
+        "f64",
+        "-t",
+        "1",
+        "--samples",
+        "3",
+        "--interval",
+        "100ms",
+        "--json",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let doc = json(&output);
+    let r = &doc["results"][0];
+    let series = r["series"].as_array().unwrap();
+    assert_eq!(series.len(), 3);
+    assert_eq!(r["stats"]["n"], 3);
+    let times: Vec<f64> = series.iter().map(|p| p["t_s"].as_f64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[1] > w[0]), "{times:?}");
+    assert!(series.iter().all(|p| p["value"].as_f64().unwrap() > 0.0));
 }

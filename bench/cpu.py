@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""peakbench cpu against likwid-bench's peakflops kernels and hpcc's HPL, side by side.
+
+Alternates the tools round by round with the same threads (and the same n for the solve), then
+prints the median of each, the ratio of the medians, peakbench's CV, and its efficiency against
+the peak at the clock the cores actually ran at (measured by peakbench's add-chain probe).
+
+    apt-get install -y likwid hpcc openmpi-bin libopenblas0-pthread   # reference tools (optional)
+    cargo build --release
+    python3 bench/cpu.py --rounds 5 --threads 2 --n 10000
+
+The machine is shared and noisy: compare medians of alternating runs, never absolute figures.
+hpcc's HPL speed depends on the BLAS Debian links it with: libblas3 (reference, slow) or
+OpenBLAS (libopenblas0-pthread), whose kernels follow the CPU it detects; set
+OPENBLAS_CORETYPE (e.g. SkylakeX) to force its AVX-512 kernels on a CPU it does not know.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PEAKBENCH = os.path.join(HERE, "..", "target", "release", "peakbench")
+
+HPCC_INPUT = """HPLinpack benchmark input file
+peakbench bench/cpu.py
+HPL.out      output file name (if any)
+8            device out (6=stdout,7=stderr,file)
+1            # of problems sizes (N)
+{n}          Ns
+1            # of NBs
+{nb}         NBs
+0            PMAP process mapping (0=Row-,1=Column-major)
+1            # of process grids (P x Q)
+{p}          Ps
+{q}          Qs
+16.0         threshold
+1            # of panel fact
+2            PFACTs (0=left, 1=Crout, 2=Right)
+1            # of recursive stopping criterium
+4            NBMINs (>= 1)
+1            # of panels in recursion
+2            NDIVs
+1            # of recursive panel fact.
+1            RFACTs (0=left, 1=Crout, 2=Right)
+1            # of broadcast
+1            BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)
+1            # of lookahead depth
+1            DEPTHs (>=0)
+2            SWAP (0=bin-exch,1=long,2=mix)
+64           swapping threshold
+0            L1 in (0=transposed,1=no-transposed) form
+0            U  in (0=transposed,1=no-transposed) form
+1            Equilibration (0=no,1=yes)
+8            memory alignment in double (> 0)
+##### This line (no. 32) is ignored (it serves as a separator). ######
+0                               Number of additional problem sizes for PTRANS
+1200                            values of N
+0                               number of additional blocking sizes for PTRANS
+40                              values of NB
+"""
+
+
+def run(cmd, cwd=None, timeout=1800):
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed: {done.stderr.strip()[-500:]}")
+    return done.stdout
+
+
+def peakbench_flops(precision, threads):
+    doc = json.loads(run([PEAKBENCH, "cpu", "-p", precision, "--isa", "avx512", "--fma", "yes",
+                          "-t", str(threads), "-d", "1s", "-r", "3", "--json"]))
+    result = doc["results"][0]
+    factors = doc["peaks"]["cpu"]["factors"]
+    row = next(r for r in doc["peaks"]["cpu"]["table"]
+               if r["precision"] == precision and r["isa"] == "avx512" and r["fma"])
+    ghz = factors["measured_ghz"]["value"]
+    cores = min(threads, factors["cores"]["value"])
+    peak_measured_clock = cores * ghz * row["per_cycle_per_core"] if ghz else None
+    return result["value"], result["stats"]["cv"], peak_measured_clock, ghz
+
+
+def likwid_flops(precision, threads):
+    kernel = "peakflops_avx512_fma" if precision == "f64" else "peakflops_sp_avx512_fma"
+    # 32 kB per thread stays in L1, as likwid's documentation suggests for peakflops.
+    out = run(["likwid-bench", "-t", kernel, "-W", f"N:{32 * threads}kB:{threads}"])
+    return float(re.search(r"MFlops/s:\s+([\d.]+)", out).group(1)) / 1000.0
+
+
+def peakbench_linpack(n, threads):
+    doc = json.loads(run([PEAKBENCH, "cpu", "linpack", "-n", str(n), "-t", str(threads),
+                          "-r", "1", "--json"]))
+    return doc["results"][0]["value"]
+
+
+def hpcc_linpack(n, threads):
+    with tempfile.TemporaryDirectory() as tmp:
+        p, q = (1, threads) if threads > 1 else (1, 1)
+        with open(os.path.join(tmp, "hpccinf.txt"), "w") as f:
+            f.write(HPCC_INPUT.format(n=n, nb=192, p=p, q=q))
+        env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(p * q), "hpcc"]
+        subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=3600, env=env)
+        text = open(os.path.join(tmp, "hpccoutf.txt")).read()
+        return float(re.search(r"HPL_Tflops=([\d.eE+-]+)", text).group(1)) * 1000.0
+
+
+def summary(label, ours, theirs, unit, extra=""):
+    mo, mt = statistics.median(ours), statistics.median(theirs)
+    print(f"{label:<34} peakbench {mo:9.1f} {unit}  reference {mt:9.1f} {unit}  "
+          f"ratio {mo / mt:5.2f}{extra}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--n", type=int, default=10000, help="order of the Linpack/HPL solve")
+    ap.add_argument("--skip-linpack", action="store_true")
+    args = ap.parse_args()
+    if not os.path.exists(PEAKBENCH):
+        sys.exit("build first: cargo build --release")
+
+    if shutil.which("likwid-bench"):
+        for precision in ("f64", "f32"):
+            ours, theirs, cvs, eff = [], [], [], []
+            for _ in range(args.rounds):
+                value, cv, peak, _ = peakbench_flops(precision, args.threads)
+                ours.append(value)
+                cvs.append(cv or 0.0)
+                if peak:
+                    eff.append(value / peak)
+                theirs.append(likwid_flops(precision, args.threads))
+            extra = f"  CV {statistics.median(cvs) * 100:.1f} %"
+            if eff:
+                extra += f"  of peak at measured clock {statistics.median(eff) * 100:.1f} %"
+            summary(f"{precision} avx512 fma {args.threads}T vs likwid", ours, theirs,
+                    "GFLOP/s", extra)
+    else:
+        print("likwid-bench not installed (apt-get install likwid): peakflops comparison skipped")
+
+    if args.skip_linpack:
+        return
+    if shutil.which("hpcc") and shutil.which("mpirun"):
+        ours, theirs = [], []
+        for _ in range(max(1, args.rounds // 2)):
+            ours.append(peakbench_linpack(args.n, args.threads))
+            theirs.append(hpcc_linpack(args.n, args.threads))
+        summary(f"linpack n={args.n} {args.threads}T vs hpcc HPL", ours, theirs, "GFLOP/s")
+    else:
+        print("hpcc or mpirun not installed (apt-get install hpcc openmpi-bin): HPL comparison skipped")
+
+
+if __name__ == "__main__":
+    main()
