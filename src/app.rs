@@ -1,6 +1,5 @@
 //! The commands: validated options in, a plan of cases, a session that runs it, output out.
 
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -247,7 +246,7 @@ fn execute(
     let outcome = session.run(&cases, ctx);
     session.print(stdout_format)?;
     if let Some(path) = session.output_path() {
-        eprintln!("results written to {}", path_display(path));
+        eprintln!("results written to {}", path.display());
     }
     match outcome? {
         Ending::Complete => Ok(ExitCode::SUCCESS),
@@ -256,8 +255,4 @@ fn execute(
             Ok(ExitCode::from(130))
         }
     }
-}
-
-fn path_display(path: &Path) -> String {
-    path.display().to_string()
 }

@@ -11,6 +11,17 @@ fn peakbench(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
+/// Runs a command that must succeed and print one JSON document.
+fn peakbench_json(args: &[&str]) -> serde_json::Value {
+    let output = peakbench(args);
+    assert!(
+        output.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    json(&output)
+}
+
 fn json(output: &Output) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
         panic!(
@@ -22,9 +33,7 @@ fn json(output: &Output) -> serde_json::Value {
 
 #[test]
 fn sysinfo_json_has_the_inventory_and_sourced_peaks() {
-    let output = peakbench(&["sysinfo", "--json"]);
-    assert!(output.status.success());
-    let doc = json(&output);
+    let doc = peakbench_json(&["sysinfo", "--json"]);
     assert_eq!(doc["schema_version"], 1);
     assert_eq!(doc["tool"]["name"], "peakbench");
     let cpu = &doc["host"]["cpu"];
@@ -110,15 +119,9 @@ fn bad_input_exits_2_with_one_line_naming_the_flag() {
 
 #[test]
 fn a_cpu_run_prints_json_with_peak_and_efficiency() {
-    let output = peakbench(&[
+    let doc = peakbench_json(&[
         "cpu", "-p", "f64,i32", "-t", "1", "-d", "50ms", "-r", "2", "--warmup", "0", "--json",
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let doc = json(&output);
     assert_eq!(doc["status"], "complete");
     let results = doc["results"].as_array().unwrap();
     assert_eq!(results.len(), 2);
@@ -159,24 +162,16 @@ fn csv_has_one_row_per_result() {
 
 #[test]
 fn dry_run_prints_the_plan_and_runs_nothing() {
-    let output = peakbench(&["cpu", "-p", "f64,f32", "-t", "1,2,4", "--dry-run", "--json"]);
-    assert!(output.status.success());
-    let plan = json(&output);
+    let plan = peakbench_json(&["cpu", "-p", "f64,f32", "-t", "1,2,4", "--dry-run", "--json"]);
     assert_eq!(plan["cases"].as_array().unwrap().len(), 6);
     assert!(plan["estimate_s"].as_f64().unwrap() > 0.0);
 }
 
 #[test]
 fn linpack_solves_and_checks_the_residual() {
-    let output = peakbench(&[
+    let doc = peakbench_json(&[
         "cpu", "linpack", "-n", "300", "-t", "1", "-r", "2", "--json",
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let doc = json(&output);
     let r = &doc["results"][0];
     assert_eq!(r["op"], "linpack");
     assert_eq!(r["params"]["n"], 300);
@@ -250,7 +245,7 @@ fn wait_for_results(path: &Path, limit: Duration) {
 
 #[test]
 fn a_sampling_run_records_one_value_per_interval() {
-    let output = peakbench(&[
+    let doc = peakbench_json(&[
         "cpu",
         "-p",
         "f64",
@@ -262,12 +257,6 @@ fn a_sampling_run_records_one_value_per_interval() {
         "100ms",
         "--json",
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let doc = json(&output);
     let r = &doc["results"][0];
     let series = r["series"].as_array().unwrap();
     assert_eq!(series.len(), 3);
