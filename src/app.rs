@@ -55,6 +55,7 @@ fn context(peak: &PeakArgs, runner: &RunnerArgs) -> Context {
             repetitions: runner.repetitions,
             warmup: runner.warmup,
             pin: runner.pin,
+            reference: runner.reference,
         },
     }
 }

@@ -102,6 +102,9 @@ pub struct RunnerArgs {
     /// Pin thread i to the i-th CPU
     #[arg(long)]
     pub pin: bool,
+    /// Also run the standard tool of the field on each case (when installed) and record its value and the ratio
+    #[arg(long)]
+    pub reference: bool,
 }
 
 #[derive(Args, Debug)]

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod cpu;
 pub mod interrupt;
 pub mod peak;
+pub mod reference;
 pub mod report;
 pub mod result;
 pub mod runner;

@@ -33,6 +33,8 @@ pub struct RunnerDefaults {
     pub repetitions: u32,
     pub warmup: Duration,
     pub pin: bool,
+    /// Run the standard tool of the field next to each case (`--reference`).
+    pub reference: bool,
 }
 
 impl RunnerDefaults {
