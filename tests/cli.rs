@@ -265,3 +265,51 @@ fn a_sampling_run_records_one_value_per_interval() {
     assert!(times.windows(2).all(|w| w[1] > w[0]), "{times:?}");
     assert!(series.iter().all(|p| p["value"].as_f64().unwrap() > 0.0));
 }
+
+#[test]
+fn a_missing_reference_tool_is_named_and_the_run_goes_on() {
+    // An empty PATH: likwid-bench cannot be found, whatever the machine has installed.
+    let empty = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_peakbench"))
+        .args([
+            "cpu",
+            "-p",
+            "f64,i32",
+            "--isa",
+            "scalar",
+            "--fma",
+            "no",
+            "-t",
+            "1",
+            "-d",
+            "20ms",
+            "-r",
+            "1",
+            "--warmup",
+            "0",
+            "--reference",
+            "--json",
+        ])
+        .env("PATH", empty.path())
+        .output()
+        .expect("the binary runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results = json(&output)["results"].as_array().unwrap().clone();
+    assert_eq!(results.len(), 2);
+    let note = |i: usize| {
+        results[i]["reference"]["note"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    for r in &results {
+        assert_eq!(r["reference"]["tool"], "likwid-bench");
+        assert!(r["reference"]["value"].is_null());
+    }
+    assert!(note(0).contains("apt-get install likwid"), "{}", note(0));
+    assert!(note(1).contains("no integer peak kernel"), "{}", note(1));
+}

@@ -180,7 +180,12 @@ impl Case for LinpackCase {
         let peak = cpu
             .row(Precision::F64, widest, true)
             .and_then(|row| cpu.for_threads(row, self.threads, None));
-        Ok(result.with_peak(peak))
+        let result = result.with_peak(peak);
+        Ok(if ctx.runner.reference {
+            result.with_reference(super::reference::hpcc_hpl(self.n, self.threads))
+        } else {
+            result
+        })
     }
 }
 

@@ -9,6 +9,7 @@
 
 pub mod kernels;
 pub mod linpack;
+pub mod reference;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -304,6 +305,14 @@ impl Case for ThroughputCase {
             bail!("no repetition produced a finite rate");
         };
         let mut result = with_peak(result, kernel, self.threads, ctx);
+        if ctx.runner.reference {
+            result = result.with_reference(reference::likwid_peakflops(
+                kernel.precision,
+                kernel.isa,
+                kernel.fma,
+                self.threads,
+            ));
+        }
         result.warnings = runner::repetition_warnings(&reps, result.stats.cv);
         result
             .warnings
