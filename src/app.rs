@@ -1,7 +1,6 @@
 //! The commands: validated options in, a plan of cases, a session that runs it, output out.
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Result;
 
@@ -9,6 +8,7 @@ use crate::cli::{
     Cli, Command, CpuArgs, CpuCommand, FmaChoice, IsaItem, LinpackArgs, OutputArgs, PeakArgs,
     Preset, RunArgs, RunnerArgs, ScalingChoice, SysinfoArgs, ThreadList,
 };
+use crate::config;
 use crate::cpu::{self, CpuOptions, linpack::LinpackCase};
 use crate::peak::{PeakOverrides, Peaks};
 use crate::report::{Format, OutputFile};
@@ -28,7 +28,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             Some(CpuCommand::Linpack(linpack)) => linpack_command(linpack),
             None => cpu_command(&args),
         },
-        Command::Run(args) => run_preset(&args),
+        Command::Run(args) => run_matrix(&args),
     }
 }
 
@@ -84,8 +84,21 @@ fn threads_or_default(threads: &Option<ThreadList>, default: Vec<usize>) -> Vec<
     list
 }
 
+/// A subcommand's cases, the notes on what it left out, and its configuration for the record.
+pub(crate) struct Planned {
+    pub cases: Vec<Box<dyn Case>>,
+    pub notes: Vec<String>,
+    pub config: serde_json::Value,
+}
+
 fn cpu_command(args: &CpuArgs) -> Result<ExitCode> {
     let ctx = context(&args.peak, &args.runner);
+    let planned = cpu_cases(args, &ctx)?;
+    let config = serde_json::json!({ "cpu": planned.config, "runner": ctx.runner });
+    execute(planned.cases, &ctx, &args.output, config, planned.notes)
+}
+
+fn cpu_cases(args: &CpuArgs, ctx: &Context) -> Result<Planned> {
     let available = crate::peak::isas_of(&ctx.host);
     let mut isas = Vec::new();
     for item in &args.isa.0 {
@@ -112,7 +125,7 @@ fn cpu_command(args: &CpuArgs) -> Result<ExitCode> {
         duration: args.duration,
         samples: args.samples.map(|n| (n, args.interval)),
     };
-    let (cases, notes) = cpu::plan(&options, &ctx);
+    let (cases, notes) = cpu::plan(&options, ctx);
     if cases.is_empty() {
         return Err(UsageError(format!(
             "--precision/--isa: nothing this CPU can run ({}); see 'peakbench sysinfo' for its ISAs",
@@ -120,12 +133,21 @@ fn cpu_command(args: &CpuArgs) -> Result<ExitCode> {
         ))
         .into());
     }
-    let config = serde_json::json!({ "cpu": options, "runner": ctx.runner });
-    execute(cases, &ctx, &args.output, config, notes)
+    Ok(Planned {
+        cases,
+        notes,
+        config: serde_json::to_value(&options)?,
+    })
 }
 
 fn linpack_command(args: &LinpackArgs) -> Result<ExitCode> {
     let ctx = context(&args.peak, &args.runner);
+    let planned = linpack_cases(args, &ctx)?;
+    let config = serde_json::json!({ "linpack": planned.config, "runner": ctx.runner });
+    execute(planned.cases, &ctx, &args.output, config, planned.notes)
+}
+
+fn linpack_cases(args: &LinpackArgs, ctx: &Context) -> Result<Planned> {
     let threads = threads_or_default(&args.threads, vec![num_cpus()]);
     let mut cases: Vec<Box<dyn Case>> = Vec::new();
     for &n in &args.n.0 {
@@ -142,36 +164,79 @@ fn linpack_command(args: &LinpackArgs) -> Result<ExitCode> {
             cases.push(Box::new(LinpackCase { n, threads: t }));
         }
     }
-    let config = serde_json::json!({
-        "linpack": { "n": args.n.0, "threads": threads },
-        "runner": ctx.runner,
-    });
-    execute(cases, &ctx, &args.output, config, Vec::new())
+    Ok(Planned {
+        cases,
+        notes: Vec::new(),
+        config: serde_json::json!({ "n": args.n.0, "threads": threads }),
+    })
 }
 
-fn run_preset(args: &RunArgs) -> Result<ExitCode> {
-    let ctx = context(&args.peak, &args.runner);
-    let Preset::Quick = args.preset;
-    let options = CpuOptions {
-        precisions: vec![
-            crate::peak::Precision::F64,
-            crate::peak::Precision::F32,
-            crate::peak::Precision::I32,
-        ],
-        isas: vec![None],
-        fma: vec![true],
-        threads: default_threads(),
-        scaling: Scaling::Strong,
-        ops: None,
-        duration: Duration::from_millis(300),
-        samples: None,
+/// The cases of one subcommand parsed from a config table.
+fn plan_command(command: &Command, ctx: &Context) -> Result<Planned> {
+    match command {
+        Command::Cpu(args) => match &args.command {
+            Some(CpuCommand::Linpack(linpack)) => linpack_cases(linpack, ctx),
+            None => cpu_cases(args, ctx),
+        },
+        Command::Sysinfo(_) | Command::Run(_) => {
+            anyhow::bail!("this subcommand measures nothing and cannot be part of a run")
+        }
+    }
+}
+
+/// `peakbench run`: every table of a preset or config file, in one session.
+fn run_matrix(args: &RunArgs) -> Result<ExitCode> {
+    let (origin, entries) = match &args.config {
+        Some(path) => (format!("--config {}", path.display()), config::load(path)?),
+        None => {
+            let name = args.preset.unwrap_or(Preset::Quick).name();
+            let text = config::preset_text(name).expect("every preset has a config");
+            (format!("preset {name}"), config::parse(text, name)?)
+        }
     };
-    let (mut cases, notes) = cpu::plan(&options, &ctx);
-    cases.push(Box::new(LinpackCase {
-        n: 1000,
-        threads: num_cpus(),
-    }));
-    let config = serde_json::json!({ "preset": "quick", "cpu": options, "runner": ctx.runner });
+    // Every table is checked before anything is measured: a typo costs nothing.
+    let commands = entries
+        .iter()
+        .map(|entry| config::parse_entry(entry, &origin))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ctx = context(&args.peak, &args.runner);
+    let mut cases: Vec<Box<dyn Case>> = Vec::new();
+    let mut notes = Vec::new();
+    let mut experiments = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (entry, command) in entries.iter().zip(&commands) {
+        let planned = match plan_command(command, &ctx) {
+            Ok(planned) => planned,
+            Err(e) => {
+                // A subsystem that cannot run here (no space, no server) is skipped, not fatal.
+                notes.push(format!("{} skipped: {e:#}", entry.name()));
+                continue;
+            }
+        };
+        notes.extend(
+            planned
+                .notes
+                .into_iter()
+                .map(|n| format!("{}: {n}", entry.name())),
+        );
+        let before = cases.len();
+        // Two tables may ask for the same case; it is measured once.
+        cases.extend(planned.cases.into_iter().filter(|c| seen.insert(c.id())));
+        experiments.push(serde_json::json!({
+            "table": entry.name(),
+            "argv": entry.argv[1..],
+            "options": planned.config,
+            "cases": cases.len() - before,
+        }));
+    }
+    if cases.is_empty() {
+        return Err(UsageError(format!("{origin}: nothing to run: {}", notes.join("; "))).into());
+    }
+    let mut config = serde_json::json!({ "experiments": experiments, "runner": ctx.runner });
+    match &args.config {
+        Some(path) => config["config"] = path.display().to_string().into(),
+        None => config["preset"] = args.preset.unwrap_or(Preset::Quick).name().into(),
+    }
     execute(cases, &ctx, &args.output, config, notes)
 }
 

@@ -171,9 +171,12 @@ pub struct LinpackArgs {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// quick: every subsystem peakbench has, in about a minute
-    #[arg(long, value_enum, default_value = "quick")]
-    pub preset: Preset,
+    /// quick: every subsystem in about a minute; standard: the users' whole matrix; full: every size, hours
+    #[arg(long, value_enum, conflicts_with = "config")]
+    pub preset: Option<Preset>,
+    /// A TOML file of experiments, one table per subcommand run (see presets/standard.toml)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     #[command(flatten)]
     pub runner: RunnerArgs,
     #[command(flatten)]
@@ -185,6 +188,18 @@ pub struct RunArgs {
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Preset {
     Quick,
+    Standard,
+    Full,
+}
+
+impl Preset {
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Quick => "quick",
+            Preset::Standard => "standard",
+            Preset::Full => "full",
+        }
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,6 +5,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod config;
 pub mod cpu;
 pub mod interrupt;
 pub mod peak;
