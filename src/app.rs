@@ -29,6 +29,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             None => cpu_command(&args),
         },
         Command::Run(args) => run_preset(&args),
+        Command::History(command) => crate::history::run(&command),
     }
 }
 
@@ -245,10 +246,12 @@ fn execute(
         Format::Table
     };
     let outcome = session.run(&cases, ctx);
-    session.print(stdout_format)?;
+    let printed = session.print(stdout_format);
     if let Some(path) = session.output_path() {
         eprintln!("results written to {}", path.display());
     }
+    crate::history::store_run(&output.history, &session.report);
+    printed?;
     match outcome? {
         Ending::Complete => Ok(ExitCode::SUCCESS),
         Ending::Interrupted => {

@@ -169,3 +169,80 @@ pub fn render_markdown(report: &Report) -> String {
     footer(report, &mut out);
     out
 }
+
+/// Headers of the tables users paste into their reports, one per subsystem.
+pub const PASTE_HEADERS: [&str; 10] = [
+    "workload",
+    "parameters",
+    "threads",
+    "measured",
+    "unit",
+    "cv",
+    "reference",
+    "ratio",
+    "peak",
+    "efficiency",
+];
+
+/// One row of a pasted table: workload, parameters but threads, concurrency, the measured
+/// value, the reference tool's value and our ratio to it, the theoretical peak and the
+/// efficiency against it.
+pub fn paste_row(result: &BenchResult) -> [String; 10] {
+    let [_, value, unit, cv, _, peak, eff, reference, ratio] = row(result);
+    let params = Params {
+        threads: None,
+        ..result.params.clone()
+    };
+    [
+        result.op.clone(),
+        describe_params(&params),
+        result
+            .params
+            .threads
+            .map(|t| t.to_string())
+            .unwrap_or_else(|| "-".into()),
+        value,
+        unit,
+        cv,
+        reference,
+        ratio,
+        peak,
+        eff,
+    ]
+}
+
+/// The subsystems present in a report, in the order of their first result.
+pub fn subsystems(report: &Report) -> Vec<crate::result::Subsystem> {
+    let mut list = Vec::new();
+    for r in &report.results {
+        if !list.contains(&r.subsystem) {
+            list.push(r.subsystem);
+        }
+    }
+    list
+}
+
+/// The pasted tables in Markdown: a header, one table per subsystem, how work is counted and
+/// the warnings.
+pub fn render_markdown_tables(report: &Report) -> String {
+    let cell = |text: &str| text.replace('|', "\\|").replace("…", "–");
+    let mut out = format!(
+        "# peakbench {} on {}\n\n{} ({}), {}\n",
+        report.tool.version,
+        cell(&report.host.hostname),
+        cell(&report.host.cpu.model_name),
+        report.started_at,
+        status_word(report)
+    );
+    for subsystem in subsystems(report) {
+        out.push_str(&format!("\n## {}\n\n", subsystem.name()));
+        out.push_str(&format!("| {} |\n", PASTE_HEADERS.join(" | ")));
+        out.push_str("|---|---|--:|--:|---|--:|---|--:|--:|--:|\n");
+        for r in report.results.iter().filter(|r| r.subsystem == subsystem) {
+            let cells: Vec<String> = paste_row(r).iter().map(|c| cell(c)).collect();
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+    }
+    footer(report, &mut out);
+    out
+}
