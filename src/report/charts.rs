@@ -58,7 +58,7 @@ const PALETTE: [&str; 8] = [
 ];
 const WIDTH: f64 = 760.0;
 const PLOT_LEFT: f64 = 80.0;
-const PLOT_RIGHT: f64 = 740.0;
+const PLOT_RIGHT: f64 = 720.0;
 const PLOT_TOP: f64 = 40.0;
 const PLOT_BOTTOM: f64 = 300.0;
 const LEGEND_LINE: f64 = 18.0;
@@ -191,6 +191,7 @@ fn nice_step(span: f64) -> f64 {
 fn tick_label(value: f64, ticks: Ticks) -> String {
     match ticks {
         Ticks::Bytes => format_size_approx(value.round() as u64),
+        Ticks::Number if value.fract() == 0.0 && value.abs() < 1e15 => format!("{value:.0}"),
         Ticks::Number => format_value(value),
     }
 }

@@ -5,7 +5,7 @@
 //! one on the x axis into lines. So a new subsystem or parameter gets its tables and charts
 //! without changes here. Charts:
 //!
-//! - the headline value against threads, block size and message size (one line per
+//! - the headline value against threads, block size, message size and streams (one line per
 //!   combination of the other parameters), where a line has at least two points;
 //! - latency percentiles (p50, p99) against the same axes, for results that have them;
 //! - the efficiency of each result against its theoretical peak;
@@ -172,7 +172,7 @@ struct XParam {
     clear: fn(&mut Params),
 }
 
-const X_PARAMS: [XParam; 3] = [
+const X_PARAMS: [XParam; 4] = [
     XParam {
         name: "threads",
         label: "threads",
@@ -196,6 +196,14 @@ const X_PARAMS: [XParam; 3] = [
         ticks: Ticks::Bytes,
         get: |p| p.message_bytes.map(|b| b as f64),
         clear: |p| p.message_bytes = None,
+    },
+    XParam {
+        name: "streams",
+        label: "parallel streams",
+        scale: Scale::Linear,
+        ticks: Ticks::Number,
+        get: |p| p.streams.map(|s| s as f64),
+        clear: |p| p.streams = None,
     },
 ];
 
@@ -253,7 +261,7 @@ fn charts(results: &[&BenchResult], report: &Report) -> Vec<String> {
             };
             let mut rest = r.params.clone();
             (axis.clear)(&mut rest);
-            let line = non_empty(describe_params(&rest), &r.op);
+            let line = line_label(&rest, &r.op);
             add(
                 &mut groups,
                 format!(
@@ -319,7 +327,7 @@ fn charts(results: &[&BenchResult], report: &Report) -> Vec<String> {
                 r.metric
             ),
             format!("{} ({})", r.metric, r.unit),
-            non_empty(describe_params(&rest), &r.op),
+            line_label(&rest, &r.op),
             (ws, r.value),
         );
     }
@@ -380,9 +388,18 @@ fn charts(results: &[&BenchResult], report: &Report) -> Vec<String> {
     svgs
 }
 
-fn non_empty(text: String, fallback: &str) -> String {
+/// The name of a line: every parameter left once the x axis is taken out, those a subsystem
+/// keeps in `other` included, so two different cases never share a line.
+fn line_label(params: &Params, op: &str) -> String {
+    let mut parts = vec![describe_params(params)];
+    parts.extend(params.other.iter().map(|(k, v)| format!("{k}={v}")));
+    let text = parts
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
     if text.is_empty() {
-        fallback.to_string()
+        op.to_string()
     } else {
         text
     }
