@@ -113,7 +113,8 @@ impl Store {
         let shown = path.display().to_string();
         let exists = path.exists();
         if exists {
-            let version = inspect(path)?;
+            let version =
+                inspect(path).map_err(|refused| crate::app::UsageError(refused.to_string()))?;
             let mut conn = Connection::open_with_flags(
                 path,
                 OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -266,7 +267,7 @@ fn configure(conn: &Connection) -> Result<()> {
 }
 
 /// Checks an existing file without writing to it; returns its schema version (0: empty).
-fn inspect(path: &Path) -> Result<u32> {
+fn inspect(path: &Path) -> Result<u32, Refused> {
     let shown = path.display().to_string();
     let not_sqlite = |_| Refused::NotSqlite(shown.clone());
     let conn = Connection::open_with_flags(
@@ -293,19 +294,22 @@ fn inspect(path: &Path) -> Result<u32> {
         } else {
             format!("tables {}", tables.join(", "))
         };
-        return Err(Refused::Foreign(shown, what).into());
+        return Err(Refused::Foreign(shown, what));
     }
     if version > CURRENT_VERSION {
-        return Err(Refused::Newer(shown, version).into());
+        return Err(Refused::Newer(shown, version));
     }
     if version == 0 || !tables.iter().any(|t| t == "runs") {
-        return Err(Refused::Damaged(shown, "no schema version or no runs table".into()).into());
+        return Err(Refused::Damaged(
+            shown,
+            "no schema version or no runs table".into(),
+        ));
     }
     let check: String = conn
         .query_row("PRAGMA quick_check", [], |row| row.get(0))
         .map_err(not_sqlite)?;
     if check != "ok" {
-        return Err(Refused::Damaged(shown, format!("quick_check: {check}")).into());
+        return Err(Refused::Damaged(shown, format!("quick_check: {check}")));
     }
     Ok(version)
 }

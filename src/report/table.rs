@@ -32,6 +32,10 @@ pub fn describe_params(p: &Params) -> String {
         p.message_bytes
             .map(|b| format!("msg={}", format_size(b).replace(' ', ""))),
     );
+    push(
+        p.working_set_bytes
+            .map(|b| format!("ws={}", format_size(b).replace(' ', ""))),
+    );
     push(p.queue_depth.map(|q| format!("qd={q}")));
     push(p.streams.map(|s| format!("{s} streams")));
     push(p.threads.map(|t| format!("{t}T")));
@@ -174,7 +178,7 @@ pub fn render_markdown(report: &Report) -> String {
 pub const PASTE_HEADERS: [&str; 10] = [
     "workload",
     "parameters",
-    "threads",
+    "concurrency",
     "measured",
     "unit",
     "cv",
@@ -184,23 +188,31 @@ pub const PASTE_HEADERS: [&str; 10] = [
     "efficiency",
 ];
 
-/// One row of a pasted table: workload, parameters but threads, concurrency, the measured
+/// One row of a pasted table: workload, parameters but concurrency, concurrency (threads or
+/// streams), the measured
 /// value, the reference tool's value and our ratio to it, the theoretical peak and the
 /// efficiency against it.
 pub fn paste_row(result: &BenchResult) -> [String; 10] {
     let [_, value, unit, cv, _, peak, eff, reference, ratio] = row(result);
+    let p = &result.params;
+    let concurrency = match (p.threads, p.streams) {
+        (Some(t), Some(s)) => format!("{t} × {s} streams"),
+        (Some(t), None) => t.to_string(),
+        (None, Some(s)) => format!("{s} streams"),
+        (None, None) => "-".into(),
+    };
     let params = Params {
         threads: None,
-        ..result.params.clone()
+        streams: None,
+        ..p.clone()
     };
+    let mut described = vec![describe_params(&params)];
+    described.extend(p.other.iter().map(|(k, v)| format!("{k}={v}")));
+    described.retain(|d| !d.is_empty());
     [
         result.op.clone(),
-        describe_params(&params),
-        result
-            .params
-            .threads
-            .map(|t| t.to_string())
-            .unwrap_or_else(|| "-".into()),
+        described.join(" "),
+        concurrency,
         value,
         unit,
         cv,
