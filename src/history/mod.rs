@@ -129,12 +129,12 @@ pub fn db_path(args: &DbArgs) -> Result<PathBuf> {
     Ok(data.join("peakbench").join("history.db"))
 }
 
-/// Stores a finished (or interrupted, or failed) run. A failure here never loses the results,
-/// which are already printed and written: it is reported as a warning and the run's exit code
-/// stands.
-pub fn store_run(args: &StoreArgs, report: &Report) {
+/// Stores a finished (or interrupted, or failed) run and returns its id. A failure here never
+/// loses the results, which are already printed and written: it is reported as a warning (and
+/// `None` returned) and the run's exit code stands.
+pub fn store_run(args: &StoreArgs, report: &Report) -> Option<i64> {
     if args.no_history {
-        return;
+        return None;
     }
     let stored = db_path(&args.db).and_then(|path| {
         let mut store = Store::open(&path, true)?;
@@ -142,10 +142,16 @@ pub fn store_run(args: &StoreArgs, report: &Report) {
         Ok((id, path))
     });
     match stored {
-        Ok((id, path)) => eprintln!("stored as run {id} in {}", path.display()),
-        Err(error) => eprintln!(
-            "warning: the run was not stored in the history: {error:#} (the results above are complete; use --no-history to skip storing)"
-        ),
+        Ok((id, path)) => {
+            eprintln!("stored as run {id} in {}", path.display());
+            Some(id)
+        }
+        Err(error) => {
+            eprintln!(
+                "warning: the run was not stored in the history: {error:#} (the results above are complete; use --no-history to skip storing)"
+            );
+            None
+        }
     }
 }
 

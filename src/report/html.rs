@@ -23,7 +23,7 @@ const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-w
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}\
 table{border-collapse:collapse;margin:1em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.25em .6em}\
 th{background:#f2f2f2;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}\
-pre{background:#f7f7f7;padding:1em;overflow-x:auto;font-size:.85em}\
+pre{background:#f7f7f7;padding:1em;white-space:pre-wrap;font-size:.85em}\
 figure{margin:1.5em 0}svg.chart{max-width:100%;height:auto;font-size:12px}\
 svg .title{font-size:15px;font-weight:600}svg .axis{font-size:13px}svg .tick{font-size:11px;fill:#444}\
 svg .legend{font-size:12px}svg .marker-label{font-size:11px;fill:#666}.warn li{color:#8a4b00}";
