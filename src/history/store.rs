@@ -113,6 +113,11 @@ impl Store {
         let shown = path.display().to_string();
         let exists = path.exists();
         if exists {
+            std::fs::File::open(path).map_err(|e| {
+                crate::app::UsageError(format!(
+                    "--db: cannot read {shown}: {e}; give a readable path"
+                ))
+            })?;
             let version =
                 inspect(path).map_err(|refused| crate::app::UsageError(refused.to_string()))?;
             let mut conn = Connection::open_with_flags(

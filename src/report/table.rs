@@ -255,6 +255,37 @@ pub fn render_markdown_tables(report: &Report) -> String {
             out.push_str(&format!("| {} |\n", cells.join(" | ")));
         }
     }
-    footer(report, &mut out);
+    let mut counting: Vec<String> = Vec::new();
+    for r in &report.results {
+        let note = format!("- {}: {}", r.op, r.counting);
+        if !counting.contains(&note) {
+            counting.push(note);
+        }
+    }
+    if !counting.is_empty() {
+        out.push_str(&format!(
+            "\n## How work is counted\n\n{}\n",
+            counting.join("\n")
+        ));
+    }
+    let warnings: Vec<String> = report
+        .warnings
+        .iter()
+        .cloned()
+        .chain(report.results.iter().flat_map(|r| {
+            r.warnings.iter().map(move |w| {
+                format!(
+                    "{} {} {}: {w}",
+                    r.subsystem.name(),
+                    r.op,
+                    describe_params(&r.params)
+                )
+            })
+        }))
+        .map(|w| format!("- {w}"))
+        .collect();
+    if !warnings.is_empty() {
+        out.push_str(&format!("\n## Warnings\n\n{}\n", warnings.join("\n")));
+    }
     out
 }
