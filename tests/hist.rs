@@ -282,6 +282,7 @@ fn markdown_tables_match_the_snapshot() {
     ok(&["import", FIXTURE, "--db", &db]);
     let md = dir.path().join("report.md");
     ok(&["report", "--db", &db, "--markdown", md.to_str().unwrap()]);
+    assert!(refused(&["report", "--db", &db]).contains("--html/--markdown"));
     let got = std::fs::read_to_string(&md).unwrap();
     let expected = std::fs::read_to_string(EXPECTED_MD).unwrap();
     assert_eq!(

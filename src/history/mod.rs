@@ -95,7 +95,7 @@ pub struct ReportArgs {
     #[arg(default_value = "latest")]
     pub run: String,
     /// Write a self-contained HTML report (inline SVG charts, no network needed) to FILE
-    #[arg(long, value_name = "FILE", required_unless_present = "markdown")]
+    #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// Write the tables in Markdown to FILE
     #[arg(long, value_name = "FILE")]
@@ -305,6 +305,13 @@ fn import(args: &ImportArgs) -> Result<ExitCode> {
 }
 
 fn report(args: &ReportArgs) -> Result<ExitCode> {
+    if args.html.is_none() && args.markdown.is_none() {
+        return Err(UsageError(
+            "--html/--markdown: say what to write, e.g. --html report.html or --markdown report.md"
+                .into(),
+        )
+        .into());
+    }
     let store = open(&args.db, false)?;
     let id = store.resolve(&args.run)?;
     let report = store.load(id)?;
