@@ -426,3 +426,37 @@ fn cache_markers(report: &Report) -> Vec<Marker> {
     }
     markers
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> Report {
+        serde_json::from_str(include_str!("../../tests/fixtures/report.json")).unwrap()
+    }
+
+    #[test]
+    fn distinct_cases_get_distinct_lines_and_a_line_needs_two_points() {
+        let mut report = fixture();
+        report.results.retain(|r| r.subsystem == Subsystem::Cpu);
+        let html = render(1, &report);
+        assert!(html.contains("cpu flops: throughput against threads"));
+        // The sampling case differs only in params.other: its own line, not a second point
+        // at 2 threads on the f64 line.
+        assert!(html.contains(">f64 avx512 fma interval_s=1.0 samples=20</text>"));
+        report.results.retain(|r| r.params.threads == Some(1));
+        assert!(!render(1, &report).contains("against threads"));
+    }
+
+    #[test]
+    fn the_cache_curve_marks_data_and_unified_caches_only() {
+        let markers = cache_markers(&fixture());
+        let labels: Vec<&str> = markers.iter().map(|m| m.label.as_str()).collect();
+        assert!(labels.iter().any(|l| l.starts_with("L1 ")), "{labels:?}");
+        assert_eq!(
+            labels.iter().filter(|l| l.starts_with("L1 ")).count(),
+            1,
+            "{labels:?}"
+        );
+    }
+}
