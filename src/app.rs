@@ -29,6 +29,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             None => cpu_command(&args),
         },
         Command::Run(args) => run_matrix(&args),
+        Command::History(command) => crate::history::run(&command),
     }
 }
 
@@ -178,7 +179,7 @@ fn plan_command(command: &Command, ctx: &Context) -> Result<Planned> {
             Some(CpuCommand::Linpack(linpack)) => linpack_cases(linpack, ctx),
             None => cpu_cases(args, ctx),
         },
-        Command::Sysinfo(_) | Command::Run(_) => {
+        Command::Sysinfo(_) | Command::Run(_) | Command::History(_) => {
             anyhow::bail!("this subcommand measures nothing and cannot be part of a run")
         }
     }
@@ -237,7 +238,51 @@ fn run_matrix(args: &RunArgs) -> Result<ExitCode> {
         Some(path) => config["config"] = path.display().to_string().into(),
         None => config["preset"] = args.preset.unwrap_or(Preset::Quick).name().into(),
     }
-    execute(cases, &ctx, &args.output, config, notes)
+    let html = match &args.html {
+        Some(path) => HtmlReport::At(path.clone()),
+        None => HtmlReport::Default,
+    };
+    execute_with_report(cases, &ctx, &args.output, config, notes, html)
+}
+
+/// Writes the run's HTML report and names it, with the run id, as the last line on stderr.
+/// A report that cannot be written is a warning: the results are already printed and stored.
+fn write_html_report(
+    html: &HtmlReport,
+    run_id: Option<i64>,
+    report: &crate::result::Report,
+    output: &OutputArgs,
+) {
+    let path = match (html, run_id) {
+        (HtmlReport::None, _) => return,
+        (HtmlReport::At(path), _) => path.clone(),
+        (HtmlReport::Default, Some(id)) => match crate::history::db_path(&output.history.db) {
+            Ok(db) => db
+                .parent()
+                .unwrap_or(std::path::Path::new("."))
+                .join("reports")
+                .join(format!("run-{id}.html")),
+            Err(_) => return,
+        },
+        (HtmlReport::Default, None) => {
+            eprintln!("no HTML report: the run is not in the history; give --html FILE for one");
+            return;
+        }
+    };
+    let text = crate::report::html::render(run_id.unwrap_or(0), report);
+    let written = path
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(&path, text));
+    match (written, run_id) {
+        (Ok(()), Some(id)) => eprintln!("run {id}: HTML report in {}", path.display()),
+        (Ok(()), None) => eprintln!("HTML report in {}", path.display()),
+        (Err(e), _) => eprintln!(
+            "warning: the HTML report was not written to {}: {e}",
+            path.display()
+        ),
+    }
 }
 
 /// 1 and every CPU.
@@ -284,12 +329,32 @@ fn output_file(args: &OutputArgs) -> Result<Option<OutputFile>> {
         .map_err(|e| UsageError(format!("--output: {e:#}; choose a writable path")).into())
 }
 
-fn execute(
+/// Where `run` writes its HTML report.
+pub(crate) enum HtmlReport {
+    /// Single commands write none (`peakbench report` makes one from the history).
+    None,
+    /// Next to the history, named after the run: `<data dir>/peakbench/reports/run-<id>.html`.
+    Default,
+    At(std::path::PathBuf),
+}
+
+pub(crate) fn execute(
     cases: Vec<Box<dyn Case>>,
     ctx: &Context,
     output: &OutputArgs,
     config: serde_json::Value,
     notes: Vec<String>,
+) -> Result<ExitCode> {
+    execute_with_report(cases, ctx, output, config, notes, HtmlReport::None)
+}
+
+fn execute_with_report(
+    cases: Vec<Box<dyn Case>>,
+    ctx: &Context,
+    output: &OutputArgs,
+    config: serde_json::Value,
+    notes: Vec<String>,
+    html: HtmlReport,
 ) -> Result<ExitCode> {
     if output.dry_run {
         print_plan(&cases, ctx, output.json);
@@ -310,10 +375,13 @@ fn execute(
         Format::Table
     };
     let outcome = session.run(&cases, ctx);
-    session.print(stdout_format)?;
+    let printed = session.print(stdout_format);
     if let Some(path) = session.output_path() {
         eprintln!("results written to {}", path.display());
     }
+    let run_id = crate::history::store_run(&output.history, &session.report);
+    write_html_report(&html, run_id, &session.report, output);
+    printed?;
     match outcome? {
         Ending::Complete => Ok(ExitCode::SUCCESS),
         Ending::Interrupted => {

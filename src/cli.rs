@@ -30,6 +30,8 @@ pub enum Command {
     Cpu(Box<CpuArgs>),
     /// Runs a preset of every benchmark peakbench has
     Run(RunArgs),
+    #[command(flatten)]
+    History(crate::history::HistoryCommand),
 }
 
 #[derive(Args, Debug)]
@@ -87,6 +89,8 @@ pub struct OutputArgs {
     /// Print the plan and its estimated duration, run nothing
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub history: crate::history::StoreArgs,
 }
 
 /// How each case is repeated.
@@ -177,6 +181,9 @@ pub struct RunArgs {
     /// A TOML file of experiments, one table per subcommand run (see presets/standard.toml)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Write the HTML report here (default: next to the history, reports/run-<id>.html)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     #[command(flatten)]
     pub runner: RunnerArgs,
     #[command(flatten)]

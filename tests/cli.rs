@@ -5,8 +5,11 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn peakbench(args: &[&str]) -> Output {
+    // Measuring commands store their run in the history: a temporary one, never the user's.
+    let history = tempfile::tempdir().unwrap();
     Command::new(env!("CARGO_BIN_EXE_peakbench"))
         .args(args)
+        .env("PEAKBENCH_DB", history.path().join("history.db"))
         .output()
         .expect("the binary runs")
 }
@@ -188,6 +191,7 @@ fn linpack_solves_and_checks_the_residual() {
 fn ctrl_c_keeps_the_results_already_measured_in_a_valid_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("partial.json");
+    let history = tempfile::tempdir().unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_peakbench"))
         .args([
             "cpu",
@@ -202,6 +206,7 @@ fn ctrl_c_keeps_the_results_already_measured_in_a_valid_file() {
         ])
         .args(["--warmup", "0", "--output"])
         .arg(&path)
+        .env("PEAKBENCH_DB", history.path().join("history.db"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

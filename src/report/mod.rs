@@ -5,7 +5,9 @@
 //! in its own column. [`OutputFile`] is created before a run (so a bad path fails at once) and
 //! rewritten atomically after every case, so an interrupted run leaves a complete, valid file.
 
+pub mod charts;
 mod csv;
+pub mod html;
 mod table;
 
 use std::fs;
@@ -16,7 +18,7 @@ use anyhow::{Context, Result};
 
 use crate::result::Report;
 
-pub use table::{render_markdown, render_table};
+pub use table::{describe_params, render_markdown, render_markdown_tables, render_table};
 
 /// An output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

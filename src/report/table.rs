@@ -32,6 +32,10 @@ pub fn describe_params(p: &Params) -> String {
         p.message_bytes
             .map(|b| format!("msg={}", format_size(b).replace(' ', ""))),
     );
+    push(
+        p.working_set_bytes
+            .map(|b| format!("ws={}", format_size(b).replace(' ', ""))),
+    );
     push(p.queue_depth.map(|q| format!("qd={q}")));
     push(p.streams.map(|s| format!("{s} streams")));
     push(p.threads.map(|t| format!("{t}T")));
@@ -167,5 +171,121 @@ pub fn render_markdown(report: &Report) -> String {
         out.push_str(&format!("| {} |\n", r.join(" | ").replace("…", "–")));
     }
     footer(report, &mut out);
+    out
+}
+
+/// Headers of the tables users paste into their reports, one per subsystem.
+pub const PASTE_HEADERS: [&str; 10] = [
+    "workload",
+    "parameters",
+    "concurrency",
+    "measured",
+    "unit",
+    "cv",
+    "reference",
+    "ratio",
+    "peak",
+    "efficiency",
+];
+
+/// One row of a pasted table: workload, parameters but concurrency, concurrency (threads or
+/// streams), the measured
+/// value, the reference tool's value and our ratio to it, the theoretical peak and the
+/// efficiency against it.
+pub fn paste_row(result: &BenchResult) -> [String; 10] {
+    let [_, value, unit, cv, _, peak, eff, reference, ratio] = row(result);
+    let p = &result.params;
+    let concurrency = match (p.threads, p.streams) {
+        (Some(t), Some(s)) => format!("{t} × {s} streams"),
+        (Some(t), None) => t.to_string(),
+        (None, Some(s)) => format!("{s} streams"),
+        (None, None) => "-".into(),
+    };
+    let params = Params {
+        threads: None,
+        streams: None,
+        ..p.clone()
+    };
+    let mut described = vec![describe_params(&params)];
+    described.extend(p.other.iter().map(|(k, v)| format!("{k}={v}")));
+    described.retain(|d| !d.is_empty());
+    [
+        result.op.clone(),
+        described.join(" "),
+        concurrency,
+        value,
+        unit,
+        cv,
+        reference,
+        ratio,
+        peak,
+        eff,
+    ]
+}
+
+/// The subsystems present in a report, in the order of their first result.
+pub fn subsystems(report: &Report) -> Vec<crate::result::Subsystem> {
+    let mut list = Vec::new();
+    for r in &report.results {
+        if !list.contains(&r.subsystem) {
+            list.push(r.subsystem);
+        }
+    }
+    list
+}
+
+/// The pasted tables in Markdown: a header, one table per subsystem, how work is counted and
+/// the warnings.
+pub fn render_markdown_tables(report: &Report) -> String {
+    let cell = |text: &str| text.replace('|', "\\|").replace("…", "–");
+    let mut out = format!(
+        "# peakbench {} on {}\n\n{} ({}), {}\n",
+        report.tool.version,
+        cell(&report.host.hostname),
+        cell(&report.host.cpu.model_name),
+        report.started_at,
+        status_word(report)
+    );
+    for subsystem in subsystems(report) {
+        out.push_str(&format!("\n## {}\n\n", subsystem.name()));
+        out.push_str(&format!("| {} |\n", PASTE_HEADERS.join(" | ")));
+        out.push_str("|---|---|--:|--:|---|--:|---|--:|--:|--:|\n");
+        for r in report.results.iter().filter(|r| r.subsystem == subsystem) {
+            let cells: Vec<String> = paste_row(r).iter().map(|c| cell(c)).collect();
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+    }
+    let mut counting: Vec<String> = Vec::new();
+    for r in &report.results {
+        let note = format!("- {}: {}", r.op, r.counting);
+        if !counting.contains(&note) {
+            counting.push(note);
+        }
+    }
+    if !counting.is_empty() {
+        out.push_str(&format!(
+            "\n## How work is counted\n\n{}\n",
+            counting.join("\n")
+        ));
+    }
+    let warnings: Vec<String> = report
+        .warnings
+        .iter()
+        .cloned()
+        .chain(report.results.iter().flat_map(|r| {
+            r.warnings.iter().map(move |w| {
+                format!(
+                    "{} {} {}: {w}",
+                    r.subsystem.name(),
+                    r.op,
+                    describe_params(&r.params)
+                )
+            })
+        }))
+        .map(|w| format!("- {w}"))
+        .collect();
+    if !warnings.is_empty() {
+        out.push_str(&format!("\n## Warnings\n\n{}\n", warnings.join("\n")));
+    }
     out
 }

@@ -1,0 +1,204 @@
+//! Two runs side by side, result by result.
+//!
+//! Results are matched by their case `id` (the same parameters give the same id in every
+//! run). The change is `(B − A) / A`. It is called *beyond the noise* only when the ranges of
+//! the two runs' repetitions do not overlap (B's slowest repetition beats A's fastest, or the
+//! other way round): a change smaller than what the repetitions of either run already spread
+//! over is not evidence of anything. With a single repetition on either side there is no
+//! spread to judge by, and the verdict says so.
+
+use crate::report::describe_params;
+use crate::result::{BenchResult, Report};
+use crate::units::format_value;
+
+/// What the repetitions say about one change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Within,
+    Beyond,
+    Unknown,
+}
+
+impl Verdict {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Within => "within noise",
+            Verdict::Beyond => "BEYOND noise",
+            Verdict::Unknown => "1 repetition",
+        }
+    }
+}
+
+/// One shared result.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub id: String,
+    pub label: String,
+    pub unit: String,
+    pub a: f64,
+    pub b: f64,
+    /// (b − a) / a; `None` when a is 0.
+    pub change: Option<f64>,
+    pub verdict: Verdict,
+}
+
+/// The min–max rule of the module documentation.
+pub fn verdict(a: &BenchResult, b: &BenchResult) -> Verdict {
+    if a.stats.n < 2 || b.stats.n < 2 {
+        return Verdict::Unknown;
+    }
+    if b.stats.min > a.stats.max || b.stats.max < a.stats.min {
+        Verdict::Beyond
+    } else {
+        Verdict::Within
+    }
+}
+
+/// Every result present in both runs, in A's order, and how many are in only one of them.
+pub fn compare(a: &Report, b: &Report) -> (Vec<Change>, usize, usize) {
+    let mut changes = Vec::new();
+    for ra in &a.results {
+        let Some(rb) = b
+            .results
+            .iter()
+            .find(|r| r.id == ra.id && r.unit == ra.unit)
+        else {
+            continue;
+        };
+        changes.push(Change {
+            id: ra.id.clone(),
+            label: format!(
+                "{} {} {}",
+                ra.subsystem.name(),
+                ra.op,
+                describe_params(&ra.params)
+            ),
+            unit: ra.unit.clone(),
+            a: ra.value,
+            b: rb.value,
+            change: (ra.value != 0.0).then(|| (rb.value - ra.value) / ra.value),
+            verdict: verdict(ra, rb),
+        });
+    }
+    let only_a = a.results.len() - changes.len();
+    let only_b = b
+        .results
+        .iter()
+        .filter(|rb| {
+            !a.results
+                .iter()
+                .any(|ra| ra.id == rb.id && ra.unit == rb.unit)
+        })
+        .count();
+    (changes, only_a, only_b)
+}
+
+/// The comparison as an aligned text table.
+pub fn render(a_id: i64, a: &Report, b_id: i64, b: &Report) -> String {
+    let (changes, only_a, only_b) = compare(a, b);
+    let mut out = format!(
+        "A: run {a_id}, {} on {}, {}\nB: run {b_id}, {} on {}, {}\n\n",
+        a.started_at,
+        a.host.hostname,
+        status(a),
+        b.started_at,
+        b.host.hostname,
+        status(b)
+    );
+    let headers = ["case", "A", "B", "unit", "change", "noise"].map(String::from);
+    let rows: Vec<[String; 6]> = changes
+        .iter()
+        .map(|c| {
+            [
+                c.label.clone(),
+                format_value(c.a),
+                format_value(c.b),
+                c.unit.clone(),
+                c.change
+                    .map(|x| format!("{:+.1}%", x * 100.0))
+                    .unwrap_or_else(|| "-".into()),
+                c.verdict.word().to_string(),
+            ]
+        })
+        .collect();
+    let mut widths = headers.clone().map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String; 6]| {
+        let mut text = String::new();
+        for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
+            let pad = " ".repeat(width - cell.chars().count());
+            if matches!(i, 1 | 2 | 4) {
+                text.push_str(&pad);
+                text.push_str(cell);
+            } else {
+                text.push_str(cell);
+                text.push_str(&pad);
+            }
+            text.push_str("  ");
+        }
+        text.trim_end().to_string() + "\n"
+    };
+    out.push_str(&line(&headers));
+    for row in &rows {
+        out.push_str(&line(row));
+    }
+    let beyond = changes
+        .iter()
+        .filter(|c| c.verdict == Verdict::Beyond)
+        .count();
+    out.push_str(&format!(
+        "\n{} shared results, {beyond} beyond the noise (the two runs' min–max ranges of repetitions do not overlap)",
+        changes.len()
+    ));
+    if only_a + only_b > 0 {
+        out.push_str(&format!("; {only_a} only in A, {only_b} only in B"));
+    }
+    out.push('\n');
+    out
+}
+
+fn status(report: &Report) -> String {
+    serde_json::to_value(report.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::{CaseInfo, Params, Subsystem};
+
+    fn result(samples: Vec<f64>) -> BenchResult {
+        let case = CaseInfo {
+            id: "cpu-f64".into(),
+            subsystem: Subsystem::Cpu,
+            op: "fma".into(),
+            params: Params::default(),
+            metric: "throughput".into(),
+            unit: "GFLOP/s".into(),
+            counting: String::new(),
+        };
+        BenchResult::from_samples("h", case, samples).unwrap()
+    }
+
+    #[test]
+    fn overlapping_ranges_are_noise_and_separate_ones_are_not() {
+        let a = result(vec![10.0, 11.0, 12.0]);
+        assert_eq!(verdict(&a, &a), Verdict::Within);
+        assert_eq!(
+            verdict(&a, &result(vec![11.5, 12.5, 13.0])),
+            Verdict::Within
+        );
+        assert_eq!(
+            verdict(&a, &result(vec![12.1, 12.5, 13.0])),
+            Verdict::Beyond
+        );
+        assert_eq!(verdict(&a, &result(vec![8.0, 9.0, 9.9])), Verdict::Beyond);
+        assert_eq!(verdict(&a, &result(vec![20.0])), Verdict::Unknown);
+    }
+}

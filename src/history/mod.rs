@@ -1,0 +1,347 @@
+//! The history of runs: every measuring command stores its document in an SQLite file, and
+//! `history`, `show`, `compare`, `import` and `report` read it back.
+//!
+//! The file is `--db PATH`, else `$PEAKBENCH_DB`, else `$XDG_DATA_HOME/peakbench/history.db`,
+//! else `~/.local/share/peakbench/history.db`; it is created on first use. See [`store`] for
+//! the schema and how a file that is not ours is refused.
+
+pub mod compare;
+pub mod store;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Args, Subcommand};
+
+use crate::app::UsageError;
+use crate::result::{Report, SCHEMA_VERSION};
+use crate::units::format_value;
+use store::Store;
+
+/// Where the history is, for every command that reads or writes it.
+#[derive(Args, Debug, Clone, Default)]
+pub struct DbArgs {
+    /// History database (default: $PEAKBENCH_DB, else $XDG_DATA_HOME/peakbench/history.db, else ~/.local/share/peakbench/history.db)
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+/// History options of a measuring command.
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "History")]
+pub struct StoreArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Do not store this run in the history
+    #[arg(long, conflicts_with = "db")]
+    pub no_history: bool,
+}
+
+/// The commands that read the history (flattened into the top-level commands).
+#[derive(Subcommand, Debug)]
+pub enum HistoryCommand {
+    /// Lists the stored runs: id, host, date, command, status, results and headline numbers
+    History(ListArgs),
+    /// Prints one stored run (RUN: an id, `latest` or `previous`)
+    Show(ShowArgs),
+    /// Every result two runs share, side by side, with the change and whether it is beyond the noise
+    Compare(CompareArgs),
+    /// Adds a JSON results file (written by --json or --output FILE.json) to the history
+    Import(ImportArgs),
+    /// Writes a stored run as a self-contained HTML report (tables and charts) and/or Markdown tables
+    Report(ReportArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// The run: an id from 'peakbench history', `latest` or `previous`
+    #[arg(default_value = "latest")]
+    pub run: String,
+    /// Print the stored JSON document instead of the table
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The first run (A): an id, `latest` or `previous`
+    pub run_a: String,
+    /// The second run (B): an id, `latest` or `previous`
+    pub run_b: String,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// A JSON document written by `--json` or `--output FILE.json`
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// The run: an id, `latest` or `previous`
+    #[arg(default_value = "latest")]
+    pub run: String,
+    /// Write a self-contained HTML report (inline SVG charts, no network needed) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Write the tables in Markdown to FILE
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// The history file: the flag, else the environment, else the user's data directory.
+pub fn db_path(args: &DbArgs) -> Result<PathBuf> {
+    if let Some(path) = &args.db {
+        return Ok(path.clone());
+    }
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(path) = var("PEAKBENCH_DB") {
+        return Ok(PathBuf::from(path));
+    }
+    let data = match var("XDG_DATA_HOME") {
+        Some(dir) => PathBuf::from(dir),
+        None => match var("HOME") {
+            Some(home) => Path::new(&home).join(".local/share"),
+            None => {
+                return Err(UsageError(
+                    "--db: neither $PEAKBENCH_DB, $XDG_DATA_HOME nor $HOME is set: give --db PATH"
+                        .into(),
+                )
+                .into());
+            }
+        },
+    };
+    Ok(data.join("peakbench").join("history.db"))
+}
+
+/// Stores a finished (or interrupted, or failed) run and returns its id. A failure here never
+/// loses the results, which are already printed and written: it is reported as a warning (and
+/// `None` returned) and the run's exit code stands.
+pub fn store_run(args: &StoreArgs, report: &Report) -> Option<i64> {
+    if args.no_history {
+        return None;
+    }
+    let stored = db_path(&args.db).and_then(|path| {
+        let mut store = Store::open(&path, true)?;
+        let id = store.insert(report)?;
+        Ok((id, path))
+    });
+    match stored {
+        Ok((id, path)) => {
+            eprintln!("stored as run {id} in {}", path.display());
+            Some(id)
+        }
+        Err(error) => {
+            eprintln!(
+                "warning: the run was not stored in the history: {error:#} (the results above are complete; use --no-history to skip storing)"
+            );
+            None
+        }
+    }
+}
+
+pub fn run(command: &HistoryCommand) -> Result<ExitCode> {
+    match command {
+        HistoryCommand::History(args) => list(args),
+        HistoryCommand::Show(args) => show(args),
+        HistoryCommand::Compare(args) => compare_runs(args),
+        HistoryCommand::Import(args) => import(args),
+        HistoryCommand::Report(args) => report(args),
+    }
+}
+
+fn open(args: &DbArgs, create: bool) -> Result<Store> {
+    Store::open(&db_path(args)?, create)
+}
+
+fn list(args: &ListArgs) -> Result<ExitCode> {
+    let store = open(&args.db, false)?;
+    let runs = store.list()?;
+    if runs.is_empty() {
+        println!("no runs in {}", store.path().display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<[String; 7]> = runs
+        .iter()
+        .map(|r| {
+            [
+                r.id.to_string(),
+                r.host.clone(),
+                r.started_at.clone(),
+                r.preset
+                    .as_ref()
+                    .map(|p| format!("preset {p}"))
+                    .unwrap_or_else(|| short_command(&r.command)),
+                r.status.clone(),
+                r.results.to_string(),
+                r.headline
+                    .iter()
+                    .map(|(s, v, u)| format!("{s} {} {u}", format_value(*v)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ]
+        })
+        .collect();
+    let headers = [
+        "run", "host", "started", "command", "status", "results", "best",
+    ]
+    .map(String::from);
+    let mut widths = headers.clone().map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in std::iter::once(&headers).chain(&rows) {
+        let mut text = String::new();
+        for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
+            let pad = " ".repeat(width - cell.chars().count());
+            if i == 0 || i == 5 {
+                text.push_str(&pad);
+                text.push_str(cell);
+            } else {
+                text.push_str(cell);
+                text.push_str(&pad);
+            }
+            text.push_str("  ");
+        }
+        println!("{}", text.trim_end());
+    }
+    eprintln!("{} runs in {}", runs.len(), store.path().display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The command line without the program's path and the history flags.
+fn short_command(command: &str) -> String {
+    let mut words = command.split_whitespace();
+    let program = words.next().unwrap_or("");
+    let program = Path::new(program)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut out = vec![program];
+    let mut skip = false;
+    for word in words {
+        if skip {
+            skip = false;
+        } else if word == "--db" {
+            skip = true;
+        } else if !word.starts_with("--db=") {
+            out.push(word.to_string());
+        }
+    }
+    out.join(" ")
+}
+
+fn show(args: &ShowArgs) -> Result<ExitCode> {
+    let store = open(&args.db, false)?;
+    let id = store.resolve(&args.run)?;
+    let report = store.load(id)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("run {id}: {}\n", short_command(&report.command.join(" ")));
+        print!("{}", crate::report::render_table(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn compare_runs(args: &CompareArgs) -> Result<ExitCode> {
+    let store = open(&args.db, false)?;
+    let a = store.resolve(&args.run_a)?;
+    let b = store.resolve(&args.run_b)?;
+    print!(
+        "{}",
+        compare::render(a, &store.load(a)?, b, &store.load(b)?)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn import(args: &ImportArgs) -> Result<ExitCode> {
+    let file = args.file.display();
+    let text = std::fs::read_to_string(&args.file).map_err(|e| {
+        UsageError(format!(
+            "FILE: cannot read {file}: {e}; give a JSON results file"
+        ))
+    })?;
+    let report: Report = serde_json::from_str(&text).map_err(|e| {
+        UsageError(format!(
+            "FILE: {file} is not a peakbench JSON results document ({e}); write one with --json or --output FILE.json"
+        ))
+    })?;
+    if report.schema_version != SCHEMA_VERSION {
+        return Err(UsageError(format!(
+            "FILE: {file} has results schema v{}, this peakbench reads v{SCHEMA_VERSION}: import it with the peakbench that wrote it",
+            report.schema_version
+        ))
+        .into());
+    }
+    let mut store = open(&args.db, true)?;
+    if let Some(id) = store.find_same(&report)? {
+        eprintln!(
+            "{file} is already in the history as run {id} in {}",
+            store.path().display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let id = store.insert(&report)?;
+    eprintln!("imported {file} as run {id} in {}", store.path().display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report(args: &ReportArgs) -> Result<ExitCode> {
+    if args.html.is_none() && args.markdown.is_none() {
+        return Err(UsageError(
+            "--html/--markdown: say what to write, e.g. --html report.html or --markdown report.md"
+                .into(),
+        )
+        .into());
+    }
+    let store = open(&args.db, false)?;
+    let id = store.resolve(&args.run)?;
+    let report = store.load(id)?;
+    let outputs = [
+        (
+            &args.html,
+            "--html",
+            args.html
+                .as_ref()
+                .map(|_| crate::report::html::render(id, &report))
+                .unwrap_or_default(),
+        ),
+        (
+            &args.markdown,
+            "--markdown",
+            args.markdown
+                .as_ref()
+                .map(|_| crate::report::render_markdown_tables(&report))
+                .unwrap_or_default(),
+        ),
+    ];
+    for (path, flag, text) in outputs {
+        let Some(path) = path else { continue };
+        std::fs::write(path, text).map_err(|e| {
+            UsageError(format!(
+                "{flag}: cannot write {}: {e}; choose a writable path",
+                path.display()
+            ))
+        })?;
+        eprintln!("run {id}: {flag} report written to {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}

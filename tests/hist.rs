@@ -1,0 +1,468 @@
+//! The history and the reports, through the real binary, always on a temporary --db.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/report.json");
+const EXPECTED_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/report.md");
+
+fn peakbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_peakbench"))
+        .args(args)
+        // Never the user's own history, whatever a test forgets.
+        .env("PEAKBENCH_DB", "/nonexistent/peakbench-tests/history.db")
+        .output()
+        .expect("the binary runs")
+}
+
+fn ok(args: &[&str]) -> (String, String) {
+    let output = peakbench(args);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{args:?}: {stderr}");
+    (String::from_utf8_lossy(&output.stdout).into_owned(), stderr)
+}
+
+/// A command that must be refused with exit 2 and one line naming the problem.
+fn refused(args: &[&str]) -> String {
+    let output = peakbench(args);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    stderr
+}
+
+fn db(dir: &Path) -> String {
+    dir.join("history.db").to_str().unwrap().to_string()
+}
+
+/// A short CPU run, as the quick preset makes them, stored in `db`.
+fn short_run(db: &str) -> String {
+    let (stdout, stderr) = ok(&[
+        "cpu", "-p", "f64", "-t", "1", "-d", "30ms", "-r", "3", "--warmup", "0", "--db", db,
+    ]);
+    assert!(stdout.contains("GFLOP/s"), "{stdout}");
+    stderr
+}
+
+#[test]
+fn a_run_lands_in_the_history_and_compares_with_itself_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let stderr = short_run(&db);
+    assert!(
+        stderr.contains(&format!("stored as run 1 in {db}")),
+        "{stderr}"
+    );
+    let (list, _) = ok(&["history", "--db", &db]);
+    assert!(list.contains("complete") && list.contains("cpu "), "{list}");
+    let (same, _) = ok(&["compare", "latest", "1", "--db", &db]);
+    assert!(
+        same.contains("+0.0%") && same.contains("within noise"),
+        "{same}"
+    );
+    assert!(
+        same.contains("1 shared results, 0 beyond the noise"),
+        "{same}"
+    );
+    assert!(short_run(&db).contains("stored as run 2 in"));
+    let (two, _) = ok(&["compare", "previous", "latest", "--db", &db]);
+    assert!(
+        two.contains("A: run 1") && two.contains("B: run 2"),
+        "{two}"
+    );
+    let (shown, _) = ok(&["show", "previous", "--json", "--db", &db]);
+    let doc: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(doc["status"], "complete");
+    assert_eq!(doc["results"].as_array().unwrap().len(), 1);
+    assert!(refused(&["show", "7", "--db", &db]).contains("no run 7"));
+    assert!(refused(&["show", "yesterday", "--db", &db]).contains("RUN"));
+}
+
+#[test]
+fn no_history_stores_nothing_and_a_missing_history_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let (_, stderr) = ok(&[
+        "cpu",
+        "-p",
+        "f64",
+        "-t",
+        "1",
+        "-d",
+        "20ms",
+        "-r",
+        "1",
+        "--warmup",
+        "0",
+        "--no-history",
+    ]);
+    assert!(!stderr.contains("stored as"), "{stderr}");
+    assert!(refused(&["history", "--db", &db]).contains("no history"));
+    assert!(!Path::new(&db).exists());
+}
+
+#[test]
+fn an_interrupted_run_is_stored_as_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let child = Command::new(env!("CARGO_BIN_EXE_peakbench"))
+        .args([
+            "cpu",
+            "-p",
+            "f64,f32,i64,i32",
+            "-t",
+            "1",
+            "-d",
+            "400ms",
+            "-r",
+            "3",
+            "--db",
+            &db,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: sending SIGINT to the child we started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    let (list, _) = ok(&["history", "--db", &db]);
+    assert!(list.contains("interrupted"), "{list}");
+}
+
+/// The v1 schema exactly as v1 of peakbench wrote it (frozen here on purpose).
+const V1_SQL: &str = "
+PRAGMA application_id = 1885692267;
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    host TEXT NOT NULL,
+    status TEXT NOT NULL,
+    command TEXT NOT NULL,
+    report TEXT NOT NULL
+);
+PRAGMA user_version = 1;
+";
+
+#[test]
+fn a_version_1_history_is_migrated_and_keeps_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let fixture = std::fs::read_to_string(FIXTURE).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&fixture).unwrap();
+    let results = doc["results"].as_array().unwrap().len();
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(V1_SQL).unwrap();
+        for _ in 0..2 {
+            conn.execute(
+                "INSERT INTO runs (started_at, finished_at, host, status, command, report)
+                 VALUES ('2026-11-01T10:00:00Z', NULL, 'fixture-host', 'complete', 'peakbench run', ?1)",
+                [&fixture],
+            )
+            .unwrap();
+        }
+    }
+    let (list, _) = ok(&["history", "--db", &db]);
+    assert!(list.contains("fixture-host"), "{list}");
+    assert!(list.contains(&format!("  {results}  ")), "{list}");
+    assert!(list.contains("preset quick"), "{list}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let version: u32 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 2);
+    let rows: i64 = conn
+        .query_row("SELECT COUNT(*) FROM results", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows as usize, 2 * results);
+    let (same, _) = ok(&["compare", "1", "2", "--db", &db]);
+    assert!(
+        same.contains(&format!("{results} shared results, 0 beyond")),
+        "{same}"
+    );
+}
+
+fn assert_refused_and_unchanged(path: &Path, expect: &str) {
+    let before = std::fs::read(path).unwrap();
+    let db = path.to_str().unwrap();
+    for args in [
+        vec!["history", "--db", db],
+        vec!["import", FIXTURE, "--db", db],
+    ] {
+        assert!(refused(&args).contains(expect), "{args:?}");
+    }
+    // A measuring run keeps its results and its exit code; only the storing is skipped.
+    let (stdout, stderr) = ok(&[
+        "cpu", "-p", "f64", "-t", "1", "-d", "20ms", "-r", "1", "--warmup", "0", "--db", db,
+    ]);
+    assert!(stdout.contains("GFLOP/s"));
+    assert!(
+        stderr.contains("not stored") && stderr.contains(expect),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(path).unwrap(),
+        before,
+        "{} changed",
+        path.display()
+    );
+    let siblings: Vec<PathBuf> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(siblings, vec![path.to_path_buf()], "files were added");
+}
+
+#[test]
+fn a_corrupt_file_is_refused_and_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("history.db");
+    let garbage: Vec<u8> = (0..8192u32).map(|i| (i * 7919 % 251) as u8).collect();
+    std::fs::write(&path, garbage).unwrap();
+    assert_refused_and_unchanged(&path, "not an SQLite database");
+    // A real history whose pages were overwritten in the middle.
+    let damaged = tempfile::tempdir().unwrap();
+    let db = db(damaged.path());
+    ok(&["import", FIXTURE, "--db", &db]);
+    let mut bytes = std::fs::read(&db).unwrap();
+    let len = bytes.len();
+    bytes[100..len].iter_mut().for_each(|b| *b = 0x5a);
+    std::fs::write(&db, bytes).unwrap();
+    let output = peakbench(&["history", "--db", &db]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn a_foreign_or_newer_database_is_refused_and_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("other.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);
+             INSERT INTO users (name) VALUES ('ada');",
+        )
+        .unwrap();
+    }
+    assert_refused_and_unchanged(&path, "another program");
+    let newer_dir = tempfile::tempdir().unwrap();
+    let newer = newer_dir.path().join("newer.db");
+    {
+        let conn = rusqlite::Connection::open(&newer).unwrap();
+        conn.execute_batch(&V1_SQL.replace("user_version = 1", "user_version = 99"))
+            .unwrap();
+    }
+    assert_refused_and_unchanged(&newer, "newer");
+}
+
+#[test]
+fn import_adds_a_results_file_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let (_, stderr) = ok(&["import", FIXTURE, "--db", &db]);
+    assert!(stderr.contains("as run 1"), "{stderr}");
+    let (_, again) = ok(&["import", FIXTURE, "--db", &db]);
+    assert!(again.contains("already in the history as run 1"), "{again}");
+    let not_json = dir.path().join("x.json");
+    std::fs::write(&not_json, "{\"a\": 1}").unwrap();
+    assert!(refused(&["import", not_json.to_str().unwrap(), "--db", &db]).contains("FILE"));
+}
+
+#[test]
+fn markdown_tables_match_the_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    ok(&["import", FIXTURE, "--db", &db]);
+    let md = dir.path().join("report.md");
+    ok(&["report", "--db", &db, "--markdown", md.to_str().unwrap()]);
+    assert!(refused(&["report", "--db", &db]).contains("--html/--markdown"));
+    let got = std::fs::read_to_string(&md).unwrap();
+    let expected = std::fs::read_to_string(EXPECTED_MD).unwrap();
+    assert_eq!(
+        got, expected,
+        "Markdown differs from tests/fixtures/report.md; if the change is intended, rewrite it with \
+         'peakbench report --markdown tests/fixtures/report.md' on an import of the fixture"
+    );
+}
+
+/// Every chart kind the fixture must produce, by a piece of its title.
+const CHART_KINDS: [&str; 9] = [
+    "flops: throughput against threads",
+    "bandwidth against block size",
+    "latency against working set (cache-latency curve)",
+    "randread: latency against threads",
+    "tcp: throughput against message size",
+    "tcp: throughput against streams",
+    "efficiency against the theoretical peak",
+    "time series",
+    "cpu: efficiency",
+];
+
+fn html_report(dir: &Path) -> (PathBuf, String) {
+    let db = db(dir);
+    ok(&["import", FIXTURE, "--db", &db]);
+    let html = dir.join("report.html");
+    ok(&["report", "1", "--db", &db, "--html", html.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&html).unwrap();
+    (html, text)
+}
+
+/// The `<svg class="chart" …>…</svg>` elements of a document.
+fn charts(document: &str) -> Vec<&str> {
+    document
+        .split("<svg class=\"chart\"")
+        .skip(1)
+        .map(|rest| &rest[..rest.find("</svg>").expect("every chart is closed")])
+        .collect()
+}
+
+fn assert_every_chart_drawn(document: &str) {
+    let charts = charts(document);
+    for kind in CHART_KINDS {
+        assert!(charts.iter().any(|c| c.contains(kind)), "no chart '{kind}'");
+    }
+    for chart in &charts {
+        let drawn =
+            chart.contains("<circle class=\"point\" cx=") || chart.contains("<rect class=\"bar\"");
+        assert!(
+            drawn,
+            "a chart drew nothing: {}",
+            &chart[..chart.len().min(300)]
+        );
+        let title = &chart[chart.find("<title>").unwrap()..];
+        if let Some(at) = chart.find("points=\"") {
+            assert!(
+                chart[at + 8..].chars().next().unwrap().is_ascii_digit(),
+                "{title}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_html_report_is_self_contained_escaped_and_has_every_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, text) = html_report(dir.path());
+    assert!(text.starts_with("<!DOCTYPE html>"));
+    for forbidden in ["<script", "src=", "href=", "https://", "@import", "url("] {
+        assert!(!text.contains(forbidden), "{forbidden}");
+    }
+    // The fixture's command and warning carry markup, which must come out as text.
+    assert!(text.contains("&lt;script&gt;&amp;") && text.contains("&lt;&amp;&gt;"));
+    for section in [
+        "Machine",
+        "Theoretical peaks",
+        "cpu",
+        "memory",
+        "disk",
+        "network",
+        "Warnings",
+    ] {
+        assert!(text.contains(&format!(">{section}</h2>")), "{section}");
+    }
+    assert!(text.contains("L1 48 KiB") || text.contains("class=\"marker\""));
+    assert_every_chart_drawn(&text);
+}
+
+/// Runs `command` with a deadline, its output going through files in `dir` (a pipe left
+/// undrained would block a large --dump-dom); `None` when it did not finish in time (it is
+/// killed).
+fn bounded(command: &mut Command, dir: &Path, limit: Duration) -> Option<Output> {
+    let out_path = dir.join("chromium.out");
+    let err_path = dir.join("chromium.err");
+    let mut child = command
+        .stdout(std::fs::File::create(&out_path).ok()?)
+        .stderr(std::fs::File::create(&err_path).ok()?)
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().ok()? {
+            return Some(Output {
+                status,
+                stdout: std::fs::read(&out_path).ok()?,
+                stderr: std::fs::read(&err_path).ok()?,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|name| {
+            std::env::var_os("PATH").is_some_and(|paths| {
+                std::env::split_paths(&paths).any(|dir| dir.join(name).is_file())
+            })
+        })
+}
+
+#[test]
+fn the_html_report_renders_in_headless_chromium_without_console_errors() {
+    let Some(browser) = chromium() else {
+        println!("skipped: no chromium on PATH (CI installs Debian's chromium)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (html, _) = html_report(dir.path());
+    let profile = dir.path().join("profile");
+    let url = format!("file://{}", html.display());
+    let flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--enable-logging=stderr",
+        "--v=0",
+    ];
+    let profile_flag = format!("--user-data-dir={}", profile.display());
+    let Some(output) = bounded(
+        Command::new(browser)
+            .args(flags)
+            .arg(&profile_flag)
+            .args(["--dump-dom", &url]),
+        dir.path(),
+        Duration::from_secs(90),
+    ) else {
+        panic!("{browser} did not finish within 90 s");
+    };
+    let dom = String::from_utf8_lossy(&output.stdout);
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{browser} failed: {log}");
+    // Chromium logs page console messages as ":CONSOLE(" / ":CONSOLE:" lines; its own noise
+    // (D-Bus, GPU, sandbox) never carries that tag.
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:?}");
+    assert!(dom.contains("</svg>"), "the DOM has no SVG: {dom}");
+    assert_every_chart_drawn(&dom);
+    // And a screenshot is painted.
+    let png = dir.path().join("report.png");
+    let shot = bounded(
+        Command::new(browser).args(flags).arg(&profile_flag).args([
+            "--window-size=1100,3000",
+            &format!("--screenshot={}", png.display()),
+            &url,
+        ]),
+        dir.path(),
+        Duration::from_secs(90),
+    )
+    .expect("the screenshot finishes");
+    assert!(shot.status.success());
+    let bytes = std::fs::read(&png).expect("a screenshot is written");
+    assert!(
+        bytes.starts_with(b"\x89PNG") && bytes.len() > 20_000,
+        "{}",
+        bytes.len()
+    );
+}
