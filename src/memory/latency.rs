@@ -201,12 +201,60 @@ struct LatencyCase {
 struct ChaseWorker {
     region: Region,
     at: *const u8,
+    /// (CPU ns, loads) of each round, warm-up first.
+    rounds: Arc<Mutex<Vec<(u64, u64)>>>,
+}
+
+/// The clock of the current core, GHz: a chain of dependent adds (one per cycle) timed by the
+/// thread's CPU time, best of five 20 ms runs. `cpu::kernels::measure_clock_ghz` does the same
+/// with wall time, which on a busy machine counts the time the thread waits for a core and
+/// reads a clock several times too slow.
+pub fn clock_ghz() -> Option<f64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut best: f64 = 0.0;
+        for _ in 0..5 {
+            let start = thread_cpu_ns();
+            let mut rounds = 0u64;
+            let mut x = 0u64;
+            while thread_cpu_ns() - start < 20_000_000 {
+                for _ in 0..10_000 {
+                    // SAFETY: register-only adds; no memory, no stack, flags clobbered only.
+                    unsafe {
+                        std::arch::asm!(".rept 100", "add {x}, 1", ".endr", x = inout(reg) x, options(nomem, nostack));
+                    }
+                }
+                rounds += 1;
+            }
+            std::hint::black_box(x);
+            let ns = (thread_cpu_ns() - start) as f64;
+            best = best.max(rounds as f64 * 1_000_000.0 / ns);
+        }
+        Some(best)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}
+
+/// CPU time of the calling thread, ns: it stops while the thread is descheduled (and, with
+/// paravirtual steal accounting, while the hypervisor runs another guest on the core).
+fn thread_cpu_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: t is a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 impl Worker for ChaseWorker {
     fn run(&mut self, quota: &Quota) -> Result<Tally> {
         let mut done = 0;
         let mut p = self.at;
+        let cpu_start = thread_cpu_ns();
         loop {
             let n = quota.next_chunk(done, CHUNK);
             if n == 0 {
@@ -216,6 +264,8 @@ impl Worker for ChaseWorker {
             p = unsafe { chase(std::hint::black_box(p), n) };
             done += n;
         }
+        let cpu = thread_cpu_ns() - cpu_start;
+        self.rounds.lock().unwrap().push((cpu, done));
         let offset = (p as usize).wrapping_sub(self.region.as_ptr() as usize);
         if offset >= self.region.len() || !offset.is_multiple_of(NODE) {
             bail!("the chase left its chain (offset {offset}): the loads were not done");
@@ -261,12 +311,23 @@ impl Case for LatencyCase {
         } else {
             HugePages::Refuse
         };
+        let rounds = Arc::new(Mutex::new(Vec::new()));
         let reps = runner::measure(&settings, |_| {
             let mut region = Region::map(size, huge)?;
             let at = link(&mut region, 0x2545_f491_4f6c_dd1d ^ self.size);
-            Ok(ChaseWorker { region, at })
+            Ok(ChaseWorker {
+                region,
+                at,
+                rounds: rounds.clone(),
+            })
         })?;
-        let samples: Vec<f64> = reps
+        let rounds = rounds.lock().unwrap();
+        let measured = &rounds[rounds.len() - reps.len()..]; // the warm-up is first
+        let samples: Vec<f64> = measured
+            .iter()
+            .map(|&(cpu_ns, loads)| cpu_ns as f64 / loads as f64)
+            .collect();
+        let wall_ns: Vec<f64> = reps
             .iter()
             .map(|r| r.wall.as_secs_f64() * 1e9 / r.units as f64)
             .collect();
@@ -293,7 +354,8 @@ impl Case for LatencyCase {
             metric: "latency".into(),
             unit: "ns".into(),
             counting: format!(
-                "wall time / dependent loads; one 8-byte load per 64-byte node, nodes in a random \
+                "the thread's CPU time / dependent loads (time descheduled is not counted; the \
+                 wall-clock value is extra latency_wall); one 8-byte load per 64-byte node, nodes in a random \
                  single cycle (Sattolo); {} pages",
                 if self.huge_pages {
                     "transparent huge"
@@ -306,10 +368,7 @@ impl Case for LatencyCase {
         else {
             bail!("no repetition produced a finite latency");
         };
-        let ghz = *self
-            .sweep
-            .clock_ghz
-            .get_or_init(crate::cpu::kernels::measure_clock_ghz);
+        let ghz = *self.sweep.clock_ghz.get_or_init(clock_ghz);
         if let Some(ghz) = ghz {
             let cycles: Vec<f64> = samples.iter().map(|ns| ns * ghz).collect();
             if let Some(stats) = Summary::of(&cycles) {
@@ -325,6 +384,22 @@ impl Case for LatencyCase {
                 .other
                 .insert("clock_ghz_measured".into(), ghz.into());
         }
+        if let Some(stats) = Summary::of(&wall_ns) {
+            if stats.median > result.value * 1.1 {
+                result.warnings.push(format!(
+                    "the thread was off its core {:.0} % of the wall time (other work on the \
+                     machine); the value counts only its CPU time; close other work for a \
+                     cleaner curve",
+                    (1.0 - result.value / stats.median) * 100.0
+                ));
+            }
+            result.extra.push(Extra {
+                metric: "latency_wall".into(),
+                unit: "ns".into(),
+                value: stats.median,
+                stats,
+            });
+        }
         let mut curve = self.sweep.curve.lock().unwrap();
         if let Some(&(previous, ns)) = curve.last()
             && previous < self.size
@@ -335,7 +410,9 @@ impl Case for LatencyCase {
                 .insert("step_from_previous".into(), (result.value / ns).into());
         }
         curve.push((self.size, result.value));
-        result.warnings = runner::repetition_warnings(&reps, result.stats.cv);
+        let mut warnings = runner::repetition_warnings(&reps, result.stats.cv);
+        warnings.append(&mut result.warnings);
+        result.warnings = warnings;
         Ok(result)
     }
 }
