@@ -165,6 +165,10 @@ fn bad_input_exits_2_naming_the_flag() {
         "--block",
     );
     assert_usage_error(&["mem", "--size", "100TB"], "--size");
+    assert_usage_error(
+        &["mem", "--size", "1KiB", "-t", "4096", "--op", "copy"],
+        "--size",
+    );
     assert_usage_error(&["mem", "--op", "readwrite"], "--op");
     assert_usage_error(&["mem", "--block", "0"], "--block");
     assert_usage_error(&["mem", "latency", "--sizes", "100TB"], "--sizes");

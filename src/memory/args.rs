@@ -137,7 +137,12 @@ pub fn command(args: &MemArgs) -> Result<ExitCode> {
     options.nt = args.nt;
     options.duration = args.duration;
     let (cases, notes) = super::plan(&options, &ctx)?;
-    let config = serde_json::json!({ "mem": options, "runner": ctx.runner });
+    let working_set = options.size.unwrap_or_else(|| super::default_size(&ctx).0);
+    let config = serde_json::json!({
+        "mem": options,
+        "working_set_bytes": working_set,
+        "runner": ctx.runner,
+    });
     execute(cases, &ctx, &args.output, config, notes)
 }
 

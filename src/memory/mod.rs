@@ -283,10 +283,18 @@ pub fn plan(options: &MemOptions, ctx: &Context) -> Result<Plan> {
             let (reads, writes) = op.regions();
             let regions = u64::from(reads) + u64::from(writes);
             let slice = size / (regions * threads as u64);
+            if slice == 0 {
+                return Err(UsageError(format!(
+                    "--size: {} leaves {threads} threads of {} no byte each: give a larger --size or fewer --threads",
+                    format_size(size),
+                    op.name()
+                ))
+                .into());
+            }
             let blocks = match &options.blocks {
                 Some(blocks) => blocks.clone(),
-                None if op.random() => vec![64.min(slice.max(1))],
-                None => vec![(1u64 << 20).min(slice.max(1))],
+                None if op.random() => vec![64.min(slice)],
+                None => vec![(1u64 << 20).min(slice)],
             };
             for block in blocks {
                 if block > size {
@@ -706,6 +714,16 @@ impl Drop for BlockWorker {
 /// Elements per call into a STREAM kernel: 512 KiB of each array.
 const STREAM_CHUNK: u64 = 1 << 16;
 
+/// Array i starts i × this many bytes into its mapping, so that a[j], b[j] and c[j] do not share
+/// their address bits below 4 KiB (4K aliasing makes loads wait on unrelated stores).
+const ARRAY_STAGGER: usize = 1088;
+
+fn array_start(region: &Region, index: usize) -> *mut f64 {
+    // SAFETY: the mapping is ARRAY_STAGGER × 2 bytes longer than the array; 1088 is a multiple
+    // of 64, so the start stays aligned for streaming stores.
+    unsafe { region.as_ptr().add(index * ARRAY_STAGGER).cast::<f64>() }
+}
+
 /// One thread of a STREAM kernel: its own three arrays.
 struct StreamWorker {
     kernel: Stream,
@@ -726,17 +744,13 @@ impl StreamWorker {
     ) -> Result<StreamWorker> {
         let elements = (case.slice / 8) as usize;
         let used = Self::used(kernel);
-        let mut arrays = [
-            Region::map(case.slice as usize, HugePages::System)?,
-            Region::map(case.slice as usize, HugePages::System)?,
-            Region::map(case.slice as usize, HugePages::System)?,
-        ];
-        for (i, array) in arrays.iter_mut().enumerate() {
+        let map = || Region::map(case.slice as usize + ARRAY_STAGGER * 2, HugePages::System);
+        let arrays = [map()?, map()?, map()?];
+        for (i, array) in arrays.iter().enumerate() {
             if used[i] {
-                // SAFETY: the mapping holds `elements` f64s and is page-aligned.
-                let values = unsafe {
-                    std::slice::from_raw_parts_mut(array.as_ptr().cast::<f64>(), elements)
-                };
+                // SAFETY: the mapping holds `elements` f64s after the array's stagger.
+                let values =
+                    unsafe { std::slice::from_raw_parts_mut(array_start(array, i), elements) };
                 values.fill(START[i]); // first touch, by this thread
             }
         }
@@ -775,7 +789,8 @@ impl StreamWorker {
 
 impl Worker for StreamWorker {
     fn run(&mut self, quota: &Quota) -> Result<Tally> {
-        let pointers = self.arrays.each_ref().map(|r| r.as_ptr().cast::<f64>());
+        let [a, b, c] = &self.arrays;
+        let pointers = [array_start(a, 0), array_start(b, 1), array_start(c, 2)];
         let mut done = 0u64;
         loop {
             let left = (self.elements - self.position) as u64;
@@ -815,7 +830,7 @@ impl Drop for StreamWorker {
         let (array, value) = self.output();
         // SAFETY: the array holds `elements` f64s.
         let values = unsafe {
-            std::slice::from_raw_parts(self.arrays[array].as_ptr().cast::<f64>(), self.elements)
+            std::slice::from_raw_parts(array_start(&self.arrays[array], array), self.elements)
         };
         if let Some(bad) = values.iter().position(|&v| v != value) {
             self.failures.lock().unwrap().push(format!(
