@@ -3,7 +3,7 @@
 
 Alternates the tools round by round with the same threads and the same working set (likwid's
 `-w S0:SIZE:THREADS` sizes all streams of all threads together, as peakbench's --size does),
-then prints the median of each, the ratio of the medians and peakbench's CV. Both count bytes
+peakbench's threads pinned (--pin) as likwid-bench pins its own, then prints the median of each, the ratio of the medians and peakbench's CV. Both count bytes
 the STREAM way: bytes the kernel reads plus bytes it writes, no write-allocate, decimal units.
 
 The latency side compiles bench/chase.c (a random single-cycle chase of 64-byte lines, written
@@ -55,7 +55,7 @@ def size_bytes(text):
 
 def peakbench_mem(op, threads, size):
     doc = json.loads(run([PEAKBENCH, "mem", "--op", op, "-t", str(threads), "--size", str(size),
-                          "-r", "3", "--json"]))
+                          "-r", "3", "--pin", "--json"]))
     r = doc["results"][0]
     return r["value"], r["stats"]["cv"] or 0.0, r["params"]["working_set_bytes"]
 
