@@ -28,6 +28,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             Some(CpuCommand::Linpack(linpack)) => linpack_command(linpack),
             None => cpu_command(&args),
         },
+        Command::Mem(args) => crate::memory::args::command(&args),
         Command::Run(args) => run_matrix(&args),
         Command::History(command) => crate::history::run(&command),
     }
@@ -46,7 +47,7 @@ fn overrides(args: &PeakArgs) -> PeakOverrides {
     }
 }
 
-fn context(peak: &PeakArgs, runner: &RunnerArgs) -> Context {
+pub(crate) fn context(peak: &PeakArgs, runner: &RunnerArgs) -> Context {
     let host = crate::sysinfo::collect();
     let peaks = Peaks::compute(&host, &overrides(peak), &cpu::probe());
     Context {
@@ -179,6 +180,7 @@ fn plan_command(command: &Command, ctx: &Context) -> Result<Planned> {
             Some(CpuCommand::Linpack(linpack)) => linpack_cases(linpack, ctx),
             None => cpu_cases(args, ctx),
         },
+        Command::Mem(args) => crate::memory::args::cases(args, ctx),
         Command::Sysinfo(_) | Command::Run(_) | Command::History(_) => {
             anyhow::bail!("this subcommand measures nothing and cannot be part of a run")
         }

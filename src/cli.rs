@@ -28,6 +28,8 @@ pub enum Command {
     Sysinfo(SysinfoArgs),
     /// CPU throughput (GFLOP/s, GIOP/s) per precision, ISA and thread count; `cpu linpack`
     Cpu(Box<CpuArgs>),
+    /// Memory bandwidth (GB/s) per operation, block size and thread count, STREAM kernels; `mem latency`
+    Mem(Box<crate::memory::args::MemArgs>),
     /// Runs a preset of every benchmark peakbench has
     Run(RunArgs),
     #[command(flatten)]

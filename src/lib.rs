@@ -9,6 +9,7 @@ pub mod config;
 pub mod cpu;
 pub mod history;
 pub mod interrupt;
+pub mod memory;
 pub mod peak;
 pub mod reference;
 pub mod report;

@@ -36,6 +36,7 @@ pub fn describe_params(p: &Params) -> String {
         p.working_set_bytes
             .map(|b| format!("ws={}", format_size(b).replace(' ', ""))),
     );
+    push((p.other.get("nt") == Some(&serde_json::Value::Bool(true))).then(|| "nt".to_string()));
     push(p.queue_depth.map(|q| format!("qd={q}")));
     push(p.streams.map(|s| format!("{s} streams")));
     push(p.threads.map(|t| format!("{t}T")));

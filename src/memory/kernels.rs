@@ -1,0 +1,587 @@
+//! The memory kernels: what one access does, with explicit AVX-512 where the CPU has it and
+//! portable Rust elsewhere, chosen at run time.
+//!
+//! Reads fold every 8-byte word they load into a wrapping sum (the checksum), with eight
+//! independent accumulators so that the adds never wait on each other; the checksum is compared
+//! with its closed form after the run, so the loads cannot be removed. The checksum of a block
+//! is defined the same way by every implementation: the wrapping sum of the little-endian u64
+//! words at offsets 0, 8, 16, … of the block while a whole word fits, plus each remaining byte.
+//! Writes store one known byte value; copies move bytes unchanged. Non-temporal variants
+//! (`--nt`) store with `vmovntdq`/`vmovntpd` from 64-byte-aligned addresses (the unaligned head
+//! and the tail are stored normally); the caller issues `sfence` before it stops its clock.
+//! The STREAM kernels work on `f64` arrays as McCalpin's STREAM does.
+
+/// The kernel family the CPU runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    Avx512,
+    Portable,
+}
+
+impl Isa {
+    /// The widest this CPU has.
+    pub fn detect() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return Isa::Avx512;
+        }
+        Isa::Portable
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Avx512 => "avx512",
+            Isa::Portable => "portable",
+        }
+    }
+
+    /// Whether this family has non-temporal stores.
+    pub fn has_nt(self) -> bool {
+        self == Isa::Avx512
+    }
+}
+
+/// One of STREAM's four kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    /// c = a
+    Copy,
+    /// b = q·c
+    Scale,
+    /// c = a + b
+    Add,
+    /// a = b + q·c
+    Triad,
+}
+
+/// STREAM's scalar.
+pub const Q: f64 = 3.0;
+
+impl Stream {
+    /// Bytes per element as STREAM counts them: arrays read + arrays written, 8 B each.
+    pub fn bytes_per_element(self) -> u64 {
+        match self {
+            Stream::Copy | Stream::Scale => 16,
+            Stream::Add | Stream::Triad => 24,
+        }
+    }
+
+    /// Arrays the kernel touches (the working set is split among them).
+    pub fn arrays(self) -> u64 {
+        self.bytes_per_element() / 8
+    }
+}
+
+/// The checksum of a block by definition (the reference for tests and for closed forms).
+pub fn checksum_reference(block: &[u8]) -> u64 {
+    let mut words = block.chunks_exact(8);
+    let mut sum = 0u64;
+    for w in &mut words {
+        sum = sum.wrapping_add(u64::from_le_bytes(w.try_into().expect("8 bytes")));
+    }
+    for &b in words.remainder() {
+        sum = sum.wrapping_add(u64::from(b));
+    }
+    sum
+}
+
+/// The checksum of `len` bytes that all hold `byte`, without reading them.
+pub fn checksum_of_constant(byte: u8, len: usize) -> u64 {
+    let word = u64::from(byte).wrapping_mul(0x0101_0101_0101_0101);
+    ((len / 8) as u64)
+        .wrapping_mul(word)
+        .wrapping_add((len % 8) as u64 * u64::from(byte))
+}
+
+/// Reads `len` bytes at `p` and returns their checksum.
+///
+/// # Safety
+/// `p..p+len` must be readable.
+pub unsafe fn read(isa: Isa, p: *const u8, len: usize) -> u64 {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: Avx512 is only chosen when the CPU has avx512f; the range is the caller's.
+        Isa::Avx512 => unsafe { x86::read(p, len) },
+        // SAFETY: the range is the caller's.
+        _ => unsafe { portable::read(p, len) },
+    }
+}
+
+/// Stores `byte` into `len` bytes at `p`, non-temporally where `nt` (only on ISAs that have it).
+///
+/// # Safety
+/// `p..p+len` must be writable.
+pub unsafe fn write(isa: Isa, p: *mut u8, len: usize, byte: u8, nt: bool) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `read`.
+        Isa::Avx512 => unsafe { x86::write(p, len, byte, nt) },
+        // SAFETY: the range is the caller's.
+        _ => unsafe { portable::write(p, len, byte) },
+    }
+}
+
+/// Copies `len` bytes from `src` to `dst` (not overlapping), non-temporally where `nt`.
+///
+/// # Safety
+/// Both ranges must be valid and must not overlap.
+pub unsafe fn copy(isa: Isa, dst: *mut u8, src: *const u8, len: usize, nt: bool) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `read`.
+        Isa::Avx512 => unsafe { x86::copy(dst, src, len, nt) },
+        // SAFETY: the ranges are the caller's.
+        _ => unsafe { portable::copy(dst, src, len) },
+    }
+}
+
+/// Runs a STREAM kernel over elements `range` of the arrays `a`, `b`, `c`.
+///
+/// # Safety
+/// The three arrays must hold at least `range.end` elements each, be 64-byte aligned, and not
+/// overlap.
+pub unsafe fn stream(
+    isa: Isa,
+    kernel: Stream,
+    arrays: [*mut f64; 3],
+    range: std::ops::Range<usize>,
+    nt: bool,
+) {
+    let [a, b, c] = arrays;
+    let n = range.end - range.start;
+    // SAFETY: the offsets stay inside the arrays (caller's contract).
+    let (a, b, c) = unsafe { (a.add(range.start), b.add(range.start), c.add(range.start)) };
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `read`; alignment is kept because `range.start` steps are whole
+        // vectors only at the fast path, the head being handled by the kernel.
+        Isa::Avx512 => unsafe { x86::stream(kernel, a, b, c, n, nt) },
+        // SAFETY: as above.
+        _ => unsafe { portable::stream(kernel, a, b, c, n) },
+    }
+}
+
+/// Makes stores issued so far (non-temporal ones included) globally visible.
+pub fn store_fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: sfence has no operands and is part of SSE, which x86-64 always has.
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+}
+
+mod portable {
+    use super::{Q, Stream};
+
+    pub unsafe fn read(p: *const u8, len: usize) -> u64 {
+        let mut acc = [0u64; 8];
+        let mut i = 0;
+        while i + 64 <= len {
+            for (k, a) in acc.iter_mut().enumerate() {
+                // SAFETY: i + 8k + 8 <= len.
+                let w = unsafe { (p.add(i + 8 * k) as *const u64).read_unaligned() };
+                *a = a.wrapping_add(u64::from_le(w));
+            }
+            i += 64;
+        }
+        let mut sum = acc.iter().fold(0u64, |s, a| s.wrapping_add(*a));
+        while i + 8 <= len {
+            // SAFETY: i + 8 <= len.
+            let w = unsafe { (p.add(i) as *const u64).read_unaligned() };
+            sum = sum.wrapping_add(u64::from_le(w));
+            i += 8;
+        }
+        while i < len {
+            // SAFETY: i < len.
+            sum = sum.wrapping_add(u64::from(unsafe { *p.add(i) }));
+            i += 1;
+        }
+        sum
+    }
+
+    pub unsafe fn write(p: *mut u8, len: usize, byte: u8) {
+        // SAFETY: the range is the caller's.
+        unsafe { std::ptr::write_bytes(p, byte, len) }
+    }
+
+    pub unsafe fn copy(dst: *mut u8, src: *const u8, len: usize) {
+        // SAFETY: the ranges are the caller's and do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
+    }
+
+    pub unsafe fn stream(kernel: Stream, a: *mut f64, b: *mut f64, c: *mut f64, n: usize) {
+        // SAFETY: each array holds n elements from here (caller's contract).
+        let (a, b, c) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(a, n),
+                std::slice::from_raw_parts_mut(b, n),
+                std::slice::from_raw_parts_mut(c, n),
+            )
+        };
+        match kernel {
+            Stream::Copy => c.copy_from_slice(a),
+            Stream::Scale => b.iter_mut().zip(c.iter()).for_each(|(b, c)| *b = Q * c),
+            Stream::Add => c
+                .iter_mut()
+                .zip(a.iter().zip(b.iter()))
+                .for_each(|(c, (a, b))| *c = a + b),
+            Stream::Triad => a
+                .iter_mut()
+                .zip(b.iter().zip(c.iter()))
+                .for_each(|(a, (b, c))| *a = b + Q * c),
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{Q, Stream};
+    use std::arch::x86_64::*;
+
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn read(p: *const u8, len: usize) -> u64 {
+        let mut acc = [_mm512_setzero_si512(); 8];
+        let mut i = 0;
+        // SAFETY (whole function): every load stays below p + len, which the caller owns.
+        unsafe {
+            while i + 512 <= len {
+                let q = p.add(i);
+                acc[0] = _mm512_add_epi64(acc[0], _mm512_loadu_si512(q as *const _));
+                acc[1] = _mm512_add_epi64(acc[1], _mm512_loadu_si512(q.add(64) as *const _));
+                acc[2] = _mm512_add_epi64(acc[2], _mm512_loadu_si512(q.add(128) as *const _));
+                acc[3] = _mm512_add_epi64(acc[3], _mm512_loadu_si512(q.add(192) as *const _));
+                acc[4] = _mm512_add_epi64(acc[4], _mm512_loadu_si512(q.add(256) as *const _));
+                acc[5] = _mm512_add_epi64(acc[5], _mm512_loadu_si512(q.add(320) as *const _));
+                acc[6] = _mm512_add_epi64(acc[6], _mm512_loadu_si512(q.add(384) as *const _));
+                acc[7] = _mm512_add_epi64(acc[7], _mm512_loadu_si512(q.add(448) as *const _));
+                i += 512;
+            }
+            while i + 64 <= len {
+                acc[0] = _mm512_add_epi64(acc[0], _mm512_loadu_si512(p.add(i) as *const _));
+                i += 64;
+            }
+            let s01 = _mm512_add_epi64(acc[0], acc[1]);
+            let s23 = _mm512_add_epi64(acc[2], acc[3]);
+            let s45 = _mm512_add_epi64(acc[4], acc[5]);
+            let s67 = _mm512_add_epi64(acc[6], acc[7]);
+            let all = _mm512_add_epi64(_mm512_add_epi64(s01, s23), _mm512_add_epi64(s45, s67));
+            let mut sum = _mm512_reduce_add_epi64(all) as u64;
+            while i + 8 <= len {
+                sum = sum.wrapping_add(u64::from_le((p.add(i) as *const u64).read_unaligned()));
+                i += 8;
+            }
+            while i < len {
+                sum = sum.wrapping_add(u64::from(*p.add(i)));
+                i += 1;
+            }
+            sum
+        }
+    }
+
+    /// Bytes from `p` to the next 64-byte boundary, at most `len`.
+    fn head(p: usize, len: usize) -> usize {
+        ((64 - (p % 64)) % 64).min(len)
+    }
+
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn write(p: *mut u8, len: usize, byte: u8, nt: bool) {
+        let v = _mm512_set1_epi8(byte as i8);
+        // SAFETY (whole function): every store stays below p + len, which the caller owns;
+        // streaming stores go to 64-byte-aligned addresses only.
+        unsafe {
+            let mut i = 0;
+            if nt {
+                let h = head(p as usize, len);
+                std::ptr::write_bytes(p, byte, h);
+                i = h;
+                while i + 256 <= len {
+                    let q = p.add(i);
+                    _mm512_stream_si512(q as *mut _, v);
+                    _mm512_stream_si512(q.add(64) as *mut _, v);
+                    _mm512_stream_si512(q.add(128) as *mut _, v);
+                    _mm512_stream_si512(q.add(192) as *mut _, v);
+                    i += 256;
+                }
+                while i + 64 <= len {
+                    _mm512_stream_si512(p.add(i) as *mut _, v);
+                    i += 64;
+                }
+            } else {
+                while i + 256 <= len {
+                    let q = p.add(i);
+                    _mm512_storeu_si512(q as *mut _, v);
+                    _mm512_storeu_si512(q.add(64) as *mut _, v);
+                    _mm512_storeu_si512(q.add(128) as *mut _, v);
+                    _mm512_storeu_si512(q.add(192) as *mut _, v);
+                    i += 256;
+                }
+                while i + 64 <= len {
+                    _mm512_storeu_si512(p.add(i) as *mut _, v);
+                    i += 64;
+                }
+            }
+            let word = u64::from(byte).wrapping_mul(0x0101_0101_0101_0101);
+            while i + 8 <= len {
+                (p.add(i) as *mut u64).write_unaligned(word);
+                i += 8;
+            }
+            while i < len {
+                *p.add(i) = byte;
+                i += 1;
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn copy(dst: *mut u8, src: *const u8, len: usize, nt: bool) {
+        // SAFETY (whole function): loads below src + len, stores below dst + len, both the
+        // caller's; streaming stores go to 64-byte-aligned addresses only.
+        unsafe {
+            let mut i = 0;
+            if nt {
+                let h = head(dst as usize, len);
+                std::ptr::copy_nonoverlapping(src, dst, h);
+                i = h;
+                while i + 256 <= len {
+                    let (s, d) = (src.add(i), dst.add(i));
+                    let x0 = _mm512_loadu_si512(s as *const _);
+                    let x1 = _mm512_loadu_si512(s.add(64) as *const _);
+                    let x2 = _mm512_loadu_si512(s.add(128) as *const _);
+                    let x3 = _mm512_loadu_si512(s.add(192) as *const _);
+                    _mm512_stream_si512(d as *mut _, x0);
+                    _mm512_stream_si512(d.add(64) as *mut _, x1);
+                    _mm512_stream_si512(d.add(128) as *mut _, x2);
+                    _mm512_stream_si512(d.add(192) as *mut _, x3);
+                    i += 256;
+                }
+                while i + 64 <= len {
+                    let x = _mm512_loadu_si512(src.add(i) as *const _);
+                    _mm512_stream_si512(dst.add(i) as *mut _, x);
+                    i += 64;
+                }
+            } else {
+                while i + 256 <= len {
+                    let (s, d) = (src.add(i), dst.add(i));
+                    let x0 = _mm512_loadu_si512(s as *const _);
+                    let x1 = _mm512_loadu_si512(s.add(64) as *const _);
+                    let x2 = _mm512_loadu_si512(s.add(128) as *const _);
+                    let x3 = _mm512_loadu_si512(s.add(192) as *const _);
+                    _mm512_storeu_si512(d as *mut _, x0);
+                    _mm512_storeu_si512(d.add(64) as *mut _, x1);
+                    _mm512_storeu_si512(d.add(128) as *mut _, x2);
+                    _mm512_storeu_si512(d.add(192) as *mut _, x3);
+                    i += 256;
+                }
+                while i + 64 <= len {
+                    let x = _mm512_loadu_si512(src.add(i) as *const _);
+                    _mm512_storeu_si512(dst.add(i) as *mut _, x);
+                    i += 64;
+                }
+            }
+            std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), len - i);
+        }
+    }
+
+    /// Stores `x` at `p`: streaming when `nt` (p is 64-byte aligned then), else ordinary.
+    #[inline(always)]
+    unsafe fn put(p: *mut f64, x: __m512d, nt: bool) {
+        // SAFETY: the caller's; alignment is checked by the caller for `nt`.
+        unsafe {
+            if nt {
+                _mm512_stream_pd(p, x)
+            } else {
+                _mm512_storeu_pd(p, x)
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn stream(
+        kernel: Stream,
+        a: *mut f64,
+        b: *mut f64,
+        c: *mut f64,
+        n: usize,
+        nt: bool,
+    ) {
+        let q = _mm512_set1_pd(Q);
+        // Streaming stores need 64-byte alignment; an unaligned start is done scalar.
+        let dst = match kernel {
+            Stream::Copy | Stream::Add => c,
+            Stream::Scale => b,
+            Stream::Triad => a,
+        };
+        let head = (((64 - (dst as usize % 64)) % 64) / 8).min(n);
+        // SAFETY (whole function): elements below n of each array are the caller's.
+        unsafe {
+            super::portable::stream(kernel, a, b, c, head);
+            let (a, b, c, n) = (a.add(head), b.add(head), c.add(head), n - head);
+            let mut i = 0;
+            macro_rules! sweep {
+                ($body:expr) => {
+                    while i + 32 <= n {
+                        $body(i);
+                        $body(i + 8);
+                        $body(i + 16);
+                        $body(i + 24);
+                        i += 32;
+                    }
+                    while i + 8 <= n {
+                        $body(i);
+                        i += 8;
+                    }
+                };
+            }
+            match kernel {
+                Stream::Copy => {
+                    sweep!(|j: usize| put(c.add(j), _mm512_loadu_pd(a.add(j)), nt));
+                }
+                Stream::Scale => {
+                    sweep!(|j: usize| put(
+                        b.add(j),
+                        _mm512_mul_pd(q, _mm512_loadu_pd(c.add(j))),
+                        nt
+                    ));
+                }
+                Stream::Add => {
+                    sweep!(|j: usize| put(
+                        c.add(j),
+                        _mm512_add_pd(_mm512_loadu_pd(a.add(j)), _mm512_loadu_pd(b.add(j))),
+                        nt
+                    ));
+                }
+                Stream::Triad => {
+                    sweep!(|j: usize| put(
+                        a.add(j),
+                        _mm512_fmadd_pd(q, _mm512_loadu_pd(c.add(j)), _mm512_loadu_pd(b.add(j))),
+                        nt
+                    ));
+                }
+            }
+            super::portable::stream(kernel, a.add(i), b.add(i), c.add(i), n - i);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn isas() -> Vec<Isa> {
+        let mut list = vec![Isa::Portable];
+        if Isa::detect() == Isa::Avx512 {
+            list.push(Isa::Avx512);
+        }
+        list
+    }
+
+    fn pattern(len: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn reads_sum_every_byte_of_any_block_at_any_alignment() {
+        let data = pattern(5000, 7);
+        for isa in isas() {
+            for start in [0, 1, 7, 63, 64] {
+                for len in [0, 1, 7, 8, 9, 63, 64, 65, 511, 512, 513, 1000, 4000] {
+                    let block = &data[start..start + len];
+                    // SAFETY: the block is a live slice.
+                    let got = unsafe { read(isa, block.as_ptr(), len) };
+                    assert_eq!(got, checksum_reference(block), "{isa:?} {start} {len}");
+                }
+            }
+        }
+        assert_eq!(
+            checksum_of_constant(0x5a, 1003),
+            checksum_reference(&[0x5a; 1003])
+        );
+    }
+
+    #[test]
+    fn writes_and_copies_touch_exactly_their_block() {
+        for isa in isas() {
+            for nt in [false, true] {
+                for start in [0, 1, 64, 100] {
+                    for len in [1, 8, 63, 64, 200, 256, 777, 2048] {
+                        let mut buf = vec![0u8; 3000];
+                        // SAFETY: start + len < 3000.
+                        unsafe { write(isa, buf.as_mut_ptr().add(start), len, 0xa5, nt) };
+                        store_fence();
+                        assert!(buf[..start].iter().all(|&b| b == 0));
+                        assert!(buf[start..start + len].iter().all(|&b| b == 0xa5));
+                        assert!(buf[start + len..].iter().all(|&b| b == 0));
+
+                        let src = pattern(3000, 3);
+                        let mut dst = vec![0u8; 3000];
+                        // SAFETY: distinct vectors, start + len < 3000.
+                        unsafe {
+                            copy(
+                                isa,
+                                dst.as_mut_ptr().add(start),
+                                src.as_ptr().add(start),
+                                len,
+                                nt,
+                            )
+                        };
+                        store_fence();
+                        assert_eq!(dst[start..start + len], src[start..start + len]);
+                        assert!(
+                            dst[..start]
+                                .iter()
+                                .chain(&dst[start + len..])
+                                .all(|&b| b == 0)
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn stream_kernels_compute_what_stream_computes() {
+        for isa in isas() {
+            for nt in [false, true] {
+                for kernel in [Stream::Copy, Stream::Scale, Stream::Add, Stream::Triad] {
+                    let n = 1037;
+                    let mut a: Vec<f64> = (0..n).map(|i| i as f64).collect();
+                    let mut b: Vec<f64> = (0..n).map(|i| 2.0 * i as f64 + 1.0).collect();
+                    let mut c: Vec<f64> = (0..n).map(|i| 0.5 * i as f64).collect();
+                    let (a0, b0, c0) = (a.clone(), b.clone(), c.clone());
+                    // SAFETY: three distinct vectors of n elements; from 3 to n.
+                    unsafe {
+                        stream(
+                            isa,
+                            kernel,
+                            [a.as_mut_ptr(), b.as_mut_ptr(), c.as_mut_ptr()],
+                            3..n,
+                            nt,
+                        )
+                    };
+                    store_fence();
+                    for i in 0..n {
+                        let touched = i >= 3;
+                        let (ea, eb, ec) = match kernel {
+                            Stream::Copy if touched => (a0[i], b0[i], a0[i]),
+                            Stream::Scale if touched => (a0[i], Q * c0[i], c0[i]),
+                            Stream::Add if touched => (a0[i], b0[i], a0[i] + b0[i]),
+                            Stream::Triad if touched => (b0[i] + Q * c0[i], b0[i], c0[i]),
+                            _ => (a0[i], b0[i], c0[i]),
+                        };
+                        assert_eq!((a[i], b[i], c[i]), (ea, eb, ec), "{isa:?} {kernel:?} {i}");
+                    }
+                }
+            }
+        }
+    }
+}

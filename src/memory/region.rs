@@ -1,0 +1,92 @@
+//! Page-aligned anonymous memory, mapped untouched so that the thread that uses it touches it
+//! first (and so its pages come from that thread's NUMA node), unmapped on drop.
+
+use anyhow::{Result, bail};
+
+/// Transparent huge pages for a region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HugePages {
+    /// Leave it to the system setting.
+    System,
+    /// madvise(MADV_HUGEPAGE).
+    Ask,
+    /// madvise(MADV_NOHUGEPAGE): 4 KiB pages even when the system would give huge ones.
+    Refuse,
+}
+
+/// An anonymous private mapping.
+pub struct Region {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the region owns its mapping; sharing it between threads is up to the users of
+// `as_ptr`, which only ever hand each thread its own region.
+unsafe impl Send for Region {}
+
+impl Region {
+    /// Maps `len` bytes (at least one page), not yet touched.
+    pub fn map(len: usize, huge: HugePages) -> Result<Region> {
+        let len = len.max(1);
+        // SAFETY: an anonymous private mapping with no address hint has no preconditions.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            bail!(
+                "cannot map {len} bytes of memory: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        let advice = match huge {
+            HugePages::System => None,
+            HugePages::Ask => Some(libc::MADV_HUGEPAGE),
+            HugePages::Refuse => Some(libc::MADV_NOHUGEPAGE),
+        };
+        if let Some(advice) = advice {
+            // SAFETY: the range is the mapping just made. A refusal (a kernel without THP)
+            // leaves ordinary pages, which is what the result then reports through params.
+            unsafe { libc::madvise(ptr, len, advice) };
+        }
+        Ok(Region {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: the mapping is readable for len bytes while self lives.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and &mut self makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are the mapping made in `map`, unmapped once.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}

@@ -1,0 +1,187 @@
+//! Runs `peakbench mem` and `peakbench mem latency` for real: every op on small working sets,
+//! the latency curve's ends, and bad input.
+
+use std::process::{Command, Output};
+
+fn peakbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_peakbench"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn peakbench_json(args: &[&str]) -> serde_json::Value {
+    let output = peakbench(args);
+    assert!(
+        output.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+/// Exit 2 and one stderr line that names `flag`.
+fn assert_usage_error(args: &[&str], flag: &str) {
+    let output = peakbench(args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains(flag), "{args:?}: {stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+}
+
+#[test]
+fn every_op_runs_verified_and_says_how_it_counts() {
+    let doc = peakbench_json(&[
+        "mem", "--op", "all", "--size", "4MiB", "-t", "1,2", "-b", "8B,4KiB", "-d", "20ms", "-r",
+        "2", "--warmup", "0", "--json",
+    ]);
+    let results = doc["results"].as_array().unwrap();
+    // 6 block ops × 2 blocks × 2 thread counts + 4 STREAM kernels × 2 thread counts
+    assert_eq!(results.len(), 6 * 2 * 2 + 4 * 2);
+    for op in [
+        "read",
+        "write",
+        "copy",
+        "randread",
+        "randwrite",
+        "randrw",
+        "stream-copy",
+        "stream-scale",
+        "stream-add",
+        "stream-triad",
+    ] {
+        assert!(results.iter().any(|r| r["op"] == op), "{op} missing");
+    }
+    for r in results {
+        assert_eq!(r["subsystem"], "memory");
+        assert_eq!(r["unit"], "GB/s");
+        assert!(r["value"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["counting"].as_str().unwrap().contains("GB/s"), "{r}");
+        let ws = r["params"]["working_set_bytes"].as_u64().unwrap();
+        assert!(ws <= 4 << 20 && ws > 3 << 20, "{r}");
+        let op = r["op"].as_str().unwrap();
+        if op.starts_with("stream") {
+            assert!(r["params"]["block_bytes"].is_null());
+            let per_element = if op == "stream-add" || op == "stream-triad" {
+                "24 B"
+            } else {
+                "16 B"
+            };
+            assert!(r["counting"].as_str().unwrap().contains(per_element), "{r}");
+        } else {
+            assert_eq!(r["extra"][0]["metric"], "access_time", "{r}");
+            assert!(r["extra"][0]["value"].as_f64().unwrap() > 0.0);
+        }
+    }
+}
+
+#[test]
+fn aliases_and_non_temporal_stores_are_labelled() {
+    let doc = peakbench_json(&[
+        "mem",
+        "--op",
+        "RWS,write,stream-triad",
+        "--nt",
+        "--size",
+        "2MiB",
+        "-t",
+        "1",
+        "-d",
+        "20ms",
+        "-r",
+        "1",
+        "--warmup",
+        "0",
+        "--json",
+    ]);
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results[0]["op"], "copy");
+    let avx512 = results[0]["params"]["isa"] == "avx512";
+    for r in results {
+        assert_eq!(r["params"]["other"]["nt"], avx512, "{r}");
+        if avx512 {
+            assert!(
+                r["counting"].as_str().unwrap().contains("non-temporal"),
+                "{r}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_small_working_set_has_a_shorter_latency_than_a_large_one() {
+    let doc = peakbench_json(&[
+        "mem",
+        "latency",
+        "--sizes",
+        "4KiB,1GiB",
+        "-d",
+        "50ms",
+        "-r",
+        "3",
+        "--warmup",
+        "20ms",
+        "--json",
+    ]);
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for r in results {
+        assert_eq!(r["op"], "latency");
+        assert_eq!(r["metric"], "latency");
+        assert_eq!(r["unit"], "ns");
+        assert!(
+            r["extra"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["unit"] == "cycles")
+        );
+        assert!(r["params"]["other"]["cache_level"].is_string());
+    }
+    assert_eq!(results[0]["params"]["working_set_bytes"], 4096);
+    assert_eq!(results[0]["params"]["other"]["cache_level"], "L1");
+    let (small, large) = (
+        results[0]["value"].as_f64().unwrap(),
+        results[1]["value"].as_f64().unwrap(),
+    );
+    assert!(small * 3.0 < large, "4 KiB {small} ns, 1 GiB {large} ns");
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_flag() {
+    assert_usage_error(
+        &["mem", "--block", "2MiB", "--size", "1MiB", "--op", "read"],
+        "--block",
+    );
+    assert_usage_error(
+        &[
+            "mem", "--block", "768KiB", "--size", "1MiB", "-t", "2", "--op", "read",
+        ],
+        "--block",
+    );
+    assert_usage_error(&["mem", "--size", "100TB"], "--size");
+    assert_usage_error(
+        &["mem", "--size", "1KiB", "-t", "4096", "--op", "copy"],
+        "--size",
+    );
+    assert_usage_error(&["mem", "--op", "readwrite"], "--op");
+    assert_usage_error(&["mem", "--block", "0"], "--block");
+    assert_usage_error(&["mem", "latency", "--sizes", "100TB"], "--sizes");
+    assert_usage_error(&["mem", "latency", "--sizes", "64B"], "--sizes");
+}
+
+#[test]
+fn the_default_plan_is_quick() {
+    let doc = peakbench_json(&["mem", "--dry-run", "--json"]);
+    let estimate = doc["estimate_s"].as_f64().unwrap();
+    assert!(estimate < 40.0, "{estimate} s");
+    let doc = peakbench_json(&["mem", "latency", "--dry-run", "--json"]);
+    let cases = doc["cases"].as_array().unwrap();
+    assert!(cases.len() >= 15, "a log sweep from 4 KiB to 1 GiB");
+    assert!(doc["estimate_s"].as_f64().unwrap() < 25.0);
+}
