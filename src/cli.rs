@@ -28,6 +28,8 @@ pub enum Command {
     Sysinfo(SysinfoArgs),
     /// CPU throughput (GFLOP/s, GIOP/s) per precision, ISA and thread count; `cpu linpack`
     Cpu(Box<CpuArgs>),
+    /// Network throughput (Mb/s) and round-trip time over TCP and UDP; `net serve` is the server
+    Net(Box<crate::net::NetArgs>),
     /// Runs a preset of every benchmark peakbench has
     Run(RunArgs),
 }

@@ -7,6 +7,7 @@ pub mod app;
 pub mod cli;
 pub mod cpu;
 pub mod interrupt;
+pub mod net;
 pub mod peak;
 pub mod reference;
 pub mod report;
