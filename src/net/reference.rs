@@ -123,7 +123,8 @@ fn iperf3(spec: &TestSpec, target: &Target) -> Reference {
         match server {
             Ok(child) => {
                 let guard = Spawned(child);
-                if !wait_listening(SocketAddr::new(IpAddr::from([127, 0, 0, 1]), port)) {
+                // Not by connecting: `iperf3 -s -1` would take the probe for its one client.
+                if !wait_listening_quietly(port) {
                     return IPERF3.failed(&line, "iperf3 -s did not start listening within 3 s");
                 }
                 Some(guard)
@@ -176,6 +177,26 @@ fn wait_listening(addr: SocketAddr) -> bool {
     while Instant::now() < until {
         if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
             return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// Waits until a TCP socket listens on `port`, reading /proc/net/tcp rather than connecting.
+fn wait_listening_quietly(port: u16) -> bool {
+    let until = Instant::now() + Duration::from_secs(3);
+    let wanted = format!(":{port:04X}");
+    while Instant::now() < until {
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            let text = std::fs::read_to_string(table).unwrap_or_default();
+            let listening = text.lines().skip(1).any(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                fields.len() > 3 && fields[1].ends_with(&wanted) && fields[3] == "0A"
+            });
+            if listening {
+                return true;
+            }
         }
         std::thread::sleep(Duration::from_millis(20));
     }
