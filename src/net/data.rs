@@ -125,7 +125,7 @@ fn send_tcp(stream: &TcpStream, msg: usize, stop: &AtomicBool, deadline: Instant
             break;
         }
         messages += 1;
-        if messages % 256 == 0 && Instant::now() >= deadline {
+        if messages.is_multiple_of(256) && Instant::now() >= deadline {
             break;
         }
         let mut off = 0;
@@ -172,7 +172,7 @@ fn send_udp(
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        if seq % 64 == 0 && Instant::now() >= deadline {
+        if seq.is_multiple_of(64) && Instant::now() >= deadline {
             break;
         }
         if let Some(rate) = rate_bps {

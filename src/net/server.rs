@@ -65,7 +65,7 @@ pub fn serve(listener: TcpListener, stop: Arc<AtomicBool>, log: bool) -> Result<
             );
             continue;
         }
-        let (active, say) = (active.clone(), say.clone());
+        let active = active.clone();
         std::thread::spawn(move || {
             match handle(stream, peer, &say) {
                 Ok(()) => say(format!("{peer}: test done")),
