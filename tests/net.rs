@@ -46,39 +46,47 @@ fn net(extra: &[&str]) -> serde_json::Value {
 struct Server {
     child: Child,
     port: u16,
+    ip: String,
 }
 
 impl Server {
     fn start() -> Server {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
+        Server::on("127.0.0.1").expect("a loopback server")
+    }
+
+    /// A server on `ip`, or `None` where this machine cannot listen there (no IPv6).
+    fn on(ip: &str) -> Option<Server> {
+        let port = TcpListener::bind((ip, 0))
+            .ok()?
             .local_addr()
             .unwrap()
             .port();
         let child = Command::new(env!("CARGO_BIN_EXE_peakbench"))
-            .args([
-                "net",
-                "serve",
-                "--bind",
-                "127.0.0.1",
-                "--port",
-                &port.to_string(),
-            ])
+            .args(["net", "serve", "--bind", ip, "--port", &port.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("the server starts");
         let until = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        let mut server = Server {
+            child,
+            port,
+            ip: ip.to_string(),
+        };
+        while TcpStream::connect((ip, port)).is_err() {
             assert!(Instant::now() < until, "the server did not listen");
+            assert!(
+                server.child.try_wait().unwrap().is_none(),
+                "the server exited"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
-        Server { child, port }
+        Some(server)
     }
 
     fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        std::net::SocketAddr::new(self.ip.parse().unwrap(), self.port).to_string()
     }
 }
 
@@ -200,6 +208,28 @@ fn several_clients_share_one_server() {
         assert_eq!(doc["results"].as_array().unwrap().len(), 2);
         assert_eq!(doc["results"][0]["params"]["other"]["server"], addr);
     }
+}
+
+#[test]
+fn ipv6_works_end_to_end() {
+    let Some(server) = Server::on("::1") else {
+        eprintln!("skipped: this machine cannot listen on ::1");
+        return;
+    };
+    let doc = net(&[
+        "--server",
+        &server.addr(),
+        "--proto",
+        "tcp,udp",
+        "--reverse",
+    ]);
+    assert_eq!(doc["results"].as_array().unwrap().len(), 4);
+    assert!(
+        doc["results"][0]["params"]["other"]["server"]
+            .as_str()
+            .unwrap()
+            .starts_with("[::1]")
+    );
 }
 
 #[test]

@@ -93,7 +93,9 @@ pub fn run_test(
         (Mode::Throughput, true) => {
             let end = Instant::now() + omit + duration + Duration::from_secs(15);
             let mut sent = Vec::new();
-            let (window, udp) = data::receive(&sockets, token, omit, duration, |_| {
+            let watch = control.stream().try_clone()?;
+            let gone = || super::proto::peer_closed(&watch);
+            let (window, udp) = data::receive(&sockets, token, omit, duration, gone, |_| {
                 control.send(&Msg::Stop)?;
                 match control.recv(end)? {
                     Msg::Sent { per_stream } => {

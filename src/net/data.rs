@@ -213,12 +213,14 @@ struct Counters {
 
 /// Receives on every stream: times the window (`omit`, then `duration`), calls `end_window`
 /// with what was counted in it (which tells the sender to stop and returns what it sent),
-/// drains what is still in flight, and returns the window and the UDP counts.
+/// drains what is still in flight, and returns the window and the UDP counts. `gone` is asked
+/// while waiting: when it says the other side has vanished, the test ends at once.
 pub fn receive(
     sockets: &Sockets,
     token: u64,
     omit: Duration,
     duration: Duration,
+    gone: impl Fn() -> bool,
     end_window: impl FnOnce(&Window) -> Result<Vec<u64>>,
 ) -> Result<(Window, Vec<UdpCounts>)> {
     let n = sockets.len();
@@ -250,10 +252,18 @@ pub fn receive(
                 .collect()
         };
         let start = Instant::now();
-        sleep_until(start + omit);
+        sleep_until(start + omit, &gone);
         let (from, before) = (Instant::now(), snapshot());
-        sleep_until(from + duration);
+        sleep_until(from + duration, &gone);
         let (to, after) = (Instant::now(), snapshot());
+        if gone() {
+            counters.give_up_ns.store(0, Ordering::Release);
+            counters.draining.store(true, Ordering::Release);
+            for h in handles {
+                let _ = h.join();
+            }
+            bail!("the other side went away during the test");
+        }
         let window = Window {
             window_ns: to.duration_since(from).as_nanos() as u64,
             stream_bytes: after.iter().zip(&before).map(|(a, b)| a - b).collect(),
@@ -286,11 +296,11 @@ pub fn receive(
     })
 }
 
-/// Sleeps until `when`, waking to honour Ctrl-C.
-fn sleep_until(when: Instant) {
+/// Sleeps until `when`, waking to honour Ctrl-C and to ask whether the peer is `gone`.
+fn sleep_until(when: Instant, gone: &impl Fn() -> bool) {
     loop {
         let now = Instant::now();
-        if now >= when || crate::interrupt::requested() {
+        if now >= when || crate::interrupt::requested() || gone() {
             return;
         }
         std::thread::sleep((when - now).min(POLL));
@@ -630,6 +640,7 @@ mod tests {
                 token,
                 Duration::ZERO,
                 Duration::from_millis(200),
+                || false,
                 |_| {
                     stop.store(true, Ordering::SeqCst);
                     Ok(sender.join().unwrap().unwrap())

@@ -117,6 +117,27 @@ pub enum Msg {
     },
 }
 
+/// Whether the peer of `stream` has closed (or reset) it, without reading anything.
+pub fn peer_closed(stream: &TcpStream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut byte = 0u8;
+    // SAFETY: peeks at most one byte into a one-byte buffer, without blocking.
+    let n = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            (&mut byte as *mut u8).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    n == 0
+        || (n < 0
+            && !matches!(
+                std::io::Error::last_os_error().raw_os_error(),
+                Some(libc::EAGAIN) | Some(libc::EINTR)
+            ))
+}
+
 /// A control connection: lines out, bounded lines in.
 pub struct Control {
     reader: BufReader<TcpStream>,

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::data::{self, Sockets};
-use super::proto::{Control, Mode, Msg, Proto, TestSpec, VERSION};
+use super::proto::{self, Control, Mode, Msg, Proto, TestSpec, VERSION};
 
 /// Tests served at once; one more is refused.
 pub const MAX_TESTS: usize = 64;
@@ -169,11 +169,13 @@ fn handle(stream: TcpStream, peer: SocketAddr, say: &impl Fn(String)) -> Result<
     let msg = spec.msg_bytes as usize;
     match (spec.mode, spec.reverse) {
         (Mode::Throughput, false) => {
+            let watch = control.stream().try_clone()?;
             let (_, udp) = data::receive(
                 &sockets,
                 token,
                 Duration::from_millis(spec.omit_ms),
                 Duration::from_millis(spec.duration_ms),
+                || proto::peer_closed(&watch),
                 |window| {
                     control.send(&Msg::Window(window.clone()))?;
                     match control.recv(deadline)? {
