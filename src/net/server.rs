@@ -373,4 +373,22 @@ mod tests {
             assert!(reply.contains("refused"), "{reply}");
         }
     }
+
+    #[test]
+    fn beyond_the_limit_a_test_is_refused_politely() {
+        let server = LocalServer::start().unwrap();
+        // Idle control connections hold their slot until the hello deadline (5 s).
+        let idle: Vec<TcpStream> = (0..MAX_TESTS)
+            .map(|_| TcpStream::connect(server.addr).unwrap())
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        let mut extra = TcpStream::connect(server.addr).unwrap();
+        extra
+            .set_read_timeout(Some(Duration::from_secs(3)))
+            .unwrap();
+        let mut reply = String::new();
+        let _ = extra.read_to_string(&mut reply);
+        assert!(reply.contains("busy"), "{reply}");
+        drop(idle);
+    }
 }
