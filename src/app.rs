@@ -31,6 +31,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Mem(args) => crate::memory::args::command(&args),
         Command::Run(args) => run_matrix(&args),
         Command::History(command) => crate::history::run(&command),
+        Command::Net(args) => crate::net::command(&args),
     }
 }
 
@@ -181,6 +182,7 @@ fn plan_command(command: &Command, ctx: &Context) -> Result<Planned> {
             None => cpu_cases(args, ctx),
         },
         Command::Mem(args) => crate::memory::args::cases(args, ctx),
+        Command::Net(args) => crate::net::cases(args, ctx),
         Command::Sysinfo(_) | Command::Run(_) | Command::History(_) => {
             anyhow::bail!("this subcommand measures nothing and cannot be part of a run")
         }
@@ -197,6 +199,23 @@ fn run_matrix(args: &RunArgs) -> Result<ExitCode> {
             (format!("preset {name}"), config::parse(text, name)?)
         }
     };
+    // Run-wide targets apply to every table that does not name its own.
+    let mut entries = entries;
+    for entry in &mut entries {
+        let target = match entry.section.as_str() {
+            "net" => args.server.as_ref().map(|s| ("server", s.clone())),
+            "disk" => args.dir.as_ref().map(|d| ("dir", d.display().to_string())),
+            _ => None,
+        };
+        if let Some((flag, value)) = target
+            && !entry
+                .argv
+                .iter()
+                .any(|a| a.starts_with(&format!("--{flag}=")))
+        {
+            entry.argv.push(format!("--{flag}={value}"));
+        }
+    }
     // Every table is checked before anything is measured: a typo costs nothing.
     let commands = entries
         .iter()

@@ -30,6 +30,8 @@ pub enum Command {
     Cpu(Box<CpuArgs>),
     /// Memory bandwidth (GB/s) per operation, block size and thread count, STREAM kernels; `mem latency`
     Mem(Box<crate::memory::args::MemArgs>),
+    /// Network throughput (Mb/s) and round-trip time over TCP and UDP; `net serve` is the server
+    Net(Box<crate::net::NetArgs>),
     /// Runs a preset of every benchmark peakbench has
     Run(RunArgs),
     #[command(flatten)]
@@ -186,6 +188,12 @@ pub struct RunArgs {
     /// Write the HTML report here (default: next to the history, reports/run-<id>.html)
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Run the network tables against this 'peakbench net serve' (default: one on loopback)
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub server: Option<String>,
+    /// Directory for the disk tables' test file (default: each table's own, else the current one)
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
     #[command(flatten)]
     pub runner: RunnerArgs,
     #[command(flatten)]

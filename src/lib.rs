@@ -10,6 +10,7 @@ pub mod cpu;
 pub mod history;
 pub mod interrupt;
 pub mod memory;
+pub mod net;
 pub mod peak;
 pub mod reference;
 pub mod report;

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""peakbench net against iperf3 (throughput) and sockperf ping-pong (round-trip time) on loopback.
+
+Each round runs every case once with `--reference`: peakbench measures with its in-process
+server, then runs the standard tool with the same protocol, message size, streams and duration
+(its server started on a free loopback port and stopped after). Rounds interleave the two tools
+in time; the script prints the median of each, the ratio of the medians against the issue's
+target, peakbench's CV, and for UDP the loss each reported.
+
+    apt-get install -y iperf3 sockperf   # reference tools
+    cargo build --release
+    python3 bench/net.py --rounds 5 --duration 3
+
+The machine is shared and noisy: compare medians of alternating runs, never absolute figures.
+sockperf's smallest message is 14 B (its header), so the 1 B case is compared with sockperf at 14 B.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PEAKBENCH = os.path.join(HERE, "..", "target", "release", "peakbench")
+
+# (label, peakbench args, direction of the target, target ratio)
+CASES = [
+    ("tcp 128KiB x1", ["--proto", "tcp", "--mode", "throughput", "--msg", "128KiB", "--streams", "1"], "higher", 1.00),
+    ("tcp 128KiB x2", ["--proto", "tcp", "--mode", "throughput", "--msg", "128KiB", "--streams", "2"], "higher", 1.00),
+    ("udp 1470B", ["--proto", "udp", "--mode", "throughput", "--msg", "1470"], "higher", 1.00),
+    ("udp 64KB", ["--proto", "udp", "--mode", "throughput", "--msg", "64000"], "higher", 1.00),
+    ("tcp rtt 1B", ["--proto", "tcp", "--mode", "latency", "--msg", "1"], "lower", 1.05),
+    ("tcp rtt 64B", ["--proto", "tcp", "--mode", "latency", "--msg", "64"], "lower", 1.05),
+    ("udp rtt 1B", ["--proto", "udp", "--mode", "latency", "--msg", "1"], "lower", 1.05),
+    ("udp rtt 64B", ["--proto", "udp", "--mode", "latency", "--msg", "64"], "lower", 1.05),
+]
+
+
+def run_case(args, duration, omit):
+    cmd = [PEAKBENCH, "net", "--json", "--reference", "-r", "1", "--duration", f"{duration}s",
+           "--omit", f"{omit}s", "--warmup", "200ms"] + args
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration * 4 + 120)
+    if out.returncode != 0:
+        sys.exit(f"peakbench failed: {' '.join(cmd)}\n{out.stderr}")
+    result = json.loads(out.stdout)["results"][0]
+    loss = next((e["value"] for e in result.get("extra", []) if e["metric"] == "loss"), None)
+    ref = result.get("reference") or {}
+    return result["value"], ref.get("value"), loss, ref.get("note"), result["unit"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--duration", type=int, default=3, help="seconds per run (whole seconds, as iperf3 takes)")
+    parser.add_argument("--omit", type=int, default=1, help="seconds omitted at the start of throughput runs")
+    parser.add_argument("--only", help="run only cases whose label contains this text")
+    opts = parser.parse_args()
+    if not os.path.exists(PEAKBENCH):
+        sys.exit("build first: cargo build --release")
+    cases = [c for c in CASES if not opts.only or opts.only in c[0]]
+    values = {c[0]: ([], [], [], []) for c in cases}
+    units = {}
+    for r in range(opts.rounds):
+        for label, args, _, _ in cases:
+            ours, theirs, loss, note, unit = run_case(args, opts.duration, opts.omit)
+            units[label] = unit
+            v = values[label]
+            v[0].append(ours)
+            if theirs is not None:
+                v[1].append(theirs)
+            if loss is not None:
+                v[2].append(loss)
+            if note:
+                v[3].append(note)
+            print(f"round {r + 1} {label:>14}: peakbench {ours:10.2f} {unit}, reference {theirs}", file=sys.stderr)
+    print(f"{'case':>14} {'peakbench':>12} {'cv':>6} {'reference':>12} {'ratio':>7} {'target':>10}  note")
+    failures = 0
+    for label, _, direction, target in cases:
+        ours, theirs, loss, notes = values[label]
+        m_ours = statistics.median(ours)
+        cv = statistics.stdev(ours) / statistics.mean(ours) if len(ours) > 1 else float("nan")
+        if not theirs:
+            print(f"{label:>14} {m_ours:12.2f} {cv:6.1%} {'-':>12} {'-':>7}  {notes[-1] if notes else ''}")
+            continue
+        m_theirs = statistics.median(theirs)
+        ratio = m_ours / m_theirs
+        ok = ratio >= target if direction == "higher" else ratio <= target
+        failures += not ok
+        want = f"{'>=' if direction == 'higher' else '<='} {target:.2f}"
+        extra = f"peakbench loss {statistics.median(loss):.1f} %; " if loss else ""
+        extra += notes[-1] if notes else ""
+        print(f"{label:>14} {m_ours:12.2f} {cv:6.1%} {m_theirs:12.2f} {ratio:7.3f} {want:>7} {'ok' if ok else 'MISS'}  "
+              f"{units[label]}; {extra}")
+    print(f"{len(cases) - failures} of {len(cases)} cases meet the target (medians of {opts.rounds} rounds)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+//! One test against a server: handshake, data connections, the run, the receiver's counts.
+
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::data::{self, PingPong, Sockets};
+use super::proto::{Control, Mode, Msg, Proto, TestSpec, UdpCounts, VERSION, Window};
+
+/// How long a connection to the server may take before it counts as unreachable.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// What one test measured.
+pub enum Outcome {
+    Throughput {
+        window: Window,
+        /// Per stream; empty for TCP.
+        udp: Vec<UdpCounts>,
+        /// Per stream: bytes (TCP) or datagrams (UDP) the sender sent.
+        sent: Vec<u64>,
+    },
+    Latency(Vec<PingPong>),
+}
+
+fn connect(addr: SocketAddr) -> Result<TcpStream> {
+    TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT).with_context(|| {
+        format!(
+            "cannot reach the peakbench server at {addr} (within {} s); start it there with \
+             'peakbench net serve' or check --server",
+            CONNECT_TIMEOUT.as_secs()
+        )
+    })
+}
+
+/// Runs one test; `warmup` and `count` apply to latency tests.
+pub fn run_test(
+    server: SocketAddr,
+    spec: &TestSpec,
+    warmup: Duration,
+    count: Option<u64>,
+) -> Result<Outcome> {
+    let stream = connect(server)?;
+    stream.set_nodelay(true)?;
+    let mut control = Control::new(stream)?;
+    control.send(&Msg::Hello {
+        peakbench: VERSION,
+        test: spec.clone(),
+    })?;
+    let step = Instant::now() + Duration::from_secs(10);
+    let (ports, token) = match control
+        .recv(step)
+        .context("waiting for the server's answer")?
+    {
+        Msg::Accepted { ports, token, .. } => (ports, token),
+        Msg::Refused { error } => bail!("the server at {server} refused the test: {error}"),
+        _ => bail!("the server at {server} answered out of turn"),
+    };
+    let sockets = open_data(server.ip(), spec, &ports, token)?;
+    match control.recv(Instant::now() + Duration::from_secs(10))? {
+        Msg::Ready => {}
+        Msg::Refused { error } => bail!("the server at {server} gave up: {error}"),
+        _ => bail!("the server at {server} answered out of turn"),
+    }
+    let omit = Duration::from_millis(spec.omit_ms);
+    let duration = Duration::from_millis(spec.duration_ms);
+    let msg = spec.msg_bytes as usize;
+    match (spec.mode, spec.reverse) {
+        (Mode::Throughput, false) => {
+            let stop = AtomicBool::new(false);
+            let end = Instant::now() + omit + duration + Duration::from_secs(15);
+            let (window, sent) = std::thread::scope(|scope| {
+                let sender =
+                    scope.spawn(|| data::send(&sockets, msg, token, spec.rate_bps, &stop, end));
+                let answer = control.recv(end);
+                stop.store(true, Ordering::SeqCst);
+                let sent = sender.join().expect("sender thread panicked")?;
+                match answer.context("waiting for the server's count")? {
+                    Msg::Window(w) => Ok((w, sent)),
+                    _ => bail!("the server answered out of turn"),
+                }
+            })?;
+            control.send(&Msg::Sent {
+                per_stream: sent.clone(),
+            })?;
+            match control.recv(Instant::now() + Duration::from_secs(10))? {
+                Msg::Final { udp } => Ok(Outcome::Throughput { window, udp, sent }),
+                _ => bail!("the server answered out of turn"),
+            }
+        }
+        (Mode::Throughput, true) => {
+            let end = Instant::now() + omit + duration + Duration::from_secs(15);
+            let mut sent = Vec::new();
+            let watch = control.stream().try_clone()?;
+            let gone = || super::proto::peer_closed(&watch);
+            let (window, udp) = data::receive(&sockets, token, omit, duration, gone, |_| {
+                control.send(&Msg::Stop)?;
+                match control.recv(end)? {
+                    Msg::Sent { per_stream } => {
+                        sent = per_stream.clone();
+                        Ok(per_stream)
+                    }
+                    _ => bail!("the server answered out of turn"),
+                }
+            })?;
+            Ok(Outcome::Throughput { window, udp, sent })
+        }
+        (Mode::Latency, _) => {
+            data::prepare_ping(&sockets)?;
+            let deadline = Instant::now() + warmup + duration;
+            let results: Vec<Result<PingPong>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..sockets.len())
+                    .map(|i| {
+                        let sockets = &sockets;
+                        scope.spawn(move || {
+                            data::ping_pong(sockets, i, msg, warmup, deadline, count)
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("ping-pong thread panicked"))
+                    .collect()
+            });
+            drop(sockets);
+            drop(control);
+            Ok(Outcome::Latency(
+                results.into_iter().collect::<Result<_>>()?,
+            ))
+        }
+    }
+}
+
+fn open_data(ip: IpAddr, spec: &TestSpec, ports: &[u16], token: u64) -> Result<Sockets> {
+    let n = spec.streams as usize;
+    match spec.proto {
+        Proto::Tcp => {
+            let port = *ports.first().context("the server gave no data port")?;
+            let mut streams = Vec::with_capacity(n);
+            for index in 0..n as u32 {
+                let mut s = connect(SocketAddr::new(ip, port))?;
+                let mut hello = token.to_le_bytes().to_vec();
+                hello.extend_from_slice(&index.to_le_bytes());
+                s.write_all(&hello).context("opening a data connection")?;
+                streams.push(s);
+            }
+            Ok(Sockets::Tcp(streams))
+        }
+        Proto::Udp => {
+            if ports.len() != n {
+                bail!("the server gave {} data ports for {n} streams", ports.len());
+            }
+            let any: IpAddr = match ip {
+                IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+                IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+            };
+            let mut socks = Vec::with_capacity(n);
+            for &port in ports {
+                let s = UdpSocket::bind((any, 0)).context("opening a UDP socket")?;
+                if spec.mode == Mode::Throughput {
+                    data::set_buffers(&s, 4 << 20);
+                }
+                s.connect((ip, port))?;
+                s.set_read_timeout(Some(Duration::from_millis(100)))?;
+                let mut acked = false;
+                let mut ack = [0u8; 64];
+                for _ in 0..30 {
+                    let _ = s.send(&token.to_le_bytes());
+                    if let Ok(8) = s.recv(&mut ack)
+                        && ack[..8] == token.to_le_bytes()
+                    {
+                        acked = true;
+                        break;
+                    }
+                }
+                if !acked {
+                    bail!(
+                        "the server's UDP port {port} did not answer: is UDP blocked on the way?"
+                    );
+                }
+                socks.push(s);
+            }
+            Ok(Sockets::Udp(socks))
+        }
+    }
+}

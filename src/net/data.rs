@@ -1,0 +1,660 @@
+//! The data path: senders, receivers, ping-pong and echo, for TCP and UDP.
+//!
+//! Throughput is counted by the receiver: every thread adds the payload bytes each `read`/`recv`
+//! returned to its stream's counter, and the window is the receiver's own clock from
+//! `omit` after the start to `omit + duration`; bytes = counter at the end − counter at the
+//! start of the window. A read that straddles a boundary counts where it returned (at most one
+//! read buffer, 256 KiB, per stream and boundary).
+//!
+//! A UDP datagram carries a 20-byte header inside its payload: the low 32 bits of the test's
+//! token, a sequence number and the sender's clock in nanoseconds. The receiver counts every
+//! datagram with the right token: received, reordered (a sequence number below the highest one
+//! seen), duplicates, and the interarrival jitter of RFC 3550 §6.4.1
+//! (J += (|D| − J) / 16 with D the change in transit time between consecutive arrivals).
+//! Only differences of the sender's clock are used, so the two clocks need not agree.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::proto::{UdpCounts, Window};
+use crate::stats::LatencyHistogram;
+
+/// Bytes of the UDP header inside each datagram.
+pub const UDP_HEADER: usize = 20;
+/// Size of each receive buffer.
+const READ_BUFFER: usize = 256 * 1024;
+/// How often a blocked socket call wakes up to look at the stop flags.
+pub const POLL: Duration = Duration::from_millis(100);
+
+/// The data sockets of one test, in stream order.
+pub enum Sockets {
+    Tcp(Vec<TcpStream>),
+    Udp(Vec<UdpSocket>),
+}
+
+impl Sockets {
+    pub fn len(&self) -> usize {
+        match self {
+            Sockets::Tcp(s) => s.len(),
+            Sockets::Udp(s) => s.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn timed_out(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+    )
+}
+
+/// Nanoseconds on this process's monotonic clock.
+pub fn now_ns() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// Asks the kernel for socket buffers of `bytes` (it may grant less, up to its maximum).
+pub fn set_buffers(fd: &impl AsRawFd, bytes: usize) {
+    let value = bytes as libc::c_int;
+    for option in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
+        // SAFETY: a valid socket descriptor and a c_int option value of the right length.
+        unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                option,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+}
+
+/// A message of `len` bytes of a non-constant pattern.
+fn payload(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 131 + 7) as u8).collect()
+}
+
+/// Sends on every stream until `stop` is set or `deadline` passes; returns what each stream
+/// sent (bytes for TCP, datagrams for UDP). `rate_bps` paces each UDP stream.
+pub fn send(
+    sockets: &Sockets,
+    msg: usize,
+    token: u64,
+    rate_bps: Option<u64>,
+    stop: &AtomicBool,
+    deadline: Instant,
+) -> Result<Vec<u64>> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = match sockets {
+            Sockets::Tcp(streams) => streams
+                .iter()
+                .map(|s| scope.spawn(move || send_tcp(s, msg, stop, deadline)))
+                .collect(),
+            Sockets::Udp(socks) => socks
+                .iter()
+                .map(|s| scope.spawn(move || send_udp(s, msg, token, rate_bps, stop, deadline)))
+                .collect(),
+        };
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("sender thread panicked"))
+            .collect()
+    })
+}
+
+fn send_tcp(stream: &TcpStream, msg: usize, stop: &AtomicBool, deadline: Instant) -> Result<u64> {
+    let buf = payload(msg);
+    stream.set_write_timeout(Some(POLL))?;
+    let mut stream_ref = stream;
+    let mut sent = 0u64;
+    let mut messages = 0u64;
+    'outer: loop {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        messages += 1;
+        if messages.is_multiple_of(256) && Instant::now() >= deadline {
+            break;
+        }
+        let mut off = 0;
+        while off < buf.len() {
+            match stream_ref.write(&buf[off..]) {
+                Ok(0) => break 'outer,
+                Ok(n) => {
+                    off += n;
+                    sent += n as u64;
+                }
+                Err(e) if timed_out(&e) => {
+                    if stop.load(Ordering::Relaxed) || Instant::now() >= deadline {
+                        break 'outer;
+                    }
+                }
+                // The receiver closing first is how a test ends when it stops early.
+                Err(e)
+                    if matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset) =>
+                {
+                    break 'outer;
+                }
+                Err(e) => return Err(e).context("sending on a data connection"),
+            }
+        }
+    }
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    Ok(sent)
+}
+
+fn send_udp(
+    sock: &UdpSocket,
+    msg: usize,
+    token: u64,
+    rate_bps: Option<u64>,
+    stop: &AtomicBool,
+    deadline: Instant,
+) -> Result<u64> {
+    let mut buf = payload(msg);
+    buf[0..4].copy_from_slice(&(token as u32).to_le_bytes());
+    sock.set_write_timeout(Some(POLL))?;
+    let start = Instant::now();
+    let mut seq = 0u64;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if seq.is_multiple_of(64) && Instant::now() >= deadline {
+            break;
+        }
+        if let Some(rate) = rate_bps {
+            let due = start + Duration::from_secs_f64((seq * msg as u64 * 8) as f64 / rate as f64);
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+        }
+        buf[4..12].copy_from_slice(&seq.to_le_bytes());
+        buf[12..20].copy_from_slice(&now_ns().to_le_bytes());
+        match sock.send(&buf) {
+            Ok(_) => seq += 1,
+            // A full queue (ENOBUFS) or a receiver not yet/no longer there: the datagram is lost.
+            Err(e) if timed_out(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {}
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => return Err(e).context("sending a datagram"),
+        }
+    }
+    Ok(seq)
+}
+
+/// Shared between the receiving threads and the thread that times the window.
+struct Counters {
+    bytes: Vec<AtomicU64>,
+    /// Set once the window is over and the sender's totals are known.
+    draining: AtomicBool,
+    /// What the sender says it sent, per stream (UDP: datagrams), once `draining`.
+    expected: Vec<AtomicU64>,
+    /// Last moment to keep reading, nanoseconds on [`now_ns`]'s clock.
+    give_up_ns: AtomicU64,
+}
+
+/// Receives on every stream: times the window (`omit`, then `duration`), calls `end_window`
+/// with what was counted in it (which tells the sender to stop and returns what it sent),
+/// drains what is still in flight, and returns the window and the UDP counts. `gone` is asked
+/// while waiting: when it says the other side has vanished, the test ends at once.
+pub fn receive(
+    sockets: &Sockets,
+    token: u64,
+    omit: Duration,
+    duration: Duration,
+    gone: impl Fn() -> bool,
+    end_window: impl FnOnce(&Window) -> Result<Vec<u64>>,
+) -> Result<(Window, Vec<UdpCounts>)> {
+    let n = sockets.len();
+    let counters = Counters {
+        bytes: (0..n).map(|_| AtomicU64::new(0)).collect(),
+        draining: AtomicBool::new(false),
+        expected: (0..n).map(|_| AtomicU64::new(u64::MAX)).collect(),
+        give_up_ns: AtomicU64::new(u64::MAX),
+    };
+    std::thread::scope(|scope| {
+        let counters = &counters;
+        let handles: Vec<_> = match sockets {
+            Sockets::Tcp(streams) => streams
+                .iter()
+                .enumerate()
+                .map(|(i, s)| scope.spawn(move || receive_tcp(s, i, counters).map(|()| None)))
+                .collect(),
+            Sockets::Udp(socks) => socks
+                .iter()
+                .enumerate()
+                .map(|(i, s)| scope.spawn(move || receive_udp(s, i, token, counters).map(Some)))
+                .collect(),
+        };
+        let snapshot = || -> Vec<u64> {
+            counters
+                .bytes
+                .iter()
+                .map(|b| b.load(Ordering::Acquire))
+                .collect()
+        };
+        let start = Instant::now();
+        sleep_until(start + omit, &gone);
+        let (from, before) = (Instant::now(), snapshot());
+        sleep_until(from + duration, &gone);
+        let (to, after) = (Instant::now(), snapshot());
+        if gone() {
+            counters.give_up_ns.store(0, Ordering::Release);
+            counters.draining.store(true, Ordering::Release);
+            for h in handles {
+                let _ = h.join();
+            }
+            bail!("the other side went away during the test");
+        }
+        let window = Window {
+            window_ns: to.duration_since(from).as_nanos() as u64,
+            stream_bytes: after.iter().zip(&before).map(|(a, b)| a - b).collect(),
+        };
+        let ended = end_window(&window);
+        if let Ok(sent) = &ended {
+            for (e, s) in counters.expected.iter().zip(sent) {
+                e.store(*s, Ordering::Release);
+            }
+        }
+        counters
+            .give_up_ns
+            .store(now_ns() + 2_000_000_000, Ordering::Release);
+        counters.draining.store(true, Ordering::Release);
+        let mut udp = Vec::new();
+        let mut failure = ended.err();
+        for h in handles {
+            match h.join().expect("receiver thread panicked") {
+                Ok(Some(counts)) => udp.push(counts),
+                Ok(None) => {}
+                Err(e) => {
+                    failure.get_or_insert(e);
+                }
+            }
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok((window, udp)),
+        }
+    })
+}
+
+/// Sleeps until `when`, waking to honour Ctrl-C and to ask whether the peer is `gone`.
+fn sleep_until(when: Instant, gone: &impl Fn() -> bool) {
+    loop {
+        let now = Instant::now();
+        if now >= when || crate::interrupt::requested() || gone() {
+            return;
+        }
+        std::thread::sleep((when - now).min(POLL));
+    }
+}
+
+fn receive_tcp(stream: &TcpStream, index: usize, counters: &Counters) -> Result<()> {
+    stream.set_read_timeout(Some(POLL))?;
+    let mut buf = vec![0u8; READ_BUFFER];
+    let mut total = 0u64;
+    let mut stream_ref = stream;
+    loop {
+        match stream_ref.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                total += n as u64;
+                counters.bytes[index].store(total, Ordering::Release);
+            }
+            Err(e) if timed_out(&e) => {}
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => return Ok(()),
+            Err(e) => return Err(e).context("receiving on a data connection"),
+        }
+        if counters.draining.load(Ordering::Acquire)
+            && now_ns() > counters.give_up_ns.load(Ordering::Acquire)
+        {
+            return Ok(());
+        }
+    }
+}
+
+fn receive_udp(
+    sock: &UdpSocket,
+    index: usize,
+    token: u64,
+    counters: &Counters,
+) -> Result<UdpCounts> {
+    sock.set_read_timeout(Some(Duration::from_millis(20)))?;
+    let mut buf = vec![0u8; 65536];
+    let mut counts = UdpCounts::default();
+    let mut total = 0u64;
+    let mut highest: Option<u64> = None;
+    let mut seen = SeenSet::default();
+    let mut last_transit: Option<i64> = None;
+    let mut jitter = 0.0f64;
+    let mut idle_since = Instant::now();
+    loop {
+        match sock.recv(&mut buf) {
+            Ok(n) if n >= UDP_HEADER && buf[0..4] == (token as u32).to_le_bytes() => {
+                let arrival = now_ns();
+                idle_since = Instant::now();
+                let seq = u64::from_le_bytes(buf[4..12].try_into().expect("8 bytes"));
+                let sent_ns = u64::from_le_bytes(buf[12..20].try_into().expect("8 bytes"));
+                if !seen.insert(seq) {
+                    counts.duplicates += 1;
+                    continue;
+                }
+                counts.received += 1;
+                total += n as u64;
+                counters.bytes[index].store(total, Ordering::Release);
+                match highest {
+                    Some(h) if seq < h => counts.reordered += 1,
+                    _ => highest = Some(seq),
+                }
+                let transit = arrival as i64 - sent_ns as i64;
+                if let Some(last) = last_transit {
+                    jitter += (((transit - last).abs() as f64) - jitter) / 16.0;
+                }
+                last_transit = Some(transit);
+            }
+            Ok(_) => {} // a stray datagram: not ours
+            Err(e) if timed_out(&e) || e.kind() == ErrorKind::ConnectionRefused => {}
+            Err(e) => return Err(e).context("receiving a datagram"),
+        }
+        if counters.draining.load(Ordering::Acquire) {
+            let expected = counters.expected[index].load(Ordering::Acquire);
+            let idle = idle_since.elapsed() > Duration::from_millis(200);
+            if counts.received >= expected
+                || idle
+                || now_ns() > counters.give_up_ns.load(Ordering::Acquire)
+            {
+                break;
+            }
+        }
+    }
+    counts.jitter_ns = jitter;
+    Ok(counts)
+}
+
+/// Which sequence numbers arrived, as a bitmap that grows with the highest one.
+#[derive(Default)]
+struct SeenSet {
+    words: Vec<u64>,
+}
+
+impl SeenSet {
+    /// Marks `seq`; false when it was already marked. Numbers beyond 2^32 are not tracked.
+    fn insert(&mut self, seq: u64) -> bool {
+        if seq >= 1 << 32 {
+            return true;
+        }
+        let (word, bit) = ((seq / 64) as usize, seq % 64);
+        if word >= self.words.len() {
+            self.words.resize((word + 1).next_power_of_two(), 0);
+        }
+        let was = self.words[word] & (1 << bit) != 0;
+        self.words[word] |= 1 << bit;
+        !was
+    }
+}
+
+/// What one ping-pong stream measured.
+pub struct PingPong {
+    pub histogram: LatencyHistogram,
+    /// Round trips timed.
+    pub round_trips: u64,
+    /// UDP requests with no reply within the timeout (resent).
+    pub lost: u64,
+    /// Wall time of the timed round trips.
+    pub elapsed: Duration,
+}
+
+/// Round trips on one connected socket: `warmup` untimed, then until `deadline` or `count`.
+pub fn ping_pong(
+    socket: &Sockets,
+    index: usize,
+    msg: usize,
+    warmup: Duration,
+    deadline: Instant,
+    count: Option<u64>,
+) -> Result<PingPong> {
+    let mut buf = payload(msg);
+    let mut reply = vec![0u8; msg.max(1)];
+    let mut histogram = LatencyHistogram::new();
+    let mut lost = 0u64;
+    let mut round_trips = 0u64;
+    let warm_end = Instant::now() + warmup;
+    let mut warm = warmup.is_zero();
+    let mut timed_start = Instant::now();
+    let mut seq = 0u64;
+    loop {
+        if !warm && Instant::now() >= warm_end {
+            warm = true;
+            timed_start = Instant::now();
+        }
+        if warm
+            && (count.is_some_and(|c| round_trips >= c)
+                || (count.is_none() && Instant::now() >= deadline))
+        {
+            break;
+        }
+        if crate::interrupt::requested() || Instant::now() >= deadline + Duration::from_secs(60) {
+            break;
+        }
+        seq += 1;
+        if msg >= 8 {
+            buf[0..8].copy_from_slice(&seq.to_le_bytes());
+        }
+        let t0 = Instant::now();
+        let ok = match socket {
+            Sockets::Tcp(s) => {
+                let mut s = &s[index];
+                s.write_all(&buf).context("ping-pong send")?;
+                s.read_exact(&mut reply)
+                    .context("ping-pong reply (the server went away or is slower than 5 s)")?;
+                true
+            }
+            Sockets::Udp(s) => {
+                let s = &s[index];
+                s.send(&buf).context("ping-pong send")?;
+                loop {
+                    match s.recv(&mut reply) {
+                        Ok(n) if n == msg && (msg < 8 || reply[0..8] == buf[0..8]) => break true,
+                        Ok(_) => continue, // a late reply to an earlier request
+                        Err(e) if timed_out(&e) || e.kind() == ErrorKind::ConnectionRefused => {
+                            lost += 1;
+                            break false;
+                        }
+                        Err(e) => return Err(e).context("ping-pong reply"),
+                    }
+                }
+            }
+        };
+        let rtt = t0.elapsed();
+        if ok && warm {
+            histogram.record(rtt.as_nanos() as u64);
+            round_trips += 1;
+        }
+    }
+    std::hint::black_box(&reply);
+    Ok(PingPong {
+        histogram,
+        round_trips,
+        lost,
+        elapsed: timed_start.elapsed(),
+    })
+}
+
+/// Prepares one socket for ping-pong: no Nagle delay on TCP, a reply timeout.
+pub fn prepare_ping(sockets: &Sockets) -> Result<()> {
+    match sockets {
+        Sockets::Tcp(streams) => {
+            for s in streams {
+                s.set_nodelay(true)?;
+                s.set_read_timeout(Some(Duration::from_secs(5)))?;
+            }
+        }
+        Sockets::Udp(socks) => {
+            for s in socks {
+                s.set_read_timeout(Some(Duration::from_millis(200)))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Echoes every message back until the peer closes, `stop` is set or `deadline` passes.
+pub fn echo(sockets: &Sockets, msg: usize, stop: &AtomicBool, deadline: Instant) -> Result<()> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = match sockets {
+            Sockets::Tcp(streams) => streams
+                .iter()
+                .map(|s| scope.spawn(move || echo_tcp(s, msg, stop, deadline)))
+                .collect(),
+            Sockets::Udp(socks) => socks
+                .iter()
+                .map(|s| scope.spawn(move || echo_udp(s, stop, deadline)))
+                .collect(),
+        };
+        for h in handles {
+            h.join().expect("echo thread panicked")?;
+        }
+        Ok(())
+    })
+}
+
+fn echo_tcp(stream: &TcpStream, msg: usize, stop: &AtomicBool, deadline: Instant) -> Result<()> {
+    stream.set_nodelay(true)?;
+    stream.set_read_timeout(Some(POLL))?;
+    let mut buf = vec![0u8; msg];
+    let mut s = stream;
+    let mut have = 0;
+    loop {
+        if stop.load(Ordering::Relaxed) || Instant::now() >= deadline {
+            return Ok(());
+        }
+        match s.read(&mut buf[have..]) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                have += n;
+                if have == msg {
+                    s.write_all(&buf).context("echo")?;
+                    have = 0;
+                }
+            }
+            Err(e) if timed_out(&e) => {}
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => return Ok(()),
+            Err(e) => return Err(e).context("echo read"),
+        }
+    }
+}
+
+fn echo_udp(sock: &UdpSocket, stop: &AtomicBool, deadline: Instant) -> Result<()> {
+    sock.set_read_timeout(Some(POLL))?;
+    let mut buf = vec![0u8; 65536];
+    loop {
+        if stop.load(Ordering::Relaxed) || Instant::now() >= deadline {
+            return Ok(());
+        }
+        match sock.recv(&mut buf) {
+            Ok(n) => {
+                let _ = sock.send(&buf[..n]);
+            }
+            Err(e) if timed_out(&e) || e.kind() == ErrorKind::ConnectionRefused => {}
+            Err(e) => return Err(e).context("echo read"),
+        }
+    }
+}
+
+/// Checks that `msg` fits the protocol and mode, in the words of the flag.
+pub fn check_msg(proto: super::proto::Proto, throughput: bool, msg: u64) -> Result<()> {
+    use super::proto::Proto;
+    match proto {
+        Proto::Tcp if !(1..=1_000_000).contains(&msg) => {
+            bail!("TCP messages are 1 B to 1 MB, not {msg} B")
+        }
+        Proto::Udp if msg > 65_507 => {
+            bail!("a UDP datagram carries at most 65507 B over IPv4, not {msg} B")
+        }
+        Proto::Udp if throughput && (msg as usize) < UDP_HEADER => {
+            bail!(
+                "UDP throughput datagrams carry a {UDP_HEADER}-byte sequence header: give at least {UDP_HEADER} B, not {msg} B"
+            )
+        }
+        Proto::Udp if msg == 0 => bail!("a 0-byte datagram carries nothing"),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seen_set_finds_duplicates() {
+        let mut s = SeenSet::default();
+        assert!(s.insert(5));
+        assert!(s.insert(1000));
+        assert!(!s.insert(5));
+        assert!(s.insert(4));
+        assert!(!s.insert(1000));
+    }
+
+    #[test]
+    fn udp_loopback_counts_every_datagram() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.connect(rx.local_addr().unwrap()).unwrap();
+        rx.connect(tx.local_addr().unwrap()).unwrap();
+        set_buffers(&rx, 4 << 20);
+        let token = 0xfeed_beef_u64;
+        let stop = AtomicBool::new(false);
+        let rx_sockets = Sockets::Udp(vec![rx]);
+        let tx_sockets = Sockets::Udp(vec![tx]);
+        let (window, udp) = std::thread::scope(|scope| {
+            let sender = scope.spawn(|| {
+                send(
+                    &tx_sockets,
+                    100,
+                    token,
+                    Some(8_000_000),
+                    &stop,
+                    Instant::now() + Duration::from_secs(5),
+                )
+            });
+            receive(
+                &rx_sockets,
+                token,
+                Duration::ZERO,
+                Duration::from_millis(200),
+                || false,
+                |_| {
+                    stop.store(true, Ordering::SeqCst);
+                    Ok(sender.join().unwrap().unwrap())
+                },
+            )
+            .unwrap()
+        });
+        // 8 Mb/s of 100-byte datagrams is 10 000 per second: about 2 000 in the window.
+        let bytes = window.stream_bytes[0];
+        assert!(
+            (150_000..=250_000).contains(&bytes),
+            "{bytes} bytes in 200 ms at 1 MB/s"
+        );
+        assert_eq!(udp[0].duplicates, 0);
+        assert!(udp[0].received > 1500);
+    }
+}

@@ -1,0 +1,233 @@
+//! The control protocol: one JSON object per line, each line at most [`MAX_LINE`] bytes.
+//!
+//! The client opens a control connection and sends [`Msg::Hello`] with its version and the test;
+//! the server answers [`Msg::Accepted`] (the data ports and a token the data connections must
+//! present) or [`Msg::Refused`] with the reason. Once every data connection is in, the server
+//! sends [`Msg::Ready`] and the test runs. The receiver of the data ends the window with
+//! [`Msg::Window`] (forward) or [`Msg::Stop`] (reverse); the sender answers [`Msg::Sent`]; in
+//! forward mode the server closes with [`Msg::Final`].
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+/// Version of the control protocol; a server refuses any other.
+pub const VERSION: u32 = 1;
+/// Longest control line accepted, newline included.
+pub const MAX_LINE: usize = 4096;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    Tcp,
+    Udp,
+}
+
+impl Proto {
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::Tcp => "tcp",
+            Proto::Udp => "udp",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Throughput,
+    Latency,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Throughput => "throughput",
+            Mode::Latency => "latency",
+        }
+    }
+}
+
+/// The parameters of one test, as the client sends them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestSpec {
+    pub proto: Proto,
+    pub mode: Mode,
+    pub msg_bytes: u64,
+    pub streams: u32,
+    /// Unmeasured start of a throughput test (TCP slow start), milliseconds.
+    pub omit_ms: u64,
+    /// Measured window (throughput) or the longest a latency test may last, milliseconds.
+    pub duration_ms: u64,
+    /// The server sends and the client receives.
+    pub reverse: bool,
+    /// UDP sending rate per stream in bits per second; `None` is as fast as possible.
+    pub rate_bps: Option<u64>,
+}
+
+/// Counts of one UDP stream, kept by its receiver over the whole test.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpCounts {
+    pub received: u64,
+    /// Datagrams that arrived after one with a higher sequence number.
+    pub reordered: u64,
+    /// Datagrams whose sequence number had already been seen.
+    pub duplicates: u64,
+    /// RFC 3550 interarrival jitter at the end of the test, nanoseconds.
+    pub jitter_ns: f64,
+}
+
+/// What the receiver counted in the measured window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// Length of the window on the receiver's clock, nanoseconds.
+    pub window_ns: u64,
+    /// Payload bytes received in the window, per stream.
+    pub stream_bytes: Vec<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Msg {
+    Hello {
+        peakbench: u32,
+        test: TestSpec,
+    },
+    Accepted {
+        version: u32,
+        ports: Vec<u16>,
+        token: u64,
+    },
+    Refused {
+        error: String,
+    },
+    Ready,
+    Window(Window),
+    Stop,
+    /// Datagrams (UDP) or bytes (TCP) the sender sent, per stream.
+    Sent {
+        per_stream: Vec<u64>,
+    },
+    Final {
+        udp: Vec<UdpCounts>,
+    },
+}
+
+/// Whether the peer of `stream` has closed (or reset) it, without reading anything.
+pub fn peer_closed(stream: &TcpStream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut byte = 0u8;
+    // SAFETY: peeks at most one byte into a one-byte buffer, without blocking.
+    let n = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            (&mut byte as *mut u8).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    n == 0
+        || (n < 0
+            && !matches!(
+                std::io::Error::last_os_error().raw_os_error(),
+                Some(libc::EAGAIN) | Some(libc::EINTR)
+            ))
+}
+
+/// A control connection: lines out, bounded lines in.
+pub struct Control {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+}
+
+impl Control {
+    pub fn new(stream: TcpStream) -> Result<Control> {
+        let writer = stream.try_clone().context("cloning the control socket")?;
+        writer.set_write_timeout(Some(Duration::from_secs(5)))?;
+        Ok(Control {
+            reader: BufReader::new(stream),
+            writer,
+        })
+    }
+
+    pub fn stream(&self) -> &TcpStream {
+        &self.writer
+    }
+
+    pub fn send(&mut self, msg: &Msg) -> Result<()> {
+        let mut line = serde_json::to_vec(msg)?;
+        line.push(b'\n');
+        self.writer
+            .write_all(&line)
+            .context("writing on the control connection")
+    }
+
+    /// The next message, waiting at most until `deadline`; an error on a closed connection,
+    /// an overlong line, invalid JSON or a missed deadline.
+    pub fn recv(&mut self, deadline: Instant) -> Result<Msg> {
+        let line = self.read_line(deadline)?;
+        serde_json::from_slice(&line).with_context(|| {
+            format!(
+                "malformed control message: {}",
+                String::from_utf8_lossy(&line[..line.len().min(80)])
+            )
+        })
+    }
+
+    /// Whether the peer closed the connection before `deadline` (anything it sends is dropped).
+    pub fn wait_closed(&mut self, deadline: Instant) -> bool {
+        loop {
+            match self.read_line(deadline) {
+                Ok(_) => continue,
+                Err(e) => return e.to_string().contains("closed"),
+            }
+        }
+    }
+
+    fn read_line(&mut self, deadline: Instant) -> Result<Vec<u8>> {
+        let mut line = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                bail!("no control message before the deadline");
+            }
+            self.reader
+                .get_ref()
+                .set_read_timeout(Some(left.min(Duration::from_millis(200))))?;
+            let available = match self.reader.fill_buf() {
+                Ok(buf) => buf,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    continue;
+                }
+                Err(e) => return Err(e).context("reading the control connection"),
+            };
+            if available.is_empty() {
+                bail!("the control connection closed");
+            }
+            let (used, done) = match available.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (available.len(), false),
+            };
+            line.extend_from_slice(&available[..used]);
+            self.reader.consume(used);
+            if line.len() > MAX_LINE {
+                bail!("control line longer than {MAX_LINE} bytes");
+            }
+            if done {
+                line.pop();
+                return Ok(line);
+            }
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! The standard tools on the same case: iperf3 for throughput, sockperf ping-pong for latency.
+//!
+//! Against the in-process server, peakbench starts the tool's server itself on a free loopback
+//! port (`iperf3 -s -1`, `sockperf sr`) and stops it afterwards; against a remote `--server` it
+//! expects `iperf3 -s` (port 5201) and `sockperf sr` (port 11111) running there.
+//! iperf3's value is `end.sum_received.bits_per_second` (its receiver's count, like ours);
+//! sockperf's is the p50 of `pp --full-rtt` (round trip, not its default half round trip).
+//! Both take whole seconds, so durations are rounded up to at least 1 s.
+
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::Target;
+use super::proto::{Mode, Proto, TestSpec};
+use crate::reference::{Tool, command_line, last_line, run_bounded};
+use crate::result::Reference;
+use crate::session::Context;
+
+const IPERF3: Tool = Tool {
+    name: "iperf3",
+    program: "iperf3",
+    install: "apt-get install iperf3",
+};
+
+const SOCKPERF: Tool = Tool {
+    name: "sockperf",
+    program: "sockperf",
+    install: "apt-get install sockperf",
+};
+
+/// sockperf's smallest message (its own header).
+const SOCKPERF_MIN_MSG: u64 = 14;
+
+/// Runs the tool that fits `spec` and returns its value (Mb/s or µs).
+pub fn run(spec: &TestSpec, target: &Target, _count: Option<u64>, _ctx: &Context) -> Reference {
+    match spec.mode {
+        Mode::Throughput => iperf3(spec, target),
+        Mode::Latency => sockperf(spec, target),
+    }
+}
+
+/// A tool's server, killed when dropped.
+struct Spawned(Child);
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port(udp: bool) -> Option<u16> {
+    if udp {
+        Some(
+            UdpSocket::bind("127.0.0.1:0")
+                .ok()?
+                .local_addr()
+                .ok()?
+                .port(),
+        )
+    } else {
+        Some(
+            TcpListener::bind("127.0.0.1:0")
+                .ok()?
+                .local_addr()
+                .ok()?
+                .port(),
+        )
+    }
+}
+
+fn seconds(ms: u64) -> u64 {
+    ms.div_ceil(1000).max(1)
+}
+
+fn iperf3(spec: &TestSpec, target: &Target) -> Reference {
+    let Some(program) = IPERF3.path() else {
+        return IPERF3.missing("iperf3 -c …");
+    };
+    let local = target.loopback;
+    let (host, port) = if local {
+        match free_port(false) {
+            Some(p) => ("127.0.0.1".to_string(), p),
+            None => return IPERF3.failed("iperf3 -s", "no free loopback port"),
+        }
+    } else {
+        (target.addr.ip().to_string(), 5201)
+    };
+    let mut args: Vec<String> = vec![
+        "-c".into(),
+        host.clone(),
+        "-p".into(),
+        port.to_string(),
+        "-J".into(),
+        "-t".into(),
+        seconds(spec.duration_ms).to_string(),
+        "-O".into(),
+        spec.omit_ms.div_ceil(1000).to_string(),
+        "-l".into(),
+        spec.msg_bytes.to_string(),
+        "-P".into(),
+        spec.streams.to_string(),
+    ];
+    if spec.proto == Proto::Udp {
+        args.extend([
+            "-u".into(),
+            "-b".into(),
+            spec.rate_bps.map_or("0".into(), |r| r.to_string()),
+        ]);
+    }
+    if spec.reverse {
+        args.push("-R".into());
+    }
+    let line = command_line(&program, &args);
+    let _server = if local {
+        let server = Command::new(&program)
+            .args(["-s", "-1", "-B", "127.0.0.1", "-p", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        match server {
+            Ok(child) => {
+                let guard = Spawned(child);
+                // Not by connecting: `iperf3 -s -1` would take the probe for its one client.
+                if !wait_listening_quietly(port) {
+                    return IPERF3.failed(&line, "iperf3 -s did not start listening within 3 s");
+                }
+                Some(guard)
+            }
+            Err(e) => return IPERF3.failed(&line, format!("cannot start iperf3 -s: {e}")),
+        }
+    } else {
+        None
+    };
+    let timeout = Duration::from_secs(seconds(spec.duration_ms) + spec.omit_ms / 1000 + 30);
+    let output = match run_bounded(Command::new(&program).args(&args), timeout) {
+        Ok(o) => o,
+        Err(e) => return IPERF3.failed(&line, format!("{e:#}")),
+    };
+    let doc: serde_json::Value = match serde_json::from_str(&output.stdout) {
+        Ok(d) => d,
+        Err(e) => {
+            return IPERF3.failed(
+                &line,
+                format!("no JSON from iperf3 ({e}): {}", last_line(&output.stderr)),
+            );
+        }
+    };
+    let received = &doc["end"]["sum_received"];
+    match received["bits_per_second"].as_f64() {
+        Some(bps) => {
+            let note = (spec.proto == Proto::Udp).then(|| {
+                format!(
+                    "iperf3 receiver: {} of {} datagrams lost ({:.2} %), jitter {:.3} ms",
+                    received["lost_packets"],
+                    received["packets"],
+                    received["lost_percent"].as_f64().unwrap_or(f64::NAN),
+                    received["jitter_ms"].as_f64().unwrap_or(f64::NAN)
+                )
+            });
+            IPERF3.value(&line, bps / 1e6, note)
+        }
+        None => IPERF3.failed(
+            &line,
+            format!(
+                "iperf3 reported no receiver rate: {}",
+                doc["error"].as_str().unwrap_or("no end.sum_received")
+            ),
+        ),
+    }
+}
+
+fn wait_listening(addr: SocketAddr) -> bool {
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// Waits until a TCP socket listens on `port`, reading /proc/net/tcp rather than connecting.
+fn wait_listening_quietly(port: u16) -> bool {
+    let until = Instant::now() + Duration::from_secs(3);
+    let wanted = format!(":{port:04X}");
+    while Instant::now() < until {
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            let text = std::fs::read_to_string(table).unwrap_or_default();
+            let listening = text.lines().skip(1).any(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                fields.len() > 3 && fields[1].ends_with(&wanted) && fields[3] == "0A"
+            });
+            if listening {
+                return true;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+fn sockperf(spec: &TestSpec, target: &Target) -> Reference {
+    let Some(program) = SOCKPERF.path() else {
+        return SOCKPERF.missing("sockperf pp …");
+    };
+    let local = target.loopback;
+    let tcp = spec.proto == Proto::Tcp;
+    let (host, port) = if local {
+        match free_port(!tcp) {
+            Some(p) => ("127.0.0.1".to_string(), p),
+            None => return SOCKPERF.failed("sockperf sr", "no free loopback port"),
+        }
+    } else {
+        (target.addr.ip().to_string(), 11111)
+    };
+    let msg = spec.msg_bytes.max(SOCKPERF_MIN_MSG);
+    let mut args: Vec<String> = vec!["pp".into()];
+    if tcp {
+        args.push("--tcp".into());
+    }
+    args.extend([
+        "-i".into(),
+        host.clone(),
+        "-p".into(),
+        port.to_string(),
+        "-m".into(),
+        msg.to_string(),
+        "-t".into(),
+        seconds(spec.duration_ms).to_string(),
+        "--full-rtt".into(),
+    ]);
+    let line = command_line(&program, &args);
+    let _server = if local {
+        let mut server_args = vec!["sr".to_string()];
+        if tcp {
+            server_args.push("--tcp".into());
+        }
+        server_args.extend(["-i".into(), host.clone(), "-p".into(), port.to_string()]);
+        match Command::new(&program)
+            .args(&server_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(child) => {
+                let guard = Spawned(child);
+                if tcp {
+                    if !wait_listening(SocketAddr::new(IpAddr::from([127, 0, 0, 1]), port)) {
+                        return SOCKPERF
+                            .failed(&line, "sockperf sr did not start listening within 3 s");
+                    }
+                } else {
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+                Some(guard)
+            }
+            Err(e) => return SOCKPERF.failed(&line, format!("cannot start sockperf sr: {e}")),
+        }
+    } else {
+        None
+    };
+    let timeout = Duration::from_secs(seconds(spec.duration_ms) + 30);
+    let output = match run_bounded(Command::new(&program).args(&args), timeout) {
+        Ok(o) => o,
+        Err(e) => return SOCKPERF.failed(&line, format!("{e:#}")),
+    };
+    let text = format!("{}\n{}", output.stdout, output.stderr);
+    let mut notes = Vec::new();
+    if msg != spec.msg_bytes {
+        notes.push(format!(
+            "sockperf's smallest message is {SOCKPERF_MIN_MSG} B (its header): it ran with {msg} B"
+        ));
+    }
+    if spec.streams > 1 {
+        notes.push("sockperf ping-pong runs one stream".into());
+    }
+    match parse_sockperf_p50(&text) {
+        Some(us) => SOCKPERF.value(&line, us, (!notes.is_empty()).then(|| notes.join("; "))),
+        None => SOCKPERF.failed(
+            &line,
+            format!(
+                "no percentile 50 in sockperf's output: {}",
+                last_line(&text)
+            ),
+        ),
+    }
+}
+
+/// The p50 round trip in µs from `sockperf pp --full-rtt` output.
+fn parse_sockperf_p50(text: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.contains("percentile 50.000"))
+        .and_then(|l| l.rsplit('=').next())
+        .and_then(|v| v.trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sockperf_p50_is_read() {
+        let text = "sockperf: ---> percentile 90.000 =   42.683\nsockperf: ---> percentile 50.000 =   35.552\n";
+        assert_eq!(parse_sockperf_p50(text), Some(35.552));
+        assert_eq!(parse_sockperf_p50("nothing"), None);
+    }
+}

@@ -1,0 +1,347 @@
+//! Runs the real binary over loopback: both protocols and modes, a shared server with several
+//! clients, a client killed mid-test, garbage on the control port, an unreachable server.
+//! Network-namespace tests (shaped and delayed links) are in `tests/net_netns.rs`.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn peakbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_peakbench"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn json(output: &Output) -> serde_json::Value {
+    assert!(
+        output.status.success(),
+        "exit {:?}: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+/// Short runs: one repetition, no warm-up, no omitted start.
+const SHORT: [&str; 6] = ["--omit", "0s", "-r", "1", "--warmup", "0s"];
+
+fn net(extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["net", "--json"];
+    args.extend_from_slice(&SHORT);
+    if !extra.contains(&"--duration") {
+        args.extend_from_slice(&["--duration", "300ms"]);
+    }
+    args.extend_from_slice(extra);
+    json(&peakbench(&args))
+}
+
+/// A `peakbench net serve` on a free loopback port, killed when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+    ip: String,
+}
+
+impl Server {
+    fn start() -> Server {
+        Server::on("127.0.0.1").expect("a loopback server")
+    }
+
+    /// A server on `ip`, or `None` where this machine cannot listen there (no IPv6).
+    fn on(ip: &str) -> Option<Server> {
+        let port = TcpListener::bind((ip, 0))
+            .ok()?
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(env!("CARGO_BIN_EXE_peakbench"))
+            .args(["net", "serve", "--bind", ip, "--port", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the server starts");
+        let until = Instant::now() + Duration::from_secs(10);
+        let mut server = Server {
+            child,
+            port,
+            ip: ip.to_string(),
+        };
+        while TcpStream::connect((ip, port)).is_err() {
+            assert!(Instant::now() < until, "the server did not listen");
+            assert!(
+                server.child.try_wait().unwrap().is_none(),
+                "the server exited"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(server)
+    }
+
+    fn addr(&self) -> String {
+        std::net::SocketAddr::new(self.ip.parse().unwrap(), self.port).to_string()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn extra<'a>(result: &'a serde_json::Value, metric: &str) -> &'a serde_json::Value {
+    result["extra"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["metric"] == metric)
+        .unwrap_or_else(|| panic!("no {metric} in {result}"))
+}
+
+#[test]
+fn loopback_tcp_and_udp_in_both_modes() {
+    let doc = net(&["--proto", "tcp,udp", "--mode", "throughput,latency"]);
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4, "{doc}");
+    for r in results {
+        assert_eq!(r["subsystem"], "network");
+        assert!(r["value"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["counting"].as_str().unwrap().len() > 20);
+    }
+    let tcp = &results[0];
+    assert_eq!(tcp["unit"], "Mb/s");
+    assert_eq!(tcp["params"]["message_bytes"], 131072);
+    // Loopback has no link speed: no peak, and a warning that says so.
+    assert!(tcp["peak"].is_null());
+    assert!(tcp["warnings"].to_string().contains("loopback"));
+    let gbps = extra(tcp, "throughput")["value"].as_f64().unwrap();
+    assert!((gbps * 1e3 - tcp["value"].as_f64().unwrap()).abs() < 1e-6);
+    let udp = &results[1];
+    let sent = extra(udp, "packets sent")["value"].as_f64().unwrap();
+    let received = extra(udp, "packets received")["value"].as_f64().unwrap();
+    let lost = extra(udp, "packets lost")["value"].as_f64().unwrap();
+    assert!(received > 0.0 && received <= sent, "{udp}");
+    assert_eq!(lost, sent - received);
+    extra(udp, "jitter");
+    extra(udp, "packets reordered");
+    for r in &results[2..] {
+        assert_eq!(r["unit"], "µs");
+        let lat = &r["latency_ns"];
+        let (p50, p99, max) = (
+            lat["p50"].as_f64().unwrap(),
+            lat["p99"].as_f64().unwrap(),
+            lat["max"].as_f64().unwrap(),
+        );
+        assert!(p50 > 0.0 && p50 <= p99 && p99 <= max, "{lat}");
+        assert!(lat["count"].as_u64().unwrap() > 100);
+        // The headline value is the p50 in µs (one repetition).
+        assert!((r["value"].as_f64().unwrap() * 1e3 - p50).abs() < 1.0);
+    }
+}
+
+#[test]
+fn reverse_mode_and_parallel_streams_count_per_stream() {
+    let doc = net(&[
+        "--proto",
+        "tcp,udp",
+        "--mode",
+        "throughput",
+        "--reverse",
+        "--streams",
+        "2",
+        "--msg",
+        "1000",
+        "--rate",
+        "50M",
+    ]);
+    for r in doc["results"].as_array().unwrap() {
+        assert_eq!(r["params"]["other"]["reverse"], true);
+        let total = r["value"].as_f64().unwrap();
+        let s0 = extra(r, "stream 0 throughput")["value"].as_f64().unwrap();
+        let s1 = extra(r, "stream 1 throughput")["value"].as_f64().unwrap();
+        assert!(s0 > 0.0 && s1 > 0.0);
+        assert!((s0 + s1 - total).abs() / total < 1e-6, "{r}");
+        if r["params"]["protocol"] == "udp" {
+            // Two streams paced at 50 Mb/s each.
+            assert!(
+                (80.0..=110.0).contains(&total),
+                "{total} Mb/s for 2 × 50 Mb/s"
+            );
+        }
+    }
+}
+
+#[test]
+fn count_gives_that_many_round_trips() {
+    let doc = net(&["--mode", "latency", "--count", "500", "--streams", "2"]);
+    let r = &doc["results"][0];
+    assert_eq!(r["latency_ns"]["count"], 1000);
+}
+
+#[test]
+fn several_clients_share_one_server() {
+    let server = Server::start();
+    let addr = server.addr();
+    let clients: Vec<_> = (0..3)
+        .map(|i| {
+            let proto = if i % 2 == 0 { "tcp" } else { "udp" };
+            Command::new(env!("CARGO_BIN_EXE_peakbench"))
+                .args(["net", "--json", "--server", &addr, "--proto", proto])
+                .args(SHORT)
+                .args(["--duration", "1s"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for client in clients {
+        let doc = json(&client.wait_with_output().unwrap());
+        assert_eq!(doc["results"].as_array().unwrap().len(), 2);
+        assert_eq!(doc["results"][0]["params"]["other"]["server"], addr);
+    }
+}
+
+#[test]
+fn ipv6_works_end_to_end() {
+    let Some(server) = Server::on("::1") else {
+        eprintln!("skipped: this machine cannot listen on ::1");
+        return;
+    };
+    let doc = net(&[
+        "--server",
+        &server.addr(),
+        "--proto",
+        "tcp,udp",
+        "--reverse",
+    ]);
+    assert_eq!(doc["results"].as_array().unwrap().len(), 4);
+    assert!(
+        doc["results"][0]["params"]["other"]["server"]
+            .as_str()
+            .unwrap()
+            .starts_with("[::1]")
+    );
+}
+
+#[test]
+fn a_killed_client_does_not_stop_the_server() {
+    let server = Server::start();
+    let addr = server.addr();
+    for mode in ["throughput", "latency"] {
+        let mut victim = Command::new(env!("CARGO_BIN_EXE_peakbench"))
+            .args([
+                "net",
+                "--server",
+                &addr,
+                "--mode",
+                mode,
+                "--duration",
+                "20s",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(700));
+        victim.kill().unwrap();
+        victim.wait().unwrap();
+    }
+    let start = Instant::now();
+    let doc = net(&["--server", &addr]);
+    assert_eq!(doc["results"].as_array().unwrap().len(), 2);
+    assert!(start.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn garbage_on_the_control_port_is_refused_and_the_server_goes_on() {
+    let server = Server::start();
+    for garbage in [
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\n".to_vec(),
+        b"{\"type\":\"hello\",\"peakbench\":1,\"test\":{\"proto\":\"tcp\",\"mode\":\"throughput\",\"msg_bytes\":0,\"streams\":1,\"omit_ms\":0,\"duration_ms\":1,\"reverse\":false,\"rate_bps\":null}}\n".to_vec(),
+        b"{\"type\":\"hello\",\"peakbench\":1,\"test\":{\"proto\":\"tcp\",\"mode\":\"throughput\",\"msg_bytes\":1,\"streams\":1,\"omit_ms\":0,\"duration_ms\":99999999,\"reverse\":false,\"rate_bps\":null}}\n".to_vec(),
+        vec![b'{'; 100_000],
+    ] {
+        let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let _ = s.write_all(&garbage);
+        let mut reply = String::new();
+        let _ = s.read_to_string(&mut reply);
+        assert!(reply.contains("\"refused\""), "{reply}");
+    }
+    // A port scan: connect and leave.
+    for _ in 0..20 {
+        drop(TcpStream::connect(("127.0.0.1", server.port)).unwrap());
+    }
+    let doc = net(&["--server", &server.addr(), "--mode", "latency"]);
+    assert_eq!(doc["results"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn an_unreachable_server_is_exit_1_with_a_clear_message_soon() {
+    // A port nobody listens on.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let start = Instant::now();
+    let out = peakbench(&["net", "--server", &format!("127.0.0.1:{port}")]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot reach the peakbench server"), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(10));
+
+    // A port that accepts but never answers: the handshake deadline ends it.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap().to_string();
+    let start = Instant::now();
+    let out = peakbench(&["net", "--server", &addr]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(start.elapsed() < Duration::from_secs(20));
+    drop(silent);
+}
+
+#[test]
+fn bad_input_is_exit_2_naming_the_flag() {
+    for (args, flag) in [
+        (vec!["net", "--proto", "udp", "--msg", "65508"], "--msg"),
+        (vec!["net", "--msg", "2MB"], "--msg"),
+        (vec!["net", "--proto", "sctp"], "--proto"),
+        (
+            vec!["net", "--mode", "throughput", "--count", "10"],
+            "--count",
+        ),
+        (vec!["net", "--server", "no.such.host.invalid"], "--server"),
+    ] {
+        let out = peakbench(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(flag), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn reference_tools_run_beside_when_installed() {
+    if Command::new("iperf3").arg("--version").output().is_err()
+        || Command::new("sockperf").arg("--version").output().is_err()
+    {
+        eprintln!("skipped: iperf3 or sockperf is not installed");
+        return;
+    }
+    let doc = net(&["--reference", "--duration", "1s"]);
+    for r in doc["results"].as_array().unwrap() {
+        let reference = &r["reference"];
+        assert!(reference["value"].as_f64().unwrap() > 0.0, "{reference}");
+        assert!(reference["ratio"].as_f64().unwrap() > 0.0);
+    }
+}
