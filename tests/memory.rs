@@ -4,8 +4,10 @@
 use std::process::{Command, Output};
 
 fn peakbench(args: &[&str]) -> Output {
+    // Tests never write to the user's history.
     Command::new(env!("CARGO_BIN_EXE_peakbench"))
         .args(args)
+        .arg("--no-history")
         .output()
         .expect("the binary runs")
 }

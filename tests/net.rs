@@ -8,8 +8,11 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn peakbench(args: &[&str]) -> Output {
+    // Tests never write to the user's history (a server stores nothing).
+    let history = (args.get(1) != Some(&"serve")).then_some("--no-history");
     Command::new(env!("CARGO_BIN_EXE_peakbench"))
         .args(args)
+        .args(history)
         .output()
         .expect("the binary runs")
 }
@@ -194,7 +197,15 @@ fn several_clients_share_one_server() {
         .map(|i| {
             let proto = if i % 2 == 0 { "tcp" } else { "udp" };
             Command::new(env!("CARGO_BIN_EXE_peakbench"))
-                .args(["net", "--json", "--server", &addr, "--proto", proto])
+                .args([
+                    "net",
+                    "--json",
+                    "--no-history",
+                    "--server",
+                    &addr,
+                    "--proto",
+                    proto,
+                ])
                 .args(SHORT)
                 .args(["--duration", "1s"])
                 .stdout(Stdio::piped())
@@ -240,6 +251,7 @@ fn a_killed_client_does_not_stop_the_server() {
         let mut victim = Command::new(env!("CARGO_BIN_EXE_peakbench"))
             .args([
                 "net",
+                "--no-history",
                 "--server",
                 &addr,
                 "--mode",

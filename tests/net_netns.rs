@@ -122,6 +122,10 @@ impl Lab {
             env!("CARGO_BIN_EXE_peakbench"),
         ])
         .args(args);
+        // Tests never write to the user's history (a server stores nothing).
+        if args.get(1) != Some(&"serve") {
+            cmd.arg("--no-history");
+        }
         cmd
     }
 
