@@ -28,6 +28,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             Some(CpuCommand::Linpack(linpack)) => linpack_command(linpack),
             None => cpu_command(&args),
         },
+        Command::Disk(args) => crate::disk::command(&args),
         Command::Run(args) => run_preset(&args),
     }
 }
@@ -45,7 +46,7 @@ fn overrides(args: &PeakArgs) -> PeakOverrides {
     }
 }
 
-fn context(peak: &PeakArgs, runner: &RunnerArgs) -> Context {
+pub(crate) fn context(peak: &PeakArgs, runner: &RunnerArgs) -> Context {
     let host = crate::sysinfo::collect();
     let peaks = Peaks::compute(&host, &overrides(peak), &cpu::probe());
     Context {
@@ -219,7 +220,7 @@ fn output_file(args: &OutputArgs) -> Result<Option<OutputFile>> {
         .map_err(|e| UsageError(format!("--output: {e:#}; choose a writable path")).into())
 }
 
-fn execute(
+pub(crate) fn execute(
     cases: Vec<Box<dyn Case>>,
     ctx: &Context,
     output: &OutputArgs,

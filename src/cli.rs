@@ -28,6 +28,8 @@ pub enum Command {
     Sysinfo(SysinfoArgs),
     /// CPU throughput (GFLOP/s, GIOP/s) per precision, ISA and thread count; `cpu linpack`
     Cpu(Box<CpuArgs>),
+    /// Disk throughput, IOPS and latency per op, block size, threads and queue depth, next to fio
+    Disk(Box<crate::disk::DiskArgs>),
     /// Runs a preset of every benchmark peakbench has
     Run(RunArgs),
 }

@@ -6,6 +6,7 @@
 pub mod app;
 pub mod cli;
 pub mod cpu;
+pub mod disk;
 pub mod interrupt;
 pub mod peak;
 pub mod reference;
