@@ -618,8 +618,8 @@ mod tests {
         let tag = 0x1234;
         let mut buf = vec![0xAAu8; 12288];
         stamp(&mut buf, 4096 + 100, tag, 7);
-        // positions 8192 and 12288 of the file are at 3996 and 8092 in the buffer
-        assert_eq!(verify(&buf, 4196, tag).unwrap(), 2);
+        // file positions 8192, 12288 and 16384 are at 3996, 8092 and 12188 in the buffer
+        assert_eq!(verify(&buf, 4196, tag).unwrap(), 3);
         assert_eq!(
             u64::from_le_bytes(buf[3996 + 8..3996 + 16].try_into().unwrap()),
             7
@@ -637,5 +637,144 @@ mod tests {
         for _ in 0..10_000 {
             assert!(r.below(7) < 7);
         }
+    }
+}
+
+#[cfg(test)]
+mod io_tests {
+    use super::*;
+    use crate::disk::file::{self, Place, TargetSpec};
+
+    fn test_file(dir: &std::path::Path, bytes: u64) -> file::TestFile {
+        file::open(&TargetSpec {
+            place: Place::Dir(dir.to_path_buf()),
+            data_bytes: bytes,
+            align: 4096,
+            align_source: "test".into(),
+            keep: false,
+            direct_fill: true,
+        })
+        .unwrap()
+    }
+
+    fn job(op: Op, engine: Engine, direct: bool, f: &file::TestFile, block: u64, qd: u32) -> Job {
+        Job {
+            op,
+            block,
+            qd,
+            direct,
+            engine,
+            rwmix_read: 50,
+            fsync_every: None,
+            end_fsync: !direct,
+            verify: true,
+            tag: f.tag,
+            data_offset: f.data_offset,
+            region: f.data_bytes / block * block,
+        }
+    }
+
+    /// The seq field of every stamp of the data region.
+    fn sequences(f: &file::TestFile) -> Vec<u64> {
+        let bytes = std::fs::read(&f.path).unwrap();
+        (f.data_offset..f.data_offset + f.data_bytes)
+            .step_by(STAMP_EVERY as usize)
+            .map(|p| u64::from_le_bytes(bytes[p as usize + 8..p as usize + 16].try_into().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn a_full_sequential_write_pass_rewrites_every_byte_and_reads_check_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = test_file(dir.path(), 2 << 20);
+        assert!(
+            sequences(&f).iter().all(|&s| s == 0),
+            "the fill stamps sequence 0"
+        );
+        for (engine, direct, qd) in [(Engine::IoUring, true, 4), (Engine::Sync, false, 1)] {
+            let block = 64 * 1024;
+            let j = job(Op::SeqWrite, engine, direct, &f, block, qd);
+            let mut w = DiskWorker::new(&j, &f.path, 0).unwrap();
+            let blocks = f.data_bytes / block;
+            let tally = w.run(&Quota::units(blocks)).unwrap();
+            assert_eq!(tally.units, f.data_bytes, "{engine:?}: bytes claimed");
+            assert_eq!(tally.ops, blocks);
+            assert_eq!(tally.latency.as_ref().unwrap().count(), blocks);
+            let seqs = sequences(&f);
+            assert!(
+                seqs.iter().all(|&s| s > 0),
+                "{engine:?}: every 4 KiB was written"
+            );
+            let mut unique = seqs.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(
+                unique.len() as u64,
+                blocks,
+                "a new sequence number for every write"
+            );
+            let r = job(Op::SeqRead, engine, direct, &f, block, qd);
+            let mut w = DiskWorker::new(&r, &f.path, 0).unwrap();
+            let tally = w.run(&Quota::units(blocks)).unwrap();
+            assert_eq!(tally.units, f.data_bytes);
+            assert_eq!(
+                tally.checksum,
+                f.data_bytes / STAMP_EVERY,
+                "every stamp checked"
+            );
+        }
+    }
+
+    #[test]
+    fn rewrite_reads_and_writes_each_block_once_per_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = test_file(dir.path(), 1 << 20);
+        for engine in [Engine::IoUring, Engine::Sync] {
+            let j = job(Op::Rewrite, engine, true, &f, 8192, 2);
+            let mut w = DiskWorker::new(&j, &f.path, 0).unwrap();
+            let blocks = f.data_bytes / 8192;
+            let tally = w.run(&Quota::units(2 * blocks)).unwrap();
+            assert_eq!(tally.ops, 2 * blocks);
+            assert_eq!(tally.checksum, f.data_bytes / STAMP_EVERY);
+            assert!(sequences(&f).iter().all(|&s| s > 0));
+        }
+    }
+
+    #[test]
+    fn a_read_of_wrong_bytes_fails_the_case() {
+        use std::os::unix::fs::FileExt;
+        let dir = tempfile::tempdir().unwrap();
+        let f = test_file(dir.path(), 1 << 20);
+        let handle = OpenOptions::new().write(true).open(&f.path).unwrap();
+        handle
+            .write_all_at(&[0u8; 8], f.data_offset + 8 * 4096)
+            .unwrap();
+        handle.sync_all().unwrap();
+        for engine in [Engine::IoUring, Engine::Sync] {
+            let j = job(Op::SeqRead, engine, true, &f, 4096, 8);
+            let mut w = DiskWorker::new(&j, &f.path, 0).unwrap();
+            let e = w.run(&Quota::units(256)).unwrap_err();
+            assert!(format!("{e:#}").contains("wrong data"), "{e:#}");
+        }
+    }
+
+    #[test]
+    fn random_and_small_buffered_blocks_stay_in_the_thread_region() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = test_file(dir.path(), 1 << 20);
+        let mut j = job(Op::RandWrite, Engine::Sync, false, &f, 8, 1);
+        j.region = f.data_bytes / 2;
+        let before = std::fs::read(&f.path).unwrap();
+        let mut w = DiskWorker::new(&j, &f.path, 1).unwrap();
+        let tally = w.run(&Quota::units(2000)).unwrap();
+        assert_eq!(tally.units, 16_000);
+        let after = std::fs::read(&f.path).unwrap();
+        let first_half = (f.data_offset + j.region) as usize;
+        assert_eq!(
+            before[..first_half],
+            after[..first_half],
+            "thread 1 stays in its half"
+        );
+        assert_ne!(before[first_half..], after[first_half..]);
     }
 }
