@@ -280,7 +280,10 @@ pub fn check_dir(dir: &Path, data_bytes: u64, align: u64) -> Result<()> {
         )));
     }
     // Root ignores permissions, so only a real attempt tells whether the directory is writable.
-    let probe = dir.join(format!(".peakbench-probe-{:016x}", Rng::seeded().next()));
+    let probe = dir.join(format!(
+        ".peakbench-probe-{:016x}",
+        Rng::seeded().next_u64()
+    ));
     match OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -471,7 +474,7 @@ pub fn open(spec: &TargetSpec) -> Result<TestFile> {
                 path: path.clone(),
                 data_offset: 0,
                 data_bytes: spec.data_bytes,
-                tag: Rng::seeded().next(),
+                tag: Rng::seeded().next_u64(),
                 align: spec.align,
                 is_device: true,
                 foreign_writes: AtomicBool::new(false),
@@ -490,7 +493,7 @@ pub fn open(spec: &TargetSpec) -> Result<TestFile> {
                 eprintln!("reusing the kept test file {}", path.display());
                 return reuse(&path, spec);
             }
-            let name = format!("peakbench-{:016x}.tmp", Rng::seeded().next());
+            let name = format!("peakbench-{:016x}.tmp", Rng::seeded().next_u64());
             create(dir.join(name), spec)
         }
     }
@@ -534,7 +537,7 @@ fn create(path: PathBuf, spec: &TargetSpec) -> Result<TestFile> {
         path,
         data_offset: data_offset(spec.align),
         data_bytes: spec.data_bytes,
-        tag: Rng::seeded().next(),
+        tag: Rng::seeded().next_u64(),
         align: spec.align,
         is_device: false,
         foreign_writes: AtomicBool::new(false),

@@ -356,16 +356,16 @@ fn usage(message: String) -> anyhow::Error {
     UsageError(message).into()
 }
 
+/// The cases of a plan.
+pub type Cases = Vec<Box<dyn Case>>;
+
 /// Checks the target and expands the options into cases; nothing is created yet.
 pub fn plan(opts: &DiskOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
     plan_with_notes(opts, ctx).map(|(cases, _)| cases)
 }
 
 /// [`plan`], with the notes (e.g. an engine fallback) also put in each result's warnings.
-pub fn plan_with_notes(
-    opts: &DiskOptions,
-    ctx: &Context,
-) -> Result<(Vec<Box<dyn Case>>, Vec<String>)> {
+pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<String>)> {
     let mut notes = Vec::new();
     let spec = target_spec(opts)?;
     let engine = match opts.engine {
