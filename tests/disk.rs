@@ -386,3 +386,70 @@ fn dry_run_checks_the_target_and_creates_nothing() {
     assert!(text.starts_with("48 cases"), "{text}");
     assert!(leftovers(dir.path()).is_empty());
 }
+
+#[test]
+fn an_allowed_blank_loop_device_is_used_and_a_formatted_one_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("backing.img");
+    std::fs::write(&backing, vec![0u8; 16 << 20]).unwrap();
+    let attach = |file: &Path| -> Option<String> {
+        let out = Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(file)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let Some(dev) = attach(&backing) else {
+        eprintln!("skipped: cannot attach a loop device here (losetup)");
+        return;
+    };
+    let output = peakbench(&[
+        "disk",
+        "--file",
+        &dev,
+        "--allow-device-write",
+        &dev,
+        "--size",
+        "8MiB",
+        "-d",
+        "100ms",
+        "--ramp",
+        "0",
+        "-r",
+        "1",
+        "--op",
+        "randwrite,seqread",
+        "-b",
+        "4KiB",
+        "--json",
+    ]);
+    let _ = Command::new("losetup").args(["-d", &dev]).status();
+    let doc = json(&output);
+    assert_eq!(doc["results"].as_array().unwrap().len(), 2);
+    let bytes = std::fs::read(&backing).unwrap();
+    assert!(
+        bytes[..8 << 20].iter().filter(|&&b| b == 0).count() < 1 << 17,
+        "written"
+    );
+    assert!(
+        bytes[8 << 20..].iter().all(|&b| b == 0),
+        "nothing past --size"
+    );
+
+    // The same device with an ext4 superblock magic is refused and left as it was.
+    let mut formatted = vec![0u8; 16 << 20];
+    formatted[1080] = 0x53;
+    formatted[1081] = 0xEF;
+    std::fs::write(&backing, &formatted).unwrap();
+    let Some(dev) = attach(&backing) else {
+        return;
+    };
+    let output = peakbench(&["disk", "--file", &dev, "--allow-device-write", &dev]);
+    let _ = Command::new("losetup").args(["-d", &dev]).status();
+    assert_refused(&output, "--allow-device-write");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("ext2/3/4"));
+    assert_eq!(std::fs::read(&backing).unwrap(), formatted);
+}
