@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """peakbench disk against fio, identical jobs on the same file, side by side.
 
-Each round runs one peakbench case with --reference: peakbench measures, then fio runs the
+Even rounds run one peakbench case with --reference: peakbench measures, then fio runs the
 identical job (same file and regions, block, jobs, queue depth, io_uring, O_DIRECT, ramp and
-duration) right after it. Rounds repeat that; the script prints the median of each tool, the
+duration) right after it; odd rounds run that exact fio command first, then peakbench, so
+neither tool always inherits caches the other warmed. the script prints the median of each tool, the
 ratio of the medians, the spread (min..max) of each, and the p99 latency ratio for the IOPS
 cases. The test file is created once (--keep) in a temp dir and removed at the end. Then the
 users' matrix (seqread, randread, rewrite x 8 B, 8 KB, 8 MB, 80 MB x 1, 2, 4, 8 threads) runs as
@@ -11,7 +12,7 @@ one command, briefly, to show that it does.
 
     apt-get install -y fio          # the reference tool
     cargo build --release
-    python3 bench/disk.py --rounds 3 --duration 10 --dir /var/tmp
+    python3 bench/disk.py --rounds 4 --duration 10 --dir /var/tmp
 
 The machine is shared and noisy: compare medians of alternating runs, never absolute figures.
 """
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -49,41 +51,60 @@ def run(cmd, timeout=3600):
     return done.stdout
 
 
-def one_round(directory, size, op, block, qd, duration, ramp):
-    doc = json.loads(run([PEAKBENCH, "disk", "--dir", directory, "--size", size, "--keep",
-                          "--op", op, "-b", block, "--qd", str(qd), "-t", "1",
-                          "-d", f"{duration}s", "--ramp", f"{ramp}s", "-r", "1",
-                          "--reference", "--json"]))
-    r = doc["results"][0]
-    ref = r["reference"]
-    if ref["value"] is None:
-        raise RuntimeError(f"fio gave no value: {ref['note']}")
-    fio_p99 = re.search(r"p99 (\d+) ns", ref["note"] or "")
-    return (r["value"], ref["value"], r["latency_ns"]["p99"],
-            float(fio_p99.group(1)) if fio_p99 else None, ref["command"])
+def peakbench_case(directory, size, op, block, qd, duration, ramp, reference):
+    cmd = [PEAKBENCH, "disk", "--dir", directory, "--size", size, "--keep",
+           "--op", op, "-b", block, "--qd", str(qd), "-t", "1",
+           "-d", f"{duration}s", "--ramp", f"{ramp}s", "-r", "1", "--json"]
+    return json.loads(run(cmd + (["--reference"] if reference else [])))["results"][0]
+
+
+def fio_value(command, unit):
+    job = json.loads(run(shlex.split(command)))["jobs"][0]
+    bw = sum(job[d]["bw_bytes"] for d in ("read", "write"))
+    iops = sum(job[d]["iops"] for d in ("read", "write"))
+    main = max(("read", "write"), key=lambda d: job[d]["total_ios"])
+    p99 = job[main]["lat_ns"]["percentile"]["99.000000"]
+    return (iops if unit == "IOPS" else bw / 1e6), p99
+
+
+def one_round(index, directory, size, op, block, qd, duration, ramp, unit, command):
+    """Even rounds: peakbench, then fio (its --reference run); odd rounds: fio first, then
+    peakbench, so that neither tool always finds the host's caches warmed by the other."""
+    if index % 2 == 0 or command is None:
+        r = peakbench_case(directory, size, op, block, qd, duration, ramp, True)
+        ref = r["reference"]
+        if ref["value"] is None:
+            raise RuntimeError(f"fio gave no value: {ref['note']}")
+        fio_p99 = re.search(r"p99 (\d+) ns", ref["note"] or "")
+        return (r["value"], ref["value"], r["latency_ns"]["p99"],
+                float(fio_p99.group(1)) if fio_p99 else None, ref["command"])
+    theirs, their_p99 = fio_value(command, unit)
+    r = peakbench_case(directory, size, op, block, qd, duration, ramp, False)
+    return r["value"], theirs, r["latency_ns"]["p99"], their_p99, command
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--duration", type=float, default=10, help="seconds per run (each tool)")
     parser.add_argument("--ramp", type=float, default=1)
     parser.add_argument("--size", default="1GiB")
-    parser.add_argument("--dir", default=None, help="where the test file goes (default: a temp dir in .)")
+    parser.add_argument("--dir", default="/var/tmp", help="disk-backed directory for the test file (never inside the repository)")
     parser.add_argument("--no-matrix", action="store_true")
     args = parser.parse_args()
     if not shutil.which("fio"):
         sys.exit("fio is not installed: apt-get install fio")
-    base = tempfile.mkdtemp(prefix="peakbench-bench-", dir=args.dir or ".")
+    base = tempfile.mkdtemp(prefix="peakbench-bench-", dir=args.dir)
     try:
         print(f"{'case':<22} {'peakbench':>10} {'spread':>17} {'fio':>10} {'spread':>17} "
               f"{'ratio':>6}  {'p99 ours/fio (us)':>20} {'p99 ratio':>9}")
         commands = []
         for op, block, qd, unit in CASES:
             ours, theirs, p99s, fio_p99s = [], [], [], []
-            for _ in range(args.rounds):
-                o, t, p, fp, command = one_round(base, args.size, op, block, qd,
-                                                 args.duration, args.ramp)
+            command = None
+            for index in range(args.rounds):
+                o, t, p, fp, command = one_round(index, base, args.size, op, block, qd,
+                                                 args.duration, args.ramp, unit, command)
                 ours.append(o)
                 theirs.append(t)
                 p99s.append(p)
