@@ -32,6 +32,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Run(args) => run_matrix(&args),
         Command::History(command) => crate::history::run(&command),
         Command::Net(args) => crate::net::command(&args),
+        Command::Disk(args) => crate::disk::command(&args),
     }
 }
 
@@ -183,6 +184,7 @@ fn plan_command(command: &Command, ctx: &Context) -> Result<Planned> {
         },
         Command::Mem(args) => crate::memory::args::cases(args, ctx),
         Command::Net(args) => crate::net::cases(args, ctx),
+        Command::Disk(args) => crate::disk::cases(args, ctx),
         Command::Sysinfo(_) | Command::Run(_) | Command::History(_) => {
             anyhow::bail!("this subcommand measures nothing and cannot be part of a run")
         }

@@ -32,6 +32,8 @@ pub enum Command {
     Mem(Box<crate::memory::args::MemArgs>),
     /// Network throughput (Mb/s) and round-trip time over TCP and UDP; `net serve` is the server
     Net(Box<crate::net::NetArgs>),
+    /// Disk throughput, IOPS and latency per op, block size, threads and queue depth, next to fio
+    Disk(Box<crate::disk::DiskArgs>),
     /// Runs a preset of every benchmark peakbench has
     Run(RunArgs),
     #[command(flatten)]

@@ -7,6 +7,7 @@ pub mod app;
 pub mod cli;
 pub mod config;
 pub mod cpu;
+pub mod disk;
 pub mod history;
 pub mod interrupt;
 pub mod memory;

@@ -38,6 +38,11 @@ pub fn describe_params(p: &Params) -> String {
     );
     push((p.other.get("nt") == Some(&serde_json::Value::Bool(true))).then(|| "nt".to_string()));
     push(p.queue_depth.map(|q| format!("qd={q}")));
+    push(
+        p.direct
+            .map(|d| if d { "direct" } else { "buffered" }.to_string()),
+    );
+    push(p.engine.clone());
     push(p.streams.map(|s| format!("{s} streams")));
     push(p.threads.map(|t| format!("{t}T")));
     push(p.scaling.clone());

@@ -1,0 +1,812 @@
+//! The I/O loops: io_uring with a queue depth per thread, or synchronous pread/pwrite.
+//!
+//! Each thread owns its file descriptor, its buffers (aligned for O_DIRECT, filled with
+//! pseudo-random bytes before timing) and its region of the file (the data region split evenly,
+//! a whole number of blocks each), as fio's `offset_increment` does. A latency is measured per
+//! I/O from just before it is handed to the kernel to just after its completion is seen, and
+//! recorded in the thread's histogram.
+//!
+//! Fresh data: before each write, every 4 KiB-aligned position of the file in the block gets its
+//! file offset XOR the file tag (8 bytes) and a new sequence number (8 bytes) stamped into the
+//! buffer: 16 bytes per 4 KiB, so no two written 4 KiB sectors are equal and nothing can be
+//! deduplicated, while the rest of the buffer stays incompressible. Reads check the offset stamps
+//! of what they got (8 bytes per 4 KiB), so a read that returned the wrong bytes fails the case.
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::time::Instant;
+
+use anyhow::{Result, anyhow, bail};
+use io_uring::{IoUring, opcode, types};
+
+use crate::runner::{Quota, Tally, Worker};
+use crate::stats::LatencyHistogram;
+
+use super::{Engine, Op};
+
+/// Stamps are written at every file offset that is a multiple of this.
+pub const STAMP_EVERY: u64 = 4096;
+
+/// xorshift64* (Vigna): fast, and good enough to make data incompressible and offsets uniform.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed | 1)
+    }
+
+    /// Seeded from the clock and the address of a stack value (differs per thread and run).
+    pub fn seeded() -> Rng {
+        let local = 0u8;
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let mut rng = Rng::new(t ^ ((&local as *const u8 as u64).rotate_left(32)));
+        rng.next_u64();
+        rng
+    }
+
+    #[inline]
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform below `n` (n > 0), by multiply-shift.
+    #[inline]
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+
+    pub fn fill(&mut self, buf: &mut [u8]) {
+        let mut chunks = buf.chunks_exact_mut(8);
+        for c in &mut chunks {
+            c.copy_from_slice(&self.next_u64().to_le_bytes());
+        }
+        let rest = chunks.into_remainder();
+        let last = self.next_u64().to_le_bytes();
+        rest.copy_from_slice(&last[..rest.len()]);
+    }
+}
+
+/// The file offsets of stamps in `[offset, offset + len)` that have at least `need` bytes room.
+fn stamp_positions(offset: u64, len: usize, need: u64) -> impl Iterator<Item = usize> {
+    let first = offset.div_ceil(STAMP_EVERY) * STAMP_EVERY;
+    let end = offset + len as u64;
+    (first..end)
+        .step_by(STAMP_EVERY as usize)
+        .take_while(move |p| p + need <= end)
+        .map(move |p| (p - offset) as usize)
+}
+
+/// Stamps `buf`, about to be written at `offset`, with offsets and the sequence number `seq`.
+///
+/// A block that covers only part of a stamp (a block size that does not divide 4 KiB) writes
+/// that part of it, so the stamps in the file stay whole whatever block sizes wrote it.
+pub fn stamp(buf: &mut [u8], offset: u64, tag: u64, seq: u64) {
+    let end = offset + buf.len() as u64;
+    let mut p = offset.saturating_sub(7) / STAMP_EVERY * STAMP_EVERY;
+    while p < end {
+        let value = (p ^ tag).to_le_bytes();
+        for i in 0..8u64 {
+            let at = p + i;
+            if at >= offset && at < end {
+                buf[(at - offset) as usize] = value[i as usize];
+            }
+        }
+        if p >= offset && p + 16 <= end {
+            let at = (p - offset) as usize;
+            buf[at + 8..at + 16].copy_from_slice(&seq.to_le_bytes());
+        }
+        p += STAMP_EVERY;
+    }
+}
+
+/// Checks the offset stamps of `buf`, read at `offset`; returns how many were checked.
+pub fn verify(buf: &[u8], offset: u64, tag: u64) -> Result<u64> {
+    let mut checked = 0;
+    for at in stamp_positions(offset, buf.len(), 8) {
+        let file_pos = offset + at as u64;
+        let got = u64::from_le_bytes(buf[at..at + 8].try_into().expect("8 bytes"));
+        if got != file_pos ^ tag {
+            bail!(
+                "the read at offset {offset} returned bytes that are not the file's at {file_pos} \
+                 (stamp {got:#x}, expected {:#x}): the I/O path returned wrong data",
+                file_pos ^ tag
+            );
+        }
+        checked += 1;
+    }
+    Ok(checked)
+}
+
+/// An I/O error with its offset; a full disk gets a message that says what happens next.
+pub fn io_error(e: std::io::Error, what: &str, offset: u64) -> anyhow::Error {
+    if e.raw_os_error() == Some(libc::ENOSPC) {
+        anyhow!(
+            "the disk is full (ENOSPC) {what} at offset {offset}: the run stops and the test \
+             file is removed; free some space or give a smaller --size"
+        )
+    } else {
+        anyhow!("{what} at offset {offset}: {e}")
+    }
+}
+
+/// A heap buffer aligned for O_DIRECT.
+pub struct AlignedBuf {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+    layout: std::alloc::Layout,
+}
+
+// SAFETY: the buffer is uniquely owned plain memory.
+unsafe impl Send for AlignedBuf {}
+
+impl AlignedBuf {
+    pub fn new(len: usize, align: usize) -> Result<AlignedBuf> {
+        let size = len.max(1).div_ceil(align) * align;
+        let layout = std::alloc::Layout::from_size_align(size, align)?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = std::ptr::NonNull::new(ptr)
+            .ok_or_else(|| anyhow!("cannot allocate a {len}-byte I/O buffer"))?;
+        Ok(AlignedBuf { ptr, len, layout })
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: `len` bytes were allocated and are initialised (zeroed).
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: as above.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    fn ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout in `new`.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+/// What one thread does: everything the I/O loop needs, fixed before the run.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub op: Op,
+    pub block: u64,
+    pub qd: u32,
+    pub direct: bool,
+    pub engine: Engine,
+    /// Read share of `readwrite`, percent.
+    pub rwmix_read: u32,
+    /// fsync after this many writes of a thread.
+    pub fsync_every: Option<u64>,
+    /// fsync once at the end of each repetition, inside the timed region (buffered writes).
+    pub end_fsync: bool,
+    /// Whether reads check the offset stamps.
+    pub verify: bool,
+    pub tag: u64,
+    /// The region each thread works in: `region_start(i) = data_offset + i * region`.
+    pub data_offset: u64,
+    pub region: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Read,
+    Write,
+}
+
+/// Environment variable that makes io_uring setup fail as a kernel that refuses it would (tests).
+pub const REFUSE_IO_URING_ENV: &str = "PEAKBENCH_TEST_REFUSE_IO_URING";
+
+/// Creates a ring, or says why the kernel refuses one.
+pub fn new_ring(entries: u32) -> std::io::Result<IoUring> {
+    if std::env::var_os(REFUSE_IO_URING_ENV).is_some() {
+        return Err(std::io::Error::from_raw_os_error(libc::EPERM));
+    }
+    let entries = entries.next_power_of_two().max(1);
+    // Cooperative task running and a single issuer spare the kernel an interrupt and a lock per
+    // completion (fio sets them too where the kernel has them); older kernels get a plain ring.
+    IoUring::builder()
+        .setup_coop_taskrun()
+        .setup_single_issuer()
+        .build(entries)
+        .or_else(|_| IoUring::new(entries))
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    kind: Kind,
+    offset: u64,
+    done: u64,
+    start: Instant,
+}
+
+/// One thread of a disk case.
+pub struct DiskWorker {
+    job: Job,
+    file: File,
+    ring: Option<IoUring>,
+    buffers: Vec<AlignedBuf>,
+    slots: Vec<Option<Slot>>,
+    rng: Rng,
+    region_start: u64,
+    /// Next sequential position within the region.
+    position: u64,
+    seq: u64,
+    writes_since_fsync: u64,
+    /// Set when a ring error left I/Os in flight: the buffers are leaked, never freed under them.
+    poisoned: bool,
+}
+
+impl DiskWorker {
+    pub fn new(job: &Job, path: &std::path::Path, index: usize) -> Result<DiskWorker> {
+        let mut options = OpenOptions::new();
+        options.read(true).write(true);
+        if job.direct {
+            options.custom_flags(libc::O_DIRECT);
+        }
+        let file = options
+            .open(path)
+            .map_err(|e| anyhow!("opening {}: {e}", path.display()))?;
+        let depth = match job.engine {
+            Engine::IoUring => job.qd as usize,
+            Engine::Sync => 1,
+        };
+        let ring = match job.engine {
+            Engine::IoUring => Some(new_ring(job.qd).map_err(|e| anyhow!("io_uring setup: {e}"))?),
+            Engine::Sync => None,
+        };
+        let mut rng = Rng::seeded();
+        rng.0 ^= (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut buffers = Vec::with_capacity(depth);
+        for _ in 0..depth {
+            let mut buf = AlignedBuf::new(job.block as usize, 4096)?;
+            rng.fill(buf.as_mut_slice());
+            buffers.push(buf);
+        }
+        Ok(DiskWorker {
+            region_start: job.data_offset + index as u64 * job.region,
+            job: job.clone(),
+            file,
+            ring,
+            buffers,
+            slots: vec![None; depth],
+            rng,
+            position: 0,
+            seq: 0,
+            writes_since_fsync: 0,
+            poisoned: false,
+        })
+    }
+
+    /// The next I/O of the pattern (for rewrite: the read; its write-back follows it).
+    fn next_io(&mut self) -> (Kind, u64) {
+        let block = self.job.block;
+        let sequential = |w: &mut DiskWorker| {
+            if w.position + block > w.job.region {
+                w.position = 0;
+            }
+            let offset = w.region_start + w.position;
+            w.position += block;
+            offset
+        };
+        let random =
+            |w: &mut DiskWorker| w.region_start + w.rng.below(w.job.region / block) * block;
+        match self.job.op {
+            Op::SeqRead | Op::Rewrite => (Kind::Read, sequential(self)),
+            Op::SeqWrite => (Kind::Write, sequential(self)),
+            Op::RandRead => (Kind::Read, random(self)),
+            Op::RandWrite => (Kind::Write, random(self)),
+            Op::ReadWrite => {
+                let kind = if self.rng.below(100) < u64::from(self.job.rwmix_read) {
+                    Kind::Read
+                } else {
+                    Kind::Write
+                };
+                (kind, random(self))
+            }
+        }
+    }
+
+    /// Work units one step takes from the quota: a rewrite step is a read and a write.
+    fn units_per_step(&self) -> u64 {
+        if self.job.op == Op::Rewrite { 2 } else { 1 }
+    }
+
+    fn fsync_due(&self) -> bool {
+        self.job
+            .fsync_every
+            .is_some_and(|n| self.writes_since_fsync >= n)
+    }
+
+    fn fsync(&mut self) -> Result<()> {
+        self.writes_since_fsync = 0;
+        self.file
+            .sync_all()
+            .map_err(|e| io_error(e, "fsync of the test file", 0))
+    }
+
+    fn prepare_write(&mut self, slot: usize, offset: u64) {
+        self.seq += 1;
+        let (tag, seq) = (self.job.tag, self.seq);
+        stamp(self.buffers[slot].as_mut_slice(), offset, tag, seq);
+    }
+
+    /// Accounts for a completed I/O of `slot`.
+    fn completed(&mut self, slot: usize, kind: Kind, offset: u64, tally: &mut Tally) -> Result<()> {
+        tally.ops += 1;
+        tally.units += self.job.block;
+        match kind {
+            Kind::Read if self.job.verify => {
+                tally.checksum += verify(self.buffers[slot].as_slice(), offset, self.job.tag)?;
+            }
+            Kind::Read => {}
+            Kind::Write => self.writes_since_fsync += 1,
+        }
+        Ok(())
+    }
+
+    fn run_sync(
+        &mut self,
+        quota: &Quota,
+        tally: &mut Tally,
+        hist: &mut LatencyHistogram,
+    ) -> Result<()> {
+        let per = self.units_per_step();
+        let fd = self.file.as_raw_fd();
+        let mut issued = 0;
+        while quota.next_chunk(issued, per) == per {
+            issued += per;
+            let (kind, offset) = self.next_io();
+            let steps: &[Kind] = match (self.job.op, kind) {
+                (Op::Rewrite, _) => &[Kind::Read, Kind::Write],
+                (_, Kind::Read) => &[Kind::Read],
+                (_, Kind::Write) => &[Kind::Write],
+            };
+            for &kind in steps {
+                if kind == Kind::Write {
+                    self.prepare_write(0, offset);
+                }
+                let buf = &mut self.buffers[0];
+                let start = Instant::now();
+                let outcome = match kind {
+                    Kind::Read => pread_all(fd, buf.as_mut_slice(), offset),
+                    Kind::Write => pwrite_all(fd, buf.as_slice(), offset),
+                };
+                let end = Instant::now();
+                outcome.map_err(|e| io_error(e, io_name(kind), offset))?;
+                hist.record(end.duration_since(start).as_nanos() as u64);
+                self.completed(0, kind, offset, tally)?;
+                if self.fsync_due() {
+                    self.fsync()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, slot: usize, s: Slot) -> Result<()> {
+        let fd = types::Fd(self.file.as_raw_fd());
+        let ptr = self.buffers[slot].ptr();
+        // SAFETY: `done` < block, so the range lies inside the slot's buffer.
+        let ptr = unsafe { ptr.add(s.done as usize) };
+        let len = (self.job.block - s.done) as u32;
+        let entry = match s.kind {
+            Kind::Read => opcode::Read::new(fd, ptr, len)
+                .offset(s.offset + s.done)
+                .build(),
+            Kind::Write => opcode::Write::new(fd, ptr, len)
+                .offset(s.offset + s.done)
+                .build(),
+        }
+        .user_data(slot as u64);
+        self.slots[slot] = Some(s);
+        let ring = self.ring.as_mut().expect("io_uring engine has a ring");
+        // SAFETY: the buffer lives in `self.buffers` until the completion is reaped; `run`
+        // drains every I/O in flight (or leaks the buffers) before it returns.
+        unsafe { ring.submission().push(&entry) }
+            .map_err(|_| anyhow!("io_uring submission queue full"))
+    }
+
+    fn run_uring(
+        &mut self,
+        quota: &Quota,
+        tally: &mut Tally,
+        hist: &mut LatencyHistogram,
+    ) -> Result<()> {
+        let per = self.units_per_step();
+        let depth = self.slots.len();
+        let mut free: Vec<usize> = (0..depth).rev().collect();
+        let mut issued = 0;
+        let mut stopping = false;
+        let mut error: Option<anyhow::Error> = None;
+        let mut reaped: Vec<(u64, i32)> = Vec::with_capacity(depth);
+        loop {
+            while error.is_none() && !stopping && !free.is_empty() && !self.fsync_due() {
+                if quota.next_chunk(issued, per) < per {
+                    stopping = true;
+                    break;
+                }
+                issued += per;
+                let slot = free.pop().expect("a free slot");
+                let (kind, offset) = self.next_io();
+                if kind == Kind::Write {
+                    self.prepare_write(slot, offset);
+                }
+                let s = Slot {
+                    kind,
+                    offset,
+                    done: 0,
+                    start: Instant::now(),
+                };
+                if let Err(e) = self.push(slot, s) {
+                    error = Some(e);
+                    free.push(slot);
+                }
+            }
+            let inflight = depth - free.len();
+            if inflight == 0 {
+                if error.is_some() || stopping {
+                    break;
+                }
+                if self.fsync_due()
+                    && let Err(e) = self.fsync()
+                {
+                    error = Some(e);
+                }
+                continue;
+            }
+            let ring = self.ring.as_mut().expect("io_uring engine has a ring");
+            match ring.submit_and_wait(1) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(e) => {
+                    // I/Os may still be in flight into our buffers: never free them.
+                    self.poisoned = true;
+                    return Err(anyhow!("io_uring submit: {e}"));
+                }
+            }
+            reaped.clear();
+            reaped.extend(ring.completion().map(|c| (c.user_data(), c.result())));
+            let now = Instant::now();
+            for &(user_data, res) in &reaped {
+                let slot = user_data as usize;
+                let mut s = self.slots[slot]
+                    .take()
+                    .expect("a completion for an issued I/O");
+                if res < 0 {
+                    let e = std::io::Error::from_raw_os_error(-res);
+                    error.get_or_insert(io_error(e, io_name(s.kind), s.offset + s.done));
+                    free.push(slot);
+                    continue;
+                }
+                if res == 0 {
+                    error.get_or_insert(anyhow!(
+                        "{} at offset {} returned 0 bytes (end of file)",
+                        io_name(s.kind),
+                        s.offset + s.done
+                    ));
+                    free.push(slot);
+                    continue;
+                }
+                s.done += res as u64;
+                if s.done < self.job.block {
+                    // A short transfer: the rest goes back in the queue, same slot.
+                    if let Err(e) = self.push(slot, s) {
+                        error.get_or_insert(e);
+                        free.push(slot);
+                    }
+                    continue;
+                }
+                hist.record(now.duration_since(s.start).as_nanos() as u64);
+                if let Err(e) = self.completed(slot, s.kind, s.offset, tally) {
+                    error.get_or_insert(e);
+                }
+                if self.job.op == Op::Rewrite && s.kind == Kind::Read && error.is_none() {
+                    self.prepare_write(slot, s.offset);
+                    let w = Slot {
+                        kind: Kind::Write,
+                        offset: s.offset,
+                        done: 0,
+                        start: Instant::now(),
+                    };
+                    if let Err(e) = self.push(slot, w) {
+                        error.get_or_insert(e);
+                        free.push(slot);
+                    }
+                    continue;
+                }
+                free.push(slot);
+            }
+        }
+        match error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+fn io_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Read => "reading the test file",
+        Kind::Write => "writing the test file",
+    }
+}
+
+impl Worker for DiskWorker {
+    fn run(&mut self, quota: &Quota) -> Result<Tally> {
+        let mut tally = Tally::default();
+        let mut hist = LatencyHistogram::new();
+        match self.job.engine {
+            Engine::Sync => self.run_sync(quota, &mut tally, &mut hist)?,
+            Engine::IoUring => self.run_uring(quota, &mut tally, &mut hist)?,
+        }
+        if self.job.end_fsync {
+            self.fsync()?;
+        }
+        tally.latency = Some(hist);
+        Ok(tally)
+    }
+}
+
+impl Drop for DiskWorker {
+    fn drop(&mut self) {
+        if self.poisoned {
+            for buf in std::mem::take(&mut self.buffers) {
+                std::mem::forget(buf);
+            }
+            if let Some(ring) = self.ring.take() {
+                std::mem::forget(ring);
+            }
+        }
+    }
+}
+
+fn pread_all(fd: i32, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        // SAFETY: the pointer and length describe the unread rest of `buf`.
+        let n = unsafe {
+            libc::pread(
+                fd,
+                buf[done..].as_mut_ptr().cast(),
+                buf.len() - done,
+                (offset + done as u64) as libc::off_t,
+            )
+        };
+        match n {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n if n < 0 => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+            n => done += n as usize,
+        }
+    }
+    Ok(())
+}
+
+fn pwrite_all(fd: i32, buf: &[u8], offset: u64) -> std::io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        // SAFETY: the pointer and length describe the unwritten rest of `buf`.
+        let n = unsafe {
+            libc::pwrite(
+                fd,
+                buf[done..].as_ptr().cast(),
+                buf.len() - done,
+                (offset + done as u64) as libc::off_t,
+            )
+        };
+        match n {
+            0 => return Err(std::io::ErrorKind::WriteZero.into()),
+            n if n < 0 => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+            n => done += n as usize,
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_land_on_4k_positions_and_verify() {
+        let tag = 0x1234;
+        let mut buf = vec![0xAAu8; 12288];
+        stamp(&mut buf, 4096 + 100, tag, 7);
+        // file positions 8192, 12288 and 16384 are at 3996, 8092 and 12188 in the buffer
+        assert_eq!(verify(&buf, 4196, tag).unwrap(), 3);
+        assert_eq!(
+            u64::from_le_bytes(buf[3996 + 8..3996 + 16].try_into().unwrap()),
+            7
+        );
+        buf[3996] ^= 1;
+        assert!(verify(&buf, 4196, tag).is_err());
+        // a block too small for a stamp has none
+        assert_eq!(stamp_positions(4090, 8, 8).count(), 0);
+        assert_eq!(stamp_positions(4096, 8, 8).count(), 1);
+    }
+
+    #[test]
+    fn blocks_that_split_a_stamp_keep_it_whole() {
+        let tag = 0xfeed;
+        let mut file = vec![0u8; 3 * 4096];
+        // 1025-byte blocks: the one at 3075 ends at 4100, inside the stamp at 4096.
+        for offset in (0..file.len() as u64 - 1025).step_by(1025) {
+            let mut block = vec![0x55u8; 1025];
+            stamp(&mut block, offset, tag, 1);
+            file[offset as usize..offset as usize + 1025].copy_from_slice(&block);
+        }
+        assert_eq!(verify(&file[..8200], 0, tag).unwrap(), 3);
+    }
+
+    #[test]
+    fn random_offsets_stay_in_range() {
+        let mut r = Rng::new(42);
+        for _ in 0..10_000 {
+            assert!(r.below(7) < 7);
+        }
+    }
+}
+
+#[cfg(test)]
+mod io_tests {
+    use super::*;
+    use crate::disk::file::{self, Place, TargetSpec};
+
+    fn test_file(dir: &std::path::Path, bytes: u64) -> file::TestFile {
+        file::open(&TargetSpec {
+            place: Place::Dir(dir.to_path_buf()),
+            data_bytes: bytes,
+            align: 4096,
+            align_source: "test".into(),
+            keep: false,
+            direct_fill: true,
+        })
+        .unwrap()
+    }
+
+    fn job(op: Op, engine: Engine, direct: bool, f: &file::TestFile, block: u64, qd: u32) -> Job {
+        Job {
+            op,
+            block,
+            qd,
+            direct,
+            engine,
+            rwmix_read: 50,
+            fsync_every: None,
+            end_fsync: !direct,
+            verify: true,
+            tag: f.tag,
+            data_offset: f.data_offset,
+            region: f.data_bytes / block * block,
+        }
+    }
+
+    /// The seq field of every stamp of the data region.
+    fn sequences(f: &file::TestFile) -> Vec<u64> {
+        let bytes = std::fs::read(&f.path).unwrap();
+        (f.data_offset..f.data_offset + f.data_bytes)
+            .step_by(STAMP_EVERY as usize)
+            .map(|p| u64::from_le_bytes(bytes[p as usize + 8..p as usize + 16].try_into().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn a_full_sequential_write_pass_rewrites_every_byte_and_reads_check_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = test_file(dir.path(), 2 << 20);
+        assert!(
+            sequences(&f).iter().all(|&s| s == 0),
+            "the fill stamps sequence 0"
+        );
+        for (engine, direct, qd) in [(Engine::IoUring, true, 4), (Engine::Sync, false, 1)] {
+            let block = 64 * 1024;
+            let j = job(Op::SeqWrite, engine, direct, &f, block, qd);
+            let mut w = DiskWorker::new(&j, &f.path, 0).unwrap();
+            let blocks = f.data_bytes / block;
+            let tally = w.run(&Quota::units(blocks)).unwrap();
+            assert_eq!(tally.units, f.data_bytes, "{engine:?}: bytes claimed");
+            assert_eq!(tally.ops, blocks);
+            assert_eq!(tally.latency.as_ref().unwrap().count(), blocks);
+            let seqs = sequences(&f);
+            assert!(
+                seqs.iter().all(|&s| s > 0),
+                "{engine:?}: every 4 KiB was written"
+            );
+            let mut unique = seqs.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(
+                unique.len() as u64,
+                blocks,
+                "a new sequence number for every write"
+            );
+            let r = job(Op::SeqRead, engine, direct, &f, block, qd);
+            let mut w = DiskWorker::new(&r, &f.path, 0).unwrap();
+            let tally = w.run(&Quota::units(blocks)).unwrap();
+            assert_eq!(tally.units, f.data_bytes);
+            assert_eq!(
+                tally.checksum,
+                f.data_bytes / STAMP_EVERY,
+                "every stamp checked"
+            );
+        }
+    }
+
+    #[test]
+    fn rewrite_reads_and_writes_each_block_once_per_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = test_file(dir.path(), 1 << 20);
+        for engine in [Engine::IoUring, Engine::Sync] {
+            let j = job(Op::Rewrite, engine, true, &f, 8192, 2);
+            let mut w = DiskWorker::new(&j, &f.path, 0).unwrap();
+            let blocks = f.data_bytes / 8192;
+            let tally = w.run(&Quota::units(2 * blocks)).unwrap();
+            assert_eq!(tally.ops, 2 * blocks);
+            assert_eq!(tally.checksum, f.data_bytes / STAMP_EVERY);
+            assert!(sequences(&f).iter().all(|&s| s > 0));
+        }
+    }
+
+    #[test]
+    fn a_read_of_wrong_bytes_fails_the_case() {
+        use std::os::unix::fs::FileExt;
+        let dir = tempfile::tempdir().unwrap();
+        let f = test_file(dir.path(), 1 << 20);
+        let handle = OpenOptions::new().write(true).open(&f.path).unwrap();
+        handle
+            .write_all_at(&[0u8; 8], f.data_offset + 8 * 4096)
+            .unwrap();
+        handle.sync_all().unwrap();
+        for engine in [Engine::IoUring, Engine::Sync] {
+            let j = job(Op::SeqRead, engine, true, &f, 4096, 8);
+            let mut w = DiskWorker::new(&j, &f.path, 0).unwrap();
+            let e = w.run(&Quota::units(256)).unwrap_err();
+            assert!(format!("{e:#}").contains("wrong data"), "{e:#}");
+        }
+    }
+
+    #[test]
+    fn random_and_small_buffered_blocks_stay_in_the_thread_region() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = test_file(dir.path(), 1 << 20);
+        let mut j = job(Op::RandWrite, Engine::Sync, false, &f, 8, 1);
+        j.region = f.data_bytes / 2;
+        let before = std::fs::read(&f.path).unwrap();
+        let mut w = DiskWorker::new(&j, &f.path, 1).unwrap();
+        let tally = w.run(&Quota::units(2000)).unwrap();
+        assert_eq!(tally.units, 16_000);
+        let after = std::fs::read(&f.path).unwrap();
+        let first_half = (f.data_offset + j.region) as usize;
+        assert_eq!(
+            before[..first_half],
+            after[..first_half],
+            "thread 1 stays in its half"
+        );
+        assert_ne!(before[first_half..], after[first_half..]);
+    }
+}

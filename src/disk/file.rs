@@ -1,0 +1,682 @@
+//! The test file, and the checks that keep peakbench from ever touching a user's data.
+//!
+//! peakbench writes only to a file it created itself: `peakbench-<16 hex>.tmp`, opened with
+//! `O_CREAT | O_EXCL`, whose first block is a header that starts with [`MAGIC`]. A path that
+//! exists without that header is refused, so is any block device unless the user names it with
+//! `--allow-device-write` and it is neither mounted, nor held (LVM, md, swap), nor carries a
+//! partition table or a file-system signature. Free space is checked (statvfs) before the file
+//! is created, with a margin. The file is registered with [`crate::interrupt`] (a second Ctrl-C
+//! removes it) and removed by `Drop` on every way out (end, error, first Ctrl-C, panic) unless
+//! `--keep` is given; a kept file is found and reused by the next run in the same directory.
+//!
+//! Layout: the header block (`data_offset` bytes, a multiple of the O_DIRECT alignment) then the
+//! data region, filled with pseudo-random bytes before any read. Every 4 KiB of the data carries
+//! its own file offset XOR the file's tag in its first 8 bytes, so that a read can check that the
+//! bytes came from where it asked (see `engine::verify`).
+
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context as _, Result, bail};
+
+use crate::app::UsageError;
+use crate::interrupt;
+
+use super::engine::{AlignedBuf, Rng, stamp};
+
+/// The first bytes of every peakbench test file.
+pub const MAGIC: &[u8] = b"PEAKBENCH DISK TEST FILE v1\n";
+/// Free space left on the file system after the test file is created: this much plus 1 %.
+pub const SPACE_MARGIN: u64 = 64 << 20;
+const FILL_CHUNK: usize = 4 << 20;
+
+/// Where the cases do their I/O, as checked at plan time.
+#[derive(Clone, Debug)]
+pub enum Place {
+    /// A new file in this directory (or a kept one found there with `--keep`).
+    Dir(PathBuf),
+    /// A new file at this path, or a peakbench file that already exists there.
+    File(PathBuf),
+    /// A block device the user allowed with `--allow-device-write` (checks passed).
+    Device(PathBuf),
+}
+
+/// What the plan found out about the target before anything is created.
+#[derive(Clone, Debug)]
+pub struct TargetSpec {
+    pub place: Place,
+    /// Bytes of the data region.
+    pub data_bytes: u64,
+    /// O_DIRECT alignment of offsets, lengths and buffers (the device's logical block size).
+    pub align: u64,
+    /// Where `align` comes from.
+    pub align_source: String,
+    pub keep: bool,
+    /// Fill with O_DIRECT (otherwise buffered writes and an fsync).
+    pub direct_fill: bool,
+}
+
+/// The open test file, shared by every case of a run; removed when the last case drops it.
+#[derive(Debug)]
+pub struct TestFile {
+    pub path: PathBuf,
+    pub data_offset: u64,
+    pub data_bytes: u64,
+    pub tag: u64,
+    pub align: u64,
+    pub is_device: bool,
+    /// Another program (fio) wrote to the file: reads can no longer check the content.
+    foreign_writes: AtomicBool,
+    remove_on_drop: bool,
+    keep: bool,
+}
+
+impl TestFile {
+    /// Whether reads can still check each 4 KiB's offset stamp.
+    pub fn verifiable(&self) -> bool {
+        !self.foreign_writes.load(Ordering::SeqCst)
+    }
+
+    /// Records that another program wrote into the data region.
+    pub fn mark_foreign_writes(&self) {
+        self.foreign_writes.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Drop for TestFile {
+    fn drop(&mut self) {
+        if self.is_device {
+            return;
+        }
+        if self.keep {
+            // Record whether the content can still be checked, for the run that reuses it.
+            let _ = write_header(
+                &self.path,
+                &Header {
+                    tag: self.tag,
+                    data_offset: self.data_offset,
+                    data_bytes: self.data_bytes,
+                    filled: true,
+                    verifiable: self.verifiable(),
+                },
+            );
+            interrupt::unregister_temporary(&self.path);
+            eprintln!(
+                "kept the test file {} for the next run (--keep)",
+                self.path.display()
+            );
+        } else if self.remove_on_drop {
+            let _ = std::fs::remove_file(&self.path);
+            interrupt::unregister_temporary(&self.path);
+        }
+    }
+}
+
+/// The header of a test file (text after [`MAGIC`], so `head -c 200` shows it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Header {
+    pub tag: u64,
+    pub data_offset: u64,
+    pub data_bytes: u64,
+    pub filled: bool,
+    pub verifiable: bool,
+}
+
+impl Header {
+    fn encode(&self) -> Vec<u8> {
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(
+            format!(
+                "tag={:016x}\ndata_offset={}\ndata_bytes={}\nfilled={}\nverifiable={}\n\
+                 This file was created by peakbench disk and may be deleted.\n",
+                self.tag,
+                self.data_offset,
+                self.data_bytes,
+                u8::from(self.filled),
+                u8::from(self.verifiable)
+            )
+            .as_bytes(),
+        );
+        bytes
+    }
+
+    /// Parses a header block; `None` when it is not a peakbench header.
+    pub fn decode(block: &[u8]) -> Option<Header> {
+        let rest = block.strip_prefix(MAGIC)?;
+        let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+        let text = std::str::from_utf8(&rest[..end]).ok()?;
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
+        };
+        Some(Header {
+            tag: u64::from_str_radix(field("tag")?, 16).ok()?,
+            data_offset: field("data_offset")?.parse().ok()?,
+            data_bytes: field("data_bytes")?.parse().ok()?,
+            filled: field("filled")? == "1",
+            verifiable: field("verifiable")? == "1",
+        })
+    }
+}
+
+/// Reads the header of `path`, `None` when the file has none (a file peakbench did not create).
+pub fn read_header(path: &Path) -> Result<Option<Header>> {
+    let mut file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut block = vec![0u8; 512];
+    let mut got = 0;
+    while got < block.len() {
+        let n = file.read(&mut block[got..])?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    Ok(Header::decode(&block[..got]))
+}
+
+fn write_header(path: &Path, header: &Header) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let mut block = header.encode();
+    block.resize(header.data_offset as usize, 0);
+    file.write_all_at(&block, 0)
+        .and_then(|()| file.sync_all())
+        .with_context(|| format!("writing the header of {}", path.display()))
+}
+
+/// O_DIRECT alignment of files in `dir`: the logical block size of the device holding it.
+pub fn alignment(dir: &Path) -> (u64, String) {
+    let Ok(meta) = std::fs::metadata(dir) else {
+        return (4096, "default (metadata unreadable)".into());
+    };
+    let dev = if meta.file_type().is_block_device() {
+        meta.rdev()
+    } else {
+        meta.dev()
+    };
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    for rel in ["queue/logical_block_size", "../queue/logical_block_size"] {
+        let path = format!("/sys/dev/block/{major}:{minor}/{rel}");
+        if let Ok(text) = std::fs::read_to_string(&path)
+            && let Ok(v) = text.trim().parse::<u64>()
+            && v.is_power_of_two()
+        {
+            return (v, path);
+        }
+    }
+    (
+        4096,
+        format!("default 4096: no logical block size in sysfs for device {major}:{minor}"),
+    )
+}
+
+/// Free bytes for an unprivileged user, total bytes and whether the file system is read-only.
+fn statvfs(dir: &Path) -> Result<(u64, u64, bool)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())?;
+    // SAFETY: statvfs fills the plain-data struct for a NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        bail!(std::io::Error::last_os_error());
+    }
+    let frsize = st.f_frsize as u64;
+    Ok((
+        st.f_bavail as u64 * frsize,
+        st.f_blocks as u64 * frsize,
+        st.f_flag & libc::ST_RDONLY != 0,
+    ))
+}
+
+/// The space the test file may take in a file system of `total` bytes with `free` available.
+pub fn space_ok(need: u64, free: u64, total: u64) -> bool {
+    need.saturating_add(SPACE_MARGIN + total / 100) <= free
+}
+
+fn usage(message: String) -> anyhow::Error {
+    UsageError(message).into()
+}
+
+/// A smaller test file size when `want` does not fit in `dir`: half of what the margin leaves
+/// free, in whole MiB; `None` when `want` fits. Too little room for even 64 MiB is an error.
+pub fn fitting_size(dir: &Path, want: u64) -> Result<Option<u64>> {
+    let (free, total, _) = statvfs(dir).map_err(|e| {
+        usage(format!(
+            "--dir: cannot read the free space of {} ({e}): give another --dir",
+            dir.display()
+        ))
+    })?;
+    if space_ok(want + 4096, free, total) {
+        return Ok(None);
+    }
+    let usable = free.saturating_sub(SPACE_MARGIN + total / 100);
+    let size = usable / 2 / (1 << 20) * (1 << 20);
+    if size < 64 << 20 {
+        return Err(usage(format!(
+            "--dir: {} has {} free, too little for a test file: give another --dir",
+            dir.display(),
+            crate::units::format_size_approx(free)
+        )));
+    }
+    Ok(Some(size))
+}
+
+/// Checks a place for the test file without creating anything; errors are usage errors.
+pub fn check_dir(dir: &Path, data_bytes: u64, align: u64) -> Result<()> {
+    let meta = std::fs::metadata(dir).map_err(|e| {
+        usage(format!(
+            "--dir: {} cannot be used ({e}): give an existing directory",
+            dir.display()
+        ))
+    })?;
+    if !meta.is_dir() {
+        return Err(usage(format!(
+            "--dir: {} is not a directory: give the directory the test file goes in (or --file)",
+            dir.display()
+        )));
+    }
+    let (free, total, read_only) = statvfs(dir).map_err(|e| {
+        usage(format!(
+            "--dir: cannot read the free space of {} ({e}): give another --dir",
+            dir.display()
+        ))
+    })?;
+    if read_only {
+        return Err(usage(format!(
+            "--dir: {} is on a read-only file system: give a writable --dir",
+            dir.display()
+        )));
+    }
+    let need = data_bytes + align.max(4096);
+    if !space_ok(need, free, total) {
+        return Err(usage(format!(
+            "--size: the test file needs {} and {} has {} free (peakbench leaves {} + 1 % free): \
+             give a smaller --size or another --dir",
+            crate::units::format_size_approx(need),
+            dir.display(),
+            crate::units::format_size_approx(free),
+            crate::units::format_size_approx(SPACE_MARGIN)
+        )));
+    }
+    // Root ignores permissions, so only a real attempt tells whether the directory is writable.
+    let probe = dir.join(format!(
+        ".peakbench-probe-{:016x}",
+        Rng::seeded().next_u64()
+    ));
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(usage(format!(
+            "--dir: cannot create a file in {} ({e}): give a writable --dir",
+            dir.display()
+        ))),
+    }
+}
+
+/// A kept peakbench file in `dir` with a data region of exactly `data_bytes`.
+pub fn find_kept(dir: &Path, data_bytes: u64) -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("peakbench-") && n.ends_with(".tmp"))
+        })
+        .filter(|p| {
+            std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file())
+                && matches!(read_header(p), Ok(Some(h)) if h.filled && h.data_bytes == data_bytes)
+        })
+        .collect();
+    found.sort();
+    found.into_iter().next()
+}
+
+/// Checks an existing path given with `--file`: only a complete peakbench file may be reused.
+pub fn check_existing_file(path: &Path) -> Result<Header> {
+    let meta = std::fs::symlink_metadata(path)
+        .map_err(|e| usage(format!("--file: {} ({e})", path.display())))?;
+    if !meta.file_type().is_file() {
+        return Err(usage(format!(
+            "--file: {} is not a regular file: give a new path, or a block device with \
+             --allow-device-write",
+            path.display()
+        )));
+    }
+    match read_header(path) {
+        Ok(Some(h)) if h.filled => Ok(h),
+        Ok(_) => Err(usage(format!(
+            "--file: {} exists and was not created by peakbench (no complete peakbench header); \
+             peakbench never writes to a file it did not create: give a new path or use --dir",
+            path.display()
+        ))),
+        Err(e) => Err(usage(format!(
+            "--file: {} cannot be read ({e:#}): give a new path",
+            path.display()
+        ))),
+    }
+}
+
+/// Signatures that mark a device as holding data: (name, offset, bytes).
+const SIGNATURES: &[(&str, usize, &[u8])] = &[
+    ("an MBR partition table or boot sector", 510, &[0x55, 0xAA]),
+    ("a GPT partition table", 512, b"EFI PART"),
+    ("a GPT partition table", 4096, b"EFI PART"),
+    ("an ext2/3/4 file system", 1080, &[0x53, 0xEF]),
+    ("an XFS file system", 0, b"XFSB"),
+    ("a btrfs file system", 65600, b"_BHRfS_M"),
+    ("swap", 4086, b"SWAPSPACE2"),
+    ("swap", 4086, b"SWAP-SPACE"),
+    ("a LUKS volume", 0, b"LUKS\xba\xbe"),
+    ("an LVM physical volume", 536, b"LVM2 001"),
+    ("an NTFS file system", 3, b"NTFS    "),
+    ("an ISO 9660 file system", 32769, b"CD001"),
+    ("a squashfs file system", 0, b"hsqs"),
+    ("an F2FS file system", 1024, &[0x10, 0x20, 0xF5, 0xF2]),
+    ("a bcache device", 4120, &[0xc6, 0x85, 0x73, 0xf6]),
+    ("a ZFS label", 16384 + 128 * 1024, &[0x0c, 0xb1, 0xba, 0x00]),
+];
+
+/// The first signature found in the first bytes of a device, if any.
+pub fn signature_in(head: &[u8]) -> Option<&'static str> {
+    SIGNATURES.iter().find_map(|(name, offset, bytes)| {
+        (head.len() >= offset + bytes.len() && &head[*offset..offset + bytes.len()] == *bytes)
+            .then_some(*name)
+    })
+}
+
+/// Checks a block device for `--allow-device-write`; errors are usage errors.
+pub fn check_device(path: &Path, allowed: Option<&Path>) -> Result<()> {
+    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let allowed_canonical = allowed.map(|a| std::fs::canonicalize(a).unwrap_or(a.to_path_buf()));
+    if allowed_canonical.as_deref() != Some(canonical.as_path()) {
+        return Err(usage(format!(
+            "--file: {} is a block device; peakbench writes to a device only when it is named \
+             with --allow-device-write {} and is unmounted, unused and blank",
+            path.display(),
+            path.display()
+        )));
+    }
+    let meta = std::fs::metadata(&canonical)?;
+    let (major, minor) = (libc::major(meta.rdev()), libc::minor(meta.rdev()));
+    let refuse = |why: String| {
+        usage(format!(
+            "--allow-device-write: {} {why}; peakbench will not write to it",
+            path.display()
+        ))
+    };
+    let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    let devices = [format!("{major}:{minor}")];
+    if let Ok(entries) = std::fs::read_dir(&sys) {
+        for entry in entries.flatten() {
+            if entry.path().join("partition").exists() {
+                let dev = std::fs::read_to_string(entry.path().join("dev")).unwrap_or_default();
+                return Err(refuse(format!(
+                    "has partitions ({}{})",
+                    entry.file_name().to_string_lossy(),
+                    if dev.is_empty() { "" } else { "…" }
+                )));
+            }
+        }
+    }
+    if std::fs::read_dir(sys.join("holders")).is_ok_and(|mut h| h.next().is_some()) {
+        return Err(refuse("is held by another device (LVM, md, dm)".into()));
+    }
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    for line in mountinfo.lines() {
+        if let Some(dev) = line.split_whitespace().nth(2)
+            && devices.contains(&dev.to_string())
+        {
+            let point = line.split_whitespace().nth(4).unwrap_or("?");
+            return Err(refuse(format!("is mounted on {point}")));
+        }
+    }
+    let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+    let name = canonical.display().to_string();
+    if swaps
+        .lines()
+        .any(|l| l.split_whitespace().next() == Some(&name))
+    {
+        return Err(refuse("is in use as swap".into()));
+    }
+    let mut head = vec![0u8; 256 * 1024];
+    let mut file = File::open(&canonical)?;
+    let mut got = 0;
+    while got < head.len() {
+        match file.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) => return Err(refuse(format!("cannot be read ({e})"))),
+        }
+    }
+    if let Some(what) = signature_in(&head[..got]) {
+        return Err(refuse(format!("holds {what}")));
+    }
+    Ok(())
+}
+
+/// Bytes of a block device.
+pub fn device_bytes(path: &Path) -> Result<u64> {
+    use std::os::fd::AsRawFd;
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut bytes: u64 = 0;
+    // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
+    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+    // SAFETY: the ioctl writes one u64 into `bytes`.
+    if unsafe { libc::ioctl(file.as_raw_fd(), BLKGETSIZE64, &mut bytes) } != 0 {
+        bail!(
+            "cannot read the size of {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(bytes)
+}
+
+/// The data region starts here: a whole header block, aligned for O_DIRECT.
+pub fn data_offset(align: u64) -> u64 {
+    align.max(4096)
+}
+
+/// Opens (creating and filling if needed) the test file described by `spec`.
+pub fn open(spec: &TargetSpec) -> Result<TestFile> {
+    match &spec.place {
+        Place::Device(path) => {
+            let file = TestFile {
+                path: path.clone(),
+                data_offset: 0,
+                data_bytes: spec.data_bytes,
+                tag: Rng::seeded().next_u64(),
+                align: spec.align,
+                is_device: true,
+                foreign_writes: AtomicBool::new(false),
+                remove_on_drop: false,
+                keep: false,
+            };
+            fill(&file, spec.direct_fill)?;
+            Ok(file)
+        }
+        Place::File(path) if path.exists() => reuse(path, spec),
+        Place::File(path) => create(path.clone(), spec),
+        Place::Dir(dir) => {
+            if spec.keep
+                && let Some(path) = find_kept(dir, spec.data_bytes)
+            {
+                eprintln!("reusing the kept test file {}", path.display());
+                return reuse(&path, spec);
+            }
+            let name = format!("peakbench-{:016x}.tmp", Rng::seeded().next_u64());
+            create(dir.join(name), spec)
+        }
+    }
+}
+
+fn reuse(path: &Path, spec: &TargetSpec) -> Result<TestFile> {
+    let header = check_existing_file(path)?;
+    if header.data_bytes < spec.data_bytes || header.data_offset % spec.align != 0 {
+        return Err(usage(format!(
+            "--file: the peakbench file {} holds {} bytes of data and this run needs {}: \
+             remove it or give another path",
+            path.display(),
+            header.data_bytes,
+            spec.data_bytes
+        )));
+    }
+    interrupt::register_temporary(path);
+    Ok(TestFile {
+        path: path.to_path_buf(),
+        data_offset: header.data_offset,
+        data_bytes: spec.data_bytes,
+        tag: header.tag,
+        align: spec.align,
+        is_device: false,
+        foreign_writes: AtomicBool::new(!header.verifiable),
+        remove_on_drop: true,
+        keep: spec.keep,
+    })
+}
+
+fn create(path: PathBuf, spec: &TargetSpec) -> Result<TestFile> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("creating the test file {}", path.display()))?;
+    interrupt::register_temporary(&path);
+    // From here on, Drop removes the file whatever goes wrong.
+    let file = TestFile {
+        path,
+        data_offset: data_offset(spec.align),
+        data_bytes: spec.data_bytes,
+        tag: Rng::seeded().next_u64(),
+        align: spec.align,
+        is_device: false,
+        foreign_writes: AtomicBool::new(false),
+        remove_on_drop: true,
+        keep: spec.keep,
+    };
+    let (tag, data_offset, data_bytes) = (file.tag, file.data_offset, file.data_bytes);
+    let header = |filled| Header {
+        tag,
+        data_offset,
+        data_bytes,
+        filled,
+        verifiable: true,
+    };
+    write_header(&file.path, &header(false))?;
+    fill(&file, spec.direct_fill)?;
+    write_header(&file.path, &header(true))?;
+    Ok(file)
+}
+
+/// Writes pseudo-random data with offset stamps over the whole data region.
+fn fill(file: &TestFile, direct: bool) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut options = OpenOptions::new();
+    options.write(true);
+    if direct {
+        options.custom_flags(libc::O_DIRECT);
+    }
+    let handle = options
+        .open(&file.path)
+        .with_context(|| format!("opening {} to fill it", file.path.display()))?;
+    let mut buf = AlignedBuf::new(FILL_CHUNK, file.align.max(4096) as usize)?;
+    let mut rng = Rng::seeded();
+    let mut done = 0u64;
+    while done < file.data_bytes {
+        if interrupt::requested() {
+            return Err(interrupt::Interrupted.into());
+        }
+        let mut len = (file.data_bytes - done).min(FILL_CHUNK as u64) as usize;
+        if direct {
+            len = len.div_ceil(file.align as usize) * file.align as usize;
+        }
+        let offset = file.data_offset + done;
+        let chunk = &mut buf.as_mut_slice()[..len];
+        rng.fill(chunk);
+        stamp(chunk, offset, file.tag, 0);
+        handle
+            .write_all_at(chunk, offset)
+            .map_err(|e| super::engine::io_error(e, "filling the test file", offset))?;
+        done += len as u64;
+    }
+    handle
+        .sync_all()
+        .with_context(|| format!("syncing {}", file.path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_round_trip_and_foreign_bytes_are_not_headers() {
+        let h = Header {
+            tag: 0xdead_beef_0123_4567,
+            data_offset: 4096,
+            data_bytes: 1 << 20,
+            filled: true,
+            verifiable: false,
+        };
+        let mut block = h.encode();
+        block.resize(4096, 0);
+        assert_eq!(Header::decode(&block), Some(h));
+        assert_eq!(Header::decode(b"PEAKBENCH DISK TEST FILE v0\ntag=1"), None);
+        assert_eq!(Header::decode(&[0u8; 4096]), None);
+    }
+
+    #[test]
+    fn signatures_are_found_where_they_live() {
+        let mut head = vec![0u8; 70_000];
+        assert_eq!(signature_in(&head), None);
+        head[1080] = 0x53;
+        head[1081] = 0xEF;
+        assert_eq!(signature_in(&head), Some("an ext2/3/4 file system"));
+        let mut gpt = vec![0u8; 8192];
+        gpt[512..520].copy_from_slice(b"EFI PART");
+        assert_eq!(signature_in(&gpt), Some("a GPT partition table"));
+    }
+
+    #[test]
+    fn space_keeps_a_margin() {
+        assert!(space_ok(1 << 30, 10 << 30, 20 << 30));
+        assert!(!space_ok(1 << 30, (1 << 30) + (1 << 20), 2 << 30));
+    }
+
+    #[test]
+    fn a_file_is_created_filled_and_removed_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = TargetSpec {
+            place: Place::Dir(dir.path().to_path_buf()),
+            data_bytes: 3 << 20,
+            align: 4096,
+            align_source: "test".into(),
+            keep: false,
+            direct_fill: false,
+        };
+        let file = open(&spec).unwrap();
+        let bytes = std::fs::read(&file.path).unwrap();
+        assert_eq!(bytes.len() as u64, file.data_offset + (3 << 20));
+        assert!(bytes.starts_with(MAGIC));
+        assert!(super::super::engine::verify(&bytes[4096..], 4096, file.tag).unwrap() > 0);
+        let zeros = bytes[4096..].iter().filter(|&&b| b == 0).count();
+        assert!(zeros < bytes.len() / 100, "{zeros} zero bytes: not random");
+        let path = file.path.clone();
+        drop(file);
+        assert!(!path.exists());
+    }
+}

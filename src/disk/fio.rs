@@ -1,0 +1,253 @@
+//! fio, run with the identical job on the same file (`--reference`).
+//!
+//! The job mirrors the case: the same file, the data region split the same way
+//! (`--offset`, `--size` per job and `--offset_increment`), the same block size, jobs, queue
+//! depth, engine (`io_uring` or `psync`), O_DIRECT or not, fsync settings, ramp and duration.
+//! Random offsets are drawn with replacement on both sides (`--norandommap`). fio has no
+//! read-then-write-back of the same block; `rewrite` is compared with fio's sequential 50/50
+//! mix (`--rw=rw`), which moves the same bytes in the same order of regions.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::reference::{Tool, command_line, last_line, run_bounded};
+use crate::result::Reference;
+
+use super::{Engine, Op, Stopping};
+
+pub const FIO: Tool = Tool {
+    name: "fio",
+    program: "fio",
+    install: "apt-get install fio",
+};
+
+/// Everything fio needs to run the case's job.
+pub struct FioJob<'a> {
+    pub path: &'a Path,
+    pub op: Op,
+    pub rwmix_read: u32,
+    pub block: u64,
+    pub threads: usize,
+    pub qd: u32,
+    pub engine: Engine,
+    pub direct: bool,
+    pub data_offset: u64,
+    pub region: u64,
+    pub fsync_every: Option<u64>,
+    pub end_fsync: bool,
+    pub stop: Stopping,
+    pub ramp: Duration,
+    /// The result's unit: "MB/s" or "IOPS".
+    pub iops_headline: bool,
+}
+
+impl FioJob<'_> {
+    pub fn args(&self) -> Vec<String> {
+        let rw = match self.op {
+            Op::SeqRead => "read",
+            Op::SeqWrite => "write",
+            Op::RandRead => "randread",
+            Op::RandWrite => "randwrite",
+            Op::ReadWrite => "randrw",
+            Op::Rewrite => "rw",
+        };
+        let mut args = vec![
+            "--name=peakbench".to_string(),
+            format!("--filename={}", self.path.display()),
+            format!("--rw={rw}"),
+            format!("--bs={}", self.block),
+            format!("--numjobs={}", self.threads),
+            format!("--iodepth={}", self.qd),
+            format!(
+                "--ioengine={}",
+                match self.engine {
+                    Engine::IoUring => "io_uring",
+                    Engine::Sync => "psync",
+                }
+            ),
+            format!("--direct={}", u8::from(self.direct)),
+            format!("--offset={}", self.data_offset),
+            format!("--size={}", self.region),
+            format!("--offset_increment={}", self.region),
+            "--norandommap".into(),
+            "--randrepeat=0".into(),
+            "--thread".into(),
+        ];
+        match self.op {
+            Op::ReadWrite => args.push(format!("--rwmixread={}", self.rwmix_read)),
+            Op::Rewrite => args.push("--rwmixread=50".into()),
+            _ => {}
+        }
+        if let Some(n) = self.fsync_every {
+            args.push(format!("--fsync={n}"));
+        }
+        if self.end_fsync {
+            args.push("--end_fsync=1".into());
+        }
+        match self.stop {
+            Stopping::Duration(d) => {
+                args.push("--time_based".into());
+                args.push(format!("--runtime={}ms", d.as_millis().max(1)));
+            }
+            Stopping::Bytes(total) => {
+                let per_job = (total / self.threads as u64).max(self.block);
+                args.push(format!("--io_size={per_job}"));
+            }
+        }
+        if !self.ramp.is_zero() {
+            args.push(format!("--ramp_time={}ms", self.ramp.as_millis()));
+        }
+        args.extend([
+            "--group_reporting".into(),
+            "--lat_percentiles=1".into(),
+            "--output-format=json".into(),
+        ]);
+        args
+    }
+
+    pub fn writes(&self) -> bool {
+        !matches!(self.op, Op::SeqRead | Op::RandRead)
+    }
+
+    /// Runs fio and returns its value in the result's unit.
+    pub fn run(&self) -> anyhow::Result<Reference> {
+        let args = self.args();
+        let Some(program) = FIO.path() else {
+            return Ok(FIO.missing(&command_line(Path::new("fio"), &args)));
+        };
+        let line = command_line(&program, &args);
+        let limit = match self.stop {
+            Stopping::Duration(d) => d + self.ramp + Duration::from_secs(60),
+            Stopping::Bytes(_) => Duration::from_secs(3600),
+        };
+        let output = match run_bounded(Command::new(&program).args(&args), limit) {
+            Ok(o) => o,
+            Err(e) if e.is::<crate::interrupt::Interrupted>() => return Err(e),
+            Err(e) => return Ok(FIO.failed(&line, format!("fio did not finish: {e:#}"))),
+        };
+        if !output.success {
+            return Ok(FIO.failed(&line, format!("fio failed: {}", last_line(&output.stderr))));
+        }
+        Ok(match parse(&output.stdout) {
+            Some(v) => {
+                let value = if self.iops_headline {
+                    v.iops
+                } else {
+                    v.bytes_per_sec / 1e6
+                };
+                FIO.value(
+                    &line,
+                    value,
+                    Some(format!(
+                        "fio: {:.1} MB/s, {:.0} IOPS, total latency (lat_ns) p50 {} ns, p99 {} ns, p99.9 {} ns",
+                        v.bytes_per_sec / 1e6,
+                        v.iops,
+                        v.p50_ns.map_or("?".into(), |x| format!("{x:.0}")),
+                        v.p99_ns.map_or("?".into(), |x| format!("{x:.0}")),
+                        v.p999_ns.map_or("?".into(), |x| format!("{x:.0}"))
+                    )),
+                )
+            }
+            None => FIO.failed(&line, "fio printed no job result in its JSON"),
+        })
+    }
+}
+
+/// fio's figures for the group, reads and writes together.
+#[derive(Debug, PartialEq)]
+pub struct FioValue {
+    pub bytes_per_sec: f64,
+    pub iops: f64,
+    /// Latency percentiles of the direction with the most I/Os.
+    pub p50_ns: Option<f64>,
+    pub p99_ns: Option<f64>,
+    pub p999_ns: Option<f64>,
+}
+
+/// Parses fio's `--output-format=json` (anything fio prints before the document is skipped).
+pub fn parse(stdout: &str) -> Option<FioValue> {
+    let start = stdout.find('{')?;
+    let doc: serde_json::Value = serde_json::from_str(&stdout[start..]).ok()?;
+    let job = doc.get("jobs")?.get(0)?;
+    let mut value = FioValue {
+        bytes_per_sec: 0.0,
+        iops: 0.0,
+        p50_ns: None,
+        p99_ns: None,
+        p999_ns: None,
+    };
+    let mut most = 0u64;
+    for dir in ["read", "write"] {
+        let d = job.get(dir)?;
+        value.bytes_per_sec += d.get("bw_bytes")?.as_f64()?;
+        value.iops += d.get("iops")?.as_f64()?;
+        let n = d.get("total_ios").and_then(|v| v.as_u64()).unwrap_or(0);
+        if n > most {
+            most = n;
+            let pct = |p: &str| d.get("lat_ns")?.get("percentile")?.get(p)?.as_f64();
+            value.p50_ns = pct("50.000000");
+            value.p99_ns = pct("99.000000");
+            value.p999_ns = pct("99.900000");
+        }
+    }
+    Some(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_job_names_every_setting() {
+        let job = FioJob {
+            path: Path::new("/d/peakbench-1.tmp"),
+            op: Op::RandRead,
+            rwmix_read: 50,
+            block: 4096,
+            threads: 2,
+            qd: 32,
+            engine: Engine::IoUring,
+            direct: true,
+            data_offset: 4096,
+            region: 1 << 20,
+            fsync_every: None,
+            end_fsync: false,
+            stop: Stopping::Duration(Duration::from_secs(10)),
+            ramp: Duration::from_secs(1),
+            iops_headline: true,
+        };
+        let line = job.args().join(" ");
+        for part in [
+            "--filename=/d/peakbench-1.tmp",
+            "--rw=randread",
+            "--bs=4096",
+            "--numjobs=2",
+            "--iodepth=32",
+            "--ioengine=io_uring",
+            "--direct=1",
+            "--offset=4096",
+            "--size=1048576",
+            "--offset_increment=1048576",
+            "--time_based",
+            "--runtime=10000ms",
+            "--ramp_time=1000ms",
+            "--output-format=json",
+        ] {
+            assert!(line.contains(part), "{part} missing from {line}");
+        }
+    }
+
+    #[test]
+    fn fio_json_is_parsed_read_and_write_together() {
+        let text = r#"note: some fio chatter
+{"jobs":[{"read":{"bw_bytes":1000000,"iops":250.0,"total_ios":100,
+  "lat_ns":{"percentile":{"50.000000":1000,"99.000000":5000,"99.900000":9000}}},
+ "write":{"bw_bytes":2000000,"iops":500.0,"total_ios":0,"lat_ns":{}}}]}"#;
+        let v = parse(text).unwrap();
+        assert_eq!(v.bytes_per_sec, 3_000_000.0);
+        assert_eq!(v.iops, 750.0);
+        assert_eq!(v.p99_ns, Some(5000.0));
+        assert!(parse("fio: error").is_none());
+    }
+}

@@ -1,0 +1,455 @@
+//! Runs the real binary on small files in temp dirs: the bytes it claims, both I/O paths, the
+//! engine fallback, every refusal (exit 2, foreign data untouched), --keep and Ctrl-C.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn peakbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_peakbench"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn json(output: &Output) -> serde_json::Value {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+/// A short disk run in `dir` with these extra arguments.
+fn disk(dir: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "disk",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--size",
+        "4MiB",
+        "-d",
+        "150ms",
+        "--ramp",
+        "0",
+        "-r",
+        "2",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    peakbench(&args)
+}
+
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Exit 2 with one `Error:` line that mentions `flag`.
+fn assert_refused(output: &Output, flag: &str) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with("Error: ") && lines[0].contains(flag),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn each_op_moves_the_bytes_it_claims_direct_and_buffered() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = json(&disk(
+        dir.path(),
+        &[
+            "--op",
+            "seqread,seqwrite,randread,randwrite,readwrite,rewrite",
+            "-b",
+            "8B,4KiB,64KiB",
+            "--qd",
+            "4",
+            "-t",
+            "2",
+            "--buffered-if-unaligned",
+        ],
+    ));
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 6 * 3);
+    for r in results {
+        let p = &r["params"];
+        let block = p["block_bytes"].as_u64().unwrap();
+        assert_eq!(p["direct"].as_bool().unwrap(), block != 8, "{}", r["id"]);
+        assert_eq!(
+            p["other"]["io"],
+            if block == 8 { "buffered" } else { "direct" }
+        );
+        assert!(["io_uring", "sync"].contains(&p["engine"].as_str().unwrap()));
+        let moved = p["other"]["bytes_moved"].as_array().unwrap();
+        assert_eq!(moved.len(), 2);
+        for m in moved {
+            let m = m.as_u64().unwrap();
+            assert!(m > 0 && m % block == 0, "{}: {m} B moved", r["id"]);
+        }
+        let lat = &r["latency_ns"];
+        assert!(lat["p50"].as_f64().unwrap() <= lat["p99"].as_f64().unwrap());
+        assert!(lat["count"].as_u64().unwrap() * block >= moved[0].as_u64().unwrap());
+        let counting = r["counting"].as_str().unwrap();
+        assert!(counting.contains("MB = 10^6"), "{counting}");
+        let reads = r["op"] != "seqwrite" && r["op"] != "randwrite";
+        if reads && block >= 4096 {
+            assert!(
+                p["other"]["stamps_checked"].as_u64().unwrap() > 0,
+                "{}",
+                r["id"]
+            );
+        }
+        if block == 8 {
+            assert!(
+                r["warnings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|w| w.as_str().unwrap().contains("buffered"))
+            );
+        }
+    }
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "{:?}",
+        leftovers(dir.path())
+    );
+}
+
+#[test]
+fn refused_io_uring_falls_back_to_sync_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_peakbench"))
+        .args(["disk", "--dir", dir.path().to_str().unwrap()])
+        .args(["--size", "2MiB", "-d", "100ms", "--ramp", "0", "-r", "1"])
+        .args(["--op", "randread", "-b", "4KiB", "--qd", "8", "--json"])
+        .env("PEAKBENCH_TEST_REFUSE_IO_URING", "1")
+        .output()
+        .unwrap();
+    let doc = json(&output);
+    let r = &doc["results"][0];
+    assert_eq!(r["params"]["engine"], "sync");
+    assert_eq!(r["params"]["queue_depth"], 1);
+    let warnings = r["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("io_uring is not available"))
+    );
+    let forced = Command::new(env!("CARGO_BIN_EXE_peakbench"))
+        .args([
+            "disk",
+            "--dir",
+            dir.path().to_str().unwrap(),
+            "--engine",
+            "io_uring",
+        ])
+        .env("PEAKBENCH_TEST_REFUSE_IO_URING", "1")
+        .output()
+        .unwrap();
+    assert_refused(&forced, "--engine");
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn a_foreign_file_is_refused_and_left_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("precious.db");
+    let content: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&victim, &content).unwrap();
+    let before = std::fs::metadata(&victim).unwrap().modified().unwrap();
+    for extra in [
+        &["--op", "seqwrite"][..],
+        &["--op", "seqread", "--keep"][..],
+    ] {
+        let mut args = vec![
+            "disk",
+            "--file",
+            victim.to_str().unwrap(),
+            "--size",
+            "64KiB",
+        ];
+        args.extend_from_slice(extra);
+        assert_refused(&peakbench(&args), "--file");
+    }
+    assert_eq!(std::fs::read(&victim).unwrap(), content);
+    assert_eq!(
+        std::fs::metadata(&victim).unwrap().modified().unwrap(),
+        before
+    );
+    assert_eq!(leftovers(dir.path()), vec!["precious.db".to_string()]);
+}
+
+#[test]
+fn a_block_device_is_refused_even_when_allowed_if_it_is_in_use() {
+    let Some(dev) = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            l.split(" - ")
+                .nth(1)?
+                .split_whitespace()
+                .nth(1)
+                .map(String::from)
+        })
+        .find(|d| d.starts_with("/dev/") && Path::new(d).exists())
+    else {
+        eprintln!("skipped: no mounted block device to try");
+        return;
+    };
+    assert_refused(
+        &peakbench(&["disk", "--file", &dev]),
+        "--allow-device-write",
+    );
+    let allowed = peakbench(&["disk", "--file", &dev, "--allow-device-write", &dev]);
+    assert_refused(&allowed, "--allow-device-write");
+    let stderr = String::from_utf8_lossy(&allowed.stderr);
+    assert!(
+        stderr.contains("mounted") || stderr.contains("holds") || stderr.contains("partitions"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn not_enough_space_is_refused_before_anything_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = peakbench(&[
+        "disk",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "--size",
+        "900TiB",
+    ]);
+    assert_refused(&output, "--size");
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn a_read_only_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "ro,size=16m", "peakbench-test"])
+        .arg(dir.path())
+        .status()
+        .is_ok_and(|s| s.success());
+    let target = if mounted {
+        dir.path().to_path_buf()
+    } else {
+        eprintln!("cannot mount a read-only tmpfs here: trying /proc/self instead");
+        Path::new("/proc/self").to_path_buf()
+    };
+    let output = peakbench(&["disk", "--dir", target.to_str().unwrap(), "--size", "1MiB"]);
+    if mounted {
+        let _ = Command::new("umount").arg(dir.path()).status();
+    }
+    assert_refused(&output, "--dir");
+}
+
+#[test]
+fn an_unaligned_direct_block_says_to_use_buffered() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = peakbench(&[
+        "disk",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "-b",
+        "8KB",
+        "--size",
+        "1MiB",
+    ]);
+    assert_refused(&output, "--block");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--buffered"));
+}
+
+#[test]
+fn a_kept_file_is_reused_by_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let keep = ["--op", "randread", "-b", "4KiB", "--keep"];
+    json(&disk(dir.path(), &keep));
+    let files = leftovers(dir.path());
+    assert_eq!(files.len(), 1);
+    assert!(files[0].starts_with("peakbench-") && files[0].ends_with(".tmp"));
+    let second = disk(dir.path(), &keep);
+    let doc = json(&second);
+    assert!(String::from_utf8_lossy(&second.stderr).contains("reusing"));
+    assert!(
+        doc["results"][0]["params"]["other"]["stamps_checked"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert_eq!(leftovers(dir.path()), files);
+    // Named with --file and no --keep, the kept file is used once more and removed.
+    let path = dir.path().join(&files[0]);
+    let third = peakbench(&[
+        "disk",
+        "--file",
+        path.to_str().unwrap(),
+        "--size",
+        "4MiB",
+        "-d",
+        "100ms",
+        "-r",
+        "1",
+        "--op",
+        "seqread",
+        "-b",
+        "1MiB",
+        "--json",
+    ]);
+    json(&third);
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn ctrl_c_mid_run_leaves_no_test_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_peakbench"))
+        .args(["disk", "--dir", dir.path().to_str().unwrap()])
+        .args([
+            "--size",
+            "8MiB",
+            "-d",
+            "5s",
+            "--op",
+            "randwrite",
+            "-b",
+            "4KiB",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while leftovers(dir.path()).is_empty() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !leftovers(dir.path()).is_empty(),
+        "the run created its file"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: sending SIGINT to our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "{:?}",
+        leftovers(dir.path())
+    );
+}
+
+#[test]
+fn dry_run_checks_the_target_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = peakbench(&[
+        "disk",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "--op",
+        "seqread,randread,rewrite",
+        "-b",
+        "8B,8KB,8MB,80MB",
+        "-t",
+        "1,2,4,8",
+        "--buffered-if-unaligned",
+        "--dry-run",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.starts_with("48 cases"), "{text}");
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn an_allowed_blank_loop_device_is_used_and_a_formatted_one_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("backing.img");
+    std::fs::write(&backing, vec![0u8; 16 << 20]).unwrap();
+    let attach = |file: &Path| -> Option<String> {
+        let out = Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(file)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let Some(dev) = attach(&backing) else {
+        eprintln!("skipped: cannot attach a loop device here (losetup)");
+        return;
+    };
+    let output = peakbench(&[
+        "disk",
+        "--file",
+        &dev,
+        "--allow-device-write",
+        &dev,
+        "--size",
+        "8MiB",
+        "-d",
+        "100ms",
+        "--ramp",
+        "0",
+        "-r",
+        "1",
+        "--op",
+        "randwrite,seqread",
+        "-b",
+        "4KiB",
+        "--json",
+    ]);
+    let _ = Command::new("losetup").args(["-d", &dev]).status();
+    let doc = json(&output);
+    assert_eq!(doc["results"].as_array().unwrap().len(), 2);
+    let bytes = std::fs::read(&backing).unwrap();
+    assert!(
+        bytes[..8 << 20].iter().filter(|&&b| b == 0).count() < 1 << 17,
+        "written"
+    );
+    assert!(
+        bytes[8 << 20..].iter().all(|&b| b == 0),
+        "nothing past --size"
+    );
+
+    // The same device with an ext4 superblock magic is refused and left as it was.
+    let mut formatted = vec![0u8; 16 << 20];
+    formatted[1080] = 0x53;
+    formatted[1081] = 0xEF;
+    std::fs::write(&backing, &formatted).unwrap();
+    let Some(dev) = attach(&backing) else {
+        return;
+    };
+    let output = peakbench(&["disk", "--file", &dev, "--allow-device-write", &dev]);
+    let _ = Command::new("losetup").args(["-d", &dev]).status();
+    assert_refused(&output, "--allow-device-write");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("ext2/3/4"));
+    assert_eq!(std::fs::read(&backing).unwrap(), formatted);
+}
