@@ -379,12 +379,13 @@ fn execute_with_report(
     notes: Vec<String>,
     html: HtmlReport,
 ) -> Result<ExitCode> {
+    // Notes first, so that a plan also says what it left out and why.
+    for note in &notes {
+        eprintln!("note: {note}");
+    }
     if output.dry_run {
         print_plan(&cases, ctx, output.json);
         return Ok(ExitCode::SUCCESS);
-    }
-    for note in &notes {
-        eprintln!("note: {note}");
     }
     let file = output_file(output)?;
     let mut warnings = machine_warnings(ctx);
