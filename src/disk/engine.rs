@@ -150,12 +150,24 @@ unsafe impl Send for AlignedBuf {}
 
 impl AlignedBuf {
     pub fn new(len: usize, align: usize) -> Result<AlignedBuf> {
+        // Large buffers sit on transparent huge pages where the kernel allows it: a 1 MiB
+        // buffer of scattered 4 KiB pages needs 256 DMA segments, more than a virtio disk
+        // takes (max_segments 254), so every I/O would be split in two on its way down.
+        const HUGE: usize = 2 << 20;
+        let align = if len >= 64 << 10 { align.max(HUGE) } else { align };
         let size = len.max(1).div_ceil(align) * align;
         let layout = std::alloc::Layout::from_size_align(size, align)?;
         // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = unsafe { std::alloc::alloc(layout) };
         let ptr = std::ptr::NonNull::new(ptr)
             .ok_or_else(|| anyhow!("cannot allocate a {len}-byte I/O buffer"))?;
+        if align >= HUGE {
+            // SAFETY: advice on memory this buffer owns; failure only means small pages.
+            unsafe { libc::madvise(ptr.as_ptr().cast(), size, libc::MADV_HUGEPAGE) };
+        }
+        // SAFETY: `size` bytes were just allocated; zeroing them after the advice is the
+        // first touch, so the pages come huge.
+        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, size) };
         Ok(AlignedBuf { ptr, len, layout })
     }
 
