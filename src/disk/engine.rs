@@ -154,7 +154,11 @@ impl AlignedBuf {
         // buffer of scattered 4 KiB pages needs 256 DMA segments, more than a virtio disk
         // takes (max_segments 254), so every I/O would be split in two on its way down.
         const HUGE: usize = 2 << 20;
-        let align = if len >= 64 << 10 { align.max(HUGE) } else { align };
+        let align = if len >= 64 << 10 {
+            align.max(HUGE)
+        } else {
+            align
+        };
         let size = len.max(1).div_ceil(align) * align;
         let layout = std::alloc::Layout::from_size_align(size, align)?;
         // SAFETY: the layout has a non-zero size.
