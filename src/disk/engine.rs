@@ -14,7 +14,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::time::Instant;
 
 use anyhow::{Result, anyhow, bail};
@@ -383,7 +383,6 @@ impl DiskWorker {
         hist: &mut LatencyHistogram,
     ) -> Result<()> {
         let per = self.units_per_step();
-        let fd = self.file.as_raw_fd();
         let mut issued = 0;
         while quota.next_chunk(issued, per) == per {
             issued += per;
@@ -400,8 +399,9 @@ impl DiskWorker {
                 let buf = &mut self.buffers[0];
                 let start = Instant::now();
                 let outcome = match kind {
-                    Kind::Read => pread_all(fd, buf.as_mut_slice(), offset),
-                    Kind::Write => pwrite_all(fd, buf.as_slice(), offset),
+                    // Whole transfers: short reads and writes are resumed, EINTR retried.
+                    Kind::Read => self.file.read_exact_at(buf.as_mut_slice(), offset),
+                    Kind::Write => self.file.write_all_at(buf.as_slice(), offset),
                 };
                 let end = Instant::now();
                 outcome.map_err(|e| io_error(e, io_name(kind), offset))?;
@@ -590,58 +590,6 @@ impl Drop for DiskWorker {
             }
         }
     }
-}
-
-fn pread_all(fd: i32, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    let mut done = 0;
-    while done < buf.len() {
-        // SAFETY: the pointer and length describe the unread rest of `buf`.
-        let n = unsafe {
-            libc::pread(
-                fd,
-                buf[done..].as_mut_ptr().cast(),
-                buf.len() - done,
-                (offset + done as u64) as libc::off_t,
-            )
-        };
-        match n {
-            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-            n if n < 0 => {
-                let e = std::io::Error::last_os_error();
-                if e.kind() != std::io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
-            }
-            n => done += n as usize,
-        }
-    }
-    Ok(())
-}
-
-fn pwrite_all(fd: i32, buf: &[u8], offset: u64) -> std::io::Result<()> {
-    let mut done = 0;
-    while done < buf.len() {
-        // SAFETY: the pointer and length describe the unwritten rest of `buf`.
-        let n = unsafe {
-            libc::pwrite(
-                fd,
-                buf[done..].as_ptr().cast(),
-                buf.len() - done,
-                (offset + done as u64) as libc::off_t,
-            )
-        };
-        match n {
-            0 => return Err(std::io::ErrorKind::WriteZero.into()),
-            n if n < 0 => {
-                let e = std::io::Error::last_os_error();
-                if e.kind() != std::io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
-            }
-            n => done += n as usize,
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
 use std::fmt::Write;
 
 use super::charts::{LineChart, Marker, Scale, Series, Ticks, bar_chart, escape, line_chart};
-use super::table::{PASTE_HEADERS, describe_params, paste_row, subsystems};
+use super::table::{PASTE_HEADERS, all_warnings, describe_params, paste_row, subsystems};
 use crate::result::{BenchResult, Params, Report, Subsystem};
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}\
@@ -134,21 +134,7 @@ fn section(out: &mut String, subsystem: Subsystem, results: &[&BenchResult], rep
 }
 
 fn warnings(out: &mut String, report: &Report) {
-    let list: Vec<String> = report
-        .warnings
-        .iter()
-        .cloned()
-        .chain(report.results.iter().flat_map(|r| {
-            r.warnings.iter().map(move |w| {
-                format!(
-                    "{} {} {}: {w}",
-                    r.subsystem.name(),
-                    r.op,
-                    describe_params(&r.params)
-                )
-            })
-        }))
-        .collect();
+    let list = all_warnings(report);
     out.push_str("<h2>Warnings</h2>\n");
     if list.is_empty() {
         out.push_str("<p>None.</p>\n");

@@ -274,7 +274,19 @@ pub fn render_markdown_tables(report: &Report) -> String {
             counting.join("\n")
         ));
     }
-    let warnings: Vec<String> = report
+    let warnings: Vec<String> = all_warnings(report)
+        .into_iter()
+        .map(|w| format!("- {w}"))
+        .collect();
+    if !warnings.is_empty() {
+        out.push_str(&format!("\n## Warnings\n\n{}\n", warnings.join("\n")));
+    }
+    out
+}
+
+/// The run's warnings, then each result's, prefixed with the case it belongs to.
+pub fn all_warnings(report: &Report) -> Vec<String> {
+    report
         .warnings
         .iter()
         .cloned()
@@ -288,10 +300,5 @@ pub fn render_markdown_tables(report: &Report) -> String {
                 )
             })
         }))
-        .map(|w| format!("- {w}"))
-        .collect();
-    if !warnings.is_empty() {
-        out.push_str(&format!("\n## Warnings\n\n{}\n", warnings.join("\n")));
-    }
-    out
+        .collect()
 }
