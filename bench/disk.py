@@ -91,6 +91,7 @@ def main():
     parser.add_argument("--size", default="1GiB")
     parser.add_argument("--dir", default="/var/tmp", help="disk-backed directory for the test file (never inside the repository)")
     parser.add_argument("--no-matrix", action="store_true")
+    parser.add_argument("--only", help="run only cases whose label (e.g. 'randread 4KiB qd32') contains this text")
     args = parser.parse_args()
     if not shutil.which("fio"):
         sys.exit("fio is not installed: apt-get install fio")
@@ -100,6 +101,8 @@ def main():
               f"{'ratio':>6}  {'p99 ours/fio (us)':>20} {'p99 ratio':>9}")
         commands = []
         for op, block, qd, unit in CASES:
+            if args.only and args.only not in f"{op} {block} qd{qd}":
+                continue
             ours, theirs, p99s, fio_p99s = [], [], [], []
             command = None
             for index in range(args.rounds):

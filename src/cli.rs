@@ -272,7 +272,7 @@ fn positive_count(text: &str) -> Result<u64, String> {
     }
 }
 
-fn positive_u32(text: &str) -> Result<u32, String> {
+pub(crate) fn positive_u32(text: &str) -> Result<u32, String> {
     match text.trim().parse::<u32>() {
         Ok(0) | Err(_) => Err(format!(
             "'{text}' is not a positive whole number: give e.g. 3"

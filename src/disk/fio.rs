@@ -30,6 +30,7 @@ pub struct FioJob<'a> {
     pub block: u64,
     pub threads: usize,
     pub qd: u32,
+    pub batch: u32,
     pub engine: Engine,
     pub direct: bool,
     pub data_offset: u64,
@@ -74,6 +75,9 @@ impl FioJob<'_> {
             "--randrepeat=0".into(),
             "--thread".into(),
         ];
+        if self.engine == Engine::IoUring {
+            args.push(format!("--iodepth_batch_submit={}", self.batch));
+        }
         match self.op {
             Op::ReadWrite => args.push(format!("--rwmixread={}", self.rwmix_read)),
             Op::Rewrite => args.push("--rwmixread=50".into()),
@@ -207,6 +211,7 @@ mod tests {
             block: 4096,
             threads: 2,
             qd: 32,
+            batch: 1,
             engine: Engine::IoUring,
             direct: true,
             data_offset: 4096,
@@ -222,6 +227,7 @@ mod tests {
             "--filename=/d/peakbench-1.tmp",
             "--rw=randread",
             "--bs=4096",
+            "--iodepth_batch_submit=1",
             "--numjobs=2",
             "--iodepth=32",
             "--ioengine=io_uring",

@@ -233,6 +233,10 @@ pub struct DiskArgs {
     /// Queue depths per thread (list); above 1 needs io_uring
     #[arg(long, value_name = "LIST", default_value = "1", value_parser = qd_list)]
     pub qd: QdList,
+    /// I/Os queued per io_uring submission (fio's iodepth_batch_submit): 1 submits each I/O the
+    /// moment it is ready, as fio does, which keeps a virtualised disk busiest; N waits for N
+    #[arg(long, value_name = "N", default_value = "1", value_parser = crate::cli::positive_u32)]
+    pub batch: u32,
     /// Data size of the test file
     #[arg(long, short = 's', value_name = "SIZE", default_value = "1GiB", value_parser = size)]
     pub size: u64,
@@ -290,6 +294,8 @@ pub struct DiskOptions {
     pub blocks: Vec<u64>,
     pub threads: Vec<usize>,
     pub qds: Vec<u32>,
+    /// I/Os queued per io_uring submission.
+    pub batch: u32,
     /// Bytes of the test file's data region.
     pub size: u64,
     pub stop: Stopping,
@@ -313,6 +319,7 @@ impl DiskOptions {
             blocks: args.block.0.clone(),
             threads: args.threads.0.clone(),
             qds: args.qd.0.clone(),
+            batch: args.batch,
             size: args.size,
             stop: match args.bytes {
                 Some(b) => Stopping::Bytes(b),
@@ -478,6 +485,7 @@ pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<
                         block,
                         threads,
                         qd,
+                        batch: opts.batch.min(qd),
                         direct,
                         engine,
                         stop: opts.stop,
@@ -563,6 +571,8 @@ pub struct DiskCase {
     pub block: u64,
     pub threads: usize,
     pub qd: u32,
+    /// I/Os queued per io_uring submission (at most `qd`).
+    pub batch: u32,
     pub direct: bool,
     pub engine: Engine,
     pub stop: Stopping,
@@ -671,6 +681,7 @@ impl Case for DiskCase {
             op: self.op,
             block: self.block,
             qd: self.qd,
+            batch: self.batch,
             direct: self.direct,
             engine: self.engine,
             rwmix_read: self.rwmix_read,
@@ -712,6 +723,9 @@ impl Case for DiskCase {
         other.insert("io".into(), self.io_mode().into());
         other.insert("ramp_s".into(), self.ramp.as_secs_f64().into());
         other.insert("region_bytes".into(), self.region.into());
+        if self.engine == Engine::IoUring {
+            other.insert("submit_batch".into(), self.batch.into());
+        }
         if let Stopping::Bytes(b) = self.stop {
             other.insert("bytes_per_repetition".into(), b.into());
         }
@@ -798,6 +812,7 @@ impl Case for DiskCase {
                 block: self.block,
                 threads: self.threads,
                 qd: self.qd,
+                batch: self.batch,
                 engine: self.engine,
                 direct: self.direct,
                 data_offset: file.data_offset,
