@@ -148,13 +148,16 @@ pub struct AlignedBuf {
 // SAFETY: the buffer is uniquely owned plain memory.
 unsafe impl Send for AlignedBuf {}
 
+/// I/O buffers of this size and more are put on huge pages (here and, where it can, for fio).
+pub const HUGE_BUFFERS_FROM: u64 = 64 << 10;
+
 impl AlignedBuf {
     pub fn new(len: usize, align: usize) -> Result<AlignedBuf> {
         // Large buffers sit on transparent huge pages where the kernel allows it: a 1 MiB
         // buffer of scattered 4 KiB pages needs 256 DMA segments, more than a virtio disk
         // takes (max_segments 254), so every I/O would be split in two on its way down.
         const HUGE: usize = 2 << 20;
-        let align = if len >= 64 << 10 {
+        let align = if len as u64 >= HUGE_BUFFERS_FROM {
             align.max(HUGE)
         } else {
             align

@@ -14,6 +14,7 @@ use std::time::Duration;
 use crate::reference::{Tool, command_line, last_line, run_bounded};
 use crate::result::Reference;
 
+use super::engine::HUGE_BUFFERS_FROM;
 use super::{Engine, Op, Stopping};
 
 pub const FIO: Tool = Tool {
@@ -31,6 +32,8 @@ pub struct FioJob<'a> {
     pub threads: usize,
     pub qd: u32,
     pub batch: u32,
+    /// fio's buffers in huge pages (`--iomem=shmhuge`), as peakbench's large ones are.
+    pub huge_iomem: bool,
     pub engine: Engine,
     pub direct: bool,
     pub data_offset: u64,
@@ -78,6 +81,9 @@ impl FioJob<'_> {
         if self.engine == Engine::IoUring {
             args.push(format!("--iodepth_batch_submit={}", self.batch));
         }
+        if self.huge_iomem {
+            args.push("--iomem=shmhuge".into());
+        }
         match self.op {
             Op::ReadWrite => args.push(format!("--rwmixread={}", self.rwmix_read)),
             Op::Rewrite => args.push("--rwmixread=50".into()),
@@ -108,6 +114,19 @@ impl FioJob<'_> {
             "--output-format=json".into(),
         ]);
         args
+    }
+
+    /// Why fio's buffers are not on huge pages when peakbench's are, if so.
+    fn small_pages_note(&self) -> Option<String> {
+        (self.block >= HUGE_BUFFERS_FROM && !self.huge_iomem).then(|| {
+            format!(
+                "fio's buffers are on 4 KiB pages (peakbench's on huge pages): its {} B I/Os may \
+                 reach the disk split in pieces (see /sys/block/<dev>/stat); reserve {} of \
+                 huge pages (sysctl vm.nr_hugepages) and peakbench gives fio --iomem=shmhuge",
+                self.block,
+                crate::units::format_size_approx(fio_huge_bytes(self.threads, self.qd, self.block))
+            )
+        })
     }
 
     pub fn writes(&self) -> bool {
@@ -143,18 +162,55 @@ impl FioJob<'_> {
                 FIO.value(
                     &line,
                     value,
-                    Some(format!(
-                        "fio: {:.1} MB/s, {:.0} IOPS, total latency (lat_ns) p50 {} ns, p99 {} ns, p99.9 {} ns",
-                        v.bytes_per_sec / 1e6,
-                        v.iops,
-                        v.p50_ns.map_or("?".into(), |x| format!("{x:.0}")),
-                        v.p99_ns.map_or("?".into(), |x| format!("{x:.0}")),
-                        v.p999_ns.map_or("?".into(), |x| format!("{x:.0}"))
-                    )),
+                    Some(
+                        [Some(format!(
+                            "fio: {:.1} MB/s, {:.0} IOPS, total latency (lat_ns) p50 {} ns, p99 {} ns, p99.9 {} ns",
+                            v.bytes_per_sec / 1e6,
+                            v.iops,
+                            v.p50_ns.map_or("?".into(), |x| format!("{x:.0}")),
+                            v.p99_ns.map_or("?".into(), |x| format!("{x:.0}")),
+                            v.p999_ns.map_or("?".into(), |x| format!("{x:.0}"))
+                        )), self.small_pages_note()]
+                        .into_iter()
+                        .flatten()
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                    ),
                 )
             }
             None => FIO.failed(&line, "fio printed no job result in its JSON"),
         })
+    }
+}
+
+/// Huge-page memory fio's `--iomem=shmhuge` takes for the job: one segment per job of the
+/// buffers plus fio's alignment slack, in whole 2 MiB pages.
+pub fn fio_huge_bytes(threads: usize, qd: u32, block: u64) -> u64 {
+    const PAGE: u64 = 2 << 20;
+    threads as u64 * (u64::from(qd) * block + PAGE).div_ceil(PAGE) * PAGE
+}
+
+/// Whether fio can have its buffers on huge pages for this job: large blocks only (as
+/// peakbench's), and only from huge pages the system has already reserved and left free —
+/// peakbench never changes `vm.nr_hugepages`.
+pub fn huge_iomem_fits(threads: usize, qd: u32, block: u64) -> bool {
+    if block < HUGE_BUFFERS_FROM {
+        return false;
+    }
+    let Ok(meminfo) = std::fs::read_to_string("/proc/meminfo") else {
+        return false;
+    };
+    let field = |key: &str| {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+    };
+    match (field("HugePages_Free:"), field("Hugepagesize:")) {
+        (Some(free), Some(kib)) if kib == 2048 => {
+            free * kib * 1024 >= fio_huge_bytes(threads, qd, block)
+        }
+        _ => false,
     }
 }
 
@@ -212,6 +268,7 @@ mod tests {
             threads: 2,
             qd: 32,
             batch: 1,
+            huge_iomem: false,
             engine: Engine::IoUring,
             direct: true,
             data_offset: 4096,
@@ -242,6 +299,47 @@ mod tests {
         ] {
             assert!(line.contains(part), "{part} missing from {line}");
         }
+        assert!(
+            !line.contains("--iomem"),
+            "small blocks keep fio's own buffers"
+        );
+        assert!(job.small_pages_note().is_none());
+    }
+
+    #[test]
+    fn large_blocks_give_fio_huge_pages_or_say_why_not() {
+        let mut job = FioJob {
+            path: Path::new("/d/peakbench-1.tmp"),
+            op: Op::SeqRead,
+            rwmix_read: 50,
+            block: 1 << 20,
+            threads: 1,
+            qd: 8,
+            batch: 1,
+            huge_iomem: true,
+            engine: Engine::IoUring,
+            direct: true,
+            data_offset: 4096,
+            region: 1 << 30,
+            fsync_every: None,
+            end_fsync: false,
+            stop: Stopping::Duration(Duration::from_secs(10)),
+            ramp: Duration::ZERO,
+            iops_headline: false,
+        };
+        assert!(job.args().contains(&"--iomem=shmhuge".to_string()));
+        assert!(job.small_pages_note().is_none());
+        job.huge_iomem = false;
+        assert!(!job.args().iter().any(|a| a.starts_with("--iomem")));
+        let note = job
+            .small_pages_note()
+            .expect("a note when fio's pages are small");
+        assert!(
+            note.contains("vm.nr_hugepages") && note.contains("10 MiB"),
+            "{note}"
+        );
+        // 8 MiB of buffers and fio's 2 MiB of alignment slack, per job.
+        assert_eq!(fio_huge_bytes(2, 8, 1 << 20), 2 * (10 << 20));
     }
 
     #[test]

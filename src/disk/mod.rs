@@ -813,6 +813,7 @@ impl Case for DiskCase {
                 threads: self.threads,
                 qd: self.qd,
                 batch: self.batch,
+                huge_iomem: fio::huge_iomem_fits(self.threads, self.qd, self.block),
                 engine: self.engine,
                 direct: self.direct,
                 data_offset: file.data_offset,
