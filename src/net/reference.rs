@@ -151,7 +151,7 @@ fn iperf3(spec: &TestSpec, target: &Target) -> Reference {
     let received = &doc["end"]["sum_received"];
     match received["bits_per_second"].as_f64() {
         Some(bps) => {
-            let note = (spec.proto == Proto::Udp).then(|| {
+            let loss = (spec.proto == Proto::Udp).then(|| {
                 format!(
                     "iperf3 receiver: {} of {} datagrams lost ({:.2} %), jitter {:.3} ms",
                     received["lost_packets"],
@@ -160,7 +160,16 @@ fn iperf3(spec: &TestSpec, target: &Target) -> Reference {
                     received["jitter_ms"].as_f64().unwrap_or(f64::NAN)
                 )
             });
-            IPERF3.value(&line, bps / 1e6, note)
+            let version = doc["start"]["version"].as_str().unwrap_or("");
+            let threads = (spec.streams > 1 && one_thread_for_all_streams(version)).then(|| {
+                format!(
+                    "{version} drives all {} streams from one thread on each side (a thread per \
+                     stream came with iperf3 3.16); peakbench gives each stream its own thread",
+                    spec.streams
+                )
+            });
+            let note = [loss, threads].into_iter().flatten().collect::<Vec<_>>();
+            IPERF3.value(&line, bps / 1e6, (!note.is_empty()).then(|| note.join("; ")))
         }
         None => IPERF3.failed(
             &line,
@@ -169,6 +178,18 @@ fn iperf3(spec: &TestSpec, target: &Target) -> Reference {
                 doc["error"].as_str().unwrap_or("no end.sum_received")
             ),
         ),
+    }
+}
+
+/// Whether an iperf3 of this `start.version` ("iperf 3.12") runs every stream in one thread.
+fn one_thread_for_all_streams(version: &str) -> bool {
+    let mut numbers = version
+        .trim_start_matches(|c: char| !c.is_ascii_digit())
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>().ok());
+    match (numbers.next().flatten(), numbers.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) < (3, 16),
+        _ => false,
     }
 }
 
@@ -302,6 +323,16 @@ fn parse_sockperf_p50(text: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn iperf3_before_3_16_runs_streams_in_one_thread() {
+        assert!(one_thread_for_all_streams("iperf 3.12"));
+        assert!(one_thread_for_all_streams("iperf 3.9"));
+        assert!(!one_thread_for_all_streams("iperf 3.16"));
+        assert!(!one_thread_for_all_streams("iperf 3.17.1+"));
+        assert!(!one_thread_for_all_streams("iperf 4.0"));
+        assert!(!one_thread_for_all_streams(""), "unknown: no claim");
+    }
 
     #[test]
     fn sockperf_p50_is_read() {
