@@ -169,7 +169,11 @@ fn iperf3(spec: &TestSpec, target: &Target) -> Reference {
                 )
             });
             let note = [loss, threads].into_iter().flatten().collect::<Vec<_>>();
-            IPERF3.value(&line, bps / 1e6, (!note.is_empty()).then(|| note.join("; ")))
+            IPERF3.value(
+                &line,
+                bps / 1e6,
+                (!note.is_empty()).then(|| note.join("; ")),
+            )
         }
         None => IPERF3.failed(
             &line,
