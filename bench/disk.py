@@ -5,7 +5,7 @@ Even rounds run one peakbench case with --reference: peakbench measures, then fi
 identical job (same file and regions, block, jobs, queue depth, io_uring, O_DIRECT, ramp and
 duration) right after it; odd rounds run that exact fio command first, then peakbench, so
 neither tool always inherits caches the other warmed. the script prints the median of each tool, the
-ratio of the medians, the spread (min..max) of each, and the p99 latency ratio for the IOPS
+ratio of the medians, the median (and range) of the rounds' own ratios, the spread (min..max) of each, and the p99 latency ratio for the IOPS
 cases. The test file is created once (--keep) in a temp dir and removed at the end. Then the
 users' matrix (seqread, randread, rewrite x 8 B, 8 KB, 8 MB, 80 MB x 1, 2, 4, 8 threads) runs as
 one command, briefly, to show that it does.
@@ -117,7 +117,7 @@ def main():
             print(f"vm.nr_hugepages {old_huge} -> {f.read().strip()} for this run", flush=True)
     try:
         print(f"{'case':<22} {'peakbench':>10} {'spread':>17} {'fio':>10} {'spread':>17} "
-              f"{'ratio':>6}  {'p99 ours/fio (us)':>20} {'p99 ratio':>9}")
+              f"{'ratio':>6} {'paired':>16}  {'p99 ours/fio (us)':>20} {'p99 ratio':>9}")
         commands = []
         for op, block, qd, unit in CASES:
             if args.only and args.only not in f"{op} {block} qd{qd}":
@@ -134,13 +134,17 @@ def main():
                     fio_p99s.append(fp)
             commands.append(command)
             mo, mt = statistics.median(ours), statistics.median(theirs)
+            # Each round's two runs are adjacent in time: their ratio cancels most of the
+            # host's slow drift, so the median of the rounds' ratios is the steadier figure.
+            paired = [o / t for o, t in zip(ours, theirs)]
             lat = ""
             if unit == "IOPS" and fio_p99s:
                 po, pf = statistics.median(p99s), statistics.median(fio_p99s)
                 lat = f"{po / 1e3:9.1f} / {pf / 1e3:<9.1f} {po / pf:9.2f}"
             print(f"{op + ' ' + block + ' qd' + str(qd):<22} {mo:10.0f} "
                   f"{min(ours):8.0f}..{max(ours):<8.0f}{mt:10.0f} {min(theirs):8.0f}..{max(theirs):<8.0f}"
-                  f"{mo / mt:6.2f}  {lat}   ({unit})", flush=True)
+                  f"{mo / mt:6.2f} {statistics.median(paired):5.2f} {min(paired):4.2f}..{max(paired):<4.2f}"
+                  f"  {lat}   ({unit})", flush=True)
         print("\nfio commands (as peakbench ran them):")
         for c in commands:
             print("  " + c)

@@ -91,8 +91,12 @@ def main():
         want = f"{'>=' if direction == 'higher' else '<='} {target:.2f}"
         extra = f"peakbench loss {statistics.median(loss):.1f} %; " if loss else ""
         extra += notes[-1] if notes else ""
+        # The rounds' own ratios (the two runs of a round are adjacent in time).
+        paired = sorted(o / t for o, t in zip(ours, theirs)) if len(ours) == len(theirs) else []
+        spread = (f"paired {statistics.median(paired):.3f} ({paired[0]:.2f}..{paired[-1]:.2f})"
+                  if paired else "")
         print(f"{label:>14} {m_ours:12.2f} {cv:6.1%} {m_theirs:12.2f} {ratio:7.3f} {want:>7} {'ok' if ok else 'MISS'}  "
-              f"{units[label]}; {extra}")
+              f"{spread}; {units[label]}; {extra}")
     print(f"{len(cases) - failures} of {len(cases)} cases meet the target (medians of {opts.rounds} rounds)")
 
 
