@@ -101,6 +101,9 @@ def main():
                         help="reserve this many 2 MiB huge pages (vm.nr_hugepages) for the run and "
                              "restore the old value after, so fio's 1 MiB buffers sit on huge pages "
                              "(--iomem=shmhuge) as peakbench's do; needs root; 0 leaves the system alone")
+    parser.add_argument("--settle", type=float, default=3,
+                        help="seconds of quiet (after a sync) before each round, so the host's write-back "
+                             "of one round's writes does not land on the next")
     parser.add_argument("--only", help="run only cases whose label (e.g. 'randread 4KiB qd32') contains this text")
     args = parser.parse_args()
     if not shutil.which("fio"):
@@ -125,6 +128,8 @@ def main():
             ours, theirs, p99s, fio_p99s = [], [], [], []
             command = None
             for index in range(args.rounds):
+                os.sync()
+                time.sleep(args.settle)
                 o, t, p, fp, command = one_round(index, base, args.size, op, block, qd,
                                                  args.duration, args.ramp, unit, command)
                 ours.append(o)
