@@ -285,42 +285,42 @@ mod x86 {
         ((64 - (p % 64)) % 64).min(len)
     }
 
+    /// Stores `x` at `p`: streaming when `nt` (p is 64-byte aligned then), else ordinary. The
+    /// flag is loop-invariant in every caller, so the compiler moves the choice out of the loop.
+    #[inline(always)]
+    unsafe fn put_si(p: *mut u8, x: __m512i, nt: bool) {
+        // SAFETY: the caller's; alignment is the caller's for `nt`.
+        unsafe {
+            if nt {
+                _mm512_stream_si512(p as *mut _, x)
+            } else {
+                _mm512_storeu_si512(p as *mut _, x)
+            }
+        }
+    }
+
     #[target_feature(enable = "avx512f")]
     pub unsafe fn write(p: *mut u8, len: usize, byte: u8, nt: bool) {
         let v = _mm512_set1_epi8(byte as i8);
         // SAFETY (whole function): every store stays below p + len, which the caller owns;
-        // streaming stores go to 64-byte-aligned addresses only.
+        // streaming stores go to 64-byte-aligned addresses only (after the head).
         unsafe {
             let mut i = 0;
             if nt {
-                let h = head(p as usize, len);
-                std::ptr::write_bytes(p, byte, h);
-                i = h;
-                while i + 256 <= len {
-                    let q = p.add(i);
-                    _mm512_stream_si512(q as *mut _, v);
-                    _mm512_stream_si512(q.add(64) as *mut _, v);
-                    _mm512_stream_si512(q.add(128) as *mut _, v);
-                    _mm512_stream_si512(q.add(192) as *mut _, v);
-                    i += 256;
-                }
-                while i + 64 <= len {
-                    _mm512_stream_si512(p.add(i) as *mut _, v);
-                    i += 64;
-                }
-            } else {
-                while i + 256 <= len {
-                    let q = p.add(i);
-                    _mm512_storeu_si512(q as *mut _, v);
-                    _mm512_storeu_si512(q.add(64) as *mut _, v);
-                    _mm512_storeu_si512(q.add(128) as *mut _, v);
-                    _mm512_storeu_si512(q.add(192) as *mut _, v);
-                    i += 256;
-                }
-                while i + 64 <= len {
-                    _mm512_storeu_si512(p.add(i) as *mut _, v);
-                    i += 64;
-                }
+                i = head(p as usize, len);
+                std::ptr::write_bytes(p, byte, i);
+            }
+            while i + 256 <= len {
+                let q = p.add(i);
+                put_si(q, v, nt);
+                put_si(q.add(64), v, nt);
+                put_si(q.add(128), v, nt);
+                put_si(q.add(192), v, nt);
+                i += 256;
+            }
+            while i + 64 <= len {
+                put_si(p.add(i), v, nt);
+                i += 64;
             }
             let word = u64::from(byte).wrapping_mul(0x0101_0101_0101_0101);
             while i + 8 <= len {
@@ -337,48 +337,29 @@ mod x86 {
     #[target_feature(enable = "avx512f")]
     pub unsafe fn copy(dst: *mut u8, src: *const u8, len: usize, nt: bool) {
         // SAFETY (whole function): loads below src + len, stores below dst + len, both the
-        // caller's; streaming stores go to 64-byte-aligned addresses only.
+        // caller's; streaming stores go to 64-byte-aligned addresses only (after the head).
         unsafe {
             let mut i = 0;
             if nt {
-                let h = head(dst as usize, len);
-                std::ptr::copy_nonoverlapping(src, dst, h);
-                i = h;
-                while i + 256 <= len {
-                    let (s, d) = (src.add(i), dst.add(i));
-                    let x0 = _mm512_loadu_si512(s as *const _);
-                    let x1 = _mm512_loadu_si512(s.add(64) as *const _);
-                    let x2 = _mm512_loadu_si512(s.add(128) as *const _);
-                    let x3 = _mm512_loadu_si512(s.add(192) as *const _);
-                    _mm512_stream_si512(d as *mut _, x0);
-                    _mm512_stream_si512(d.add(64) as *mut _, x1);
-                    _mm512_stream_si512(d.add(128) as *mut _, x2);
-                    _mm512_stream_si512(d.add(192) as *mut _, x3);
-                    i += 256;
-                }
-                while i + 64 <= len {
-                    let x = _mm512_loadu_si512(src.add(i) as *const _);
-                    _mm512_stream_si512(dst.add(i) as *mut _, x);
-                    i += 64;
-                }
-            } else {
-                while i + 256 <= len {
-                    let (s, d) = (src.add(i), dst.add(i));
-                    let x0 = _mm512_loadu_si512(s as *const _);
-                    let x1 = _mm512_loadu_si512(s.add(64) as *const _);
-                    let x2 = _mm512_loadu_si512(s.add(128) as *const _);
-                    let x3 = _mm512_loadu_si512(s.add(192) as *const _);
-                    _mm512_storeu_si512(d as *mut _, x0);
-                    _mm512_storeu_si512(d.add(64) as *mut _, x1);
-                    _mm512_storeu_si512(d.add(128) as *mut _, x2);
-                    _mm512_storeu_si512(d.add(192) as *mut _, x3);
-                    i += 256;
-                }
-                while i + 64 <= len {
-                    let x = _mm512_loadu_si512(src.add(i) as *const _);
-                    _mm512_storeu_si512(dst.add(i) as *mut _, x);
-                    i += 64;
-                }
+                i = head(dst as usize, len);
+                std::ptr::copy_nonoverlapping(src, dst, i);
+            }
+            while i + 256 <= len {
+                let (s, d) = (src.add(i), dst.add(i));
+                let x0 = _mm512_loadu_si512(s as *const _);
+                let x1 = _mm512_loadu_si512(s.add(64) as *const _);
+                let x2 = _mm512_loadu_si512(s.add(128) as *const _);
+                let x3 = _mm512_loadu_si512(s.add(192) as *const _);
+                put_si(d, x0, nt);
+                put_si(d.add(64), x1, nt);
+                put_si(d.add(128), x2, nt);
+                put_si(d.add(192), x3, nt);
+                i += 256;
+            }
+            while i + 64 <= len {
+                let x = _mm512_loadu_si512(src.add(i) as *const _);
+                put_si(dst.add(i), x, nt);
+                i += 64;
             }
             std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), len - i);
         }
