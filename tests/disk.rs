@@ -315,6 +315,55 @@ fn a_kept_file_is_reused_by_the_next_run() {
 }
 
 #[test]
+fn a_kept_file_is_reused_where_a_second_one_would_not_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    // 100 MiB: room for one 24 MiB file beside the 64 MiB + 1 % that peakbench leaves free,
+    // not for two.
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=100m", "peakbench-test"])
+        .arg(dir.path())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("cannot mount a tmpfs here (needs root): skipped");
+        return;
+    }
+    let run = || {
+        peakbench(&[
+            "disk",
+            "--dir",
+            dir.path().to_str().unwrap(),
+            "--size",
+            "24MiB",
+            "--buffered",
+            "--op",
+            "seqread",
+            "-b",
+            "1MiB",
+            "-d",
+            "100ms",
+            "--ramp",
+            "0",
+            "-r",
+            "1",
+            "--keep",
+            "--json",
+        ])
+    };
+    let first = run();
+    let second = run();
+    let files = leftovers(dir.path());
+    let _ = Command::new("umount").arg(dir.path()).status();
+    json(&first);
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        second.status.success() && stderr.contains("reusing"),
+        "{stderr}"
+    );
+    assert_eq!(files.len(), 1, "{files:?}");
+}
+
+#[test]
 fn ctrl_c_mid_run_leaves_no_test_file() {
     let dir = tempfile::tempdir().unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_peakbench"))

@@ -524,7 +524,9 @@ fn target_spec(opts: &DiskOptions) -> Result<TargetSpec> {
     }
     let Some(path) = &opts.file else {
         let align = file::alignment(&opts.dir);
-        file::check_dir(&opts.dir, opts.size, align.0)?;
+        // A kept file this run reuses takes no new space.
+        let reused = opts.keep && file::find_kept(&opts.dir, opts.size).is_some();
+        file::check_dir(&opts.dir, if reused { 0 } else { opts.size }, align.0)?;
         return Ok(spec(Place::Dir(opts.dir.clone()), opts.size, align));
     };
     match std::fs::metadata(path) {
