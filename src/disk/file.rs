@@ -84,6 +84,27 @@ impl TestFile {
     pub fn mark_foreign_writes(&self) {
         self.foreign_writes.store(true, Ordering::SeqCst);
     }
+
+    /// Writes back and drops the file's cached pages before a case, as fio's default
+    /// `invalidate=1` does: buffered reads then start from the disk, not from what the fill or
+    /// the last case left in memory, and both tools start their jobs from the same state.
+    pub fn drop_cached_pages(&self) -> Result<()> {
+        use std::os::fd::AsRawFd;
+        let file = File::open(&self.path)
+            .with_context(|| format!("opening {} to drop its cache", self.path.display()))?;
+        file.sync_data()
+            .with_context(|| format!("writing back {}", self.path.display()))?;
+        // SAFETY: plain advice on an open descriptor; 0, 0 covers the whole file.
+        let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        if rc != 0 {
+            bail!(
+                "dropping the cached pages of {}: {}",
+                self.path.display(),
+                std::io::Error::from_raw_os_error(rc)
+            );
+        }
+        Ok(())
+    }
 }
 
 impl Drop for TestFile {

@@ -678,6 +678,7 @@ impl Case for DiskCase {
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {
         let file = self.target.open()?;
+        file.drop_cached_pages()?;
         let verify = file.verifiable();
         let job = Job {
             op: self.op,
