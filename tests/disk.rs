@@ -53,6 +53,15 @@ fn leftovers(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Mounts a tmpfs with these options on `dir`; false where that is not allowed (not root).
+fn mount_tmpfs(dir: &Path, options: &str) -> bool {
+    Command::new("mount")
+        .args(["-t", "tmpfs", "-o", options, "peakbench-test"])
+        .arg(dir)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// Exit 2 with one `Error:` line that mentions `flag`.
 fn assert_refused(output: &Output, flag: &str) {
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -240,11 +249,7 @@ fn not_enough_space_is_refused_before_anything_is_created() {
 #[test]
 fn a_read_only_directory_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "ro,size=16m", "peakbench-test"])
-        .arg(dir.path())
-        .status()
-        .is_ok_and(|s| s.success());
+    let mounted = mount_tmpfs(dir.path(), "ro,size=16m");
     let target = if mounted {
         dir.path().to_path_buf()
     } else {
@@ -319,11 +324,7 @@ fn a_kept_file_is_reused_where_a_second_one_would_not_fit() {
     let dir = tempfile::tempdir().unwrap();
     // 100 MiB: room for one 24 MiB file beside the 64 MiB + 1 % that peakbench leaves free,
     // not for two.
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=100m", "peakbench-test"])
-        .arg(dir.path())
-        .status()
-        .is_ok_and(|s| s.success());
+    let mounted = mount_tmpfs(dir.path(), "size=100m");
     if !mounted {
         eprintln!("cannot mount a tmpfs here (needs root): skipped");
         return;
