@@ -130,7 +130,7 @@ impl FioJob<'_> {
     }
 
     pub fn writes(&self) -> bool {
-        !matches!(self.op, Op::SeqRead | Op::RandRead)
+        self.op.writes()
     }
 
     /// Runs fio and returns its value in the result's unit.

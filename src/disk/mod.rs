@@ -72,7 +72,7 @@ impl Op {
         }
     }
 
-    fn writes(self) -> bool {
+    pub fn writes(self) -> bool {
         !matches!(self, Op::SeqRead | Op::RandRead)
     }
 
