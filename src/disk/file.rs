@@ -700,4 +700,55 @@ mod tests {
         drop(file);
         assert!(!path.exists());
     }
+
+    /// Pages of `path` in the page cache (mincore on a mapping that is never touched).
+    fn cached_pages(path: &Path) -> usize {
+        use std::os::fd::AsRawFd;
+        let file = File::open(path).unwrap();
+        let len = file.metadata().unwrap().len() as usize;
+        let page = 4096;
+        // SAFETY: a read-only shared mapping of an open file, only passed to mincore and unmapped.
+        unsafe {
+            let map = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            );
+            assert_ne!(map, libc::MAP_FAILED);
+            let mut resident = vec![0u8; len.div_ceil(page)];
+            assert_eq!(libc::mincore(map, len, resident.as_mut_ptr()), 0);
+            libc::munmap(map, len);
+            resident.iter().filter(|&&r| r & 1 != 0).count()
+        }
+    }
+
+    #[test]
+    fn cached_pages_are_dropped_before_a_case() {
+        // Under the build directory, which is on a disk: a tmpfs keeps its pages whatever the
+        // advice, since they are its storage.
+        let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+        std::fs::create_dir_all(&target).unwrap();
+        let dir = tempfile::tempdir_in(&target).unwrap();
+        let spec = TargetSpec {
+            place: Place::Dir(dir.path().to_path_buf()),
+            data_bytes: 4 << 20,
+            align: 4096,
+            align_source: "test".into(),
+            keep: false,
+            direct_fill: false,
+        };
+        let file = open(&spec).unwrap();
+        std::fs::read(&file.path).unwrap();
+        let before = cached_pages(&file.path);
+        assert!(
+            before > 1000,
+            "only {before} pages cached after reading the file"
+        );
+        file.drop_cached_pages().unwrap();
+        let after = cached_pages(&file.path);
+        assert_eq!(after, 0, "{after} of {before} pages still cached");
+    }
 }
