@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEAKBENCH = os.path.join(HERE, "..", "target", "release", "peakbench")
@@ -38,13 +39,26 @@ def write(name, value):
 
 
 def tsc_ticks_per_us():
-    """The trace clock is the TSC; its rate is what the kernel measured at boot."""
-    log = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
-    found = re.findall(r"tsc: Detected ([0-9.]+) MHz", log) or re.findall(
-        r"tsc: Refined TSC clocksource calibration: ([0-9.]+) MHz", log)
-    if not found:
-        sys.exit("cannot read the TSC rate from dmesg ('tsc: Detected ... MHz')")
-    return float(found[-1])
+    """The trace clock is the TSC: calibrate it against CLOCK_MONOTONIC with two trace markers
+    written 0.5 s apart (each marker's own latency is microseconds, 10^-5 of the span)."""
+    write("tracing_on", "0")
+    write("trace", "")
+    write("trace_clock", "x86-tsc")
+    write("tracing_on", "1")
+    marks = []
+    with open(os.path.join(TRACING, "trace_marker"), "w") as marker:
+        for i in range(2):
+            marks.append(time.monotonic_ns())
+            marker.write(f"peakbench-calibration {i}\n")
+            marker.flush()
+            time.sleep(0.5)
+    write("tracing_on", "0")
+    with open(os.path.join(TRACING, "trace")) as f:
+        stamps = [int(m) for m in re.findall(r"\s(\d+): tracing_mark_write: peakbench-calibration", f.read())]
+    write("trace", "")
+    if len(stamps) != 2:
+        sys.exit("could not calibrate the x86-tsc trace clock (trace markers missing)")
+    return (stamps[1] - stamps[0]) / ((marks[1] - marks[0]) / 1000)
 
 
 def traced(cmd):
