@@ -119,7 +119,8 @@ def main():
                 "-r", "1", "--json"]
         subprocess.run(ours, capture_output=True, check=True)  # creates and fills the file
         (path,) = glob.glob(os.path.join(base, "peakbench-*.tmp"))
-        data_offset = 4096
+        with open(path, "rb") as f:  # the file's header says where its data starts
+            data_offset = int(re.search(rb"data_offset=(\d+)", f.read(4096)).group(1))
         fio = ["fio", "--name=wakeup", f"--filename={path}", "--rw=randread", "--bs=4096",
                "--iodepth=1", "--ioengine=io_uring", "--direct=1", f"--offset={data_offset}",
                f"--size={1 << 30}", "--norandommap", "--randrepeat=0", "--thread",

@@ -678,18 +678,22 @@ mod tests {
         assert!(!space_ok(1 << 30, (1 << 30) + (1 << 20), 2 << 30));
     }
 
-    #[test]
-    fn a_file_is_created_filled_and_removed_on_drop() {
-        let dir = tempfile::tempdir().unwrap();
-        let spec = TargetSpec {
-            place: Place::Dir(dir.path().to_path_buf()),
-            data_bytes: 3 << 20,
+    /// A buffered-fill, not-kept test file of `data_bytes` in `dir`.
+    fn spec_in(dir: &Path, data_bytes: u64) -> TargetSpec {
+        TargetSpec {
+            place: Place::Dir(dir.to_path_buf()),
+            data_bytes,
             align: 4096,
             align_source: "test".into(),
             keep: false,
             direct_fill: false,
-        };
-        let file = open(&spec).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_file_is_created_filled_and_removed_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = open(&spec_in(dir.path(), 3 << 20)).unwrap();
         let bytes = std::fs::read(&file.path).unwrap();
         assert_eq!(bytes.len() as u64, file.data_offset + (3 << 20));
         assert!(bytes.starts_with(MAGIC));
@@ -732,15 +736,7 @@ mod tests {
         let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
         std::fs::create_dir_all(&target).unwrap();
         let dir = tempfile::tempdir_in(&target).unwrap();
-        let spec = TargetSpec {
-            place: Place::Dir(dir.path().to_path_buf()),
-            data_bytes: 4 << 20,
-            align: 4096,
-            align_source: "test".into(),
-            keep: false,
-            direct_fill: false,
-        };
-        let file = open(&spec).unwrap();
+        let file = open(&spec_in(dir.path(), 4 << 20)).unwrap();
         std::fs::read(&file.path).unwrap();
         let before = cached_pages(&file.path);
         assert!(

@@ -129,10 +129,6 @@ impl FioJob<'_> {
         })
     }
 
-    pub fn writes(&self) -> bool {
-        self.op.writes()
-    }
-
     /// Runs fio and returns its value in the result's unit.
     pub fn run(&self) -> anyhow::Result<Reference> {
         let args = self.args();

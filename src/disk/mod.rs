@@ -828,7 +828,7 @@ impl Case for DiskCase {
                 iops_headline: self.iops_headline(),
             };
             let reference = job.run()?;
-            if job.writes() && reference.value.is_some() {
+            if job.op.writes() && reference.value.is_some() {
                 file.mark_foreign_writes();
             }
             result = result.with_reference(reference);
