@@ -13,7 +13,7 @@
 //! with weak scaling each thread does the full amount). Workers ask the quota for work in chunks,
 //! so the clock and the interrupt flag are read once per chunk, not once per operation.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
@@ -119,6 +119,12 @@ pub struct RunSettings {
     pub warmup: Duration,
     /// Pin thread i to the i-th online CPU (wrapping when there are more threads than CPUs).
     pub pin: bool,
+    /// While a round runs, the coordinating thread wakes this often to see whether the workers
+    /// are done, instead of blocking until they are; `None` blocks. The disk cases use 10 ms,
+    /// as fio's main thread does while its jobs run: on a VM, whether some thread wakes now
+    /// and then on the CPU an I/O thread waits on changes how fast that thread wakes after each
+    /// completion (docs/disk.md), so peakbench keeps fio's neighbourhood to compare with it.
+    pub watch: Option<Duration>,
 }
 
 /// One measured repetition of a case.
@@ -196,12 +202,14 @@ where
     // Set by the coordinating thread before each release; read by the workers after it, so
     // every thread takes the same decision and nobody is left waiting at a barrier.
     let proceed = AtomicBool::new(false);
+    // Workers that have finished the current round; read by a watching coordinator.
+    let finished = AtomicUsize::new(0);
 
     std::thread::scope(|scope| {
         for index in 0..threads {
             let cpu = (!cpus.is_empty()).then(|| cpus[index % cpus.len()]);
-            let (barrier, failed, errors, results, make, proceed, quota_for) = (
-                &barrier, &failed, &errors, &results, &make, &proceed, &quota_for,
+            let (barrier, failed, errors, results, make, proceed, quota_for, finished) = (
+                &barrier, &failed, &errors, &results, &make, &proceed, &quota_for, &finished,
             );
             scope.spawn(move || {
                 let fail = |error: anyhow::Error| {
@@ -234,6 +242,7 @@ where
                         }
                         Err(error) => fail(error.context(format!("thread {index}"))),
                     }
+                    finished.fetch_add(1, Ordering::SeqCst);
                     barrier.wait(); // all done with this round
                 }
             });
@@ -246,7 +255,13 @@ where
             if !go {
                 break;
             }
+            if let Some(interval) = settings.watch {
+                while finished.load(Ordering::SeqCst) < threads {
+                    std::thread::sleep(interval);
+                }
+            }
             barrier.wait();
+            finished.store(0, Ordering::SeqCst);
         }
     });
 
@@ -404,6 +419,7 @@ mod tests {
             repetitions: 3,
             warmup: Duration::ZERO,
             pin: false,
+            watch: None,
         }
     }
 
@@ -475,6 +491,40 @@ mod tests {
         });
         let message = format!("{:#}", outcome.err().unwrap());
         assert!(message.contains("no such device"), "{message}");
+    }
+
+    /// Fails in its second run.
+    struct FailsLater {
+        runs: u32,
+    }
+
+    impl Worker for FailsLater {
+        fn run(&mut self, _quota: &Quota) -> Result<Tally> {
+            self.runs += 1;
+            if self.runs == 2 {
+                bail!("device went away");
+            }
+            Ok(Tally::default())
+        }
+    }
+
+    #[test]
+    fn a_watching_coordinator_gives_the_same_rounds_and_sees_failures() {
+        let mut s = settings(3, Stop::Work(1000), Scaling::Strong);
+        s.watch = Some(Duration::from_millis(1));
+        let reps = measure(&s, |_| {
+            Ok(Counter {
+                chunk: 7,
+                pause: Duration::ZERO,
+            })
+        })
+        .unwrap();
+        assert_eq!(reps.len(), 3);
+        assert!(reps.iter().all(|r| r.units == 1000 && r.threads.len() == 3));
+
+        let outcome = measure(&s, |_| Ok(FailsLater { runs: 0 }));
+        let message = format!("{:#}", outcome.err().unwrap());
+        assert!(message.contains("device went away"), "{message}");
     }
 
     #[test]

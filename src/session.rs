@@ -46,6 +46,7 @@ impl RunnerDefaults {
             repetitions: self.repetitions,
             warmup: self.warmup,
             pin: self.pin,
+            watch: None,
         }
     }
 }
