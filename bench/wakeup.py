@@ -6,8 +6,11 @@ peakbench (alternating which goes first) under kernel tracing, and measures one 
 from the end of the block softirq that completes the request and wakes the waiting thread
 (`irq:softirq_exit`, vec=4) to that thread posting the completion (`io_uring:io_uring_complete`).
 No user code runs in that step. On this project's VM it takes either about 8.5 us or about
-12.5 us, in streaks of a few milliseconds; the script prints, per run, the median and the share
-of I/Os in the fast streak (5 to 10.5 us), which is where fio and peakbench differed at QD 1.
+12.5 us, in streaks of tens to hundreds of milliseconds; the script prints, per run, the median,
+the share of I/Os in the fast streak (5 to 10.5 us), which is where fio and peakbench differed
+at QD 1, and which tasks were woken by their sleep timers on the CPU the I/O thread ran on: the
+fast streaks go with some task (fio's main thread, peakbench's coordinator, or another process)
+waking every 10 ms or so on that CPU.
 
 Needs root (tracefs at /sys/kernel/tracing, mounted if it is not) and fio. The test file is
 created with --keep in a temp dir under --dir and removed at the end.
@@ -30,7 +33,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEAKBENCH = os.path.join(HERE, "..", "target", "release", "peakbench")
 TRACING = "/sys/kernel/tracing"
-EVENTS = ["irq/softirq_exit", "io_uring/io_uring_complete"]
+EVENTS = ["irq/softirq_exit", "io_uring/io_uring_complete", "timer/hrtimer_expire_entry",
+          "sched/sched_wakeup"]
 
 
 def write(name, value):
@@ -99,6 +103,20 @@ def wake_steps(text, ticks_per_us):
     return steps
 
 
+def timer_wakers(text):
+    """Tasks woken by their own sleep timer on the CPU that ran the I/O completions, with how
+    often: a task doing so every few ms there is what the fast streaks go with."""
+    cpus = re.findall(r"\[(\d+)\][^\n]*io_uring_complete", text)
+    io_cpu = max(set(cpus), key=cpus.count) if cpus else None
+    woken = re.findall(r"\[(\d+)\][^\n]*hrtimer_expire_entry:[^\n]*function=hrtimer_wakeup[^\n]*\n"
+                       r"[^\n]*sched_wakeup: comm=(\S+)", text)
+    counts = {}
+    for cpu, comm in woken:
+        if cpu == io_cpu:
+            counts[comm] = counts.get(comm, 0) + 1
+    return ", ".join(f"{comm} {n}" for comm, n in sorted(counts.items(), key=lambda c: -c[1])) or "-"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=8)
@@ -127,15 +145,17 @@ def main():
                "--time_based", f"--runtime={int(args.duration * 1000)}ms", "--ramp_time=200ms",
                "--output-format=json"]
         share = {"fio": [], "peakbench": []}
-        print(f"{'round':>5} {'tool':>10} {'I/Os':>7} {'median us':>10} {'fast share':>11}")
+        print(f"{'round':>5} {'tool':>10} {'I/Os':>7} {'median us':>10} {'fast share':>11}  "
+              "timer wake-ups on the I/O CPU")
         for r in range(args.rounds):
             order = [("fio", fio), ("peakbench", ours)]
             for name, cmd in order if r % 2 == 0 else order[::-1]:
-                steps = wake_steps(traced(cmd), ticks)
+                text = traced(cmd)
+                steps = wake_steps(text, ticks)
                 fast = sum(1 for s in steps if 5 < s < 10.5) / len(steps)
                 share[name].append(fast)
                 print(f"{r:5d} {name:>10} {len(steps):7d} {statistics.median(steps):10.2f} "
-                      f"{fast:11.2f}", flush=True)
+                      f"{fast:11.2f}  {timer_wakers(text)}", flush=True)
         for name, values in share.items():
             print(f"{name}: median fast share {statistics.median(values):.2f} "
                   f"(mean {statistics.mean(values):.2f}) over {len(values)} runs")
