@@ -20,6 +20,7 @@ created with --keep in a temp dir under --dir and removed at the end.
 """
 
 import argparse
+import collections
 import glob
 import os
 import re
@@ -106,15 +107,15 @@ def wake_steps(text, ticks_per_us):
 def timer_wakers(text):
     """Tasks woken by their own sleep timer on the CPU that ran the I/O completions, with how
     often: a task doing so every few ms there is what the fast streaks go with."""
-    cpus = re.findall(r"\[(\d+)\][^\n]*io_uring_complete", text)
-    io_cpu = max(set(cpus), key=cpus.count) if cpus else None
+    cpus = collections.Counter(re.findall(r"\[(\d+)\][^\n]*io_uring_complete", text))
+    if not cpus:
+        return "-"
+    (io_cpu, _), = cpus.most_common(1)
+    # the timer's expiry and, on the next line and the same CPU, the wake-up it causes
     woken = re.findall(r"\[(\d+)\][^\n]*hrtimer_expire_entry:[^\n]*function=hrtimer_wakeup[^\n]*\n"
-                       r"[^\n]*sched_wakeup: comm=(\S+)", text)
-    counts = {}
-    for cpu, comm in woken:
-        if cpu == io_cpu:
-            counts[comm] = counts.get(comm, 0) + 1
-    return ", ".join(f"{comm} {n}" for comm, n in sorted(counts.items(), key=lambda c: -c[1])) or "-"
+                       r"[^\n]*\[\1\][^\n]*sched_wakeup: comm=(\S+)", text)
+    counts = collections.Counter(comm for cpu, comm in woken if cpu == io_cpu)
+    return ", ".join(f"{comm} {n}" for comm, n in counts.most_common()) or "-"
 
 
 def main():

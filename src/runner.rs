@@ -251,6 +251,7 @@ where
         for _ in 0..rounds {
             let go = !failed.load(Ordering::SeqCst) && !interrupt::requested();
             proceed.store(go, Ordering::SeqCst);
+            finished.store(0, Ordering::SeqCst);
             barrier.wait();
             if !go {
                 break;
@@ -261,7 +262,6 @@ where
                 }
             }
             barrier.wait();
-            finished.store(0, Ordering::SeqCst);
         }
     });
 
@@ -512,18 +512,29 @@ mod tests {
     fn a_watching_coordinator_gives_the_same_rounds_and_sees_failures() {
         let mut s = settings(3, Stop::Work(1000), Scaling::Strong);
         s.watch = Some(Duration::from_millis(1));
-        let reps = measure(&s, |_| {
-            Ok(Counter {
-                chunk: 7,
-                pause: Duration::ZERO,
+        // On its own thread, so that a coordinator that never sees the round end fails the
+        // test instead of hanging it.
+        let (send, receive) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let counted = measure(&s, |_| {
+                Ok(Counter {
+                    chunk: 7,
+                    pause: Duration::ZERO,
+                })
             })
-        })
-        .unwrap();
-        assert_eq!(reps.len(), 3);
-        assert!(reps.iter().all(|r| r.units == 1000 && r.threads.len() == 3));
-
-        let outcome = measure(&s, |_| Ok(FailsLater { runs: 0 }));
-        let message = format!("{:#}", outcome.err().unwrap());
+            .map(|reps| {
+                reps.iter()
+                    .map(|r| (r.units, r.threads.len()))
+                    .collect::<Vec<_>>()
+            });
+            let failed = measure(&s, |_| Ok(FailsLater { runs: 0 })).map(|_| ());
+            send.send((counted, failed)).unwrap();
+        });
+        let (counted, failed) = receive
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the watching coordinator did not finish");
+        assert_eq!(counted.unwrap(), vec![(1000, 3); 3]);
+        let message = format!("{:#}", failed.err().unwrap());
         assert!(message.contains("device went away"), "{message}");
     }
 
