@@ -44,6 +44,9 @@ pub struct FioJob<'a> {
     pub ramp: Duration,
     /// The result's unit: "MB/s" or "IOPS".
     pub iops_headline: bool,
+    /// With `--pin`, the CPUs peakbench pins its threads to (thread i on the i-th, wrapping);
+    /// fio's `split` policy gives job i the same one.
+    pub cpus: Option<Vec<usize>>,
 }
 
 impl FioJob<'_> {
@@ -83,6 +86,11 @@ impl FioJob<'_> {
         }
         if self.huge_iomem {
             args.push("--iomem=shmhuge".into());
+        }
+        if let Some(cpus) = &self.cpus {
+            let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
+            args.push(format!("--cpus_allowed={}", list.join(",")));
+            args.push("--cpus_allowed_policy=split".into());
         }
         match self.op {
             Op::ReadWrite => args.push(format!("--rwmixread={}", self.rwmix_read)),
@@ -254,9 +262,9 @@ pub fn parse(stdout: &str) -> Option<FioValue> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_job_names_every_setting() {
-        let job = FioJob {
+    /// Random 4 KiB reads, 2 jobs at QD 32 on io_uring, 10 s after a 1 s ramp, unpinned.
+    fn randread_job() -> FioJob<'static> {
+        FioJob {
             path: Path::new("/d/peakbench-1.tmp"),
             op: Op::RandRead,
             rwmix_read: 50,
@@ -274,7 +282,13 @@ mod tests {
             stop: Stopping::Duration(Duration::from_secs(10)),
             ramp: Duration::from_secs(1),
             iops_headline: true,
-        };
+            cpus: None,
+        }
+    }
+
+    #[test]
+    fn the_job_names_every_setting() {
+        let job = randread_job();
         let line = job.args().join(" ");
         for part in [
             "--filename=/d/peakbench-1.tmp",
@@ -300,28 +314,34 @@ mod tests {
             "small blocks keep fio's own buffers"
         );
         assert!(job.small_pages_note().is_none());
+        assert!(
+            !line.contains("--cpus_allowed"),
+            "unpinned: fio places its jobs freely"
+        );
+    }
+
+    #[test]
+    fn pinned_threads_pin_fios_jobs_to_the_same_cpus() {
+        let mut job = randread_job();
+        job.threads = 3;
+        job.cpus = Some(vec![2, 5]);
+        let args = job.args();
+        assert!(args.contains(&"--cpus_allowed=2,5".to_string()), "{args:?}");
+        assert!(args.contains(&"--cpus_allowed_policy=split".to_string()));
     }
 
     #[test]
     fn large_blocks_give_fio_huge_pages_or_say_why_not() {
         let mut job = FioJob {
-            path: Path::new("/d/peakbench-1.tmp"),
             op: Op::SeqRead,
-            rwmix_read: 50,
             block: 1 << 20,
             threads: 1,
             qd: 8,
-            batch: 1,
             huge_iomem: true,
-            engine: Engine::IoUring,
-            direct: true,
-            data_offset: 4096,
             region: 1 << 30,
-            fsync_every: None,
-            end_fsync: false,
-            stop: Stopping::Duration(Duration::from_secs(10)),
             ramp: Duration::ZERO,
             iops_headline: false,
+            ..randread_job()
         };
         assert!(job.args().contains(&"--iomem=shmhuge".to_string()));
         assert!(job.small_pages_note().is_none());

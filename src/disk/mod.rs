@@ -827,6 +827,7 @@ impl Case for DiskCase {
                 stop: self.stop,
                 ramp: self.ramp,
                 iops_headline: self.iops_headline(),
+                cpus: ctx.runner.pin.then(runner::online_cpus),
             };
             let reference = job.run()?;
             if job.op.writes() && reference.value.is_some() {
