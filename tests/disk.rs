@@ -5,11 +5,18 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// The binary with these arguments; a `disk` run never stores into the user's history.
+fn command(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_peakbench"));
+    cmd.args(args);
+    if args.first() == Some(&"disk") {
+        cmd.arg("--no-history");
+    }
+    cmd
+}
+
 fn peakbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_peakbench"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
+    command(args).output().expect("the binary runs")
 }
 
 fn json(output: &Output) -> serde_json::Value {
@@ -141,8 +148,7 @@ fn each_op_moves_the_bytes_it_claims_direct_and_buffered() {
 #[test]
 fn refused_io_uring_falls_back_to_sync_with_a_note() {
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_peakbench"))
-        .args(["disk", "--dir", dir.path().to_str().unwrap()])
+    let output = command(&["disk", "--dir", dir.path().to_str().unwrap()])
         .args(["--size", "2MiB", "-d", "100ms", "--ramp", "0", "-r", "1"])
         .args(["--op", "randread", "-b", "4KiB", "--qd", "8", "--json"])
         .env("PEAKBENCH_TEST_REFUSE_IO_URING", "1")
@@ -158,17 +164,16 @@ fn refused_io_uring_falls_back_to_sync_with_a_note() {
             .iter()
             .any(|w| w.as_str().unwrap().contains("io_uring is not available"))
     );
-    let forced = Command::new(env!("CARGO_BIN_EXE_peakbench"))
-        .args([
-            "disk",
-            "--dir",
-            dir.path().to_str().unwrap(),
-            "--engine",
-            "io_uring",
-        ])
-        .env("PEAKBENCH_TEST_REFUSE_IO_URING", "1")
-        .output()
-        .unwrap();
+    let forced = command(&[
+        "disk",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "--engine",
+        "io_uring",
+    ])
+    .env("PEAKBENCH_TEST_REFUSE_IO_URING", "1")
+    .output()
+    .unwrap();
     assert_refused(&forced, "--engine");
     assert!(leftovers(dir.path()).is_empty());
 }
@@ -367,8 +372,7 @@ fn a_kept_file_is_reused_where_a_second_one_would_not_fit() {
 #[test]
 fn ctrl_c_mid_run_leaves_no_test_file() {
     let dir = tempfile::tempdir().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_peakbench"))
-        .args(["disk", "--dir", dir.path().to_str().unwrap()])
+    let child = command(&["disk", "--dir", dir.path().to_str().unwrap()])
         .args([
             "--size",
             "8MiB",
@@ -409,6 +413,90 @@ fn ctrl_c_mid_run_leaves_no_test_file() {
         "{:?}",
         leftovers(dir.path())
     );
+}
+
+/// Voluntary context switches of all of a process's threads so far.
+fn context_switches(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.unwrap().path().join("status")).ok())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                .map(|n| n.trim().parse::<u64>().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
+/// While the reference tool runs, peakbench sleeps until the tool exits (a timer waking beside
+/// fio on a VM changes what fio measures at QD 1), and a SIGTERM still stops the tool at once.
+#[test]
+fn a_reference_tool_runs_with_peakbench_asleep_and_dies_with_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let started = dir.path().join("fio.pid");
+    let fake = bin.join("fio");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho $$ > \"$FAKE_FIO_PID\"\nexec sleep 60\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let child = command(&["disk", "--dir", data.to_str().unwrap()])
+        .args(["--size", "2MiB", "-d", "100ms", "--ramp", "0", "-r", "1"])
+        .args(["--op", "randread", "-b", "4KiB", "--reference", "--json"])
+        .env("PATH", path)
+        .env("FAKE_FIO_PID", &started)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !std::fs::read_to_string(&started).is_ok_and(|s| s.ends_with('\n'))
+        && start.elapsed() < Duration::from_secs(20)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let fio: i32 = std::fs::read_to_string(&started)
+        .expect("the reference run started the fake fio")
+        .trim()
+        .parse()
+        .unwrap();
+    let before = context_switches(child.id());
+    std::thread::sleep(Duration::from_millis(500));
+    let woke = context_switches(child.id()) - before;
+    assert!(
+        woke <= 2,
+        "peakbench woke {woke} times in 0.5 s while the reference tool ran"
+    );
+    let signalled = Instant::now();
+    // SAFETY: sending SIGTERM to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        signalled.elapsed() < Duration::from_secs(5),
+        "the run did not stop at once"
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // SAFETY: signal 0 only asks whether the process exists.
+    let alive = unsafe { libc::kill(fio, 0) } == 0;
+    assert!(!alive, "the reference tool outlived the run");
+    assert!(leftovers(&data).is_empty(), "{:?}", leftovers(&data));
 }
 
 #[test]
