@@ -76,7 +76,7 @@ def run(cmd, cwd=None, timeout=1800):
 
 def peakbench_flops(precision, threads):
     doc = json.loads(run([PEAKBENCH, "cpu", "-p", precision, "--isa", "avx512", "--fma", "yes",
-                          "-t", str(threads), "-d", "1s", "-r", "3", "--json"]))
+                          "-t", str(threads), "-d", "1s", "-r", "3", "--json", "--no-history"]))
     result = doc["results"][0]
     factors = doc["peaks"]["cpu"]["factors"]
     row = next(r for r in doc["peaks"]["cpu"]["table"]
@@ -96,7 +96,7 @@ def likwid_flops(precision, threads):
 
 def peakbench_linpack(n, threads):
     doc = json.loads(run([PEAKBENCH, "cpu", "linpack", "-n", str(n), "-t", str(threads),
-                          "-r", "1", "--json"]))
+                          "-r", "1", "--json", "--no-history"]))
     return doc["results"][0]["value"]
 
 

@@ -4,9 +4,9 @@
 Even rounds run one peakbench case with --reference: peakbench measures, then fio runs the
 identical job (same file and regions, block, jobs, queue depth, io_uring, O_DIRECT, ramp and
 duration) right after it; odd rounds run that exact fio command first, then peakbench, so
-neither tool always inherits caches the other warmed. the script prints the median of each tool, the
-ratio of the medians, the median (and range) of the rounds' own ratios, the spread (min..max) of each, and the p99 latency ratio for the IOPS
-cases. The test file is created once (--keep) in a temp dir and removed at the end. Then the
+neither tool always inherits caches the other warmed. The script prints the median and spread
+(min..max) of each tool, the ratio of the medians, and the median of the rounds' own ratios with
+a distribution-free confidence interval; for the IOPS cases, the same for p99 latency. The test file is created once (--keep) in a temp dir and removed at the end. Then the
 users' matrix (seqread, randread, rewrite x 8 B, 8 KB, 8 MB, 80 MB x 1, 2, 4, 8 threads) runs as
 one command, briefly, to show that it does.
 
@@ -25,6 +25,7 @@ The machine is shared and noisy: compare medians of alternating runs, never abso
 
 import argparse
 import json
+import math
 import os
 import re
 import shlex
@@ -50,6 +51,34 @@ CASES = [
 ]
 
 
+def median_ci(values, level=0.95):
+    """Distribution-free confidence interval of the median: the order statistics x(k), x(n+1-k)
+    with the largest k whose binomial coverage is at least `level` (no resampling, so the
+    same data give the same interval). Fewer than 6 values cannot reach 95 %: min..max, with
+    its coverage."""
+    xs = sorted(values)
+    n = len(xs)
+    below = 0.0  # P(Binomial(n, 1/2) < k), for k = 1, 2, ...
+    k, coverage = 1, 1 - 2 * 0.5 ** n
+    for j in range(1, n // 2 + 1):
+        below += math.comb(n, j - 1) * 0.5 ** n
+        if 1 - 2 * below < level:
+            break
+        k, coverage = j, 1 - 2 * below
+    return xs[k - 1], xs[n - k], coverage
+
+
+def paired_text(ratios):
+    lo, hi, _ = median_ci(ratios)
+    return f"{statistics.median(ratios):5.2f} [{lo:4.2f}..{hi:<4.2f}]"
+
+
+def ci_note(n):
+    _, _, coverage = median_ci(list(range(n)))
+    return (f"a distribution-free {coverage:.0%} confidence interval of the median of the rounds' "
+            f"own ratios ({n} rounds; 6 or more reach 95 %)")
+
+
 def run(cmd, timeout=3600):
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
@@ -60,7 +89,7 @@ def run(cmd, timeout=3600):
 def peakbench_case(directory, size, op, block, qd, duration, ramp, reference):
     cmd = [PEAKBENCH, "disk", "--dir", directory, "--size", size, "--keep",
            "--op", op, "-b", block, "--qd", str(qd), "-t", "1",
-           "-d", f"{duration}s", "--ramp", f"{ramp}s", "-r", "1", "--json"]
+           "-d", f"{duration}s", "--ramp", f"{ramp}s", "-r", "1", "--json", "--no-history"]
     return json.loads(run(cmd + (["--reference"] if reference else [])))["results"][0]
 
 
@@ -104,6 +133,8 @@ def main():
     parser.add_argument("--settle", type=float, default=3,
                         help="seconds of quiet (after a sync) before each round, so the host's write-back "
                              "of one round's writes does not land on the next")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print each round's values to stderr as it ends")
     parser.add_argument("--only", help="run only cases whose label (e.g. 'randread 4KiB qd32') contains this text")
     args = parser.parse_args()
     if not shutil.which("fio"):
@@ -120,7 +151,8 @@ def main():
             print(f"vm.nr_hugepages {old_huge} -> {f.read().strip()} for this run", flush=True)
     try:
         print(f"{'case':<22} {'peakbench':>10} {'spread':>17} {'fio':>10} {'spread':>17} "
-              f"{'ratio':>6} {'paired':>16}  {'p99 ours/fio (us)':>20} {'p99 ratio':>9}")
+              f"{'ratio':>6} {'paired [CI]':>17}  {'p99 ours/fio (us)':>20} {'p99 ratio':>9} "
+              f"{'paired [CI]':>17}")
         commands = []
         for op, block, qd, unit in CASES:
             if args.only and args.only not in f"{op} {block} qd{qd}":
@@ -134,8 +166,13 @@ def main():
                                                  args.duration, args.ramp, unit, command)
                 ours.append(o)
                 theirs.append(t)
-                p99s.append(p)
+                if args.verbose:
+                    first = "peakbench" if index % 2 == 0 else "fio"
+                    print(f"  round {index} ({first} first): peakbench {o:.0f}, fio {t:.0f}, "
+                          f"ratio {o / t:.3f}, p99 {p / 1e3:.1f} / "
+                          f"{fp / 1e3 if fp else float('nan'):.1f} us", file=sys.stderr, flush=True)
                 if fp:
+                    p99s.append(p)
                     fio_p99s.append(fp)
             commands.append(command)
             mo, mt = statistics.median(ours), statistics.median(theirs)
@@ -145,11 +182,12 @@ def main():
             lat = ""
             if unit == "IOPS" and fio_p99s:
                 po, pf = statistics.median(p99s), statistics.median(fio_p99s)
-                lat = f"{po / 1e3:9.1f} / {pf / 1e3:<9.1f} {po / pf:9.2f}"
+                lat = (f"{po / 1e3:9.1f} / {pf / 1e3:<9.1f} {po / pf:9.2f} "
+                       f"{paired_text([o / t for o, t in zip(p99s, fio_p99s)])}")
             print(f"{op + ' ' + block + ' qd' + str(qd):<22} {mo:10.0f} "
                   f"{min(ours):8.0f}..{max(ours):<8.0f}{mt:10.0f} {min(theirs):8.0f}..{max(theirs):<8.0f}"
-                  f"{mo / mt:6.2f} {statistics.median(paired):5.2f} {min(paired):4.2f}..{max(paired):<4.2f}"
-                  f"  {lat}   ({unit})", flush=True)
+                  f"{mo / mt:6.2f} {paired_text(paired)}  {lat}   ({unit})", flush=True)
+        print(f"\n[CI]: {ci_note(args.rounds)}")
         print("\nfio commands (as peakbench ran them):")
         for c in commands:
             print("  " + c)
@@ -158,7 +196,8 @@ def main():
             doc = json.loads(run([PEAKBENCH, "disk", "--dir", base, "--size", args.size, "--keep",
                                   "--op", "seqread,randread,rewrite", "-b", "8B,8KB,8MB,80MB",
                                   "-t", "1,2,4,8", "--buffered-if-unaligned",
-                                  "-d", "300ms", "--ramp", "0", "-r", "1", "--json"]))
+                                  "-d", "300ms", "--ramp", "0", "-r", "1", "--json",
+                                  "--no-history"]))
             print(f"\nusers' matrix: {len(doc['results'])} results in one command, "
                   f"{time.time() - start:.0f} s (8B and 8KB buffered, labelled)")
     finally:

@@ -55,7 +55,7 @@ def size_bytes(text):
 
 def peakbench_mem(op, threads, size):
     doc = json.loads(run([PEAKBENCH, "mem", "--op", op, "-t", str(threads), "--size", str(size),
-                          "-r", "3", "--pin", "--json"]))
+                          "-r", "3", "--pin", "--json", "--no-history"]))
     r = doc["results"][0]
     return r["value"], r["stats"]["cv"] or 0.0, r["params"]["working_set_bytes"]
 
@@ -67,7 +67,7 @@ def likwid(kernel, threads, size):
 
 def peakbench_latency(size):
     doc = json.loads(run([PEAKBENCH, "mem", "latency", "--sizes", str(size), "-d", "300ms",
-                          "-r", "3", "--json"]))
+                          "-r", "3", "--json", "--no-history"]))
     r = doc["results"][0]
     cycles = next((e["value"] for e in r["extra"] if e["unit"] == "cycles"), None)
     return r["value"], cycles, r["stats"]["cv"] or 0.0

@@ -39,7 +39,7 @@ CASES = [
 
 
 def run_case(args, duration, omit):
-    cmd = [PEAKBENCH, "net", "--json", "--reference", "-r", "1", "--duration", f"{duration}s",
+    cmd = [PEAKBENCH, "net", "--json", "--no-history", "--reference", "-r", "1", "--duration", f"{duration}s",
            "--omit", f"{omit}s", "--warmup", "200ms"] + args
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration * 4 + 120)
     if out.returncode != 0:

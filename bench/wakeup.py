@@ -135,7 +135,7 @@ def main():
     try:
         ours = [PEAKBENCH, "disk", "--dir", base, "--size", "1GiB", "--keep", "--op", "randread",
                 "-b", "4KiB", "--qd", "1", "-t", "1", "-d", f"{args.duration}s", "--ramp", "0.2s",
-                "-r", "1", "--json"]
+                "-r", "1", "--json", "--no-history"]
         subprocess.run(ours, capture_output=True, check=True)  # creates and fills the file
         (path,) = glob.glob(os.path.join(base, "peakbench-*.tmp"))
         with open(path, "rb") as f:  # the file's header says where its data starts
