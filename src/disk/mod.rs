@@ -634,7 +634,8 @@ impl DiskCase {
         }
         if self.op.reads() {
             text.push_str(if verify {
-                "; reads check each 4 KiB's offset stamp"
+                "; reads check the offset stamps (one per 4 KiB) at both ends of each block, \
+                 and every stamp of one read's block in 64 per thread"
             } else {
                 "; content check off: fio wrote to the file in an earlier --reference run"
             });
