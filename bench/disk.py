@@ -6,9 +6,10 @@ identical job (same file and regions, block, jobs, queue depth, io_uring, O_DIRE
 duration) right after it; odd rounds run that exact fio command first, then peakbench, so
 neither tool always inherits caches the other warmed. The script prints the median and spread
 (min..max) of each tool, the ratio of the medians, and the median of the rounds' own ratios with
-a distribution-free confidence interval; for the IOPS cases, the same for p99 latency. The test file is created once (--keep) in a temp dir and removed at the end. Then the
-users' matrix (seqread, randread, rewrite x 8 B, 8 KB, 8 MB, 80 MB x 1, 2, 4, 8 threads) runs as
-one command, briefly, to show that it does.
+a distribution-free confidence interval; for the IOPS cases, the same for p99 latency. The test
+file is created once (--keep) in a temp dir and removed at the end. Then the users' matrix
+(seqread, randread, rewrite x 8 B, 8 KB, 8 MB, 80 MB x 1, 2, 4, 8 threads) runs as one
+command, briefly, to show that it does.
 
     apt-get install -y fio          # the reference tool
     cargo build --release
