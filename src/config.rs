@@ -18,29 +18,21 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use clap::{Args, CommandFactory};
+use clap::Args;
 
-use crate::app::UsageError;
-use crate::cli::{OutputArgs, PeakArgs, RunnerArgs};
+use crate::error::UsageError;
+use crate::options::{OutputArgs, PeakArgs, RunnerArgs};
+use crate::registry;
+use crate::workload::Workload;
 
-/// The kinds of table a config may hold, with the subcommand each one stands for.
-pub const SECTIONS: &[(&str, &[&str])] = &[
-    ("cpu", &["cpu"]),
-    ("linpack", &["cpu", "linpack"]),
-    ("mem", &["mem"]),
-    ("mem-latency", &["mem", "latency"]),
-    ("disk", &["disk"]),
-    ("net", &["net"]),
-];
-
-/// One experiment of the matrix: the subcommand and its flags, as on a command line.
+/// One experiment of the matrix: a workload and its flags, as on a command line.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Entry {
-    /// The table's name, e.g. "mem".
+    /// The table's name, the workload's name, e.g. "mem-latency".
     pub section: String,
     /// Position of the table among those of its kind, from 1, for messages.
     pub index: usize,
-    /// `peakbench` followed by the subcommand and its flags.
+    /// The workload's command word followed by its flags, e.g. `latency --sizes=4KiB`.
     pub argv: Vec<String>,
 }
 
@@ -70,11 +62,10 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Entry>, UsageError> {
     let reserved = run_wide_flags();
     let mut entries = Vec::new();
     for (key, value) in &doc {
-        let Some((_, words)) = SECTIONS.iter().find(|(name, _)| name == key) else {
-            let known: Vec<&str> = SECTIONS.iter().map(|(n, _)| *n).collect();
+        let Some(workload) = registry::by_name(key) else {
             return Err(UsageError(format!(
                 "{origin}: unknown table [[{key}]]: use one of {}",
-                known.join(", ")
+                registry::names().join(", ")
             )));
         };
         let tables = match value {
@@ -91,8 +82,11 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Entry>, UsageError> {
             let toml::Value::Table(table) = table else {
                 return Err(UsageError(format!("{origin}: {name} is not a table")));
             };
-            let mut argv = vec!["peakbench".to_string()];
-            argv.extend(words.iter().map(|w| w.to_string()));
+            let word = workload
+                .path()
+                .last()
+                .expect("a workload has a command word");
+            let mut argv = vec![word.to_string()];
             for (flag, value) in table {
                 if reserved.contains(flag) {
                     return Err(UsageError(format!(
@@ -155,10 +149,14 @@ pub fn load(path: &Path) -> Result<Vec<Entry>, UsageError> {
     parse(&text, &format!("--config {}", path.display()))
 }
 
-/// Parses an entry's flags with the subcommand's own parser.
-pub fn parse_entry(entry: &Entry, origin: &str) -> Result<crate::cli::Command, UsageError> {
-    use clap::FromArgMatches;
-    let matches = crate::cli::Cli::command()
+/// Parses an entry's flags with its workload's own parser.
+pub fn parse_entry(
+    entry: &Entry,
+    origin: &str,
+) -> Result<(&'static dyn Workload, clap::ArgMatches), UsageError> {
+    let workload = registry::by_name(&entry.section).expect("parse only makes known tables");
+    let matches = workload
+        .command()
         .try_get_matches_from(&entry.argv)
         .map_err(|e| {
             let text = e.to_string();
@@ -172,9 +170,7 @@ pub fn parse_entry(entry: &Entry, origin: &str) -> Result<crate::cli::Command, U
                 first.trim_start_matches("error: ")
             ))
         })?;
-    crate::cli::Cli::from_arg_matches(&matches)
-        .map(|cli| cli.command)
-        .map_err(|e| UsageError(format!("{origin}: {}: {e}", entry.name())))
+    Ok((workload, matches))
 }
 
 fn one_line(e: &toml::de::Error) -> String {
@@ -211,20 +207,19 @@ mod tests {
         assert_eq!(
             entries[0].argv,
             [
-                "peakbench",
                 "cpu",
                 "--precision=f64,i8",
                 "--threads=1,2",
                 "--duration=1s"
             ]
         );
-        assert_eq!(entries[1].argv, ["peakbench", "cpu", "linpack", "--n=1000"]);
+        assert_eq!(entries[1].argv, ["linpack", "--n=1000"]);
     }
 
     #[test]
     fn booleans_are_bare_flags() {
         let entries = parse("[[cpu]]\npin_me = true\nother = false\n", "t").unwrap();
-        assert_eq!(entries[0].argv, ["peakbench", "cpu", "--pin_me"]);
+        assert_eq!(entries[0].argv, ["cpu", "--pin_me"]);
     }
 
     #[test]
@@ -244,7 +239,9 @@ mod tests {
     #[test]
     fn a_bad_value_is_reported_by_the_subcommands_parser() {
         let entries = parse("[[cpu]]\nthreads = [0]\n", "cfg").unwrap();
-        let e = parse_entry(&entries[0], "cfg").unwrap_err();
+        let Err(e) = parse_entry(&entries[0], "cfg") else {
+            panic!("threads = [0] was accepted");
+        };
         assert!(e.0.starts_with("cfg: [[cpu]] #1: "), "{}", e.0);
         assert!(e.0.contains("--threads"), "{}", e.0);
     }

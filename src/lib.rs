@@ -1,23 +1,65 @@
 //! peakbench: how close a machine comes to the peak of its CPU, memory, disk and network.
 //!
-//! The binary is a thin layer over [`app::run`]; each subsystem adds cases that the
-//! [`session`] runs through the [`runner`], and every result is a [`result::BenchResult`].
+//! # The pipeline
+//!
+//! Data flows one way: the command line ([`cli`]) is parsed into validated options (each
+//! workload's own flags and the shared groups of [`options`]), a workload turns them into a
+//! [`plan::Plan`] of cases (values that describe themselves; nothing starts while planning), the
+//! [`session`] runs the plan, each case measures through the [`runner`] and says what it measured
+//! with the [`plan::Measured`] builder, the results document ([`result`]) goes to the exporters
+//! ([`report`]) and the [`history`]. [`dispatch`] ties the steps together for `main`.
+//!
+//! # Layers
+//!
+//! The modules below are declared bottom-up, and **a module uses only modules declared before
+//! it** (`tests/architecture.rs` checks every `crate::` path of every file against this order,
+//! so no import cycle can form and no lower layer reaches up):
+//!
+//! 1. foundation: errors and exit codes, names of enum values, units, text tables, statistics,
+//!    the interrupt flag, the random generator, the shared option groups and value parsers;
+//! 2. the machine: its inventory ([`sysinfo`]) and theoretical peaks ([`peak`]);
+//! 3. the results document ([`result`]);
+//! 4. measuring: the [`runner`] and the standard tools ([`reference`]);
+//! 5. output and storage: the exporters ([`report`]) and the [`history`];
+//! 6. planning: the [`plan`] types and the [`workload`] trait;
+//! 7. the workloads: [`cpu`], [`memory`], [`disk`], [`net`], each one folder;
+//! 8. the [`registry`] of workloads (one line each);
+//! 9. running: the [`session`], `peakbench run`'s [`config`], the [`cli`] tree and the
+//!    [`dispatch`]er, which only `main.rs` names.
+//!
+//! Adding a workload is a folder under `src/`, a `pub mod` line here and a line in
+//! [`registry`] (see `docs/architecture.md`).
 
-pub mod app;
-pub mod cli;
-pub mod config;
+pub mod error;
+pub mod interrupt;
+pub mod names;
+pub mod options;
+pub mod stats;
+pub mod text;
+pub mod units;
+
+pub mod peak;
+pub mod sysinfo;
+
+pub mod result;
+
+pub mod reference;
+pub mod runner;
+
+pub mod history;
+pub mod report;
+
+pub mod plan;
+pub mod workload;
+
 pub mod cpu;
 pub mod disk;
-pub mod history;
-pub mod interrupt;
 pub mod memory;
 pub mod net;
-pub mod peak;
-pub mod reference;
-pub mod report;
-pub mod result;
-pub mod runner;
+
+pub mod registry;
+
+pub mod cli;
+pub mod config;
+pub mod dispatch;
 pub mod session;
-pub mod stats;
-pub mod sysinfo;
-pub mod units;

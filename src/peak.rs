@@ -18,7 +18,18 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::names::named_enum;
+use crate::options::PeakArgs;
 use crate::sysinfo::SysInfo;
+
+/// A theoretical peak a result is compared with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PeakRef {
+    pub value: f64,
+    pub unit: String,
+    /// How the peak was derived, with the source of each factor.
+    pub source: String,
+}
 
 /// Microarchitecture names the table below knows, as `sysinfo` reports them.
 pub const MICROARCHES: &[&str] = &[
@@ -88,28 +99,21 @@ fn trim_float(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// Vector ISAs, by register width.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Isa {
-    Scalar,
-    Sse,
-    Avx2,
-    Avx512,
+named_enum! {
+    /// Vector ISAs, by register width.
+    pub enum Isa {
+        /// one element per instruction
+        Scalar = "scalar",
+        /// 128-bit SSE2 (and its successors)
+        Sse = "sse" | "sse2",
+        /// 256-bit AVX2 (integer) and AVX (float)
+        Avx2 = "avx2" | "avx",
+        /// 512-bit AVX-512
+        Avx512 = "avx512",
+    }
 }
 
 impl Isa {
-    pub const ALL: [Isa; 4] = [Isa::Scalar, Isa::Sse, Isa::Avx2, Isa::Avx512];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Isa::Scalar => "scalar",
-            Isa::Sse => "sse",
-            Isa::Avx2 => "avx2",
-            Isa::Avx512 => "avx512",
-        }
-    }
-
     /// Register width in bits (64 for scalar: one element of up to 64 bits).
     pub fn bits(self) -> u32 {
         match self {
@@ -121,32 +125,20 @@ impl Isa {
     }
 }
 
-/// Element types.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Precision {
-    I8,
-    I16,
-    I32,
-    I64,
-    F16,
-    F32,
-    F64,
+named_enum! {
+    /// Element types.
+    pub enum Precision {
+        I8 = "i8",
+        I16 = "i16",
+        I32 = "i32",
+        I64 = "i64",
+        F16 = "f16",
+        F32 = "f32",
+        F64 = "f64",
+    }
 }
 
 impl Precision {
-    pub fn name(self) -> &'static str {
-        match self {
-            Precision::I8 => "i8",
-            Precision::I16 => "i16",
-            Precision::I32 => "i32",
-            Precision::I64 => "i64",
-            Precision::F16 => "f16",
-            Precision::F32 => "f32",
-            Precision::F64 => "f64",
-        }
-    }
-
     pub fn bits(self) -> u32 {
         match self {
             Precision::I8 => 8,
@@ -258,19 +250,6 @@ fn xeon_avx512_units(model_name: &str) -> Option<f64> {
     None // the model string does not say (a VM often hides it)
 }
 
-/// Inputs of the peak computation that do not come from `SysInfo`: flags and measurements.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct PeakOverrides {
-    pub cpu_ghz: Option<f64>,
-    pub cores: Option<u32>,
-    pub fma_units: Option<f64>,
-    pub mem_channels: Option<u32>,
-    pub mem_mts: Option<u32>,
-    pub nic_gbps: Option<f64>,
-    pub disk_mbps: Option<f64>,
-    pub disk_iops: Option<f64>,
-}
-
 /// Measurements that can stand in for unknown factors.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Probes {
@@ -355,7 +334,7 @@ pub struct Peaks {
 }
 
 impl Peaks {
-    pub fn compute(info: &SysInfo, flags: &PeakOverrides, probes: &Probes) -> Peaks {
+    pub fn compute(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> Peaks {
         Peaks {
             cpu: cpu_peaks(info, flags, probes),
             memory: memory_peak(info, flags),
@@ -393,7 +372,7 @@ pub fn isas_of(info: &SysInfo) -> Vec<Isa> {
     isas
 }
 
-fn clock_factor(info: &SysInfo, flags: &PeakOverrides, probes: &Probes) -> Factor {
+fn clock_factor(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> Factor {
     if let Some(ghz) = flags.cpu_ghz {
         return Factor::known(ghz, "flag", "--cpu-ghz");
     }
@@ -423,7 +402,7 @@ fn clock_factor(info: &SysInfo, flags: &PeakOverrides, probes: &Probes) -> Facto
     }
 }
 
-fn cpu_peaks(info: &SysInfo, flags: &PeakOverrides, probes: &Probes) -> CpuPeaks {
+fn cpu_peaks(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> CpuPeaks {
     let cores = match flags.cores {
         Some(c) => Factor::known(c as f64, "flag", "--cores"),
         None => Factor::known(
@@ -606,7 +585,7 @@ impl CpuPeaks {
         row: &CpuPeak,
         threads: usize,
         ghz: Option<&Factor>,
-    ) -> Option<crate::result::PeakRef> {
+    ) -> Option<PeakRef> {
         let clock = ghz.unwrap_or(self.factors.effective_clock());
         let cores = self.factors.cores.value?;
         let used = (threads as f64).min(cores);
@@ -623,7 +602,7 @@ impl CpuPeaks {
             clock.describe("clock"),
             row.units.describe("units"),
         );
-        Some(crate::result::PeakRef {
+        Some(PeakRef {
             value,
             unit: row.unit.clone(),
             source,
@@ -640,7 +619,7 @@ fn with_fix(reason: Option<&str>, fix: &str) -> String {
     }
 }
 
-fn memory_peak(info: &SysInfo, flags: &PeakOverrides) -> MemoryPeak {
+fn memory_peak(info: &SysInfo, flags: &PeakArgs) -> MemoryPeak {
     let mem = &info.memory;
     let channels = match (flags.mem_channels, &mem.channels) {
         (Some(c), _) => Factor::known(c as f64, "flag", "--mem-channels"),
@@ -674,8 +653,8 @@ fn memory_peak(info: &SysInfo, flags: &PeakOverrides) -> MemoryPeak {
 }
 
 impl MemoryPeak {
-    pub fn as_ref(&self) -> Option<crate::result::PeakRef> {
-        Some(crate::result::PeakRef {
+    pub fn as_ref(&self) -> Option<PeakRef> {
+        Some(PeakRef {
             value: self.value?,
             unit: self.unit.clone(),
             source: format!(
@@ -690,7 +669,7 @@ impl MemoryPeak {
     }
 }
 
-fn nic_peaks(info: &SysInfo, flags: &PeakOverrides) -> Vec<NicPeak> {
+fn nic_peaks(info: &SysInfo, flags: &PeakArgs) -> Vec<NicPeak> {
     info.nics
         .iter()
         .map(|nic| {

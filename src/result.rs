@@ -9,7 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::peak::Peaks;
+use crate::names::named_enum;
+use crate::peak::{PeakRef, Peaks};
 use crate::stats::{LatencySummary, Summary};
 use crate::sysinfo::SysInfo;
 
@@ -56,33 +57,49 @@ impl Tool {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RunStatus {
-    Running,
-    Complete,
-    Interrupted,
-    Failed,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Subsystem {
-    Cpu,
-    Memory,
-    Disk,
-    Network,
-}
-
-impl Subsystem {
-    pub fn name(self) -> &'static str {
-        match self {
-            Subsystem::Cpu => "cpu",
-            Subsystem::Memory => "memory",
-            Subsystem::Disk => "disk",
-            Subsystem::Network => "network",
-        }
+named_enum! {
+    /// How a run ended (or that it is still going).
+    pub enum RunStatus {
+        Running = "running",
+        Complete = "complete",
+        Interrupted = "interrupted",
+        Failed = "failed",
     }
+}
+
+named_enum! {
+    /// The part of the machine a result measures.
+    pub enum Subsystem {
+        Cpu = "cpu",
+        Memory = "memory",
+        Disk = "disk",
+        Network = "network",
+    }
+}
+
+impl Params {
+    /// Every field's name as it appears in the JSON document, in the order of the struct; the
+    /// CSV has a column for each (and `other` as one JSON column).
+    pub const FIELDS: &'static [&'static str] = &[
+        "threads",
+        "scaling",
+        "pinned",
+        "precision",
+        "isa",
+        "fma",
+        "n",
+        "block_bytes",
+        "working_set_bytes",
+        "file_bytes",
+        "queue_depth",
+        "engine",
+        "direct",
+        "protocol",
+        "message_bytes",
+        "streams",
+        "duration_s",
+        "other",
+    ];
 }
 
 /// The parameters of a case; only those that apply are present.
@@ -128,15 +145,6 @@ pub struct Params {
     /// Any other parameter a subsystem needs, by name.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub other: serde_json::Map<String, serde_json::Value>,
-}
-
-/// A theoretical peak a result is compared with.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PeakRef {
-    pub value: f64,
-    pub unit: String,
-    /// How the peak was derived, with the source of each factor.
-    pub source: String,
 }
 
 /// The standard tool's value for the same case.
@@ -215,59 +223,28 @@ pub struct BenchResult {
     pub warnings: Vec<String>,
 }
 
-impl BenchResult {
-    /// Sets the peak and the efficiency against it.
-    pub fn with_peak(mut self, peak: Option<PeakRef>) -> Self {
-        self.efficiency = peak
-            .as_ref()
-            .filter(|p| p.value > 0.0)
-            .map(|p| self.value / p.value);
-        self.peak = peak;
-        self
-    }
-
-    /// Sets the reference tool's value and the ratio to it.
-    pub fn with_reference(mut self, mut reference: Reference) -> Self {
-        reference.ratio = reference.value.filter(|v| *v > 0.0).map(|v| self.value / v);
-        self.reference = Some(reference);
-        self
-    }
-}
-
 /// RFC 3339 UTC timestamp of now, to the second.
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
-/// What a result is about: everything but the measured numbers.
-#[derive(Clone, Debug)]
-pub struct CaseInfo {
-    pub id: String,
-    pub subsystem: Subsystem,
-    pub op: String,
-    pub params: Params,
-    pub metric: String,
-    pub unit: String,
-    pub counting: String,
-}
-
+#[cfg(test)]
 impl BenchResult {
-    /// A result from the values of its repetitions (the headline value is their median).
-    /// `None` when there are no finite samples.
-    pub fn from_samples(host: &str, case: CaseInfo, samples: Vec<f64>) -> Option<BenchResult> {
-        let stats = Summary::of(&samples)?;
-        Some(BenchResult {
-            id: case.id,
-            host: host.to_string(),
-            subsystem: case.subsystem,
-            op: case.op,
-            params: case.params,
-            metric: case.metric,
-            unit: case.unit,
+    /// A result with only what tests of the exporters and comparisons look at.
+    pub fn example(id: &str, unit: &str, samples: Vec<f64>) -> BenchResult {
+        let stats = crate::stats::Summary::of(&samples).expect("finite samples");
+        BenchResult {
+            id: id.to_string(),
+            host: "h".into(),
+            subsystem: Subsystem::Cpu,
+            op: "op".into(),
+            params: Params::default(),
+            metric: "throughput".into(),
+            unit: unit.into(),
             value: stats.median,
             stats,
             samples,
-            counting: case.counting,
+            counting: String::new(),
             extra: Vec::new(),
             latency_ns: None,
             peak: None,
@@ -275,6 +252,52 @@ impl BenchResult {
             reference: None,
             series: Vec::new(),
             warnings: Vec::new(),
-        })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every field set (a struct literal, so a new field fails to compile here until listed).
+    fn every_field() -> Params {
+        let mut other = serde_json::Map::new();
+        other.insert("region_bytes".into(), 4096.into());
+        Params {
+            threads: Some(2),
+            scaling: Some("strong".into()),
+            pinned: Some(true),
+            precision: Some("f64".into()),
+            isa: Some("avx2".into()),
+            fma: Some(true),
+            n: Some(1000),
+            block_bytes: Some(4096),
+            working_set_bytes: Some(1 << 30),
+            file_bytes: Some(1 << 30),
+            queue_depth: Some(8),
+            engine: Some("io_uring".into()),
+            direct: Some(true),
+            protocol: Some("tcp".into()),
+            message_bytes: Some(1),
+            streams: Some(4),
+            duration_s: Some(1.0),
+            other,
+        }
+    }
+
+    #[test]
+    fn fields_names_every_parameter() {
+        let value = serde_json::to_value(every_field()).unwrap();
+        let mut keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut fields = Params::FIELDS.to_vec();
+        keys.sort();
+        fields.sort();
+        assert_eq!(keys, fields);
     }
 }

@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 
 use crate::interrupt;
+use crate::names::named_enum;
+use crate::options::RunnerArgs;
 use crate::stats::LatencyHistogram;
 
 /// When a repetition stops.
@@ -31,14 +33,14 @@ pub enum Stop {
     Work(u64),
 }
 
-/// How a fixed amount of work is shared among threads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scaling {
-    /// The total is fixed and split among the threads.
-    Strong,
-    /// Each thread does the full amount.
-    Weak,
+named_enum! {
+    /// How a fixed amount of work is shared among threads.
+    pub enum Scaling {
+        /// a fixed total of work split among the threads
+        Strong = "strong",
+        /// the same work for each thread
+        Weak = "weak",
+    }
 }
 
 /// How much one thread should do in one repetition.
@@ -127,6 +129,22 @@ pub struct RunSettings {
     pub watch: Option<Duration>,
 }
 
+impl RunSettings {
+    /// The settings of a case on `threads` threads that stops at `stop`, with the run's
+    /// repetitions, warm-up and pinning.
+    pub fn new(runner: &RunnerArgs, threads: usize, stop: Stop) -> RunSettings {
+        RunSettings {
+            threads,
+            stop,
+            scaling: Scaling::Strong,
+            repetitions: runner.repetitions,
+            warmup: runner.warmup,
+            pin: runner.pin,
+            watch: None,
+        }
+    }
+}
+
 /// One measured repetition of a case.
 #[derive(Clone, Debug)]
 pub struct Repetition {
@@ -179,17 +197,12 @@ where
         Stop::Work(total) => Some(split_work(total, threads, settings.scaling)),
         Stop::Duration(_) => None,
     };
-    let cpus = if settings.pin {
-        online_cpus()
-    } else {
-        Vec::new()
-    };
     let rounds = settings.repetitions as usize + usize::from(!settings.warmup.is_zero());
     let barrier = Barrier::new(threads + 1);
     let failed = AtomicBool::new(false);
     let errors: Mutex<Vec<anyhow::Error>> = Mutex::new(Vec::new());
     // results[round][thread] = (start, end, tally)
-    let results: Mutex<Vec<Vec<Option<Timed>>>> = Mutex::new(vec![vec![None; threads]; rounds]);
+    let results: Mutex<Vec<Vec<Option<Stamped>>>> = Mutex::new(vec![vec![None; threads]; rounds]);
     let has_warmup = !settings.warmup.is_zero();
     let quota_for = |round: usize, index: usize, start: Instant| -> Quota {
         match (round == 0 && has_warmup, settings.stop, &shares) {
@@ -207,7 +220,7 @@ where
 
     std::thread::scope(|scope| {
         for index in 0..threads {
-            let cpu = (!cpus.is_empty()).then(|| cpus[index % cpus.len()]);
+            let cpu = cpu_for(settings.pin, index);
             let (barrier, failed, errors, results, make, proceed, quota_for, finished) = (
                 &barrier, &failed, &errors, &results, &make, &proceed, &quota_for, &finished,
             );
@@ -281,10 +294,10 @@ where
 }
 
 /// One thread's start, end and tally in one round.
-type Timed = (Instant, Instant, Tally);
+type Stamped = (Instant, Instant, Tally);
 
-fn assemble(round: Vec<Option<Timed>>) -> Option<Repetition> {
-    let round: Vec<Timed> = round.into_iter().collect::<Option<_>>()?;
+fn assemble(round: Vec<Option<Stamped>>) -> Option<Repetition> {
+    let round: Vec<Stamped> = round.into_iter().collect::<Option<_>>()?;
     let start = round.iter().map(|r| r.0).min()?;
     let end = round.iter().map(|r| r.1).max()?;
     let mut latency: Option<LatencyHistogram> = None;
@@ -353,8 +366,9 @@ pub fn clock_resolution() -> Duration {
     best
 }
 
-/// Warnings about a case's repetitions, each with what to do about it.
-pub fn repetition_warnings(reps: &[Repetition], cv: Option<f64>) -> Vec<String> {
+/// Warnings about a case's repetitions, each with what to do about it: values that vary by
+/// more than 5 % (CV), and repetitions too short for the clock and the cost of starting threads.
+pub fn repetition_warnings(walls: &[Duration], cv: Option<f64>) -> Vec<String> {
     let mut warnings = Vec::new();
     if let Some(cv) = cv.filter(|cv| *cv > 0.05) {
         warnings.push(format!(
@@ -364,10 +378,10 @@ pub fn repetition_warnings(reps: &[Repetition], cv: Option<f64>) -> Vec<String> 
         ));
     }
     static RESOLUTION: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    let resolution = *RESOLUTION.get_or_init(clock_resolution);
-    if let Some(shortest) = reps.iter().map(|r| r.wall).min() {
+    if let Some(shortest) = walls.iter().min() {
+        let resolution = *RESOLUTION.get_or_init(clock_resolution);
         let floor = (resolution * 10_000).max(Duration::from_millis(10));
-        if shortest < floor {
+        if *shortest < floor {
             warnings.push(format!(
                 "a repetition took only {:.3} ms, short against the clock's {} ns resolution \
                  and the cost of starting threads; give more work (--duration, --ops, --size)",
@@ -377,6 +391,77 @@ pub fn repetition_warnings(reps: &[Repetition], cv: Option<f64>) -> Vec<String> 
         }
     }
     warnings
+}
+
+/// The warning for more threads than CPUs, where threads compete for the same cores.
+pub fn oversubscription_warning(threads: usize) -> Option<String> {
+    let cpus = num_cpus();
+    (threads > cpus).then(|| {
+        format!(
+            "{threads} threads on {cpus} CPUs: threads take turns on the cores, so the rate is \
+             the machine's, shared; the peak is capped at the cores there are"
+        )
+    })
+}
+
+/// The CPU thread `index` of a case is pinned to with `--pin` (wrapping when there are more
+/// threads than CPUs), or `None` without it.
+pub fn cpu_for(pin: bool, index: usize) -> Option<usize> {
+    if !pin {
+        return None;
+    }
+    let cpus = online_cpus();
+    (!cpus.is_empty()).then(|| cpus[index % cpus.len()])
+}
+
+/// One round of a whole test (see [`repeat`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Round {
+    /// Unmeasured: warm up for about this long, in whatever way suits the test.
+    Warmup(Duration),
+    /// The i-th measured repetition, from 0.
+    Measured(u32),
+}
+
+/// A measured round of a whole test and how long it took.
+#[derive(Clone, Debug)]
+pub struct Timed<T> {
+    pub value: T,
+    pub wall: Duration,
+}
+
+/// Repeats a test that runs whole rather than in barrier rounds of worker threads (Linpack,
+/// whose threads a library owns; a network test, timed by its receiver; a sampling run): one
+/// unmeasured [`Round::Warmup`] when `--warmup` is above zero, then `repetitions` measured
+/// rounds, stopping with [`interrupt::Interrupted`] when the user asks. With `--pin`, thread i
+/// of the test takes its CPU from [`cpu_for`], as worker i of the barrier runner ([`measure`])
+/// does; the calling thread, which only coordinates, stays unpinned there too. So `--warmup`,
+/// `--pin`, Ctrl-C and the variation warnings ([`repetition_warnings`] over each round's wall
+/// time) mean the same for every case.
+pub fn repeat<T>(
+    runner: &RunnerArgs,
+    repetitions: u32,
+    mut test: impl FnMut(Round) -> Result<T>,
+) -> Result<Vec<Timed<T>>> {
+    if !runner.warmup.is_zero() {
+        if interrupt::requested() {
+            return Err(anyhow!(interrupt::Interrupted));
+        }
+        test(Round::Warmup(runner.warmup))?;
+    }
+    let mut rounds = Vec::with_capacity(repetitions as usize);
+    for i in 0..repetitions {
+        if interrupt::requested() {
+            return Err(anyhow!(interrupt::Interrupted));
+        }
+        let start = Instant::now();
+        let value = test(Round::Measured(i))?;
+        rounds.push(Timed {
+            value,
+            wall: start.elapsed(),
+        });
+    }
+    Ok(rounds)
 }
 
 #[cfg(test)]

@@ -1,96 +1,90 @@
-//! Runs a plan of cases one after another and keeps the results document up to date.
+//! Runs a plan: the context it runs in, the cases one after another, and what is kept.
 //!
-//! A subsystem turns its validated options into a list of [`Case`]s up front (so the plan can
-//! be printed with `--dry-run`), and the session runs them: a progress bar with ETA on stderr
-//! (hidden when stderr is not a terminal), the output file rewritten after every case, Ctrl-C
-//! honoured between and within cases, and the results so far kept whatever happens.
+//! The session builds the [`Context`] (the inventory, the clock probe, the peaks), prints the
+//! plan's notes, and runs the cases: a progress bar with ETA on stderr (hidden when stderr is
+//! not a terminal), the output file rewritten after every case, Ctrl-C honoured between and
+//! within cases, and the results so far kept whatever happens. Each case is dropped as soon as
+//! it has run, so what cases share (the disk test file, the loopback server) goes away after the
+//! last case that uses it, not at the end of the run. Then the results are printed, stored in
+//! the history, and, for `peakbench run`, written as an HTML report.
 
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
+use crate::error::{Exit, UsageError};
 use crate::interrupt;
-use crate::peak::Peaks;
+use crate::options::{OutputArgs, PeakArgs, RunnerArgs};
+use crate::peak::Probes;
+use crate::plan::{Case, CaseSpec, Context, Plan};
 use crate::report::{Format, OutputFile};
 use crate::result::{BenchResult, Report, RunStatus, SCHEMA_VERSION, Tool, now_rfc3339};
-use crate::runner::RunSettings;
-use crate::sysinfo::SysInfo;
 use crate::units::format_duration;
 
-/// What every case may use: the machine, its peaks and the runner's settings.
-pub struct Context {
-    pub host: SysInfo,
-    pub peaks: Peaks,
-    /// Repetitions, warm-up and pinning (threads and stop are per case).
-    pub runner: RunnerDefaults,
+/// The context of a run on this machine: its inventory, the clock and FMA probes, the peaks.
+pub fn context(runner: &RunnerArgs, peak: &PeakArgs) -> Context {
+    Context::new(crate::sysinfo::collect(), peak, &probe(), runner.clone())
 }
 
-/// The runner settings chosen on the command line, common to all cases.
-#[derive(Clone, Debug, Serialize)]
-pub struct RunnerDefaults {
-    pub repetitions: u32,
-    pub warmup: Duration,
-    pub pin: bool,
-    /// Run the standard tool of the field next to each case (`--reference`).
-    pub reference: bool,
+/// The clock of one core (the one probe, by thread CPU time) and, at that clock, the FMA
+/// instructions it retires per cycle at the widest vector ISA, for peaks whose factors the
+/// microarchitecture table does not know.
+pub fn probe() -> Probes {
+    crate::cpu::probe()
 }
 
-impl RunnerDefaults {
-    pub fn settings(&self, threads: usize, stop: crate::runner::Stop) -> RunSettings {
-        RunSettings {
-            threads,
-            stop,
-            scaling: crate::runner::Scaling::Strong,
-            repetitions: self.repetitions,
-            warmup: self.warmup,
-            pin: self.pin,
-            watch: None,
-        }
+/// Warnings about the machine as a whole, each with what to do.
+fn machine_warnings(ctx: &Context) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let Some(governor) = ctx.host.cpu.governor.as_ref()
+        && governor != "performance"
+    {
+        warnings.push(format!(
+            "the CPU governor is '{governor}', not 'performance': clocks move with load; \
+             set it with 'cpupower frequency-set -g performance'"
+        ));
     }
+    if let Some(vendor) = ctx.host.hypervisor.as_ref()
+        && vendor != "none"
+    {
+        warnings.push(format!(
+            "running under a hypervisor ({vendor}): other guests share the host; compare runs \
+             by alternating them and reading medians"
+        ));
+    }
+    warnings
 }
 
-/// One concrete experiment of a plan.
-pub trait Case {
-    /// Stable id: the same parameters give the same id in every run.
-    fn id(&self) -> String;
-    /// A one-line description for plans and progress.
-    fn label(&self) -> String;
-    /// Expected duration, warm-up and repetitions included.
-    fn estimate(&self, ctx: &Context) -> Duration;
-    /// Measures the case.
-    fn run(&self, ctx: &Context) -> Result<BenchResult>;
-}
-
-/// How a session ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
-    Complete,
-    Interrupted,
-}
-
-/// The planned cases, printed by `--dry-run`.
+/// A planned case as `--dry-run --json` prints it.
 #[derive(Serialize)]
 struct PlannedCase {
-    id: String,
-    label: String,
+    #[serde(flatten)]
+    spec: CaseSpec,
     estimate_s: f64,
 }
 
-/// Prints the plan and its estimated duration.
-pub fn print_plan(cases: &[Box<dyn Case>], ctx: &Context, json: bool) {
-    let planned: Vec<PlannedCase> = cases
+/// Prints the plan: every case with its parameters and estimate, and the total.
+fn print_plan(plan: &Plan, ctx: &Context, json: bool) {
+    let planned: Vec<PlannedCase> = plan
+        .cases
         .iter()
         .map(|c| PlannedCase {
-            id: c.id(),
-            label: c.label(),
+            spec: c.spec(),
             estimate_s: c.estimate(ctx).as_secs_f64(),
         })
         .collect();
     let total: f64 = planned.iter().map(|p| p.estimate_s).sum();
     if json {
-        let doc = serde_json::json!({ "cases": planned, "estimate_s": total });
+        let doc = serde_json::json!({
+            "cases": planned,
+            "estimate_s": total,
+            "notes": plan.notes,
+            "config": plan.config,
+        });
         println!(
             "{}",
             serde_json::to_string_pretty(&doc).expect("plan serialises")
@@ -105,11 +99,27 @@ pub fn print_plan(cases: &[Box<dyn Case>], ctx: &Context, json: bool) {
     for p in &planned {
         println!(
             "  {:<48} {:>10}  {}",
-            p.label,
+            p.spec.label,
             format_duration(Duration::from_secs_f64(p.estimate_s)),
-            p.id
+            p.spec.id
         );
     }
+}
+
+/// Where `run` writes its HTML report.
+pub enum HtmlReport {
+    /// Single commands write none (`peakbench report` makes one from the history).
+    None,
+    /// Next to the history, named after the run: `<data dir>/peakbench/reports/run-<id>.html`.
+    Default,
+    At(PathBuf),
+}
+
+/// How a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    Complete,
+    Interrupted,
 }
 
 /// A run in progress: the document and where it is written.
@@ -151,9 +161,10 @@ impl Session {
         }
     }
 
-    /// Runs every case in order. A failing case stops the run with its error after the
-    /// results so far are saved; an interrupt stops it the same way with `Ending::Interrupted`.
-    pub fn run(&mut self, cases: &[Box<dyn Case>], ctx: &Context) -> Result<Ending> {
+    /// Runs every case in order, dropping each once it has run. A failing case stops the run
+    /// with its error after the results so far are saved; an interrupt stops it the same way
+    /// with `Ending::Interrupted`.
+    pub fn run(&mut self, cases: Vec<Box<dyn Case>>, ctx: &Context) -> Result<Ending> {
         let estimates: Vec<u64> = cases
             .iter()
             .map(|c| c.estimate(ctx).as_millis().max(1) as u64)
@@ -167,13 +178,16 @@ impl Session {
                 .expect("valid template"),
         );
         let mut ending = Ending::Complete;
-        for (case, estimate) in cases.iter().zip(estimates) {
+        for (case, estimate) in cases.into_iter().zip(estimates) {
             if interrupt::requested() {
                 ending = Ending::Interrupted;
                 break;
             }
-            progress.set_message(case.label());
-            match case.run(ctx) {
+            let label = case.spec().label;
+            progress.set_message(label.clone());
+            let outcome = case.run(ctx);
+            drop(case);
+            match outcome {
                 Ok(result) => {
                     self.report.results.push(result);
                     self.save()?;
@@ -185,7 +199,7 @@ impl Session {
                 Err(error) => {
                     progress.finish_and_clear();
                     self.finish(RunStatus::Failed)?;
-                    return Err(error.context(format!("case {}", case.label())));
+                    return Err(error.context(format!("case {label}")));
                 }
             }
             progress.inc(estimate);
@@ -213,7 +227,114 @@ impl Session {
         Ok(())
     }
 
-    pub fn output_path(&self) -> Option<&std::path::Path> {
+    pub fn output_path(&self) -> Option<&Path> {
         self.output.as_ref().map(|o| o.path())
+    }
+}
+
+fn output_file(args: &OutputArgs) -> Result<Option<OutputFile>> {
+    let Some(path) = &args.output else {
+        return Ok(None);
+    };
+    let format = Format::from_path(path).ok_or_else(|| {
+        UsageError(format!(
+            "--output: '{}' has no known extension: use .json, .csv, .md or .txt",
+            path.display()
+        ))
+    })?;
+    OutputFile::create(path, format)
+        .map(Some)
+        .map_err(|e| UsageError(format!("--output: {e:#}; choose a writable path")).into())
+}
+
+/// Runs `plan` (or prints it with `--dry-run`), prints and stores the results, writes the HTML
+/// report `html` asks for, and prints the plan's summaries; the exit code says how it ended.
+pub fn execute(
+    plan: Plan,
+    ctx: &Context,
+    output: &OutputArgs,
+    html: HtmlReport,
+) -> Result<ExitCode> {
+    // Notes first, so that a plan also says what it left out and why.
+    for note in &plan.notes {
+        eprintln!("note: {note}");
+    }
+    if output.dry_run {
+        print_plan(&plan, ctx, output.json);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let file = output_file(output)?;
+    let mut warnings = machine_warnings(ctx);
+    warnings.extend(plan.notes);
+    let mut session = Session::start(ctx, plan.config, warnings, file)?;
+    let stdout_format = if output.json {
+        Format::Json
+    } else if output.csv {
+        Format::Csv
+    } else {
+        Format::Table
+    };
+    let outcome = session.run(plan.cases, ctx);
+    let printed = session.print(stdout_format);
+    if let Some(path) = session.output_path() {
+        eprintln!("results written to {}", path.display());
+    }
+    for (summary, ids) in &plan.summaries {
+        let results: Vec<&BenchResult> = session
+            .report
+            .results
+            .iter()
+            .filter(|r| ids.contains(&r.id))
+            .collect();
+        if !results.is_empty() {
+            for line in summary(ctx, &results) {
+                eprintln!("{line}");
+            }
+        }
+    }
+    let run_id = crate::history::store_run(&output.history, &session.report);
+    write_html_report(&html, run_id, &session.report, output);
+    printed?;
+    match outcome? {
+        Ending::Complete => Ok(ExitCode::SUCCESS),
+        Ending::Interrupted => {
+            eprintln!("interrupted: the results above are those measured before it");
+            Ok(Exit::Interrupted.into())
+        }
+    }
+}
+
+/// Writes the run's HTML report and names it, with the run id, as the last line on stderr.
+/// A report that cannot be written is a warning: the results are already printed and stored.
+fn write_html_report(html: &HtmlReport, run_id: Option<i64>, report: &Report, output: &OutputArgs) {
+    let path = match (html, run_id) {
+        (HtmlReport::None, _) => return,
+        (HtmlReport::At(path), _) => path.clone(),
+        (HtmlReport::Default, Some(id)) => match crate::history::db_path(&output.history.db) {
+            Ok(db) => db
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join("reports")
+                .join(format!("run-{id}.html")),
+            Err(_) => return,
+        },
+        (HtmlReport::Default, None) => {
+            eprintln!("no HTML report: the run is not in the history; give --html FILE for one");
+            return;
+        }
+    };
+    let text = crate::report::html::render(run_id.unwrap_or(0), report);
+    let written = path
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(&path, text));
+    match (written, run_id) {
+        (Ok(()), Some(id)) => eprintln!("run {id}: HTML report in {}", path.display()),
+        (Ok(()), None) => eprintln!("HTML report in {}", path.display()),
+        (Err(e), _) => eprintln!(
+            "warning: the HTML report was not written to {}: {e}",
+            path.display()
+        ),
     }
 }

@@ -3,7 +3,9 @@
 //! A random n × n system (entries uniform in [−0.5, 0.5), as HPL's generator) is solved by LU
 //! with partial pivoting, using the `faer` crate's blocked, multithreaded factorisation. The
 //! timed region holds the factorisation of a fresh copy of A and the two triangular solves;
-//! generating A and checking the answer are outside it. FLOPs are counted as HPL counts them,
+//! generating A and checking the answer are outside it. `--warmup` is spent on unmeasured,
+//! checked solves of a smaller system before the repetitions; with `--pin` the solver's thread
+//! i runs on the i-th CPU. FLOPs are counted as HPL counts them,
 //! 2/3·n³ + 2·n², whatever the library really executes. After every repetition the scaled
 //! residual ‖Ax − b‖∞ / (ε · (‖A‖∞·‖x‖∞ + ‖b‖∞) · n) must be below 16, HPL's threshold.
 
@@ -14,8 +16,9 @@ use faer::linalg::solvers::Solve as _;
 use faer::{Mat, Par};
 
 use crate::peak::{Isa, Precision};
-use crate::result::{BenchResult, CaseInfo, Params, Subsystem};
-use crate::session::{Case, Context};
+use crate::plan::{Case, CaseSpec, Context};
+use crate::result::{BenchResult, Params, Subsystem};
+use crate::runner::{self, Round};
 
 /// HPL's pass threshold for the scaled residual.
 pub const RESIDUAL_THRESHOLD: f64 = 16.0;
@@ -81,15 +84,37 @@ pub fn scaled_residual(a: &Mat<f64>, x: &Mat<f64>, b: &Mat<f64>) -> f64 {
 pub struct LinpackCase {
     pub n: u64,
     pub threads: usize,
+    pub pin: bool,
+}
+
+impl LinpackCase {
+    /// The order of the warm-up solves: about `budget` of work at 10 GFLOP/s, at most n.
+    fn warmup_order(&self, budget: Duration) -> usize {
+        let n = (budget.as_secs_f64() * 10e9 * 1.5).cbrt() as u64;
+        n.clamp(1, self.n) as usize
+    }
 }
 
 impl Case for LinpackCase {
-    fn id(&self) -> String {
-        format!("cpu-linpack-n{}-t{}", self.n, self.threads)
-    }
-
-    fn label(&self) -> String {
-        format!("linpack n={} {} threads", self.n, self.threads)
+    fn spec(&self) -> CaseSpec {
+        let mut params = Params {
+            threads: Some(self.threads),
+            pinned: Some(self.pin),
+            n: Some(self.n),
+            precision: Some("f64".into()),
+            ..Params::default()
+        };
+        params.other.insert(
+            "library".into(),
+            "faer (blocked LU, partial pivoting)".into(),
+        );
+        CaseSpec {
+            id: format!("cpu-linpack-n{}-t{}", self.n, self.threads),
+            label: format!("linpack n={} {} threads", self.n, self.threads),
+            subsystem: Subsystem::Cpu,
+            op: "linpack".into(),
+            params,
+        }
     }
 
     fn estimate(&self, ctx: &Context) -> Duration {
@@ -98,7 +123,7 @@ impl Case for LinpackCase {
         let generate_and_check = 3.0 * (self.n * self.n) as f64 / 1e8;
         Duration::from_secs_f64(
             (flops(self.n) / rate + generate_and_check) * ctx.runner.repetitions as f64,
-        )
+        ) + ctx.runner.warmup
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {
@@ -112,8 +137,18 @@ impl Case for LinpackCase {
             );
         }
         let n = self.n as usize;
+        let pin = self.pin;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(self.threads)
+            .start_handler(move |index| {
+                if let Some(cpu) = runner::cpu_for(pin, index) {
+                    // A thread that cannot be pinned runs unpinned; the result says pinned
+                    // only as asked, so report it.
+                    if let Err(e) = runner::pin_to(cpu) {
+                        eprintln!("warning: linpack thread {index}: {e:#}");
+                    }
+                }
+            })
             .build()?;
         let par = if self.threads == 1 {
             Par::Seq
@@ -121,72 +156,66 @@ impl Case for LinpackCase {
             Par::rayon(self.threads)
         };
         let (a, b) = random_system(n, 42 + self.n);
-        let mut samples = Vec::new();
-        let mut residuals = Vec::new();
-        pool.install(|| -> Result<()> {
+        let rounds = pool.install(|| {
             faer::set_global_parallelism(par);
-            for _ in 0..ctx.runner.repetitions {
-                if crate::interrupt::requested() {
-                    bail!(crate::interrupt::Interrupted);
+            runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
+                Round::Warmup(budget) => {
+                    // Unmeasured solves of a smaller system until the budget is spent: the
+                    // threads, the caches and the clock get going; the result is checked.
+                    let (wa, wb) = random_system(self.warmup_order(budget), 7);
+                    let start = Instant::now();
+                    while start.elapsed() < budget && !crate::interrupt::requested() {
+                        check(&wa, &solve(&wa, &wb), &wb, self.n)?;
+                    }
+                    Ok((0.0, 0.0))
                 }
-                let start = Instant::now();
-                let x = solve(&a, &b);
-                let elapsed = start.elapsed();
-                let residual = scaled_residual(&a, &x, &b);
-                if residual.is_nan() || residual >= RESIDUAL_THRESHOLD {
-                    bail!(
-                        "linpack n = {} failed HPL's residual check: {residual:.3e} ≥ {RESIDUAL_THRESHOLD}",
-                        self.n
-                    );
+                Round::Measured(_) => {
+                    let start = Instant::now();
+                    let x = solve(&a, &b);
+                    let elapsed = start.elapsed();
+                    let residual = check(&a, &x, &b, self.n)?;
+                    Ok((flops(self.n) / elapsed.as_secs_f64() / 1e9, residual))
                 }
-                residuals.push(residual);
-                samples.push(flops(self.n) / elapsed.as_secs_f64() / 1e9);
-            }
-            Ok(())
+            })
         })?;
-        let mut params = Params {
-            threads: Some(self.threads),
-            n: Some(self.n),
-            precision: Some("f64".into()),
-            ..Params::default()
-        };
-        params.other.insert(
-            "library".into(),
-            "faer (blocked LU, partial pivoting)".into(),
-        );
-        params.other.insert(
-            "scaled_residual_max".into(),
-            residuals.iter().cloned().fold(0.0, f64::max).into(),
-        );
-        let info = CaseInfo {
-            id: self.id(),
-            subsystem: Subsystem::Cpu,
-            op: "linpack".into(),
-            params,
-            metric: "throughput".into(),
-            unit: "GFLOP/s".into(),
-            counting: format!(
-                "HPL's count 2/3·n³ + 2·n² FLOP per solve; LU with partial pivoting by faer {}; \
-                 scaled residual ‖Ax−b‖∞/(ε(‖A‖∞‖x‖∞+‖b‖∞)n) < {RESIDUAL_THRESHOLD} checked",
-                FAER_VERSION
-            ),
-        };
-        let Some(result) = BenchResult::from_samples(&ctx.host.hostname, info, samples) else {
-            bail!("no repetition produced a finite rate");
-        };
+        let samples: Vec<f64> = rounds.iter().map(|r| r.value.0).collect();
+        let residual_max = rounds.iter().map(|r| r.value.1).fold(0.0, f64::max);
         // The peak of a DP solve: f64 FMA at the widest ISA the CPU has.
         let cpu = &ctx.peaks.cpu;
         let widest = *cpu.isas.last().unwrap_or(&Isa::Scalar);
         let peak = cpu
             .row(Precision::F64, widest, true)
             .and_then(|row| cpu.for_threads(row, self.threads, None));
-        let result = result.with_peak(peak);
-        Ok(if ctx.runner.reference {
-            result.with_reference(super::reference::hpcc_hpl(self.n, self.threads))
-        } else {
-            result
-        })
+        let mut result = self
+            .spec()
+            .measured(
+                &ctx.host.hostname,
+                "throughput",
+                "GFLOP/s",
+                format!(
+                    "HPL's count 2/3·n³ + 2·n² FLOP per solve; LU with partial pivoting by faer {}; \
+                     scaled residual ‖Ax−b‖∞/(ε(‖A‖∞‖x‖∞+‖b‖∞)n) < {RESIDUAL_THRESHOLD} checked",
+                    FAER_VERSION
+                ),
+                samples,
+            )?
+            .walls(rounds.iter().map(|r| r.wall))
+            .param("scaled_residual_max", residual_max)
+            .peak(peak);
+        if ctx.runner.reference {
+            result = result.reference(super::reference::hpcc_hpl(self.n, self.threads));
+        }
+        Ok(result.finish())
     }
+}
+
+/// HPL's residual check of a solution; the scaled residual when it passes.
+fn check(a: &Mat<f64>, x: &Mat<f64>, b: &Mat<f64>, n: u64) -> Result<f64> {
+    let residual = scaled_residual(a, x, b);
+    if residual.is_nan() || residual >= RESIDUAL_THRESHOLD {
+        bail!("linpack n = {n} failed HPL's residual check: {residual:.3e} ≥ {RESIDUAL_THRESHOLD}");
+    }
+    Ok(residual)
 }
 
 /// The faer version this binary was built with.

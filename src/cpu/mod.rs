@@ -7,32 +7,126 @@
 //! of all threads divided by the wall time of the group. A sampling run (`--samples N
 //! --interval D`) keeps all threads busy and records the rate of every interval instead.
 
+pub mod args;
 pub mod kernels;
 pub mod linpack;
 pub mod reference;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
+use crate::error::usage;
+use crate::options::unique;
 use crate::peak::{Isa, Precision, Probes};
-use crate::result::{BenchResult, CaseInfo, Params, Subsystem, TimePoint};
-use crate::runner::{self, Quota, Scaling, Stop, Tally, Worker};
-use crate::session::{Case, Context};
+use crate::plan::{Case, CaseSpec, Context, Plan};
+use crate::result::{BenchResult, Params, Subsystem, TimePoint};
+use crate::runner::{self, Quota, Round, RunSettings, Scaling, Stop, Tally, Worker};
+use crate::workload::Benchmark;
+use args::{CpuArgs, LinpackArgs};
 use kernels::Kernel;
 
 /// Iterations per call into a kernel: about a millisecond of work, so the clock and the
 /// interrupt flag are read rarely.
 const CHUNK: u64 = 1 << 16;
 
+/// `peakbench cpu`.
+pub struct Cpu;
+
+impl Benchmark for Cpu {
+    const NAME: &'static str = "cpu";
+    const PATH: &'static [&'static str] = &["cpu"];
+    const ABOUT: &'static str =
+        "CPU throughput (GFLOP/s, GIOP/s) per precision, ISA and thread count; `cpu linpack`";
+    type Args = CpuArgs;
+
+    fn plan(args: &CpuArgs, ctx: &Context) -> Result<Plan> {
+        let available = crate::peak::isas_of(&ctx.host);
+        let options = CpuOptions {
+            precisions: unique(
+                &args
+                    .precision
+                    .iter()
+                    .flat_map(|p| p.precisions().iter().copied())
+                    .collect::<Vec<_>>(),
+            ),
+            isas: unique(
+                &args
+                    .isa
+                    .iter()
+                    .flat_map(|i| i.isas(&available))
+                    .collect::<Vec<_>>(),
+            ),
+            fma: args.fma.values().to_vec(),
+            threads: unique(args.threads.as_deref().unwrap_or(&default_threads())),
+            scaling: args.scaling,
+            ops: args.ops,
+            duration: args.duration,
+            samples: args.samples.map(|n| (n, args.interval)),
+        };
+        let (cases, notes) = plan(&options, ctx);
+        if cases.is_empty() {
+            return Err(usage(format!(
+                "--precision/--isa: nothing this CPU can run ({}); see 'peakbench sysinfo' for its ISAs",
+                notes.join("; ")
+            )));
+        }
+        Plan::new(cases, notes, &options)
+    }
+}
+
+/// `peakbench cpu linpack`.
+pub struct Linpack;
+
+impl Benchmark for Linpack {
+    const NAME: &'static str = "linpack";
+    const PATH: &'static [&'static str] = &["cpu", "linpack"];
+    const ABOUT: &'static str =
+        "Dense LU solve with partial pivoting (faer), GFLOP/s and HPL's residual check";
+    type Args = LinpackArgs;
+
+    fn plan(args: &LinpackArgs, ctx: &Context) -> Result<Plan> {
+        let orders = unique(&args.n);
+        let threads = unique(args.threads.as_deref().unwrap_or(&[runner::num_cpus()]));
+        let available = ctx.host.memory.available_bytes;
+        let mut cases: Vec<Box<dyn Case>> = Vec::new();
+        for &n in &orders {
+            let needed = linpack::memory_needed(n);
+            if available > 0 && needed > available {
+                return Err(usage(format!(
+                    "--n: {n} needs {} of memory and {} is available: give a smaller order",
+                    crate::units::format_size_approx(needed),
+                    crate::units::format_size_approx(available)
+                )));
+            }
+            for &t in &threads {
+                cases.push(Box::new(linpack::LinpackCase {
+                    n,
+                    threads: t,
+                    pin: ctx.runner.pin,
+                }));
+            }
+        }
+        Plan::new(
+            cases,
+            Vec::new(),
+            serde_json::json!({ "n": orders, "threads": threads }),
+        )
+    }
+}
+
+/// 1 and every CPU.
+fn default_threads() -> Vec<usize> {
+    unique(&[1, runner::num_cpus()])
+}
+
 /// Validated settings of `peakbench cpu`.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct CpuOptions {
     pub precisions: Vec<Precision>,
-    /// `None` stands for `auto`: the widest ISA the CPU has.
-    pub isas: Vec<Option<Isa>>,
+    pub isas: Vec<Isa>,
     pub fma: Vec<bool>,
     pub threads: Vec<usize>,
     pub scaling: Scaling,
@@ -74,22 +168,15 @@ pub fn probe() -> Probes {
 pub fn plan(options: &CpuOptions, ctx: &Context) -> (Vec<Box<dyn Case>>, Vec<String>) {
     let mut cases: Vec<Box<dyn Case>> = Vec::new();
     let mut notes = Vec::new();
-    let available = crate::peak::isas_of(&ctx.host);
-    let widest = *available.last().unwrap_or(&Isa::Scalar);
-    let mut seen = Vec::new();
+    let pin = ctx.runner.pin;
     for &precision in &options.precisions {
         for &isa in &options.isas {
-            let isa = isa.unwrap_or(widest);
             let fmas: &[bool] = if precision.is_float() {
                 &options.fma
             } else {
                 &[false]
             };
-            for &fma in fmas {
-                if seen.contains(&(precision, isa, fma)) {
-                    continue;
-                }
-                seen.push((precision, isa, fma));
+            for &fma in unique(fmas).iter() {
                 let label = format!(
                     "{} {}{}",
                     precision.name(),
@@ -120,6 +207,7 @@ pub fn plan(options: &CpuOptions, ctx: &Context) -> (Vec<Box<dyn Case>>, Vec<Str
                             threads,
                             count,
                             interval,
+                            pin,
                         }));
                     }
                     None => {
@@ -130,6 +218,7 @@ pub fn plan(options: &CpuOptions, ctx: &Context) -> (Vec<Box<dyn Case>>, Vec<Str
                                 scaling: options.scaling,
                                 ops: options.ops,
                                 duration: options.duration,
+                                pin,
                                 calibration: calibration.clone(),
                             }));
                         }
@@ -165,22 +254,11 @@ fn kernel_id(kernel: &Kernel) -> String {
     )
 }
 
-fn with_peak(result: BenchResult, kernel: &Kernel, threads: usize, ctx: &Context) -> BenchResult {
+/// The peak of `kernel` on `threads` threads, from the peak table.
+fn kernel_peak(kernel: &Kernel, threads: usize, ctx: &Context) -> Option<crate::peak::PeakRef> {
     let cpu = &ctx.peaks.cpu;
-    let peak = cpu
-        .row(kernel.precision, kernel.isa, kernel.fma)
-        .and_then(|row| cpu.for_threads(row, threads, None));
-    result.with_peak(peak)
-}
-
-fn oversubscription_warning(threads: usize) -> Option<String> {
-    let cpus = runner::num_cpus();
-    (threads > cpus).then(|| {
-        format!(
-            "{threads} threads on {cpus} CPUs: threads take turns on the cores, so the rate is \
-             the machine's, shared; the peak is capped at the cores there are"
-        )
-    })
+    cpu.row(kernel.precision, kernel.isa, kernel.fma)
+        .and_then(|row| cpu.for_threads(row, threads, None))
 }
 
 /// Runs the kernel in chunks for as long as the quota says.
@@ -222,6 +300,7 @@ struct ThroughputCase {
     scaling: Scaling,
     ops: Option<u64>,
     duration: Duration,
+    pin: bool,
     /// Iterations one thread does in `duration`, shared by the thread counts of one kernel so
     /// that strong scaling compares the same total work.
     calibration: Arc<OnceLock<u64>>,
@@ -247,16 +326,26 @@ impl ThroughputCase {
 }
 
 impl Case for ThroughputCase {
-    fn id(&self) -> String {
-        let scaling = match self.scaling {
-            Scaling::Strong => "strong",
-            Scaling::Weak => "weak",
-        };
-        format!("cpu-{}-t{}-{scaling}", kernel_id(self.kernel), self.threads)
-    }
-
-    fn label(&self) -> String {
-        format!("cpu {} {} threads", kernel_id(self.kernel), self.threads)
+    fn spec(&self) -> CaseSpec {
+        let mut params = case_params(self.kernel, self.threads, self.pin);
+        params.scaling = Some(self.scaling.name().to_string());
+        CaseSpec {
+            id: format!(
+                "cpu-{}-t{}-{}",
+                kernel_id(self.kernel),
+                self.threads,
+                self.scaling
+            ),
+            label: format!("cpu {} {} threads", kernel_id(self.kernel), self.threads),
+            subsystem: Subsystem::Cpu,
+            op: if self.kernel.precision.is_float() {
+                "flops"
+            } else {
+                "iops"
+            }
+            .to_string(),
+            params,
+        }
     }
 
     fn estimate(&self, ctx: &Context) -> Duration {
@@ -273,51 +362,37 @@ impl Case for ThroughputCase {
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {
         let iterations = self.iterations();
-        let mut settings = ctx.runner.settings(self.threads, Stop::Work(iterations));
+        let mut settings = RunSettings::new(&ctx.runner, self.threads, Stop::Work(iterations));
         settings.scaling = self.scaling;
         let kernel = self.kernel;
         let reps = runner::measure(&settings, |_| Ok(KernelWorker { kernel }))?;
         let samples: Vec<f64> = reps.iter().map(|r| r.units_per_sec() / 1e9).collect();
-        let mut params = case_params(kernel, self.threads, ctx.runner.pin);
-        params.scaling = Some(format!("{:?}", self.scaling).to_lowercase());
         let total_ops = runner::split_work(iterations, self.threads, self.scaling)
             .iter()
             .sum::<u64>()
             * kernel.ops_per_iteration();
-        params
-            .other
-            .insert("ops_per_repetition".into(), total_ops.into());
-        let info = CaseInfo {
-            id: self.id(),
-            subsystem: Subsystem::Cpu,
-            op: if kernel.precision.is_float() {
-                "flops"
-            } else {
-                "iops"
-            }
-            .to_string(),
-            params,
-            metric: "throughput".into(),
-            unit: kernel.precision.unit().into(),
-            counting: kernel.counting(),
-        };
-        let Some(result) = BenchResult::from_samples(&ctx.host.hostname, info, samples) else {
-            bail!("no repetition produced a finite rate");
-        };
-        let mut result = with_peak(result, kernel, self.threads, ctx);
+        let mut result = self
+            .spec()
+            .measured(
+                &ctx.host.hostname,
+                "throughput",
+                kernel.precision.unit(),
+                kernel.counting(),
+                samples,
+            )?
+            .walls(reps.iter().map(|r| r.wall))
+            .param("ops_per_repetition", total_ops)
+            .peak(kernel_peak(kernel, self.threads, ctx))
+            .warn(runner::oversubscription_warning(self.threads));
         if ctx.runner.reference {
-            result = result.with_reference(reference::likwid_peakflops(
+            result = result.reference(reference::likwid_peakflops(
                 kernel.precision,
                 kernel.isa,
                 kernel.fma,
                 self.threads,
             ));
         }
-        result.warnings = runner::repetition_warnings(&reps, result.stats.cv);
-        result
-            .warnings
-            .extend(oversubscription_warning(self.threads));
-        Ok(result)
+        Ok(result.finish())
     }
 }
 
@@ -327,117 +402,146 @@ struct SamplingCase {
     threads: usize,
     count: u32,
     interval: Duration,
+    pin: bool,
 }
 
-impl Case for SamplingCase {
-    fn id(&self) -> String {
-        format!(
-            "cpu-series-{}-t{}-{}x{}ms",
-            kernel_id(self.kernel),
-            self.threads,
-            self.count,
-            self.interval.as_millis()
-        )
-    }
-
-    fn label(&self) -> String {
-        format!(
-            "cpu {} {} threads, {} samples",
-            kernel_id(self.kernel),
-            self.threads,
-            self.count
-        )
-    }
-
-    fn estimate(&self, _ctx: &Context) -> Duration {
-        self.interval * self.count
-    }
-
-    fn run(&self, ctx: &Context) -> Result<BenchResult> {
-        let iterations = AtomicU64::new(0);
-        let stop = std::sync::atomic::AtomicBool::new(false);
-        let mut series = Vec::with_capacity(self.count as usize);
-        let cpus = runner::online_cpus();
-        let pin = ctx.runner.pin;
+impl SamplingCase {
+    /// Runs the kernel on every thread until `stop`, counting iterations in `iterations`.
+    fn spin(&self, index: usize, iterations: &AtomicU64, stop: &AtomicBool) -> Result<()> {
+        if let Some(cpu) = runner::cpu_for(self.pin, index) {
+            runner::pin_to(cpu)?;
+        }
         let kernel = self.kernel;
-        std::thread::scope(|scope| -> Result<()> {
-            let mut handles = Vec::new();
-            for index in 0..self.threads {
-                let (iterations, stop, cpus) = (&iterations, &stop, &cpus);
-                handles.push(scope.spawn(move || -> Result<()> {
-                    if pin && !cpus.is_empty() {
-                        runner::pin_to(cpus[index % cpus.len()])?;
-                    }
-                    while !stop.load(Ordering::Relaxed) {
-                        let sum = kernel.run(CHUNK);
-                        if sum != kernel.expected_checksum(CHUNK) {
-                            bail!("kernel {} checksum mismatch", kernel_id(kernel));
-                        }
-                        iterations.fetch_add(CHUNK, Ordering::Relaxed);
-                    }
-                    Ok(())
-                }));
+        while !stop.load(Ordering::Relaxed) {
+            let sum = kernel.run(CHUNK);
+            if sum != kernel.expected_checksum(CHUNK) {
+                bail!("kernel {} checksum mismatch", kernel_id(kernel));
             }
-            let start = Instant::now();
-            let (mut last_time, mut last_count) = (start, iterations.load(Ordering::Relaxed));
-            for i in 1..=self.count {
-                let target = start + self.interval * i;
-                while Instant::now() < target && !crate::interrupt::requested() {
-                    std::thread::sleep((target - Instant::now()).min(Duration::from_millis(50)));
-                }
-                if crate::interrupt::requested() {
-                    break;
-                }
-                let (now, count) = (Instant::now(), iterations.load(Ordering::Relaxed));
-                let ops = (count - last_count) * kernel.ops_per_iteration();
-                series.push(TimePoint {
-                    t_s: (now - start).as_secs_f64(),
-                    value: ops as f64 / (now - last_time).as_secs_f64() / 1e9,
-                    ghz: observed_ghz(),
-                });
-                (last_time, last_count) = (now, count);
-            }
+            iterations.fetch_add(CHUNK, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Keeps every thread busy while `watch` runs on the calling thread.
+    fn busy<T>(&self, watch: impl FnOnce(&AtomicU64) -> T) -> Result<T> {
+        let iterations = AtomicU64::new(0);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..self.threads)
+                .map(|index| {
+                    let (iterations, stop) = (&iterations, &stop);
+                    scope.spawn(move || self.spin(index, iterations, stop))
+                })
+                .collect();
+            let watched = watch(&iterations);
             stop.store(true, Ordering::Relaxed);
             for handle in handles {
                 handle.join().expect("kernel thread panicked")?;
             }
-            Ok(())
-        })?;
-        if crate::interrupt::requested() && series.is_empty() {
-            bail!(crate::interrupt::Interrupted);
+            Ok(watched)
+        })
+    }
+
+    /// One value per interval: the ops of all threads in it over its length.
+    fn series(&self, iterations: &AtomicU64) -> Vec<TimePoint> {
+        let mut series = Vec::with_capacity(self.count as usize);
+        let start = Instant::now();
+        let (mut last_time, mut last_count) = (start, iterations.load(Ordering::Relaxed));
+        for i in 1..=self.count {
+            let target = start + self.interval * i;
+            if !sleep_until(target) {
+                break;
+            }
+            let (now, count) = (Instant::now(), iterations.load(Ordering::Relaxed));
+            let ops = (count - last_count) * self.kernel.ops_per_iteration();
+            series.push(TimePoint {
+                t_s: (now - start).as_secs_f64(),
+                value: ops as f64 / (now - last_time).as_secs_f64() / 1e9,
+                ghz: observed_ghz(),
+            });
+            (last_time, last_count) = (now, count);
         }
-        let samples: Vec<f64> = series.iter().map(|p| p.value).collect();
-        let mut params = case_params(kernel, self.threads, pin);
+        series
+    }
+}
+
+/// Sleeps until `target` in slices that look at the interrupt flag; false if interrupted.
+fn sleep_until(target: Instant) -> bool {
+    while Instant::now() < target && !crate::interrupt::requested() {
+        std::thread::sleep((target - Instant::now()).min(Duration::from_millis(50)));
+    }
+    !crate::interrupt::requested()
+}
+
+impl Case for SamplingCase {
+    fn spec(&self) -> CaseSpec {
+        let mut params = case_params(self.kernel, self.threads, self.pin);
         params
             .other
             .insert("interval_s".into(), self.interval.as_secs_f64().into());
-        let info = CaseInfo {
-            id: self.id(),
+        CaseSpec {
+            id: format!(
+                "cpu-series-{}-t{}-{}x{}ms",
+                kernel_id(self.kernel),
+                self.threads,
+                self.count,
+                self.interval.as_millis()
+            ),
+            label: format!(
+                "cpu {} {} threads, {} samples",
+                kernel_id(self.kernel),
+                self.threads,
+                self.count
+            ),
             subsystem: Subsystem::Cpu,
-            op: if kernel.precision.is_float() {
+            op: if self.kernel.precision.is_float() {
                 "flops-series"
             } else {
                 "iops-series"
             }
             .into(),
             params,
-            metric: "throughput".into(),
-            unit: kernel.precision.unit().into(),
-            counting: format!(
-                "{}; one value per interval: ops of all threads in the interval / its length",
-                kernel.counting()
-            ),
-        };
-        let Some(mut result) = BenchResult::from_samples(&ctx.host.hostname, info, samples) else {
-            bail!("the sampling run produced no samples");
-        };
-        result.series = series;
-        if result.series.iter().all(|p| p.ghz.is_none()) {
-            result.warnings.push(
-                "the machine exposes no current clock (no cpufreq); samples carry no GHz".into(),
-            );
         }
-        Ok(with_peak(result, kernel, self.threads, ctx))
+    }
+
+    fn estimate(&self, ctx: &Context) -> Duration {
+        self.interval * self.count + ctx.runner.warmup
+    }
+
+    fn run(&self, ctx: &Context) -> Result<BenchResult> {
+        // One measured round: the series is the sample; its intervals are the values.
+        let rounds = runner::repeat(&ctx.runner, 1, |round| match round {
+            Round::Warmup(budget) => self
+                .busy(|_| sleep_until(Instant::now() + budget))
+                .map(|_| Vec::new()),
+            Round::Measured(_) => self.busy(|iterations| self.series(iterations)),
+        });
+        let series = rounds?.remove(0).value;
+        if series.is_empty() {
+            bail!(crate::interrupt::Interrupted);
+        }
+        let kernel = self.kernel;
+        let samples: Vec<f64> = series.iter().map(|p| p.value).collect();
+        let no_clock = series.iter().all(|p| p.ghz.is_none());
+        let result = self
+            .spec()
+            .measured(
+                &ctx.host.hostname,
+                "throughput",
+                kernel.precision.unit(),
+                format!(
+                    "{}; one value per interval: ops of all threads in the interval / its length",
+                    kernel.counting()
+                ),
+                samples,
+            )?
+            .series(series)
+            .warn(no_clock.then(|| {
+                "the machine exposes no current clock (no cpufreq); samples carry no GHz"
+                    .to_string()
+            }))
+            .peak(kernel_peak(kernel, self.threads, ctx));
+        Ok(result.finish())
     }
 }
 

@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::app::UsageError;
 use crate::interrupt;
+use crate::units::format_size_approx;
 
 use super::engine::{AlignedBuf, Rng, stamp};
 
@@ -238,13 +238,14 @@ pub fn alignment(dir: &Path) -> (u64, String) {
 }
 
 /// Free bytes for an unprivileged user, total bytes and whether the file system is read-only.
-fn statvfs(dir: &Path) -> Result<(u64, u64, bool)> {
+fn statvfs(dir: &Path) -> std::io::Result<(u64, u64, bool)> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes())?;
     // SAFETY: statvfs fills the plain-data struct for a NUL-terminated path.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is NUL-terminated and `st` a live struct to fill.
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        bail!(std::io::Error::last_os_error());
+        return Err(std::io::Error::last_os_error());
     }
     let frsize = st.f_frsize as u64;
     Ok((
@@ -259,18 +260,60 @@ pub fn space_ok(need: u64, free: u64, total: u64) -> bool {
     need.saturating_add(SPACE_MARGIN + total / 100) <= free
 }
 
-fn usage(message: String) -> anyhow::Error {
-    UsageError(message).into()
+/// Why a place cannot hold the test file, or a path or device cannot be used. These are the
+/// user's input at fault; the disk plan names the flag that gave it and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("{} cannot be used ({source})", path.display())]
+    Missing {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} is not a directory", path.display())]
+    NotADirectory { path: PathBuf },
+    #[error("cannot read the free space of {} ({source})", path.display())]
+    FreeSpaceUnknown {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} is on a read-only file system", path.display())]
+    ReadOnly { path: PathBuf },
+    #[error(
+        "the test file needs {} and {} has {} free (peakbench leaves {} + 1 % free)",
+        format_size_approx(*need), path.display(), format_size_approx(*free),
+        format_size_approx(SPACE_MARGIN)
+    )]
+    NoSpace { need: u64, path: PathBuf, free: u64 },
+    #[error("{} has {} free, too little for a test file", path.display(), format_size_approx(*free))]
+    TooLittleRoom { path: PathBuf, free: u64 },
+    #[error("cannot create a file in {} ({source})", path.display())]
+    NotWritable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} is not a regular file", path.display())]
+    NotRegular { path: PathBuf },
+    #[error(
+        "{} exists and was not created by peakbench (no complete peakbench header)",
+        path.display()
+    )]
+    Foreign { path: PathBuf },
+    #[error("{} cannot be read ({why})", path.display())]
+    Unreadable { path: PathBuf, why: String },
+    #[error("the peakbench file {} holds {has} B of data and this run needs {need} B", path.display())]
+    TooSmall { path: PathBuf, has: u64, need: u64 },
+    #[error("{} is a block device", path.display())]
+    DeviceNotAllowed { path: PathBuf },
+    #[error("{} {why}", path.display())]
+    DeviceInUse { path: PathBuf, why: String },
 }
 
 /// A smaller test file size when `want` does not fit in `dir`: half of what the margin leaves
 /// free, in whole MiB; `None` when `want` fits. Too little room for even 64 MiB is an error.
 pub fn fitting_size(dir: &Path, want: u64) -> Result<Option<u64>> {
-    let (free, total, _) = statvfs(dir).map_err(|e| {
-        usage(format!(
-            "--dir: cannot read the free space of {} ({e}): give another --dir",
-            dir.display()
-        ))
+    let (free, total, _) = statvfs(dir).map_err(|source| TargetError::FreeSpaceUnknown {
+        path: dir.to_path_buf(),
+        source,
     })?;
     if space_ok(want + 4096, free, total) {
         return Ok(None);
@@ -278,51 +321,40 @@ pub fn fitting_size(dir: &Path, want: u64) -> Result<Option<u64>> {
     let usable = free.saturating_sub(SPACE_MARGIN + total / 100);
     let size = usable / 2 / (1 << 20) * (1 << 20);
     if size < 64 << 20 {
-        return Err(usage(format!(
-            "--dir: {} has {} free, too little for a test file: give another --dir",
-            dir.display(),
-            crate::units::format_size_approx(free)
-        )));
+        return Err(TargetError::TooLittleRoom {
+            path: dir.to_path_buf(),
+            free,
+        }
+        .into());
     }
     Ok(Some(size))
 }
 
-/// Checks a place for the test file without creating anything; errors are usage errors.
-pub fn check_dir(dir: &Path, data_bytes: u64, align: u64) -> Result<()> {
-    let meta = std::fs::metadata(dir).map_err(|e| {
-        usage(format!(
-            "--dir: {} cannot be used ({e}): give an existing directory",
-            dir.display()
-        ))
+/// Checks a place for the test file without creating anything.
+pub fn check_dir(dir: &Path, data_bytes: u64, align: u64) -> Result<(), TargetError> {
+    let path = || dir.to_path_buf();
+    let meta = std::fs::metadata(dir).map_err(|source| TargetError::Missing {
+        path: path(),
+        source,
     })?;
     if !meta.is_dir() {
-        return Err(usage(format!(
-            "--dir: {} is not a directory: give the directory the test file goes in (or --file)",
-            dir.display()
-        )));
+        return Err(TargetError::NotADirectory { path: path() });
     }
-    let (free, total, read_only) = statvfs(dir).map_err(|e| {
-        usage(format!(
-            "--dir: cannot read the free space of {} ({e}): give another --dir",
-            dir.display()
-        ))
-    })?;
+    let (free, total, read_only) =
+        statvfs(dir).map_err(|source| TargetError::FreeSpaceUnknown {
+            path: path(),
+            source,
+        })?;
     if read_only {
-        return Err(usage(format!(
-            "--dir: {} is on a read-only file system: give a writable --dir",
-            dir.display()
-        )));
+        return Err(TargetError::ReadOnly { path: path() });
     }
     let need = data_bytes + align.max(4096);
     if !space_ok(need, free, total) {
-        return Err(usage(format!(
-            "--size: the test file needs {} and {} has {} free (peakbench leaves {} + 1 % free): \
-             give a smaller --size or another --dir",
-            crate::units::format_size_approx(need),
-            dir.display(),
-            crate::units::format_size_approx(free),
-            crate::units::format_size_approx(SPACE_MARGIN)
-        )));
+        return Err(TargetError::NoSpace {
+            need,
+            path: path(),
+            free,
+        });
     }
     // Root ignores permissions, so only a real attempt tells whether the directory is writable.
     let probe = dir.join(format!(
@@ -339,10 +371,10 @@ pub fn check_dir(dir: &Path, data_bytes: u64, align: u64) -> Result<()> {
             let _ = std::fs::remove_file(&probe);
             Ok(())
         }
-        Err(e) => Err(usage(format!(
-            "--dir: cannot create a file in {} ({e}): give a writable --dir",
-            dir.display()
-        ))),
+        Err(source) => Err(TargetError::NotWritable {
+            path: path(),
+            source,
+        }),
     }
 }
 
@@ -365,28 +397,26 @@ pub fn find_kept(dir: &Path, data_bytes: u64) -> Option<PathBuf> {
     found.into_iter().next()
 }
 
-/// Checks an existing path given with `--file`: only a complete peakbench file may be reused.
-pub fn check_existing_file(path: &Path) -> Result<Header> {
-    let meta = std::fs::symlink_metadata(path)
-        .map_err(|e| usage(format!("--file: {} ({e})", path.display())))?;
+/// Checks an existing path meant for the test file: only a complete peakbench file may be reused.
+pub fn check_existing_file(path: &Path) -> Result<Header, TargetError> {
+    let meta = std::fs::symlink_metadata(path).map_err(|source| TargetError::Missing {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if !meta.file_type().is_file() {
-        return Err(usage(format!(
-            "--file: {} is not a regular file: give a new path, or a block device with \
-             --allow-device-write",
-            path.display()
-        )));
+        return Err(TargetError::NotRegular {
+            path: path.to_path_buf(),
+        });
     }
     match read_header(path) {
         Ok(Some(h)) if h.filled => Ok(h),
-        Ok(_) => Err(usage(format!(
-            "--file: {} exists and was not created by peakbench (no complete peakbench header); \
-             peakbench never writes to a file it did not create: give a new path or use --dir",
-            path.display()
-        ))),
-        Err(e) => Err(usage(format!(
-            "--file: {} cannot be read ({e:#}): give a new path",
-            path.display()
-        ))),
+        Ok(_) => Err(TargetError::Foreign {
+            path: path.to_path_buf(),
+        }),
+        Err(e) => Err(TargetError::Unreadable {
+            path: path.to_path_buf(),
+            why: format!("{e:#}"),
+        }),
     }
 }
 
@@ -418,26 +448,22 @@ pub fn signature_in(head: &[u8]) -> Option<&'static str> {
     })
 }
 
-/// Checks a block device for `--allow-device-write`; errors are usage errors.
-pub fn check_device(path: &Path, allowed: Option<&Path>) -> Result<()> {
+/// Checks a block device the user allowed to be written: unmounted, unused and blank.
+pub fn check_device(path: &Path, allowed: Option<&Path>) -> Result<(), TargetError> {
     let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let allowed_canonical = allowed.map(|a| std::fs::canonicalize(a).unwrap_or(a.to_path_buf()));
     if allowed_canonical.as_deref() != Some(canonical.as_path()) {
-        return Err(usage(format!(
-            "--file: {} is a block device; peakbench writes to a device only when it is named \
-             with --allow-device-write {} and is unmounted, unused and blank",
-            path.display(),
-            path.display()
-        )));
+        return Err(TargetError::DeviceNotAllowed {
+            path: path.to_path_buf(),
+        });
     }
-    let meta = std::fs::metadata(&canonical)?;
-    let (major, minor) = (libc::major(meta.rdev()), libc::minor(meta.rdev()));
-    let refuse = |why: String| {
-        usage(format!(
-            "--allow-device-write: {} {why}; peakbench will not write to it",
-            path.display()
-        ))
+    let refuse = |why: String| TargetError::DeviceInUse {
+        path: path.to_path_buf(),
+        why,
     };
+    let meta =
+        std::fs::metadata(&canonical).map_err(|e| refuse(format!("cannot be read ({e})")))?;
+    let (major, minor) = (libc::major(meta.rdev()), libc::minor(meta.rdev()));
     let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
     let devices = [format!("{major}:{minor}")];
     if let Ok(entries) = std::fs::read_dir(&sys) {
@@ -473,7 +499,7 @@ pub fn check_device(path: &Path, allowed: Option<&Path>) -> Result<()> {
         return Err(refuse("is in use as swap".into()));
     }
     let mut head = vec![0u8; 256 * 1024];
-    let mut file = File::open(&canonical)?;
+    let mut file = File::open(&canonical).map_err(|e| refuse(format!("cannot be read ({e})")))?;
     let mut got = 0;
     while got < head.len() {
         match file.read(&mut head[got..]) {
@@ -547,13 +573,12 @@ pub fn open(spec: &TargetSpec) -> Result<TestFile> {
 fn reuse(path: &Path, spec: &TargetSpec) -> Result<TestFile> {
     let header = check_existing_file(path)?;
     if header.data_bytes < spec.data_bytes || header.data_offset % spec.align != 0 {
-        return Err(usage(format!(
-            "--file: the peakbench file {} holds {} bytes of data and this run needs {}: \
-             remove it or give another path",
-            path.display(),
-            header.data_bytes,
-            spec.data_bytes
-        )));
+        return Err(TargetError::TooSmall {
+            path: path.to_path_buf(),
+            has: header.data_bytes,
+            need: spec.data_bytes,
+        }
+        .into());
     }
     interrupt::register_temporary(path);
     Ok(TestFile {

@@ -9,6 +9,7 @@
 
 use crate::report::describe_params;
 use crate::result::{BenchResult, Report};
+use crate::text::{Align, Table};
 use crate::units::format_value;
 
 /// What the repetitions say about one change.
@@ -105,47 +106,27 @@ pub fn render(a_id: i64, a: &Report, b_id: i64, b: &Report) -> String {
         b.host.hostname,
         status(b)
     );
-    let headers = ["case", "A", "B", "unit", "change", "noise"].map(String::from);
-    let rows: Vec<[String; 6]> = changes
-        .iter()
-        .map(|c| {
-            [
-                c.label.clone(),
-                format_value(c.a),
-                format_value(c.b),
-                c.unit.clone(),
-                c.change
-                    .map(|x| format!("{:+.1}%", x * 100.0))
-                    .unwrap_or_else(|| "-".into()),
-                c.verdict.word().to_string(),
-            ]
-        })
-        .collect();
-    let mut widths = headers.clone().map(|h| h.chars().count());
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
+    let mut table = Table::new(&[
+        ("case", Align::Left),
+        ("A", Align::Right),
+        ("B", Align::Right),
+        ("unit", Align::Left),
+        ("change", Align::Right),
+        ("noise", Align::Left),
+    ]);
+    for c in &changes {
+        table.row([
+            c.label.clone(),
+            format_value(c.a),
+            format_value(c.b),
+            c.unit.clone(),
+            c.change
+                .map(|x| format!("{:+.1}%", x * 100.0))
+                .unwrap_or_else(|| "-".into()),
+            c.verdict.word().to_string(),
+        ]);
     }
-    let line = |cells: &[String; 6]| {
-        let mut text = String::new();
-        for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
-            let pad = " ".repeat(width - cell.chars().count());
-            if matches!(i, 1 | 2 | 4) {
-                text.push_str(&pad);
-                text.push_str(cell);
-            } else {
-                text.push_str(cell);
-                text.push_str(&pad);
-            }
-            text.push_str("  ");
-        }
-        text.trim_end().to_string() + "\n"
-    };
-    out.push_str(&line(&headers));
-    for row in &rows {
-        out.push_str(&line(row));
-    }
+    out.push_str(&table.render());
     let beyond = changes
         .iter()
         .filter(|c| c.verdict == Verdict::Beyond)
@@ -161,29 +142,16 @@ pub fn render(a_id: i64, a: &Report, b_id: i64, b: &Report) -> String {
     out
 }
 
-fn status(report: &Report) -> String {
-    serde_json::to_value(report.status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
+fn status(report: &Report) -> &'static str {
+    report.status.name()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::{CaseInfo, Params, Subsystem};
 
     fn result(samples: Vec<f64>) -> BenchResult {
-        let case = CaseInfo {
-            id: "cpu-f64".into(),
-            subsystem: Subsystem::Cpu,
-            op: "fma".into(),
-            params: Params::default(),
-            metric: "throughput".into(),
-            unit: "GFLOP/s".into(),
-            counting: String::new(),
-        };
-        BenchResult::from_samples("h", case, samples).unwrap()
+        BenchResult::example("cpu-f64", "GFLOP/s", samples)
     }
 
     #[test]

@@ -14,29 +14,12 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
-use crate::app::UsageError;
+use crate::error::UsageError;
+use crate::options::{DbArgs, StoreArgs};
 use crate::result::{Report, SCHEMA_VERSION};
+use crate::text::{Align, Table};
 use crate::units::format_value;
 use store::Store;
-
-/// Where the history is, for every command that reads or writes it.
-#[derive(Args, Debug, Clone, Default)]
-pub struct DbArgs {
-    /// History database (default: $PEAKBENCH_DB, else $XDG_DATA_HOME/peakbench/history.db, else ~/.local/share/peakbench/history.db)
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
-}
-
-/// History options of a measuring command.
-#[derive(Args, Debug, Clone, Default)]
-#[command(next_help_heading = "History")]
-pub struct StoreArgs {
-    #[command(flatten)]
-    pub db: DbArgs,
-    /// Do not store this run in the history
-    #[arg(long, conflicts_with = "db")]
-    pub no_history: bool,
-}
 
 /// The commands that read the history (flattened into the top-level commands).
 #[derive(Subcommand, Debug)]
@@ -176,52 +159,34 @@ fn list(args: &ListArgs) -> Result<ExitCode> {
         println!("no runs in {}", store.path().display());
         return Ok(ExitCode::SUCCESS);
     }
-    let rows: Vec<[String; 7]> = runs
-        .iter()
-        .map(|r| {
-            [
-                r.id.to_string(),
-                r.host.clone(),
-                r.started_at.clone(),
-                r.preset
-                    .as_ref()
-                    .map(|p| format!("preset {p}"))
-                    .unwrap_or_else(|| short_command(&r.command)),
-                r.status.clone(),
-                r.results.to_string(),
-                r.headline
-                    .iter()
-                    .map(|(s, v, u)| format!("{s} {} {u}", format_value(*v)))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            ]
-        })
-        .collect();
-    let headers = [
-        "run", "host", "started", "command", "status", "results", "best",
-    ]
-    .map(String::from);
-    let mut widths = headers.clone().map(|h| h.chars().count());
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
+    let mut table = Table::new(&[
+        ("run", Align::Right),
+        ("host", Align::Left),
+        ("started", Align::Left),
+        ("command", Align::Left),
+        ("status", Align::Left),
+        ("results", Align::Right),
+        ("best", Align::Left),
+    ]);
+    for r in &runs {
+        table.row([
+            r.id.to_string(),
+            r.host.clone(),
+            r.started_at.clone(),
+            r.preset
+                .as_ref()
+                .map(|p| format!("preset {p}"))
+                .unwrap_or_else(|| short_command(&r.command)),
+            r.status.clone(),
+            r.results.to_string(),
+            r.headline
+                .iter()
+                .map(|(s, v, u)| format!("{s} {} {u}", format_value(*v)))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ]);
     }
-    for row in std::iter::once(&headers).chain(&rows) {
-        let mut text = String::new();
-        for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
-            let pad = " ".repeat(width - cell.chars().count());
-            if i == 0 || i == 5 {
-                text.push_str(&pad);
-                text.push_str(cell);
-            } else {
-                text.push_str(cell);
-                text.push_str(&pad);
-            }
-            text.push_str("  ");
-        }
-        println!("{}", text.trim_end());
-    }
+    print!("{}", table.render());
     eprintln!("{} runs in {}", runs.len(), store.path().display());
     Ok(ExitCode::SUCCESS)
 }

@@ -114,12 +114,12 @@ impl Store {
         let exists = path.exists();
         if exists {
             std::fs::File::open(path).map_err(|e| {
-                crate::app::UsageError(format!(
+                crate::error::UsageError(format!(
                     "--db: cannot read {shown}: {e}; give a readable path"
                 ))
             })?;
             let version =
-                inspect(path).map_err(|refused| crate::app::UsageError(refused.to_string()))?;
+                inspect(path).map_err(|refused| crate::error::UsageError(refused.to_string()))?;
             let mut conn = Connection::open_with_flags(
                 path,
                 OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -137,7 +137,7 @@ impl Store {
             });
         }
         if !create {
-            return Err(crate::app::UsageError(format!(
+            return Err(crate::error::UsageError(format!(
                 "--db: there is no history at {shown} yet: run a benchmark first, or give the --db of an existing history"
             ))
             .into());
@@ -226,7 +226,7 @@ impl Store {
             })
             .optional()?
             .ok_or_else(|| {
-                crate::app::UsageError(format!(
+                crate::error::UsageError(format!(
                     "RUN: there is no run {id} in {}: see 'peakbench history'",
                     self.path.display()
                 ))
@@ -241,7 +241,7 @@ impl Store {
             "previous" | "prev" => 1,
             _ => {
                 return name.parse::<i64>().map_err(|_| {
-                    crate::app::UsageError(format!(
+                    crate::error::UsageError(format!(
                         "RUN: '{name}' is not a run: give a run id from 'peakbench history', 'latest' or 'previous'"
                     ))
                     .into()
@@ -256,7 +256,7 @@ impl Store {
             )
             .optional()?
             .ok_or_else(|| {
-                crate::app::UsageError(format!(
+                crate::error::UsageError(format!(
                     "RUN: '{name}' does not exist: {} holds fewer runs; see 'peakbench history'",
                     self.path.display()
                 ))

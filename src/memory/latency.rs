@@ -8,17 +8,17 @@
 //! pages, large working sets also pay TLB misses, as real random accesses do; `--huge-pages`
 //! asks for transparent huge pages (madvise) to see the cache and DRAM latency without them.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::region::{HugePages, Region};
-use crate::app::UsageError;
-use crate::result::{BenchResult, CaseInfo, Extra, Params, Subsystem};
-use crate::runner::{self, Quota, Stop, Tally, Worker};
-use crate::session::{Case, Context};
+use crate::error::usage;
+use crate::plan::{Case, CaseSpec, Context};
+use crate::result::{BenchResult, Params, Subsystem};
+use crate::runner::{self, Quota, RunSettings, Stop, Tally, Worker};
 use crate::stats::Summary;
 use crate::units::{format_size, format_size_approx};
 
@@ -54,46 +54,38 @@ impl LatencyOptions {
     }
 }
 
-/// What the cases of one sweep share: the measured clock and the curve so far.
-#[derive(Default)]
-pub struct Sweep {
-    clock_ghz: OnceLock<Option<f64>>,
-    /// (working set, median ns) of the sizes measured so far, in order.
-    pub curve: Mutex<Vec<(u64, f64)>>,
-}
-
-/// The cases and the sweep they fill in.
-pub type LatencyPlan = (Vec<Box<dyn Case>>, Arc<Sweep>);
-
-/// One case per size; the `Sweep` lets the caller print the boundaries afterwards.
-pub fn plan(options: &LatencyOptions, ctx: &Context) -> Result<LatencyPlan> {
+/// The cases of one sweep, one per size. They share the curve measured so far, from which each
+/// result states its step from the previous size.
+pub fn plan(options: &LatencyOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
     let available = ctx.host.memory.available_bytes;
-    let sweep = Arc::new(Sweep::default());
+    let curve = Arc::new(Mutex::new(Vec::new()));
     let mut cases: Vec<Box<dyn Case>> = Vec::new();
     for &size in &options.sizes {
         if size < 2 * NODE as u64 {
-            return Err(UsageError(format!(
+            return Err(usage(format!(
                 "--sizes: {} holds fewer than 2 cache lines of {NODE} B: give at least 128B",
                 format_size(size)
-            ))
-            .into());
+            )));
         }
         if available > 0 && size > available {
-            return Err(UsageError(format!(
+            return Err(usage(format!(
                 "--sizes: {} is more than the {} of memory available: give smaller sizes",
                 format_size(size),
                 format_size_approx(available)
-            ))
-            .into());
+            )));
         }
         cases.push(Box::new(LatencyCase {
             size,
             huge_pages: options.huge_pages,
             duration: options.duration,
-            sweep: sweep.clone(),
+            pin: ctx.runner.pin,
+            curve: curve.clone(),
         }));
     }
-    Ok((cases, sweep))
+    if cases.is_empty() {
+        return Err(usage("--sizes: no size to measure: give e.g. 4KiB,1GiB"));
+    }
+    Ok(cases)
 }
 
 /// The smallest data cache that holds `bytes`, by the sizes sysinfo read ("L1", …, "DRAM").
@@ -113,7 +105,12 @@ pub fn level_for(ctx: &Context, bytes: u64) -> String {
 }
 
 /// The lines to print after a sweep: where the latency steps up, next to the cache sizes.
-pub fn boundaries(ctx: &Context, curve: &[(u64, f64)]) -> Vec<String> {
+pub fn boundaries(ctx: &Context, results: &[&BenchResult]) -> Vec<String> {
+    let mut curve: Vec<(u64, f64)> = results
+        .iter()
+        .filter_map(|r| Some((r.params.working_set_bytes?, r.value)))
+        .collect();
+    curve.sort_by_key(|&(size, _)| size);
     let mut lines = Vec::new();
     for pair in curve.windows(2) {
         let ((s0, ns0), (s1, ns1)) = (pair[0], pair[1]);
@@ -153,7 +150,7 @@ pub fn link(region: &mut Region, seed: u64) -> *const u8 {
     let mut next: Vec<u32> = (0..nodes as u32).collect();
     let mut rng = seed;
     for i in (1..nodes).rev() {
-        let j = super::below(super::wyrand(&mut rng), i); // j < i: Sattolo, not Fisher–Yates
+        let j = super::case::below(super::case::wyrand(&mut rng), i); // j < i: Sattolo, not Fisher–Yates
         next.swap(i, j);
     }
     let base = region.as_ptr();
@@ -195,7 +192,9 @@ struct LatencyCase {
     size: u64,
     huge_pages: bool,
     duration: Duration,
-    sweep: Arc<Sweep>,
+    pin: bool,
+    /// (working set, median ns) of the sizes of the sweep measured so far, in order.
+    curve: Arc<Mutex<Vec<(u64, f64)>>>,
 }
 
 struct ChaseWorker {
@@ -281,20 +280,34 @@ impl Worker for ChaseWorker {
 }
 
 impl Case for LatencyCase {
-    fn id(&self) -> String {
-        format!(
-            "mem-latency-{}{}",
-            self.size,
-            if self.huge_pages { "-huge" } else { "" }
-        )
-    }
-
-    fn label(&self) -> String {
-        format!(
-            "mem latency {}{}",
-            format_size(self.size),
-            if self.huge_pages { " huge pages" } else { "" }
-        )
+    fn spec(&self) -> CaseSpec {
+        let size = self.size as usize / NODE * NODE;
+        let mut params = Params {
+            threads: Some(1),
+            pinned: Some(self.pin),
+            working_set_bytes: Some(size as u64),
+            duration_s: Some(self.duration.as_secs_f64()),
+            ..Params::default()
+        };
+        params
+            .other
+            .insert("huge_pages".into(), self.huge_pages.into());
+        params.other.insert("nodes".into(), (size / NODE).into());
+        CaseSpec {
+            id: format!(
+                "mem-latency-{}{}",
+                self.size,
+                if self.huge_pages { "-huge" } else { "" }
+            ),
+            label: format!(
+                "mem latency {}{}",
+                format_size(self.size),
+                if self.huge_pages { " huge pages" } else { "" }
+            ),
+            subsystem: Subsystem::Memory,
+            op: "latency".into(),
+            params,
+        }
     }
 
     fn estimate(&self, ctx: &Context) -> Duration {
@@ -304,7 +317,7 @@ impl Case for LatencyCase {
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {
-        let settings = ctx.runner.settings(1, Stop::Duration(self.duration));
+        let settings = RunSettings::new(&ctx.runner, 1, Stop::Duration(self.duration));
         let size = self.size as usize / NODE * NODE;
         let huge = if self.huge_pages {
             HugePages::Ask
@@ -331,89 +344,54 @@ impl Case for LatencyCase {
             .iter()
             .map(|r| r.wall.as_secs_f64() * 1e9 / r.units as f64)
             .collect();
-        let level = level_for(ctx, self.size);
-        let mut params = Params {
-            threads: Some(1),
-            pinned: Some(ctx.runner.pin),
-            working_set_bytes: Some(size as u64),
-            duration_s: Some(self.duration.as_secs_f64()),
-            ..Params::default()
-        };
-        params
-            .other
-            .insert("huge_pages".into(), self.huge_pages.into());
-        params.other.insert("nodes".into(), (size / NODE).into());
-        params
-            .other
-            .insert("cache_level".into(), level.clone().into());
-        let info = CaseInfo {
-            id: self.id(),
-            subsystem: Subsystem::Memory,
-            op: "latency".into(),
-            params,
-            metric: "latency".into(),
-            unit: "ns".into(),
-            counting: format!(
-                "the thread's CPU time / dependent loads (time descheduled is not counted; the \
-                 wall-clock value is extra latency_wall); one 8-byte load per 64-byte node, nodes in a random \
-                 single cycle (Sattolo); {} pages",
-                if self.huge_pages {
-                    "transparent huge"
-                } else {
-                    "4 KiB"
-                }
-            ),
-        };
-        let Some(mut result) = BenchResult::from_samples(&ctx.host.hostname, info, samples.clone())
-        else {
-            bail!("no repetition produced a finite latency");
-        };
-        let ghz = *self.sweep.clock_ghz.get_or_init(clock_ghz);
-        if let Some(ghz) = ghz {
+        let counting = format!(
+            "the thread's CPU time / dependent loads (time descheduled is not counted; the \
+             wall-clock value is extra latency_wall); one 8-byte load per 64-byte node, nodes in a random \
+             single cycle (Sattolo); {} pages",
+            if self.huge_pages {
+                "transparent huge"
+            } else {
+                "4 KiB"
+            }
+        );
+        let mut result = self
+            .spec()
+            .measured(
+                &ctx.host.hostname,
+                "latency",
+                "ns",
+                counting,
+                samples.clone(),
+            )?
+            .walls(reps.iter().map(|r| r.wall))
+            .param("cache_level", level_for(ctx, self.size));
+        let value = result.value();
+        // Cycles at the clock the context measured (the one probe, by thread CPU time).
+        if let Some(ghz) = ctx.peaks.cpu.factors.measured_ghz.value {
             let cycles: Vec<f64> = samples.iter().map(|ns| ns * ghz).collect();
-            if let Some(stats) = Summary::of(&cycles) {
-                result.extra.push(Extra {
-                    metric: "latency_cycles".into(),
-                    unit: "cycles".into(),
-                    value: stats.median,
-                    stats,
-                });
-            }
-            result
-                .params
-                .other
-                .insert("clock_ghz_measured".into(), ghz.into());
+            result = result
+                .extra("latency_cycles", "cycles", &cycles)
+                .param("clock_ghz_measured", ghz);
         }
-        if let Some(stats) = Summary::of(&wall_ns) {
-            if stats.median > result.value * 1.1 {
-                result.warnings.push(format!(
-                    "the thread was off its core {:.0} % of the wall time (other work on the \
-                     machine); the value counts only its CPU time; close other work for a \
-                     cleaner curve",
-                    (1.0 - result.value / stats.median) * 100.0
-                ));
-            }
-            result.extra.push(Extra {
-                metric: "latency_wall".into(),
-                unit: "ns".into(),
-                value: stats.median,
-                stats,
-            });
+        if let Some(wall) = Summary::of(&wall_ns)
+            && wall.median > value * 1.1
+        {
+            result = result.warn([format!(
+                "the thread was off its core {:.0} % of the wall time (other work on the \
+                 machine); the value counts only its CPU time; close other work for a \
+                 cleaner curve",
+                (1.0 - value / wall.median) * 100.0
+            )]);
         }
-        let mut curve = self.sweep.curve.lock().unwrap();
+        result = result.extra("latency_wall", "ns", &wall_ns);
+        let mut curve = self.curve.lock().unwrap();
         if let Some(&(previous, ns)) = curve.last()
             && previous < self.size
         {
-            result
-                .params
-                .other
-                .insert("step_from_previous".into(), (result.value / ns).into());
+            result = result.param("step_from_previous", value / ns);
         }
-        curve.push((self.size, result.value));
-        let mut warnings = runner::repetition_warnings(&reps, result.stats.cv);
-        warnings.append(&mut result.warnings);
-        result.warnings = warnings;
-        Ok(result)
+        curve.push((self.size, value));
+        Ok(result.finish())
     }
 }
 

@@ -34,7 +34,7 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The reference for a case: the tool that measures the same thing, or a note why none does.
 pub fn for_case(case: &BandwidthCase) -> Reference {
-    let suffix = if case.isa == super::Isa::Avx512 {
+    let suffix = if case.isa == super::kernels::Isa::Avx512 {
         "_avx512"
     } else {
         "_avx"
@@ -48,7 +48,9 @@ pub fn for_case(case: &BandwidthCase) -> Reference {
         MemOp::Copy | MemOp::StreamCopy if nt => format!("copy_mem{suffix}"),
         MemOp::Copy | MemOp::StreamCopy => format!("copy{suffix}"),
         MemOp::StreamTriad if nt => format!("stream_mem{suffix}"),
-        MemOp::StreamTriad if case.isa == super::Isa::Avx512 => "stream_avx512_fma".to_string(),
+        MemOp::StreamTriad if case.isa == super::kernels::Isa::Avx512 => {
+            "stream_avx512_fma".to_string()
+        }
         MemOp::StreamTriad => format!("stream{suffix}"),
         MemOp::StreamScale | MemOp::StreamAdd => {
             return LIKWID.failed(

@@ -35,12 +35,14 @@ fn connect(addr: SocketAddr) -> Result<TcpStream> {
     })
 }
 
-/// Runs one test; `warmup` and `count` apply to latency tests.
+/// Runs one test; `warmup` and `count` apply to latency tests; with `pin`, stream i runs on
+/// the i-th CPU.
 pub fn run_test(
     server: SocketAddr,
     spec: &TestSpec,
     warmup: Duration,
     count: Option<u64>,
+    pin: bool,
 ) -> Result<Outcome> {
     let stream = connect(server)?;
     stream.set_nodelay(true)?;
@@ -72,8 +74,8 @@ pub fn run_test(
             let stop = AtomicBool::new(false);
             let end = Instant::now() + omit + duration + Duration::from_secs(15);
             let (window, sent) = std::thread::scope(|scope| {
-                let sender =
-                    scope.spawn(|| data::send(&sockets, msg, token, spec.rate_bps, &stop, end));
+                let sender = scope
+                    .spawn(|| data::send(&sockets, msg, token, spec.rate_bps, &stop, end, pin));
                 let answer = control.recv(end);
                 stop.store(true, Ordering::SeqCst);
                 let sent = sender.join().expect("sender thread panicked")?;
@@ -95,16 +97,24 @@ pub fn run_test(
             let mut sent = Vec::new();
             let watch = control.stream().try_clone()?;
             let gone = || super::proto::peer_closed(&watch);
-            let (window, udp) = data::receive(&sockets, token, omit, duration, gone, |_| {
-                control.send(&Msg::Stop)?;
-                match control.recv(end)? {
-                    Msg::Sent { per_stream } => {
-                        sent = per_stream.clone();
-                        Ok(per_stream)
+            let (window, udp) = data::receive(
+                &sockets,
+                token,
+                omit,
+                duration,
+                gone,
+                |_| {
+                    control.send(&Msg::Stop)?;
+                    match control.recv(end)? {
+                        Msg::Sent { per_stream } => {
+                            sent = per_stream.clone();
+                            Ok(per_stream)
+                        }
+                        _ => bail!("the server answered out of turn"),
                     }
-                    _ => bail!("the server answered out of turn"),
-                }
-            })?;
+                },
+                pin,
+            )?;
             Ok(Outcome::Throughput { window, udp, sent })
         }
         (Mode::Latency, _) => {
@@ -115,6 +125,7 @@ pub fn run_test(
                     .map(|i| {
                         let sockets = &sockets;
                         scope.spawn(move || {
+                            data::pin_stream(pin, i)?;
                             data::ping_pong(sockets, i, msg, warmup, deadline, count)
                         })
                     })

@@ -88,6 +88,14 @@ fn payload(len: usize) -> Vec<u8> {
 
 /// Sends on every stream until `stop` is set or `deadline` passes; returns what each stream
 /// sent (bytes for TCP, datagrams for UDP). `rate_bps` paces each UDP stream.
+/// With `--pin`, the thread of stream i runs on the i-th CPU, as worker i of every case does.
+pub fn pin_stream(pin: bool, index: usize) -> Result<()> {
+    match crate::runner::cpu_for(pin, index) {
+        Some(cpu) => crate::runner::pin_to(cpu),
+        None => Ok(()),
+    }
+}
+
 pub fn send(
     sockets: &Sockets,
     msg: usize,
@@ -95,16 +103,29 @@ pub fn send(
     rate_bps: Option<u64>,
     stop: &AtomicBool,
     deadline: Instant,
+    pin: bool,
 ) -> Result<Vec<u64>> {
     std::thread::scope(|scope| {
         let handles: Vec<_> = match sockets {
             Sockets::Tcp(streams) => streams
                 .iter()
-                .map(|s| scope.spawn(move || send_tcp(s, msg, stop, deadline)))
+                .enumerate()
+                .map(|(i, s)| {
+                    scope.spawn(move || {
+                        pin_stream(pin, i)?;
+                        send_tcp(s, msg, stop, deadline)
+                    })
+                })
                 .collect(),
             Sockets::Udp(socks) => socks
                 .iter()
-                .map(|s| scope.spawn(move || send_udp(s, msg, token, rate_bps, stop, deadline)))
+                .enumerate()
+                .map(|(i, s)| {
+                    scope.spawn(move || {
+                        pin_stream(pin, i)?;
+                        send_udp(s, msg, token, rate_bps, stop, deadline)
+                    })
+                })
                 .collect(),
         };
         handles
@@ -222,6 +243,7 @@ pub fn receive(
     duration: Duration,
     gone: impl Fn() -> bool,
     end_window: impl FnOnce(&Window) -> Result<Vec<u64>>,
+    pin: bool,
 ) -> Result<(Window, Vec<UdpCounts>)> {
     let n = sockets.len();
     let counters = Counters {
@@ -236,12 +258,22 @@ pub fn receive(
             Sockets::Tcp(streams) => streams
                 .iter()
                 .enumerate()
-                .map(|(i, s)| scope.spawn(move || receive_tcp(s, i, counters).map(|()| None)))
+                .map(|(i, s)| {
+                    scope.spawn(move || {
+                        pin_stream(pin, i)?;
+                        receive_tcp(s, i, counters).map(|()| None)
+                    })
+                })
                 .collect(),
             Sockets::Udp(socks) => socks
                 .iter()
                 .enumerate()
-                .map(|(i, s)| scope.spawn(move || receive_udp(s, i, token, counters).map(Some)))
+                .map(|(i, s)| {
+                    scope.spawn(move || {
+                        pin_stream(pin, i)?;
+                        receive_udp(s, i, token, counters).map(Some)
+                    })
+                })
                 .collect(),
         };
         let snapshot = || -> Vec<u64> {
@@ -633,6 +665,7 @@ mod tests {
                     Some(8_000_000),
                     &stop,
                     Instant::now() + Duration::from_secs(5),
+                    false,
                 )
             });
             receive(
@@ -645,6 +678,7 @@ mod tests {
                     stop.store(true, Ordering::SeqCst);
                     Ok(sender.join().unwrap().unwrap())
                 },
+                false,
             )
             .unwrap()
         });

@@ -14,40 +14,28 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::names::named_enum;
+
 /// Version of the control protocol; a server refuses any other.
 pub const VERSION: u32 = 1;
 /// Longest control line accepted, newline included.
 pub const MAX_LINE: usize = 4096;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Proto {
-    Tcp,
-    Udp,
-}
-
-impl Proto {
-    pub fn name(self) -> &'static str {
-        match self {
-            Proto::Tcp => "tcp",
-            Proto::Udp => "udp",
-        }
+named_enum! {
+    /// A transport protocol.
+    pub enum Proto {
+        Tcp = "tcp",
+        Udp = "udp",
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    Throughput,
-    Latency,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Throughput => "throughput",
-            Mode::Latency => "latency",
-        }
+named_enum! {
+    /// What a test measures.
+    pub enum Mode {
+        /// bytes per second of a one-way stream
+        Throughput = "throughput" | "bw",
+        /// round-trip time of a ping-pong
+        Latency = "latency" | "rtt" | "pingpong",
     }
 }
 

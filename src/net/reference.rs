@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use super::Target;
 use super::proto::{Mode, Proto, TestSpec};
+use crate::plan::Context;
 use crate::reference::{Tool, command_line, last_line, run_bounded};
 use crate::result::Reference;
-use crate::session::Context;
 
 const IPERF3: Tool = Tool {
     name: "iperf3",
@@ -78,14 +78,14 @@ fn iperf3(spec: &TestSpec, target: &Target) -> Reference {
     let Some(program) = IPERF3.path() else {
         return IPERF3.missing("iperf3 -c …");
     };
-    let local = target.loopback;
+    let local = target.loopback();
     let (host, port) = if local {
         match free_port(false) {
             Some(p) => ("127.0.0.1".to_string(), p),
             None => return IPERF3.failed("iperf3 -s", "no free loopback port"),
         }
     } else {
-        (target.addr.ip().to_string(), 5201)
+        (target.remote_ip(), 5201)
     };
     let mut args: Vec<String> = vec![
         "-c".into(),
@@ -232,7 +232,7 @@ fn sockperf(spec: &TestSpec, target: &Target) -> Reference {
     let Some(program) = SOCKPERF.path() else {
         return SOCKPERF.missing("sockperf pp …");
     };
-    let local = target.loopback;
+    let local = target.loopback();
     let tcp = spec.proto == Proto::Tcp;
     let (host, port) = if local {
         match free_port(!tcp) {
@@ -240,7 +240,7 @@ fn sockperf(spec: &TestSpec, target: &Target) -> Reference {
             None => return SOCKPERF.failed("sockperf sr", "no free loopback port"),
         }
     } else {
-        (target.addr.ip().to_string(), 11111)
+        (target.remote_ip(), 11111)
     };
     let msg = spec.msg_bytes.max(SOCKPERF_MIN_MSG);
     let mut args: Vec<String> = vec!["pp".into()];

@@ -183,14 +183,16 @@ fn handle(stream: TcpStream, peer: SocketAddr, say: &impl Fn(String)) -> Result<
                         other => bail!("expected sent, got {}", kind(&other)),
                     }
                 },
+                false,
             )?;
             control.send(&Msg::Final { udp })?;
         }
         (Mode::Throughput, true) => {
             let stop = AtomicBool::new(false);
             let sent = std::thread::scope(|scope| {
-                let sender = scope
-                    .spawn(|| data::send(&sockets, msg, token, spec.rate_bps, &stop, deadline));
+                let sender = scope.spawn(|| {
+                    data::send(&sockets, msg, token, spec.rate_bps, &stop, deadline, false)
+                });
                 let asked = control.recv(deadline);
                 stop.store(true, Ordering::SeqCst);
                 let sent = sender.join().expect("sender thread panicked")?;

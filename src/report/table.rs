@@ -1,19 +1,8 @@
 //! The human table (stdout) and the same rows as Markdown.
 
 use crate::result::{BenchResult, Params, Report};
+use crate::text::{Align, Table};
 use crate::units::{format_size, format_value};
-
-const HEADERS: [&str; 9] = [
-    "case",
-    "value",
-    "unit",
-    "cv",
-    "min … max",
-    "peak",
-    "eff",
-    "reference",
-    "ratio",
-];
 
 /// A compact description of a case's parameters, e.g. "f64 avx512 fma 2T".
 pub fn describe_params(p: &Params) -> String {
@@ -115,28 +104,15 @@ fn footer(report: &Report, out: &mut String) {
 
 /// The human table: one aligned row per result, then how ops are counted, then warnings.
 pub fn render_table(report: &Report) -> String {
-    let rows: Vec<[String; 9]> = report.results.iter().map(row).collect();
-    let mut widths = HEADERS.map(|h| h.chars().count());
-    for r in &rows {
-        for (w, cell) in widths.iter_mut().zip(r) {
-            *w = (*w).max(cell.chars().count());
-        }
+    let right = |h| (h, Align::Right);
+    let left = |h| (h, Align::Left);
+    let mut table = Table::new(&HEADERS.map(|h| match h {
+        "case" | "unit" | "reference" => left(h),
+        _ => right(h),
+    }));
+    for result in &report.results {
+        table.row(row(result));
     }
-    let line = |cells: &[String]| -> String {
-        let mut text = String::new();
-        for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
-            let pad = width - cell.chars().count();
-            if i == 0 || i == 2 || i == 7 {
-                text.push_str(cell);
-                text.push_str(&" ".repeat(pad));
-            } else {
-                text.push_str(&" ".repeat(pad));
-                text.push_str(cell);
-            }
-            text.push_str("  ");
-        }
-        text.trim_end().to_string() + "\n"
-    };
     let mut out = format!(
         "peakbench {} on {} ({}), {}\n\n",
         report.tool.version,
@@ -144,13 +120,22 @@ pub fn render_table(report: &Report) -> String {
         report.host.cpu.model_name,
         status_word(report)
     );
-    out.push_str(&line(&HEADERS.map(String::from)));
-    for r in &rows {
-        out.push_str(&line(r));
-    }
+    out.push_str(&table.render());
     footer(report, &mut out);
     out
 }
+
+const HEADERS: [&str; 9] = [
+    "case",
+    "value",
+    "unit",
+    "cv",
+    "min … max",
+    "peak",
+    "eff",
+    "reference",
+    "ratio",
+];
 
 fn status_word(report: &Report) -> &'static str {
     match report.status {

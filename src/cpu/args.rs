@@ -1,0 +1,158 @@
+//! The flags of `peakbench cpu` and `peakbench cpu linpack`.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::names::named_enum;
+use crate::options::{positive_count, positive_duration, positive_u32, thread_count};
+use crate::peak::{Isa, Precision};
+use crate::runner::Scaling;
+
+named_enum! {
+    /// A precision as users list it: one element type, or a width that stands for several.
+    pub enum PrecisionChoice {
+        I8 = "i8",
+        I16 = "i16",
+        I32 = "i32",
+        I64 = "i64",
+        /// 16-bit float (needs AVX512-FP16)
+        F16 = "f16",
+        F32 = "f32",
+        F64 = "f64",
+        /// quarter precision, 8 bit: i8 (x86 has no 8-bit float arithmetic)
+        Qp = "qp",
+        /// half precision, 16 bit: f16 and i16
+        Hp = "hp",
+        /// single precision, 32 bit: f32 and i32
+        Sp = "sp",
+        /// double precision, 64 bit: f64 and i64
+        Dp = "dp",
+    }
+}
+
+impl PrecisionChoice {
+    /// The element types this choice stands for.
+    pub fn precisions(self) -> &'static [Precision] {
+        match self {
+            PrecisionChoice::I8 | PrecisionChoice::Qp => &[Precision::I8],
+            PrecisionChoice::I16 => &[Precision::I16],
+            PrecisionChoice::I32 => &[Precision::I32],
+            PrecisionChoice::I64 => &[Precision::I64],
+            PrecisionChoice::F16 => &[Precision::F16],
+            PrecisionChoice::F32 => &[Precision::F32],
+            PrecisionChoice::F64 => &[Precision::F64],
+            PrecisionChoice::Hp => &[Precision::F16, Precision::I16],
+            PrecisionChoice::Sp => &[Precision::F32, Precision::I32],
+            PrecisionChoice::Dp => &[Precision::F64, Precision::I64],
+        }
+    }
+}
+
+named_enum! {
+    /// An ISA as users list it: one ISA, or the widest or all the CPU has.
+    pub enum IsaChoice {
+        Scalar = "scalar",
+        /// 128-bit SSE2
+        Sse = "sse" | "sse2",
+        /// 256-bit AVX2 (integer) and AVX (float)
+        Avx2 = "avx2" | "avx",
+        /// 512-bit AVX-512
+        Avx512 = "avx512",
+        /// the widest ISA this CPU has
+        Auto = "auto",
+        /// every ISA this CPU has
+        All = "all",
+    }
+}
+
+impl IsaChoice {
+    /// The ISAs this choice stands for on a CPU that has `available` (narrowest first).
+    pub fn isas(self, available: &[Isa]) -> Vec<Isa> {
+        let widest = *available.last().unwrap_or(&Isa::Scalar);
+        match self {
+            IsaChoice::Scalar => vec![Isa::Scalar],
+            IsaChoice::Sse => vec![Isa::Sse],
+            IsaChoice::Avx2 => vec![Isa::Avx2],
+            IsaChoice::Avx512 => vec![Isa::Avx512],
+            IsaChoice::Auto => vec![widest],
+            IsaChoice::All => available.to_vec(),
+        }
+    }
+}
+
+named_enum! {
+    /// Whether floating-point kernels use fused multiply-add.
+    pub enum FmaChoice {
+        /// fused multiply-add
+        Yes = "yes",
+        /// separate multiplies and adds
+        No = "no",
+        /// one case of each
+        Both = "both",
+    }
+}
+
+impl FmaChoice {
+    pub fn values(self) -> &'static [bool] {
+        match self {
+            FmaChoice::Yes => &[true],
+            FmaChoice::No => &[false],
+            FmaChoice::Both => &[true, false],
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct CpuArgs {
+    /// Precisions (list)
+    #[arg(
+        long,
+        short = 'p',
+        value_name = "LIST",
+        value_delimiter = ',',
+        ignore_case = true,
+        default_value = "f64,f32,i64,i32,i16,i8"
+    )]
+    pub precision: Vec<PrecisionChoice>,
+    /// ISAs (list)
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        ignore_case = true,
+        default_value = "auto"
+    )]
+    pub isa: Vec<IsaChoice>,
+    /// Floating-point kernels with fused multiply-add, without (separate adds and multiplies), or both
+    #[arg(long, value_enum, default_value = "yes")]
+    pub fma: FmaChoice,
+    /// Thread counts (list; default: 1 and every CPU)
+    #[arg(long, short = 't', value_name = "LIST", value_delimiter = ',', value_parser = thread_count)]
+    pub threads: Option<Vec<usize>>,
+    /// strong: a fixed total of work split among threads; weak: the same work per thread
+    #[arg(long, value_enum, default_value = "strong")]
+    pub scaling: Scaling,
+    /// Work of one repetition in ops (total for strong, per thread for weak), e.g. 100G
+    #[arg(long, value_name = "COUNT", value_parser = positive_count)]
+    pub ops: Option<u64>,
+    /// Size the work so that one thread needs about this long per repetition
+    #[arg(long, short = 'd', default_value = "1s", value_name = "DURATION", value_parser = positive_duration)]
+    pub duration: Duration,
+    /// Sampling run: record this many samples with all threads busy (e.g. 600)
+    #[arg(long, value_name = "N", value_parser = positive_u32)]
+    pub samples: Option<u32>,
+    /// Length of one sample of a sampling run
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = positive_duration, requires = "samples")]
+    pub interval: Duration,
+}
+
+#[derive(Args, Debug)]
+pub struct LinpackArgs {
+    /// Orders of the system (list), e.g. 1000,5000,10000
+    #[arg(long, short = 'n', value_name = "LIST", value_delimiter = ',', default_value = "2000", value_parser = positive_count)]
+    pub n: Vec<u64>,
+    /// Thread counts (list; default: every CPU)
+    #[arg(long, short = 't', value_name = "LIST", value_delimiter = ',', value_parser = thread_count)]
+    pub threads: Option<Vec<usize>>,
+}

@@ -1,0 +1,273 @@
+//! One disk case: the job it runs, how it counts, and what it reports.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::engine::{DiskWorker, Job};
+use super::plan::Target;
+use super::{Engine, IOPS_HEADLINE_BELOW, Op, Stopping, fio};
+use crate::peak::PeakRef;
+use crate::plan::{Case, CaseSpec, Context};
+use crate::result::{BenchResult, Params, Subsystem};
+use crate::runner::{self, RunSettings, Stop};
+use crate::units::format_size_approx;
+
+/// One disk experiment.
+pub struct DiskCase {
+    pub op: Op,
+    pub block: u64,
+    pub threads: usize,
+    pub qd: u32,
+    /// I/Os queued per io_uring submission (at most `qd`).
+    pub batch: u32,
+    pub direct: bool,
+    pub engine: Engine,
+    pub stop: Stopping,
+    pub ramp: Duration,
+    pub rwmix_read: u32,
+    pub fsync_every: Option<u64>,
+    /// Bytes of the file each thread works in.
+    pub region: u64,
+    /// Threads pinned to CPUs (`--pin`), for the record.
+    pub pin: bool,
+    pub(super) target: Arc<Target>,
+    pub(super) notes: Vec<String>,
+}
+
+impl DiskCase {
+    fn io_mode(&self) -> &'static str {
+        if self.direct { "direct" } else { "buffered" }
+    }
+
+    fn end_fsync(&self) -> bool {
+        self.op.writes() && !self.direct
+    }
+
+    fn iops_headline(&self) -> bool {
+        self.block < IOPS_HEADLINE_BELOW
+    }
+
+    fn counting(&self, verify: bool) -> String {
+        let mut text = format!(
+            "bytes = {} B block × I/Os completed by all {} threads (reads and writes), per \
+             repetition wall time (first thread start to last thread end); MB = 10^6 B; IOPS = \
+             the same I/Os per second; ramp {} excluded; latency per I/O from submission to \
+             completion; each thread works in its own {} B region of the file",
+            self.block,
+            self.threads,
+            humantime::format_duration(self.ramp),
+            self.region
+        );
+        if self.op == Op::Rewrite {
+            text.push_str("; rewrite: each block read, then written back in place (2 I/Os)");
+        }
+        if self.op == Op::ReadWrite {
+            text.push_str(&format!("; {} % reads, drawn per I/O", self.rwmix_read));
+        }
+        if self.op.writes() {
+            text.push_str(
+                "; writes carry fresh data: incompressible random buffers with each 4 KiB \
+                 stamped with its offset and a new sequence number (16 B) before each write",
+            );
+            match self.fsync_every {
+                Some(n) => text.push_str(&format!("; fsync after every {n} writes per thread")),
+                None => text.push_str("; no periodic fsync"),
+            }
+            if self.end_fsync() {
+                text.push_str(
+                    "; buffered: one fsync per thread at the end, inside the timed region",
+                );
+            }
+        }
+        if self.op.reads() {
+            text.push_str(if verify {
+                "; reads check the offset stamps (one per 4 KiB) at both ends of each block, \
+                 and every stamp of one read's block in 64 per thread"
+            } else {
+                "; content check off: fio wrote to the file in an earlier --reference run"
+            });
+        }
+        text
+    }
+}
+
+impl Case for DiskCase {
+    fn spec(&self) -> CaseSpec {
+        let mut params = Params {
+            threads: Some(self.threads),
+            block_bytes: Some(self.block),
+            file_bytes: Some(self.target.data_bytes()),
+            queue_depth: Some(self.qd),
+            engine: Some(self.engine.name().into()),
+            direct: Some(self.direct),
+            pinned: Some(self.pin),
+            ..Default::default()
+        };
+        if let Stopping::Duration(d) = self.stop {
+            params.duration_s = Some(d.as_secs_f64());
+        }
+        let other = &mut params.other;
+        other.insert("io".into(), self.io_mode().into());
+        other.insert("ramp_s".into(), self.ramp.as_secs_f64().into());
+        other.insert("region_bytes".into(), self.region.into());
+        if self.engine == Engine::IoUring {
+            other.insert("submit_batch".into(), self.batch.into());
+        }
+        if let Stopping::Bytes(b) = self.stop {
+            other.insert("bytes_per_repetition".into(), b.into());
+        }
+        if self.op == Op::ReadWrite {
+            other.insert("rwmix_read_pct".into(), self.rwmix_read.into());
+        }
+        if self.op.writes() {
+            other.insert("fsync_every".into(), self.fsync_every.into());
+            other.insert("end_fsync".into(), self.end_fsync().into());
+        }
+        CaseSpec {
+            id: format!(
+                "disk-{}-b{}-t{}-qd{}-{}-{}",
+                self.op.name(),
+                self.block,
+                self.threads,
+                self.qd,
+                self.io_mode(),
+                self.engine.name()
+            ),
+            label: format!(
+                "disk {} {} t{} qd{} {} {}",
+                self.op.name(),
+                format_size_approx(self.block),
+                self.threads,
+                self.qd,
+                self.io_mode(),
+                self.engine.name()
+            ),
+            subsystem: Subsystem::Disk,
+            op: self.op.name().into(),
+            params,
+        }
+    }
+
+    fn estimate(&self, ctx: &Context) -> Duration {
+        let per_rep = match self.stop {
+            Stopping::Duration(d) => d,
+            Stopping::Bytes(b) => Duration::from_secs_f64(b as f64 / 500e6),
+        };
+        per_rep * ctx.runner.repetitions + self.ramp + Duration::from_millis(50)
+    }
+
+    fn run(&self, ctx: &Context) -> Result<BenchResult> {
+        let file = self.target.open()?;
+        file.drop_cached_pages()?;
+        let verify = file.verifiable();
+        let job = Job {
+            op: self.op,
+            block: self.block,
+            qd: self.qd,
+            batch: self.batch,
+            direct: self.direct,
+            engine: self.engine,
+            rwmix_read: self.rwmix_read,
+            fsync_every: self.fsync_every,
+            end_fsync: self.end_fsync(),
+            verify,
+            tag: file.tag,
+            data_offset: file.data_offset,
+            region: self.region,
+        };
+        let stop = match self.stop {
+            Stopping::Duration(d) => Stop::Duration(d),
+            Stopping::Bytes(b) => Stop::Work((b / self.block).max(1)),
+        };
+        let mut settings = RunSettings::new(&ctx.runner, self.threads, stop);
+        settings.warmup = self.ramp;
+        settings.watch = Some(Duration::from_millis(10));
+        let reps = runner::measure(&settings, |i| DiskWorker::new(&job, &file.path, i))?;
+        let mbps: Vec<f64> = reps.iter().map(|r| r.units_per_sec() / 1e6).collect();
+        let iops: Vec<f64> = reps.iter().map(|r| r.ops_per_sec()).collect();
+        let (metric, unit, samples, extra) = if self.iops_headline() {
+            ("iops", "IOPS", iops, ("throughput", "MB/s", mbps))
+        } else {
+            ("throughput", "MB/s", mbps, ("iops", "IOPS", iops))
+        };
+        let checked: u64 = reps
+            .iter()
+            .flat_map(|r| &r.threads)
+            .map(|t| t.checksum)
+            .sum();
+        let factor = if self.iops_headline() {
+            &ctx.peaks.disk.iops
+        } else {
+            &ctx.peaks.disk.mbps
+        };
+        let peak = factor.value.map(|value| PeakRef {
+            value,
+            unit: unit.into(),
+            source: format!("the device's rating ({}: {})", factor.source, factor.detail),
+        });
+        let memory = ctx
+            .host
+            .memory
+            .total_bytes
+            .max(ctx.host.memory.available_bytes);
+        let cached = (!self.direct && self.op.reads() && file.data_bytes <= memory).then(|| {
+            format!(
+                "buffered reads of a {} file that fits in the page cache ({} of memory) may \
+                 measure RAM, not the disk: drop --buffered, or give --size larger than memory",
+                format_size_approx(file.data_bytes),
+                format_size_approx(memory)
+            )
+        });
+        let mut result = self
+            .spec()
+            .measured(
+                &ctx.host.hostname,
+                metric,
+                unit,
+                self.counting(verify),
+                samples,
+            )?
+            .walls(reps.iter().map(|r| r.wall))
+            .param(
+                "bytes_moved",
+                reps.iter().map(|r| r.units).collect::<Vec<_>>(),
+            )
+            .param("stamps_checked", checked)
+            .param("path", file.path.display().to_string())
+            .extra(extra.0, extra.1, &extra.2)
+            .latency(reps.iter().filter_map(|r| r.latency.as_ref()))
+            .peak(peak)
+            .warn(self.notes.iter().cloned())
+            .warn(cached);
+        if ctx.runner.reference {
+            let job = fio::FioJob {
+                path: &file.path,
+                op: self.op,
+                rwmix_read: self.rwmix_read,
+                block: self.block,
+                threads: self.threads,
+                qd: self.qd,
+                batch: self.batch,
+                huge_iomem: fio::huge_iomem_fits(self.threads, self.qd, self.block),
+                engine: self.engine,
+                direct: self.direct,
+                data_offset: file.data_offset,
+                region: self.region,
+                fsync_every: self.fsync_every,
+                end_fsync: self.end_fsync(),
+                stop: self.stop,
+                ramp: self.ramp,
+                iops_headline: self.iops_headline(),
+                cpus: ctx.runner.pin.then(runner::online_cpus),
+            };
+            let reference = job.run()?;
+            if job.op.writes() && reference.value.is_some() {
+                file.mark_foreign_writes();
+            }
+            result = result.reference(reference);
+        }
+        Ok(result.finish())
+    }
+}

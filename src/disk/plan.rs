@@ -1,0 +1,354 @@
+//! `peakbench disk`'s options checked against the target and expanded into cases; nothing is
+//! created yet.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::args::DiskArgs;
+use super::case::DiskCase;
+use super::engine;
+use super::file::{self, Place, TargetError, TargetSpec, TestFile};
+use super::{DirectChoice, Engine, EngineChoice, Op, Stopping};
+use crate::error::usage;
+use crate::options::unique;
+use crate::plan::{Case, Cases, Context};
+use crate::units::format_size_approx;
+
+/// Validated disk settings; what [`plan`] expands. Constructible from code (presets).
+#[derive(Clone, Debug, Serialize)]
+pub struct DiskOptions {
+    pub ops: Vec<Op>,
+    pub blocks: Vec<u64>,
+    pub threads: Vec<usize>,
+    pub qds: Vec<u32>,
+    /// I/Os queued per io_uring submission.
+    pub batch: u32,
+    /// Bytes of the test file's data region.
+    pub size: u64,
+    pub stop: Stopping,
+    /// Unmeasured time before each case's repetitions.
+    pub ramp: Duration,
+    pub dir: PathBuf,
+    pub file: Option<PathBuf>,
+    pub direct: DirectChoice,
+    pub engine: EngineChoice,
+    pub rwmix_read: u32,
+    pub fsync_every: Option<u64>,
+    pub keep: bool,
+    pub size_fit: bool,
+    pub allow_device_write: Option<PathBuf>,
+}
+
+impl DiskOptions {
+    pub fn from_args(args: &DiskArgs, ramp: Duration) -> DiskOptions {
+        DiskOptions {
+            ops: unique(&args.op),
+            blocks: unique(&args.block),
+            threads: unique(&args.threads),
+            qds: unique(&args.qd),
+            batch: args.batch,
+            size: args.size,
+            stop: match args.bytes {
+                Some(b) => Stopping::Bytes(b),
+                None => Stopping::Duration(args.duration),
+            },
+            ramp,
+            dir: args.dir.clone(),
+            file: args.file.clone(),
+            direct: if args.buffered {
+                DirectChoice::Never
+            } else if args.buffered_if_unaligned {
+                DirectChoice::WhereAligned
+            } else {
+                DirectChoice::Always
+            },
+            engine: args.engine,
+            rwmix_read: args.rwmix,
+            fsync_every: args.fsync,
+            keep: args.keep,
+            size_fit: args.size_fit,
+            allow_device_write: args.allow_device_write.clone(),
+        }
+    }
+}
+
+/// The test file of a plan: created by the first case that runs, shared by all of them, and
+/// removed when the last of them is dropped.
+pub struct Target {
+    spec: TargetSpec,
+    file: Mutex<Option<Arc<TestFile>>>,
+}
+
+impl Target {
+    /// Bytes of the data region the cases work in.
+    pub fn data_bytes(&self) -> u64 {
+        self.spec.data_bytes
+    }
+
+    pub(super) fn open(&self) -> Result<Arc<TestFile>> {
+        let mut slot = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(file) = slot.as_ref() {
+            return Ok(file.clone());
+        }
+        let flag = match self.spec.place {
+            Place::Dir(_) => "--dir",
+            Place::File(_) | Place::Device(_) => "--file",
+        };
+        let file = Arc::new(file::open(&self.spec).map_err(|e| name_flag(e, flag))?);
+        *slot = Some(file.clone());
+        Ok(file)
+    }
+}
+
+/// Checks the target and expands the options into cases; nothing is created yet.
+pub fn plan(opts: &DiskOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
+    plan_with_notes(opts, ctx).map(|(cases, _)| cases)
+}
+
+/// The usage error for a target the user gave with `flag` (`--dir` or `--file`).
+fn target_usage(error: TargetError, flag: &str) -> anyhow::Error {
+    use TargetError as E;
+    let fix = match &error {
+        E::Missing { .. } => format!("give an existing path with {flag}"),
+        E::NotADirectory { .. } => {
+            "give the directory the test file goes in with --dir, or its path with --file".into()
+        }
+        E::ReadOnly { .. } => format!("give a writable {flag}"),
+        E::FreeSpaceUnknown { .. } | E::TooLittleRoom { .. } | E::NotWritable { .. } => {
+            format!("give another {flag}")
+        }
+        E::NoSpace { .. } => {
+            return usage(format!(
+                "--size: {error}: give a smaller --size or another {flag}"
+            ));
+        }
+        E::TooSmall { .. } => {
+            return usage(format!(
+                "--size: {error}: give a smaller --size, or remove the file or give another {flag}"
+            ));
+        }
+        E::NotRegular { .. } => {
+            "give a new path, or a block device with --allow-device-write".into()
+        }
+        E::Foreign { .. } => "peakbench never writes to a file it did not create: give a new \
+                               path or use --dir"
+            .into(),
+        E::Unreadable { .. } => "give a new path".into(),
+        E::DeviceNotAllowed { path } => format!(
+            "peakbench writes to a device only when it is named with --allow-device-write {} \
+             and is unmounted, unused and blank",
+            path.display()
+        ),
+        E::DeviceInUse { .. } => {
+            return usage(format!(
+                "--allow-device-write: {error}; peakbench will not write to it"
+            ));
+        }
+    };
+    usage(format!("{flag}: {error}: {fix}"))
+}
+
+/// Turns a target error anywhere in `error`'s chain into the usage error naming `flag`.
+pub(super) fn name_flag(error: anyhow::Error, flag: &str) -> anyhow::Error {
+    match error.downcast::<TargetError>() {
+        Ok(target) => target_usage(target, flag),
+        Err(other) => other,
+    }
+}
+
+/// [`plan`], with the notes (e.g. an engine fallback) also put in each result's warnings.
+pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<String>)> {
+    let mut notes = Vec::new();
+    let mut fitted;
+    let mut opts = opts;
+    if opts.size_fit
+        && opts.file.is_none()
+        && let Some(size) =
+            file::fitting_size(&opts.dir, opts.size).map_err(|e| name_flag(e, "--dir"))?
+    {
+        notes.push(format!(
+            "a {} test file does not fit in {}: using {} (--size-fit); give --dir on a larger \
+             file system for the full size",
+            format_size_approx(opts.size),
+            opts.dir.display(),
+            format_size_approx(size)
+        ));
+        fitted = opts.clone();
+        fitted.size = size;
+        opts = &fitted;
+    }
+    let spec = target_spec(opts)?;
+    let engine = match opts.engine {
+        EngineChoice::Sync => Engine::Sync,
+        EngineChoice::IoUring => match engine::new_ring(1) {
+            Ok(_) => Engine::IoUring,
+            Err(e) => {
+                return Err(usage(format!(
+                    "--engine io_uring: the kernel refuses io_uring ({e}): give --engine sync or auto"
+                )));
+            }
+        },
+        EngineChoice::Auto => match engine::new_ring(1) {
+            Ok(_) => Engine::IoUring,
+            Err(e) => {
+                notes.push(format!(
+                    "io_uring is not available ({e}): running the sync engine (pread/pwrite), \
+                     one I/O in flight per thread; check /proc/sys/kernel/io_uring_disabled or \
+                     the container's seccomp profile to use queue depths"
+                ));
+                Engine::Sync
+            }
+        },
+    };
+    let mut qds = opts.qds.clone();
+    if engine == Engine::Sync && qds.iter().any(|&q| q > 1) {
+        if opts.engine == EngineChoice::Sync {
+            return Err(usage(
+                "--qd: the sync engine has one I/O in flight per thread: give --qd 1 or --engine io_uring",
+            ));
+        }
+        notes.push("queue depths above 1 run as 1 with the sync engine".into());
+        qds = vec![1];
+    }
+    let target = Arc::new(Target {
+        spec,
+        file: Mutex::new(None),
+    });
+    let available = ctx.host.memory.available_bytes;
+    let mut cases: Vec<Box<dyn Case>> = Vec::new();
+    for &op in &opts.ops {
+        for &block in &opts.blocks {
+            let aligned = block % target.spec.align == 0;
+            let direct = match opts.direct {
+                DirectChoice::Never => false,
+                DirectChoice::WhereAligned => aligned,
+                DirectChoice::Always if aligned => true,
+                DirectChoice::Always => {
+                    return Err(usage(format!(
+                        "--block: {block} B is not a multiple of {} B ({}), which O_DIRECT needs: \
+                         give e.g. {} B, or --buffered, or --buffered-if-unaligned",
+                        target.spec.align,
+                        target.spec.align_source,
+                        block.div_ceil(target.spec.align) * target.spec.align
+                    )));
+                }
+            };
+            for &threads in &opts.threads {
+                let region = target.spec.data_bytes / threads as u64 / block * block;
+                if region == 0 {
+                    return Err(usage(format!(
+                        "--size: {threads} threads × a {block}-byte block need a test file of at \
+                         least {} B: give a larger --size, fewer --threads or a smaller --block",
+                        threads as u64 * block
+                    )));
+                }
+                for &qd in &qds {
+                    let buffers = block * u64::from(qd) * threads as u64;
+                    if available > 0 && buffers > available / 2 {
+                        return Err(usage(format!(
+                            "--block/--qd/--threads: {threads} threads × QD {qd} × {block} B need \
+                             {} of buffers and {} of memory is available: give fewer or smaller",
+                            format_size_approx(buffers),
+                            format_size_approx(available)
+                        )));
+                    }
+                    let mut case_notes = notes.clone();
+                    if !direct && opts.direct == DirectChoice::WhereAligned {
+                        case_notes.push(format!(
+                            "{block} B is not a multiple of the {} B O_DIRECT alignment: this case \
+                             is buffered (page cache)",
+                            target.spec.align
+                        ));
+                    }
+                    cases.push(Box::new(DiskCase {
+                        op,
+                        block,
+                        threads,
+                        qd,
+                        batch: opts.batch.min(qd),
+                        direct,
+                        engine,
+                        stop: opts.stop,
+                        ramp: opts.ramp,
+                        rwmix_read: opts.rwmix_read,
+                        fsync_every: opts.fsync_every,
+                        region,
+                        pin: ctx.runner.pin,
+                        target: target.clone(),
+                        notes: case_notes,
+                    }));
+                }
+            }
+        }
+    }
+    Ok((cases, notes))
+}
+
+fn target_spec(opts: &DiskOptions) -> Result<TargetSpec> {
+    use std::os::unix::fs::FileTypeExt;
+    let direct_fill = opts.direct != DirectChoice::Never;
+    let spec = |place, data_bytes, (align, align_source): (u64, String)| TargetSpec {
+        place,
+        data_bytes,
+        align,
+        align_source,
+        keep: opts.keep,
+        direct_fill,
+    };
+    if let Some(dev) = &opts.allow_device_write
+        && opts.file.as_deref() != Some(dev.as_path())
+    {
+        return Err(usage(format!(
+            "--allow-device-write: give the same device with --file {}",
+            dev.display()
+        )));
+    }
+    let Some(path) = &opts.file else {
+        let align = file::alignment(&opts.dir);
+        // A kept file this run reuses takes no new space.
+        let reused = opts.keep && file::find_kept(&opts.dir, opts.size).is_some();
+        file::check_dir(&opts.dir, if reused { 0 } else { opts.size }, align.0)
+            .map_err(|e| target_usage(e, "--dir"))?;
+        return Ok(spec(Place::Dir(opts.dir.clone()), opts.size, align));
+    };
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.file_type().is_block_device() => {
+            file::check_device(path, opts.allow_device_write.as_deref())
+                .map_err(|e| target_usage(e, "--file"))?;
+            let align = file::alignment(path);
+            let bytes = file::device_bytes(path)? / align.0 * align.0;
+            Ok(spec(
+                Place::Device(path.clone()),
+                opts.size.min(bytes),
+                align,
+            ))
+        }
+        Ok(_) => {
+            let header = file::check_existing_file(path).map_err(|e| target_usage(e, "--file"))?;
+            if header.data_bytes < opts.size {
+                return Err(usage(format!(
+                    "--size: the peakbench file {} holds {} B of data: give --size {} or less, or a new --file",
+                    path.display(),
+                    header.data_bytes,
+                    header.data_bytes
+                )));
+            }
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+            let align = file::alignment(parent.unwrap_or(std::path::Path::new(".")));
+            Ok(spec(Place::File(path.clone()), opts.size, align))
+        }
+        Err(_) => {
+            let parent = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(std::path::Path::new("."));
+            let align = file::alignment(parent);
+            file::check_dir(parent, opts.size, align.0).map_err(|e| target_usage(e, "--file"))?;
+            Ok(spec(Place::File(path.clone()), opts.size, align))
+        }
+    }
+}

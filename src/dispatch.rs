@@ -1,0 +1,209 @@
+//! The top of the program: parse the command line, run the command it names, turn the outcome
+//! into an exit code. Only `main.rs` names this module.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::error::ErrorKind;
+
+use crate::cli::{self, Parsed, Preset, RunArgs, SysinfoArgs, TopCommand};
+use crate::config;
+use crate::error::{self, Exit, UsageError};
+use crate::options::{OutputArgs, PeakArgs, RunnerArgs};
+use crate::plan::Plan;
+use crate::result::{SCHEMA_VERSION, Tool};
+use crate::session::{self, HtmlReport};
+
+/// The whole program.
+pub fn main() -> ExitCode {
+    // A closed pipe (`peakbench … | head`) ends the program quietly, as for any Unix filter.
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    let matches = match cli::command().try_get_matches() {
+        Ok(matches) => matches,
+        Err(error)
+            if matches!(
+                error.kind(),
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+            ) =>
+        {
+            let _ = error.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(error) if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = error.print();
+            return Exit::Usage.into();
+        }
+        Err(error) => {
+            eprintln!("Error: {}", one_line(&error));
+            return Exit::Usage.into();
+        }
+    };
+    if let Err(error) = crate::interrupt::install() {
+        eprintln!("Error: cannot install the Ctrl-C handler: {error:#}");
+        return Exit::Failed.into();
+    }
+    match run(&matches) {
+        Ok(code) => code,
+        Err(error) => {
+            let (line, exit) = error::describe(&error);
+            eprintln!("{line}");
+            exit.into()
+        }
+    }
+}
+
+/// clap's message on one line: its first line, the values it would take, and its tip.
+fn one_line(error: &clap::Error) -> String {
+    let text = error.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines
+        .next()
+        .unwrap_or("invalid arguments")
+        .trim_start_matches("error: ")
+        .to_string();
+    let rest: Vec<&str> = lines.collect();
+    let values = rest.iter().find(|l| l.starts_with("[possible values:"));
+    let tip = rest.iter().find(|l| l.starts_with("tip:"));
+    let mut line = first;
+    if let Some(values) = values {
+        line = format!("{line} {values}");
+    }
+    match tip {
+        Some(tip) => format!("{line} ({tip}; see --help)"),
+        None => format!("{line} (see --help)"),
+    }
+}
+
+fn run(matches: &clap::ArgMatches) -> Result<ExitCode> {
+    match cli::parse(matches)? {
+        Parsed::Workload(workload, matches) => {
+            let runner = RunnerArgs::from_matches(matches)?;
+            let output = OutputArgs::from_matches(matches)?;
+            let peak = PeakArgs::from_matches(matches)?;
+            let ctx = session::context(&runner, &peak);
+            let mut plan = workload.plan(matches, &ctx)?;
+            let config = std::mem::take(&mut plan.config);
+            plan.config = serde_json::json!({ workload.name(): config, "runner": ctx.runner });
+            session::execute(plan, &ctx, &output, HtmlReport::None)
+        }
+        Parsed::Direct(direct, matches) => direct.run(matches),
+        Parsed::Top(top) => match *top {
+            TopCommand::Sysinfo(args) => sysinfo(&args),
+            TopCommand::Run(args) => run_matrix(&args),
+            TopCommand::History(command) => crate::history::run(&command),
+        },
+    }
+}
+
+/// The option groups read back from a command's matches.
+trait FromMatches: Sized {
+    fn from_matches(matches: &clap::ArgMatches) -> Result<Self>;
+}
+
+impl<T: clap::FromArgMatches> FromMatches for T {
+    fn from_matches(matches: &clap::ArgMatches) -> Result<Self> {
+        T::from_arg_matches(matches)
+            .map_err(|e| UsageError(e.to_string().trim().to_string()).into())
+    }
+}
+
+fn sysinfo(args: &SysinfoArgs) -> Result<ExitCode> {
+    let host = crate::sysinfo::collect();
+    let peaks = crate::peak::Peaks::compute(&host, &args.peak, &session::probe());
+    if args.json {
+        let doc = serde_json::json!({
+            "schema_version": SCHEMA_VERSION,
+            "tool": Tool::this(),
+            "host": host,
+            "peaks": peaks,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print!("{}", crate::sysinfo::render(&host));
+        print!("{}", crate::peak::render(&peaks));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `peakbench run`: every table of a preset or config file, in one session.
+fn run_matrix(args: &RunArgs) -> Result<ExitCode> {
+    let preset = args.preset.unwrap_or(Preset::Quick);
+    let (origin, mut entries) = match &args.config {
+        Some(path) => (format!("--config {}", path.display()), config::load(path)?),
+        None => {
+            let text = config::preset_text(preset.name()).expect("every preset has a config");
+            (
+                format!("preset {preset}"),
+                config::parse(text, preset.name())?,
+            )
+        }
+    };
+    // Run-wide targets apply to every table that does not name its own.
+    for entry in &mut entries {
+        let target = match entry.section.as_str() {
+            "net" => args.server.as_ref().map(|s| ("server", s.clone())),
+            "disk" => args.dir.as_ref().map(|d| ("dir", d.display().to_string())),
+            _ => None,
+        };
+        if let Some((flag, value)) = target
+            && !entry
+                .argv
+                .iter()
+                .any(|a| a.starts_with(&format!("--{flag}=")))
+        {
+            entry.argv.push(format!("--{flag}={value}"));
+        }
+    }
+    // Every table is checked before anything is measured: a typo costs nothing.
+    let parsed = entries
+        .iter()
+        .map(|entry| config::parse_entry(entry, &origin))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ctx = session::context(&args.runner, &args.peak);
+    let mut plan = Plan::empty(serde_json::Value::Null);
+    let mut experiments = Vec::new();
+    for (entry, (workload, matches)) in entries.iter().zip(&parsed) {
+        let table = match workload.plan(matches, &ctx) {
+            Ok(table) => table,
+            Err(e) => {
+                // A subsystem that cannot run here (no space, no server) is skipped, not fatal.
+                plan.notes.push(format!("{} skipped: {e:#}", entry.name()));
+                continue;
+            }
+        };
+        let options = table.config.clone();
+        let added = plan.absorb(table, &entry.name());
+        let argv: Vec<&str> = workload
+            .path()
+            .iter()
+            .copied()
+            .chain(entry.argv[1..].iter().map(String::as_str))
+            .collect();
+        experiments.push(serde_json::json!({
+            "table": entry.name(),
+            "argv": argv,
+            "options": options,
+            "cases": added,
+        }));
+    }
+    if plan.cases.is_empty() {
+        return Err(UsageError(format!(
+            "{origin}: nothing to run: {}",
+            plan.notes.join("; ")
+        ))
+        .into());
+    }
+    plan.config = serde_json::json!({ "experiments": experiments, "runner": ctx.runner });
+    match &args.config {
+        Some(path) => plan.config["config"] = path.display().to_string().into(),
+        None => plan.config["preset"] = preset.name().into(),
+    }
+    let html = match &args.html {
+        Some(path) => HtmlReport::At(path.clone()),
+        None => HtmlReport::Default,
+    };
+    session::execute(plan, &ctx, &args.output, html)
+}

@@ -1,0 +1,83 @@
+//! The errors that decide how peakbench exits, shared by every layer.
+//!
+//! Bad input is a [`UsageError`]: one line that names the flag and the fix, exit code 2,
+//! wherever in a run it is found (a case that finds its input impossible raises one too). Lower
+//! layers that do not know which flag fed them (the file system, a parser of a tool's output)
+//! return their own typed errors; the layer that read the flag turns those into usage errors
+//! with the flag's name, so no message is patched after the fact.
+
+use std::process::ExitCode;
+
+/// Bad input: exit code 2, one line naming the flag and the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// A [`UsageError`] as an `anyhow::Error`, for functions that return `anyhow::Result`.
+pub fn usage(message: impl Into<String>) -> anyhow::Error {
+    UsageError(message.into()).into()
+}
+
+/// The process exit codes peakbench documents in `--help`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// Everything asked for was measured.
+    Done = 0,
+    /// A measurement failed (the cause is printed).
+    Failed = 1,
+    /// Bad input.
+    Usage = 2,
+    /// Interrupted by the user; what was measured is kept.
+    Interrupted = 130,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> ExitCode {
+        ExitCode::from(exit as u8)
+    }
+}
+
+/// How an error ends the program: the line to print and the exit code.
+///
+/// The line holds the whole chain of causes (`case disk …: --block: 3 B is not …`), so that a
+/// usage error raised inside a case shows its reason and not only the case that raised it;
+/// the exit code is 2 when a usage error is anywhere in the chain, 130 for an interrupt.
+pub fn describe(error: &anyhow::Error) -> (String, Exit) {
+    let exit = if error.chain().any(|e| e.is::<UsageError>()) {
+        Exit::Usage
+    } else if error
+        .chain()
+        .any(|e| e.is::<crate::interrupt::Interrupted>())
+    {
+        Exit::Interrupted
+    } else {
+        Exit::Failed
+    };
+    (format!("Error: {error:#}"), exit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context as _;
+
+    #[test]
+    fn a_usage_error_inside_a_case_prints_its_reason_and_exits_2() {
+        let inner: anyhow::Result<()> = Err(usage("--block: 3 B is not a multiple of 512 B"));
+        let error = inner.context("case disk seqread 3 B").unwrap_err();
+        let (line, exit) = describe(&error);
+        assert_eq!(exit, Exit::Usage);
+        assert_eq!(
+            line,
+            "Error: case disk seqread 3 B: --block: 3 B is not a multiple of 512 B"
+        );
+    }
+
+    #[test]
+    fn other_errors_exit_1_and_interrupts_130() {
+        let failed = anyhow::anyhow!("the disk went away").context("case disk");
+        assert_eq!(describe(&failed).1, Exit::Failed);
+        let interrupted = anyhow::Error::new(crate::interrupt::Interrupted).context("case cpu");
+        assert_eq!(describe(&interrupted).1, Exit::Interrupted);
+    }
+}

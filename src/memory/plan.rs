@@ -1,0 +1,196 @@
+//! `peakbench mem`'s options expanded into cases, sizes checked against memory first.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::MemOp;
+use super::case::BandwidthCase;
+use super::kernels::Isa;
+use crate::error::usage;
+use crate::plan::{Case, Cases, Context};
+use crate::runner;
+use crate::units::{format_size, format_size_approx};
+
+/// Validated settings of `peakbench mem`, constructible from code (presets) as well as flags.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemOptions {
+    pub ops: Vec<MemOp>,
+    /// Block sizes in bytes; `None`: 1 MiB for sequential ops, 64 B for random ones.
+    pub blocks: Option<Vec<u64>>,
+    pub threads: Vec<usize>,
+    /// Working set of all threads together, bytes; `None`: [`default_size`].
+    pub size: Option<u64>,
+    /// Non-temporal stores for the ops that have them.
+    pub nt: bool,
+    /// Length of one repetition.
+    pub duration: Duration,
+}
+
+impl MemOptions {
+    /// The defaults of `peakbench mem` with no flags.
+    pub fn defaults() -> MemOptions {
+        MemOptions {
+            ops: vec![
+                MemOp::Read,
+                MemOp::Write,
+                MemOp::Copy,
+                MemOp::RandRead,
+                MemOp::StreamCopy,
+                MemOp::StreamTriad,
+            ],
+            blocks: None,
+            threads: {
+                let mut t = vec![1, runner::num_cpus()];
+                t.dedup();
+                t
+            },
+            size: None,
+            nt: false,
+            duration: Duration::from_millis(300),
+        }
+    }
+}
+
+/// 1 GiB, or 4 × the last-level cache when that is larger, but at most 3/4 of the memory
+/// available (and then a note says so).
+pub fn default_size(ctx: &Context) -> (u64, Option<String>) {
+    let llc = ctx
+        .host
+        .cpu
+        .caches
+        .iter()
+        .filter(|c| c.kind != "Instruction")
+        .map(|c| c.size_bytes)
+        .max()
+        .unwrap_or(0);
+    let wanted = (1u64 << 30).max(4 * llc);
+    let available = ctx.host.memory.available_bytes;
+    if available > 0 && wanted > available / 4 * 3 {
+        let size = available / 4 * 3;
+        return (
+            size,
+            Some(format!(
+                "working set {} (3/4 of the memory available) instead of {}",
+                format_size_approx(size),
+                format_size_approx(wanted)
+            )),
+        );
+    }
+    (wanted, None)
+}
+
+/// Expands the options into cases, checking sizes against memory first. Bad combinations are
+/// usage errors naming the flag.
+/// The cases, and notes about the choices made (printed and kept as warnings).
+pub fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<String>)> {
+    let mut notes = Vec::new();
+    let size = match options.size {
+        Some(size) => size,
+        None => {
+            let (size, note) = default_size(ctx);
+            notes.extend(note);
+            size
+        }
+    };
+    let available = ctx.host.memory.available_bytes;
+    if available > 0 && size > available {
+        return Err(usage(format!(
+            "--size: {} is more than the {} of memory available: give a smaller --size",
+            format_size(size),
+            format_size_approx(available)
+        )));
+    }
+    if ctx.peaks.memory.value.is_none() {
+        notes.push(
+            "the memory bandwidth peak is unknown (no readable DIMM table): give --mem-channels \
+             and --mem-mts for the peak and the efficiency"
+                .into(),
+        );
+    }
+    let isa = Isa::detect();
+    if options.nt && !isa.has_nt() {
+        notes.push(format!(
+            "--nt: the {} kernels have no non-temporal stores; ordinary stores are used",
+            isa.name()
+        ));
+    }
+    let mut cases: Vec<Box<dyn Case>> = Vec::new();
+    for &op in &options.ops {
+        for &threads in &options.threads {
+            if let Some(kernel) = op.stream() {
+                let elements = size / (kernel.arrays() * 8 * threads as u64);
+                if elements == 0 {
+                    return Err(usage(format!(
+                        "--size: {} gives {threads} threads no element of {} arrays: give a larger --size",
+                        format_size(size),
+                        kernel.arrays()
+                    )));
+                }
+                cases.push(Box::new(BandwidthCase {
+                    op,
+                    block: None,
+                    threads,
+                    slice: elements * 8,
+                    nt: options.nt && isa.has_nt(),
+                    duration: options.duration,
+                    isa,
+                    pin: ctx.runner.pin,
+                }));
+                continue;
+            }
+            let (reads, writes) = op.regions();
+            let regions = u64::from(reads) + u64::from(writes);
+            let slice = size / (regions * threads as u64);
+            if slice == 0 {
+                return Err(usage(format!(
+                    "--size: {} leaves {threads} threads of {} no byte each: give a larger --size or fewer --threads",
+                    format_size(size),
+                    op.name()
+                )));
+            }
+            let blocks = match &options.blocks {
+                Some(blocks) => blocks.clone(),
+                None if op.random() => vec![64.min(slice)],
+                None => vec![(1u64 << 20).min(slice)],
+            };
+            for block in blocks {
+                if block > size {
+                    return Err(usage(format!(
+                        "--block: {} is larger than the working set (--size {}): give a smaller block or a larger --size",
+                        format_size(block),
+                        format_size(size)
+                    )));
+                }
+                if block > slice {
+                    return Err(usage(format!(
+                        "--block: {} is larger than each thread's share of --size for {} ({} = {} / {threads} threads{}): give a smaller block or a larger --size",
+                        format_size(block),
+                        op.name(),
+                        format_size_approx(slice),
+                        format_size(size),
+                        if regions == 2 { " / 2 regions" } else { "" }
+                    )));
+                }
+                cases.push(Box::new(BandwidthCase {
+                    op,
+                    block: Some(block),
+                    threads,
+                    slice: slice / block * block,
+                    nt: options.nt && op.has_nt() && isa.has_nt(),
+                    duration: options.duration,
+                    isa,
+                    pin: ctx.runner.pin,
+                }));
+            }
+        }
+    }
+    if options.nt && options.ops.iter().any(|op| !op.has_nt()) {
+        notes.push(
+            "--nt applies to write, copy and the STREAM kernels; the other ops use ordinary stores"
+                .into(),
+        );
+    }
+    Ok((cases, notes))
+}

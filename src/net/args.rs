@@ -1,0 +1,75 @@
+//! The flags of `peakbench net` and `peakbench net serve`.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::{DEFAULT_PORT, Mode, Proto};
+use crate::options::{duration, positive_count, positive_duration, positive_size, thread_count};
+
+/// A message size, 1 B to 1 MB (each protocol's own limit is checked when planning).
+fn message(text: &str) -> Result<u64, String> {
+    match positive_size(text)? {
+        m if m > 1_000_000 => Err(format!(
+            "{m} B is more than 1 MB, the largest message: give e.g. 1MB"
+        )),
+        m => Ok(m),
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct NetArgs {
+    /// The server, HOST[:PORT] (a 'peakbench net serve' there); without it an in-process server on 127.0.0.1
+    #[arg(long, short = 's', value_name = "HOST[:PORT]")]
+    pub server: Option<String>,
+    /// Protocols (list)
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        ignore_case = true,
+        default_value = "tcp"
+    )]
+    pub proto: Vec<Proto>,
+    /// Modes (list)
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        ignore_case = true,
+        default_value = "throughput,latency"
+    )]
+    pub mode: Vec<Mode>,
+    /// Message sizes (list), 1 B to 1 MB for TCP, up to 65507 B for UDP (default: TCP 128KiB, UDP 1470, latency 1)
+    #[arg(long, short = 'm', value_name = "LIST", value_delimiter = ',', value_parser = message)]
+    pub msg: Option<Vec<u64>>,
+    /// Parallel streams (connections, each on its own thread), list
+    #[arg(long, short = 'P', value_name = "LIST", value_delimiter = ',', default_value = "1", value_parser = thread_count)]
+    pub streams: Vec<usize>,
+    /// Measured length of each repetition
+    #[arg(long, short = 'd', default_value = "2s", value_name = "DURATION", value_parser = positive_duration)]
+    pub duration: Duration,
+    /// Round trips per stream and repetition for latency (instead of --duration)
+    #[arg(long, value_name = "N", value_parser = positive_count)]
+    pub count: Option<u64>,
+    /// The server sends and this side receives
+    #[arg(long, short = 'R')]
+    pub reverse: bool,
+    /// UDP sending rate per stream in bit/s (e.g. 500M); unlimited without it
+    #[arg(long, value_name = "BITS", value_parser = positive_count)]
+    pub rate: Option<u64>,
+    /// Unmeasured start of each throughput repetition (TCP slow start)
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = duration)]
+    pub omit: Duration,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on (IPv4 or IPv6, e.g. 0.0.0.0 or ::)
+    #[arg(long, default_value = "0.0.0.0", value_name = "ADDR")]
+    pub bind: IpAddr,
+    /// Control port
+    #[arg(long, short = 'p', default_value_t = DEFAULT_PORT, value_name = "PORT")]
+    pub port: u16,
+}

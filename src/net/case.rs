@@ -1,0 +1,333 @@
+//! One network case: whole tests against the server, and what their outcomes say.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+
+use super::client::{self, Outcome};
+use super::plan::Target;
+use super::{Mode, Proto, proto};
+use crate::peak::PeakRef;
+use crate::plan::{Case, CaseSpec, Context, Measured};
+use crate::result::{BenchResult, Params, Subsystem};
+use crate::runner::{self, Round};
+use crate::stats::LatencyHistogram;
+use crate::units::format_size;
+
+/// One network experiment.
+pub struct NetCase {
+    pub spec: proto::TestSpec,
+    pub count: Option<u64>,
+    /// Stream i runs on the i-th CPU (`--pin`).
+    pub pin: bool,
+    pub target: Arc<Target>,
+}
+
+impl Case for NetCase {
+    fn spec(&self) -> CaseSpec {
+        let s = &self.spec;
+        let mut params = Params {
+            protocol: Some(s.proto.name().into()),
+            message_bytes: Some(s.msg_bytes),
+            streams: Some(s.streams as usize),
+            duration_s: Some(s.duration_ms as f64 / 1e3),
+            pinned: Some(self.pin),
+            ..Params::default()
+        };
+        params.other.insert("reverse".into(), s.reverse.into());
+        params
+            .other
+            .insert("in_process_server".into(), self.target.in_process().into());
+        if s.mode == Mode::Throughput {
+            params
+                .other
+                .insert("omit_s".into(), (s.omit_ms as f64 / 1e3).into());
+        }
+        if let Some(rate) = s.rate_bps {
+            params.other.insert("rate_bps".into(), rate.into());
+        }
+        if let Some(count) = self.count {
+            params.other.insert("round_trips".into(), count.into());
+        }
+        CaseSpec {
+            id: format!(
+                "net-{}-{}-m{}-s{}{}",
+                s.proto.name(),
+                s.mode.name(),
+                s.msg_bytes,
+                s.streams,
+                if s.reverse { "-reverse" } else { "" }
+            ),
+            label: format!(
+                "net {} {} {} ×{}{}",
+                s.proto.name(),
+                s.mode.name(),
+                format_size(s.msg_bytes),
+                s.streams,
+                if s.reverse { " reverse" } else { "" }
+            ),
+            subsystem: Subsystem::Network,
+            op: format!("{}-{}", s.proto.name(), s.mode.name()),
+            params,
+        }
+    }
+
+    fn estimate(&self, ctx: &Context) -> Duration {
+        let per = match self.spec.mode {
+            Mode::Throughput => Duration::from_millis(self.spec.omit_ms + self.spec.duration_ms),
+            Mode::Latency => ctx.runner.warmup + Duration::from_millis(self.spec.duration_ms),
+        };
+        let warmup = if ctx.runner.warmup.is_zero() {
+            Duration::ZERO
+        } else {
+            ctx.runner.warmup + Duration::from_millis(50)
+        };
+        (per + Duration::from_millis(50)) * ctx.runner.repetitions + warmup
+    }
+
+    fn run(&self, ctx: &Context) -> Result<BenchResult> {
+        let addr = self.target.addr()?;
+        // Each round is one whole test on the server. The warm-up round is an unmeasured test
+        // of --warmup's length; every latency test also warms its own connection up for
+        // --warmup before timing, as the throughput tests omit their start (--omit).
+        let outcomes = runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| {
+            let (spec, count) = match round {
+                Round::Warmup(budget) => {
+                    let mut spec = self.spec.clone();
+                    spec.omit_ms = 0;
+                    spec.duration_ms = budget.as_millis().max(1) as u64;
+                    (spec, None)
+                }
+                Round::Measured(_) => (self.spec.clone(), self.count),
+            };
+            client::run_test(addr, &spec, ctx.runner.warmup, count, self.pin)
+        })?;
+        let (walls, outcomes): (Vec<Duration>, Vec<Outcome>) =
+            outcomes.into_iter().map(|o| (o.wall, o.value)).unzip();
+        let mut result = match self.spec.mode {
+            Mode::Throughput => self.throughput_result(ctx, &outcomes)?,
+            Mode::Latency => self.latency_result(ctx, &outcomes)?,
+        }
+        .walls(walls)
+        .param("server", addr.to_string());
+        if ctx.runner.reference {
+            result = result.reference(super::reference::run(
+                &self.spec,
+                &self.target,
+                self.count,
+                ctx,
+            ));
+        }
+        Ok(result.finish())
+    }
+}
+
+impl NetCase {
+    fn measured(
+        &self,
+        ctx: &Context,
+        metric: &str,
+        unit: &str,
+        counting: String,
+        samples: Vec<f64>,
+    ) -> Result<Measured> {
+        self.spec()
+            .measured(&ctx.host.hostname, metric, unit, counting, samples)
+    }
+    fn throughput_result(&self, ctx: &Context, outcomes: &[Outcome]) -> Result<Measured> {
+        let streams = self.spec.streams as usize;
+        let mut total = Vec::new();
+        let mut per_stream: Vec<Vec<f64>> = vec![Vec::new(); streams];
+        let (mut sent, mut received, mut lost, mut loss_pct, mut reordered, mut jitter) =
+            (vec![], vec![], vec![], vec![], vec![], vec![]);
+        for outcome in outcomes {
+            let Outcome::Throughput {
+                window,
+                udp,
+                sent: s,
+            } = outcome
+            else {
+                bail!("a throughput test returned something else");
+            };
+            let secs = window.window_ns as f64 / 1e9;
+            let bytes: u64 = window.stream_bytes.iter().sum();
+            total.push(bytes as f64 * 8.0 / secs / 1e6);
+            for (i, b) in window.stream_bytes.iter().enumerate().take(streams) {
+                per_stream[i].push(*b as f64 * 8.0 / secs / 1e6);
+            }
+            if self.spec.proto == Proto::Udp {
+                let s: u64 = s.iter().sum();
+                let r: u64 = udp.iter().map(|u| u.received).sum();
+                sent.push(s as f64);
+                received.push(r as f64);
+                lost.push(s.saturating_sub(r) as f64);
+                loss_pct.push(if s > 0 {
+                    100.0 * s.saturating_sub(r) as f64 / s as f64
+                } else {
+                    0.0
+                });
+                reordered.push(udp.iter().map(|u| u.reordered).sum::<u64>() as f64);
+                let j = udp.iter().map(|u| u.jitter_ns).sum::<f64>() / udp.len().max(1) as f64;
+                jitter.push(j / 1e3);
+            }
+        }
+        let counting = match self.spec.proto {
+            Proto::Tcp => format!(
+                "payload bytes read by the receiver ({}) in the window from {} ms after the start to the end of --duration, on the receiver's clock; 1 Mb = 10^6 bits; {}-byte writes",
+                if self.spec.reverse {
+                    "this client"
+                } else {
+                    "the server"
+                },
+                self.spec.omit_ms,
+                self.spec.msg_bytes
+            ),
+            Proto::Udp => format!(
+                "UDP payload bytes (whole {}-byte datagrams, the 20-byte sequence header included) received by the {} in the window after {} ms, on its clock; lost = sent − received over the whole test; 1 Mb = 10^6 bits",
+                self.spec.msg_bytes,
+                if self.spec.reverse {
+                    "client"
+                } else {
+                    "server"
+                },
+                self.spec.omit_ms
+            ),
+        };
+        let gbps: Vec<f64> = total.iter().map(|v| v / 1e3).collect();
+        let mut result = self
+            .measured(ctx, "throughput", "Mb/s", counting, total)?
+            .peak(nic_peak(ctx, &self.target))
+            .extra("throughput", "Gb/s", &gbps);
+        if streams > 1 {
+            for (i, values) in per_stream.iter().enumerate() {
+                result = result.extra(format!("stream {i} throughput"), "Mb/s", values);
+            }
+        }
+        for (metric, unit, values) in [
+            ("packets sent", "packets", &sent),
+            ("packets received", "packets", &received),
+            ("packets lost", "packets", &lost),
+            ("loss", "%", &loss_pct),
+            ("packets reordered", "packets", &reordered),
+            ("jitter", "µs", &jitter),
+        ] {
+            result = result.extra(metric, unit, values);
+        }
+        let loopback = self.target.loopback().then(|| {
+            "loopback has no link speed, so no peak: its bound is the memory copy bandwidth (see 'peakbench sysinfo')".to_string()
+        });
+        let lossy = (loss_pct.iter().any(|&l| l > 1.0) && self.spec.rate_bps.is_none()).then(|| {
+            "UDP at unlimited rate loses datagrams at the receiver: give --rate to measure loss at a chosen load".to_string()
+        });
+        Ok(result.warn(loopback).warn(lossy))
+    }
+
+    fn latency_result(&self, ctx: &Context, outcomes: &[Outcome]) -> Result<Measured> {
+        let mut merged = LatencyHistogram::new();
+        let mut p50 = Vec::new();
+        let mut rate = Vec::new();
+        let mut lost = Vec::new();
+        for outcome in outcomes {
+            let Outcome::Latency(streams) = outcome else {
+                bail!("a latency test returned something else");
+            };
+            let mut rep = LatencyHistogram::new();
+            let mut trips = 0.0;
+            for s in streams {
+                rep.merge(&s.histogram);
+                trips += s.round_trips as f64 / s.elapsed.as_secs_f64().max(1e-9);
+            }
+            if rep.count() == 0 {
+                bail!("no round trip completed: the server does not answer");
+            }
+            p50.push(rep.quantile(0.5) as f64 / 1e3);
+            rate.push(trips);
+            lost.push(streams.iter().map(|s| s.lost).sum::<u64>() as f64);
+            merged.merge(&rep);
+        }
+        let counting = format!(
+            "round-trip time of one ping-pong: {} B sent, the same {} B echoed back{}, timed on the client from before the send to after the whole reply; value = median over repetitions of each repetition's p50; percentiles from all round trips merged",
+            self.spec.msg_bytes,
+            self.spec.msg_bytes,
+            if self.spec.proto == Proto::Tcp {
+                " (TCP_NODELAY)"
+            } else {
+                ""
+            }
+        );
+        let mut result = self
+            .measured(ctx, "rtt", "µs", counting, p50)?
+            .latency([&merged])
+            .extra("round trips", "1/s", &rate);
+        if self.spec.proto == Proto::Udp {
+            result = result.extra("requests lost", "packets", &lost);
+        }
+        Ok(result)
+    }
+}
+
+/// The peak of the interface the traffic leaves by; `None` on loopback or when unknown.
+fn nic_peak(ctx: &Context, target: &Target) -> Option<PeakRef> {
+    if target.loopback() {
+        return None;
+    }
+    let addr = target.addr().ok()?;
+    let probe = std::net::UdpSocket::bind(match addr {
+        SocketAddr::V4(_) => "0.0.0.0:0",
+        SocketAddr::V6(_) => "[::]:0",
+    })
+    .ok()?;
+    probe.connect(addr).ok()?;
+    let local = probe.local_addr().ok()?.ip();
+    let name = interface_of(local)?;
+    let nic = ctx.peaks.nics.iter().find(|n| n.interface == name)?;
+    Some(PeakRef {
+        value: nic.gbps.value? * 1e3,
+        unit: "Mb/s".into(),
+        source: format!(
+            "link speed of {name} ({}: {})",
+            nic.gbps.source, nic.gbps.detail
+        ),
+    })
+}
+
+/// The name of the interface that holds `ip`.
+fn interface_of(ip: IpAddr) -> Option<String> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills a list we free below; every pointer is checked before use.
+    unsafe {
+        if libc::getifaddrs(&mut list) != 0 {
+            return None;
+        }
+        let mut found = None;
+        let mut cur = list;
+        while !cur.is_null() {
+            let entry = &*cur;
+            if !entry.ifa_addr.is_null() {
+                let family = (*entry.ifa_addr).sa_family as i32;
+                let addr: Option<IpAddr> = if family == libc::AF_INET {
+                    let sin = &*(entry.ifa_addr as *const libc::sockaddr_in);
+                    Some(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)).into())
+                } else if family == libc::AF_INET6 {
+                    let sin6 = &*(entry.ifa_addr as *const libc::sockaddr_in6);
+                    Some(std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr).into())
+                } else {
+                    None
+                };
+                if addr == Some(ip) {
+                    found = Some(
+                        std::ffi::CStr::from_ptr(entry.ifa_name)
+                            .to_string_lossy()
+                            .into_owned(),
+                    );
+                    break;
+                }
+            }
+            cur = entry.ifa_next;
+        }
+        libc::freeifaddrs(list);
+        found
+    }
+}

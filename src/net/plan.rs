@@ -1,0 +1,153 @@
+//! `peakbench net`'s options expanded into cases, and where their tests go.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::case::NetCase;
+use super::server::{self, LocalServer};
+use super::{Mode, Proto, data, proto};
+use crate::error::usage;
+use crate::plan::{Case, Context};
+
+/// Validated client settings, constructible from code (the presets build one).
+#[derive(Clone, Debug, Serialize)]
+pub struct NetOptions {
+    /// `None`: an in-process server on 127.0.0.1, started when the first case runs.
+    pub server: Option<SocketAddr>,
+    pub protos: Vec<Proto>,
+    pub modes: Vec<Mode>,
+    /// `None`: TCP throughput 128 KiB, UDP throughput 1470 B, latency 1 B.
+    pub msgs: Option<Vec<u64>>,
+    pub streams: Vec<usize>,
+    pub duration: Duration,
+    pub count: Option<u64>,
+    pub reverse: bool,
+    pub rate_bps: Option<u64>,
+    pub omit: Duration,
+}
+
+impl NetOptions {
+    /// Loopback, TCP and UDP, both modes, short runs.
+    pub fn quick() -> NetOptions {
+        NetOptions {
+            server: None,
+            protos: vec![Proto::Tcp, Proto::Udp],
+            modes: vec![Mode::Throughput, Mode::Latency],
+            msgs: None,
+            streams: vec![1],
+            duration: Duration::from_millis(500),
+            count: None,
+            reverse: false,
+            rate_bps: None,
+            omit: Duration::from_millis(200),
+        }
+    }
+}
+
+/// Where the tests go: a remote server, or the in-process one on loopback, started when the
+/// first case needs it and stopped when the last case that shares it is dropped.
+pub struct Target {
+    remote: Option<SocketAddr>,
+    local: Mutex<Option<LocalServer>>,
+}
+
+impl Target {
+    pub fn new(remote: Option<SocketAddr>) -> Target {
+        Target {
+            remote,
+            local: Mutex::new(None),
+        }
+    }
+
+    /// The server's address, starting the in-process server if this is its first use.
+    pub fn addr(&self) -> Result<SocketAddr> {
+        if let Some(addr) = self.remote {
+            return Ok(addr);
+        }
+        let mut local = self.local.lock().unwrap_or_else(|p| p.into_inner());
+        if local.is_none() {
+            *local = Some(LocalServer::start()?);
+        }
+        Ok(local.as_ref().expect("started above").addr)
+    }
+
+    pub fn loopback(&self) -> bool {
+        self.remote.is_none_or(|a| a.ip().is_loopback())
+    }
+
+    /// The remote server's address as text (empty for the in-process server).
+    pub fn remote_ip(&self) -> String {
+        self.remote.map(|a| a.ip().to_string()).unwrap_or_default()
+    }
+
+    /// Whether the tests go to the in-process server.
+    pub fn in_process(&self) -> bool {
+        self.remote.is_none()
+    }
+}
+
+fn default_msg(proto: Proto, mode: Mode) -> u64 {
+    match (proto, mode) {
+        (Proto::Tcp, Mode::Throughput) => 128 * 1024,
+        (Proto::Udp, Mode::Throughput) => 1470,
+        (_, Mode::Latency) => 1,
+    }
+}
+
+/// The cases of `opts`, in the order they run. Nothing starts here: the in-process server
+/// (when there is no `server`) starts with the first case that runs.
+pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
+    let target = Arc::new(Target::new(opts.server));
+    if opts.count.is_some() && !opts.modes.contains(&Mode::Latency) {
+        return Err(usage(
+            "--count: counts round trips of latency tests; throughput runs by --duration",
+        ));
+    }
+    let mut cases: Vec<Box<dyn Case>> = Vec::new();
+    for &mode in &opts.modes {
+        for &proto in &opts.protos {
+            let msgs = opts
+                .msgs
+                .clone()
+                .unwrap_or_else(|| vec![default_msg(proto, mode)]);
+            for msg in msgs {
+                if let Err(e) = data::check_msg(proto, mode == Mode::Throughput, msg) {
+                    return Err(usage(format!("--msg: {e}")));
+                }
+                for &streams in &opts.streams {
+                    if streams as u32 > server::MAX_STREAMS {
+                        return Err(usage(format!(
+                            "--streams: at most {} per test",
+                            server::MAX_STREAMS
+                        )));
+                    }
+                    let spec = proto::TestSpec {
+                        proto,
+                        mode,
+                        msg_bytes: msg,
+                        streams: streams as u32,
+                        omit_ms: if mode == Mode::Throughput {
+                            opts.omit.as_millis() as u64
+                        } else {
+                            0
+                        },
+                        duration_ms: opts.duration.as_millis().max(1) as u64,
+                        reverse: opts.reverse && mode == Mode::Throughput,
+                        rate_bps: opts.rate_bps.filter(|_| proto == Proto::Udp),
+                    };
+                    cases.push(Box::new(NetCase {
+                        spec,
+                        count: opts.count.filter(|_| mode == Mode::Latency),
+                        pin: ctx.runner.pin,
+                        target: target.clone(),
+                    }));
+                }
+            }
+        }
+    }
+    Ok(cases)
+}

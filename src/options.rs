@@ -1,0 +1,271 @@
+//! The option groups every benchmark command shares, and the one set of value parsers behind
+//! every flag.
+//!
+//! A leaf: it knows clap and the units, nothing of the subsystems. Lists are comma-separated
+//! (`value_delimiter = ','` on the field) and each element goes through one of the parsers
+//! here, so `--threads 1,,2` is refused with the flag's name like any other bad value;
+//! [`unique`] then drops repeated elements, keeping the first.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+use crate::names::Named;
+use crate::units::{parse_count, parse_duration, parse_size};
+
+/// How each case is repeated.
+#[derive(Args, Debug, Clone, Serialize, Deserialize)]
+#[command(next_help_heading = "Repetitions")]
+pub struct RunnerArgs {
+    /// Measured repetitions per case (the value is their median)
+    #[arg(long, short = 'r', default_value = "3", value_name = "N", value_parser = positive_u32)]
+    pub repetitions: u32,
+    /// Unmeasured warm-up before the repetitions (0 to skip)
+    #[arg(long, default_value = "200ms", value_name = "DURATION", value_parser = duration)]
+    pub warmup: Duration,
+    /// Pin thread i to the i-th CPU
+    #[arg(long)]
+    pub pin: bool,
+    /// Also run the standard tool of the field on each case (when installed) and record its value and the ratio
+    #[arg(long)]
+    pub reference: bool,
+}
+
+impl Default for RunnerArgs {
+    fn default() -> Self {
+        RunnerArgs {
+            repetitions: 3,
+            warmup: Duration::from_millis(200),
+            pin: false,
+            reference: false,
+        }
+    }
+}
+
+/// How results are shown and kept.
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Output")]
+pub struct OutputArgs {
+    /// Print one JSON document on stdout (and nothing else there)
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV on stdout, one row per result
+    #[arg(long)]
+    pub csv: bool,
+    /// Also write the results to FILE (.json, .csv, .md or .txt), rewritten after every case
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Print the plan and its estimated duration, run nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub history: StoreArgs,
+}
+
+/// Where the history is, for every command that reads or writes it.
+#[derive(Args, Debug, Clone, Default)]
+pub struct DbArgs {
+    /// History database (default: $PEAKBENCH_DB, else $XDG_DATA_HOME/peakbench/history.db, else ~/.local/share/peakbench/history.db)
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+/// History options of a measuring command.
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "History")]
+pub struct StoreArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Do not store this run in the history
+    #[arg(long, conflicts_with = "db")]
+    pub no_history: bool,
+}
+
+/// Factors of the theoretical peaks that the machine does not tell (or tells wrongly).
+#[derive(Args, Debug, Clone, Default, Serialize, Deserialize)]
+#[command(next_help_heading = "Peak factors")]
+pub struct PeakArgs {
+    /// Nominal CPU clock in GHz for the peak (e.g. 2.5)
+    #[arg(long, allow_negative_numbers = true, value_name = "GHZ", value_parser = positive_f64)]
+    pub cpu_ghz: Option<f64>,
+    /// Physical cores for the peak
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = positive_u32)]
+    pub cores: Option<u32>,
+    /// FMA units per core at the widest vector ISA (e.g. 2 on a Xeon Platinum)
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = positive_f64)]
+    pub fma_units: Option<f64>,
+    /// Populated memory channels
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = positive_u32)]
+    pub mem_channels: Option<u32>,
+    /// Memory transfer rate in MT/s (e.g. 3200 for DDR4-3200)
+    #[arg(long, allow_negative_numbers = true, value_name = "MTS", value_parser = positive_u32)]
+    pub mem_mts: Option<u32>,
+    /// NIC link speed in Gb/s
+    #[arg(long, allow_negative_numbers = true, value_name = "GBPS", value_parser = positive_f64)]
+    pub nic_gbps: Option<f64>,
+    /// Rated disk throughput in MB/s
+    #[arg(long, allow_negative_numbers = true, value_name = "MBPS", value_parser = positive_f64)]
+    pub disk_mbps: Option<f64>,
+    /// Rated disk IOPS
+    #[arg(long, allow_negative_numbers = true, value_name = "IOPS", value_parser = positive_f64)]
+    pub disk_iops: Option<f64>,
+}
+
+/// The list without repeated elements, in the order first given (`--proto tcp,tcp` is tcp).
+pub fn unique<T: PartialEq + Clone>(items: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::with_capacity(items.len());
+    for item in items {
+        if !out.contains(item) {
+            out.push(item.clone());
+        }
+    }
+    out
+}
+
+/// One value of a list, or `all` of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OrAll<T> {
+    One(T),
+    All,
+}
+
+impl<T: Named> OrAll<T> {
+    /// The values a list of choices stands for, without repeats, in order.
+    pub fn expand(list: &[OrAll<T>]) -> Vec<T>
+    where
+        T: PartialEq,
+    {
+        let values: Vec<T> = list
+            .iter()
+            .flat_map(|item| match item {
+                OrAll::One(v) => vec![*v],
+                OrAll::All => T::ALL.to_vec(),
+            })
+            .collect();
+        unique(&values)
+    }
+}
+
+/// The parser of a list element that is one of `T`'s values (or an alias) or `all`; the help
+/// lists them all.
+pub fn or_all<T>() -> impl TypedValueParser<Value = OrAll<T>>
+where
+    T: Named + ValueEnum + Send + Sync + 'static,
+{
+    let mut values: Vec<PossibleValue> = T::value_variants()
+        .iter()
+        .filter_map(|v| v.to_possible_value())
+        .collect();
+    values.push(PossibleValue::new("all").help("every one of them"));
+    PossibleValuesParser::new(values).map(|text: String| {
+        if text.eq_ignore_ascii_case("all") {
+            OrAll::All
+        } else {
+            OrAll::One(T::from_name(&text).expect("clap accepted one of the possible values"))
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Value parsers. clap prefixes each message with the flag ("invalid value '0' for '--threads'").
+
+/// A duration of zero or more: `10s`, `500ms`, `2m`, `1.5s` or a number of seconds.
+pub fn duration(text: &str) -> Result<Duration, String> {
+    parse_duration(text).map_err(|e| e.0)
+}
+
+/// A duration above zero.
+pub fn positive_duration(text: &str) -> Result<Duration, String> {
+    match duration(text)? {
+        d if d.is_zero() => Err("a zero duration measures nothing: give e.g. 1s or 500ms".into()),
+        d => Ok(d),
+    }
+}
+
+/// A size of one byte or more, e.g. `8KB`, `4KiB`, `1GiB`.
+pub fn positive_size(text: &str) -> Result<u64, String> {
+    match parse_size(text).map_err(|e| e.0)? {
+        0 => Err("0 bytes is nothing to measure: give a positive size, e.g. 8KB or 1GiB".into()),
+        n => Ok(n),
+    }
+}
+
+/// A count of one or more, e.g. `1000`, `10k`, `1M`.
+pub fn positive_count(text: &str) -> Result<u64, String> {
+    match parse_count(text).map_err(|e| e.0)? {
+        0 => Err("0 is nothing: give a positive count, e.g. 1000 or 10M".into()),
+        n => Ok(n),
+    }
+}
+
+/// A whole number of one or more that fits 32 bits.
+pub fn positive_u32(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(0) | Err(_) => Err(format!(
+            "'{text}' is not a positive whole number: give e.g. 3"
+        )),
+        Ok(n) => Ok(n),
+    }
+}
+
+/// A finite number above zero.
+pub fn positive_f64(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("'{text}' is not a positive number: give e.g. 2.5")),
+    }
+}
+
+/// A percentage, 0 to 100.
+pub fn percent(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(n) if n <= 100 => Ok(n),
+        _ => Err(format!(
+            "'{text}' is not a percentage: give 0 to 100, e.g. 70"
+        )),
+    }
+}
+
+/// The most threads (or streams) a case may ask for.
+pub const MAX_THREADS: u64 = 4096;
+
+/// A thread count, 1 to [`MAX_THREADS`].
+pub fn thread_count(text: &str) -> Result<usize, String> {
+    match parse_count(text).map_err(|e| e.0)? {
+        0 => Err("0 threads run nothing: give 1 or more, e.g. 1,2,4,8".into()),
+        n if n > MAX_THREADS => Err(format!(
+            "{n} threads is more than peakbench runs ({MAX_THREADS}): give fewer"
+        )),
+        n => Ok(n as usize),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parsers_refuse_zero_and_nonsense() {
+        assert_eq!(thread_count("8"), Ok(8));
+        assert!(thread_count("0").unwrap_err().contains("0 threads"));
+        assert!(thread_count("5000").unwrap_err().contains("4096"));
+        assert!(thread_count("").is_err());
+        assert!(positive_duration("0").is_err());
+        assert_eq!(duration("0"), Ok(Duration::ZERO));
+        assert!(positive_size("0").is_err());
+        assert_eq!(positive_size("8KB"), Ok(8000));
+        assert!(positive_count("0").is_err());
+        assert!(positive_f64("inf").is_err());
+        assert!(positive_f64("-1").is_err());
+        assert_eq!(percent("100"), Ok(100));
+        assert!(percent("101").is_err());
+    }
+
+    #[test]
+    fn unique_keeps_the_first_of_each() {
+        assert_eq!(unique(&[1, 2, 1, 4, 2]), vec![1, 2, 4]);
+    }
+}

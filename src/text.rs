@@ -1,0 +1,87 @@
+//! Aligned plain-text tables, the one renderer behind the results table, the history list and
+//! `compare`.
+
+/// How a column's cells line up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+/// A table of text cells: headers, then rows, each column as wide as its widest cell, columns
+/// two spaces apart, no trailing spaces.
+#[derive(Clone, Debug)]
+pub struct Table {
+    columns: Vec<(String, Align)>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(columns: &[(&str, Align)]) -> Table {
+        Table {
+            columns: columns.iter().map(|(h, a)| (h.to_string(), *a)).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds a row; missing cells are empty, extra cells are a bug.
+    pub fn row(&mut self, cells: impl IntoIterator<Item = String>) {
+        let mut cells: Vec<String> = cells.into_iter().collect();
+        assert!(cells.len() <= self.columns.len(), "more cells than columns");
+        cells.resize(self.columns.len(), String::new());
+        self.rows.push(cells);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    pub fn render(&self) -> String {
+        let width = |s: &str| s.chars().count();
+        let mut widths: Vec<usize> = self.columns.iter().map(|(h, _)| width(h)).collect();
+        for row in &self.rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(width(cell));
+            }
+        }
+        let headers: Vec<String> = self.columns.iter().map(|(h, _)| h.clone()).collect();
+        let mut out = String::new();
+        for row in std::iter::once(&headers).chain(&self.rows) {
+            let mut line = String::new();
+            for ((cell, w), (_, align)) in row.iter().zip(&widths).zip(&self.columns) {
+                let pad = " ".repeat(w - width(cell));
+                match align {
+                    Align::Left => {
+                        line.push_str(cell);
+                        line.push_str(&pad);
+                    }
+                    Align::Right => {
+                        line.push_str(&pad);
+                        line.push_str(cell);
+                    }
+                }
+                line.push_str("  ");
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_align_by_their_widest_cell() {
+        let mut t = Table::new(&[("case", Align::Left), ("value", Align::Right)]);
+        t.row(["read 8 KB".to_string(), "12.5".to_string()]);
+        t.row(["copy".to_string(), "1234".to_string()]);
+        t.row(["µ".to_string()]);
+        assert_eq!(
+            t.render(),
+            "case       value\nread 8 KB   12.5\ncopy        1234\nµ\n"
+        );
+    }
+}
