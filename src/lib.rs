@@ -30,36 +30,36 @@
 //! Adding a workload is a folder under `src/`, a `pub mod` line here and a line in
 //! [`registry`] (see `docs/architecture.md`).
 
-pub mod error;
 pub mod interrupt;
+pub mod error;
 pub mod names;
-pub mod options;
-pub mod stats;
-pub mod text;
 pub mod units;
+pub mod text;
+pub mod stats;
+pub mod options;
 
-pub mod peak;
 pub mod sysinfo;
+pub mod peak;
 
 pub mod result;
 
-pub mod reference;
 pub mod runner;
+pub mod reference;
 
-pub mod history;
 pub mod report;
+pub mod history;
 
 pub mod plan;
 pub mod workload;
 
 pub mod cpu;
-pub mod disk;
 pub mod memory;
+pub mod disk;
 pub mod net;
 
 pub mod registry;
 
-pub mod cli;
-pub mod config;
-pub mod dispatch;
 pub mod session;
+pub mod config;
+pub mod cli;
+pub mod dispatch;

@@ -1,0 +1,135 @@
+//! The layering rule of `src/lib.rs`: a module uses only modules declared before it there.
+//!
+//! Reads the order of the `pub mod` lines of lib.rs, then every `crate::…` path in every file of
+//! every module (its `use` lines, grouped `crate::{a, b}` imports and paths in code alike), and
+//! fails on a path that names a module declared later: an import cycle or a lower layer
+//! reaching up. `main.rs` may name only the dispatcher.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// The modules of lib.rs in declaration order.
+fn layers() -> Vec<String> {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    lib.lines()
+        .filter_map(|l| l.trim().strip_prefix("pub mod "))
+        .map(|m| m.trim_end_matches(';').to_string())
+        .collect()
+}
+
+/// Every .rs file of a module: `src/m.rs` or everything under `src/m/`.
+fn files_of(module: &str) -> Vec<PathBuf> {
+    let file = src().join(format!("{module}.rs"));
+    if file.exists() {
+        return vec![file];
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![src().join(module)];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    assert!(!out.is_empty(), "module {module} has no files");
+    out
+}
+
+/// The top-level modules a text names through `crate::`.
+fn named_modules(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    for (at, _) in text.match_indices("crate::") {
+        // `$crate::` in macros is the crate too.
+        let rest = &text[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // crate::{a, b::c, d::{e, f}}: the first word of each top-level item.
+            let mut depth = 0;
+            let mut item_start = true;
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => item_start = true,
+                    c if c.is_whitespace() => {}
+                    _ if item_start && depth == 0 => {
+                        names.push(ident(&group[i..]));
+                        item_start = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            names.push(ident(rest));
+        }
+    }
+    names.retain(|n| !n.is_empty());
+    names
+}
+
+#[test]
+fn no_module_uses_one_declared_after_it() {
+    let order = layers();
+    let rank: BTreeMap<&str, usize> = order
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.as_str(), i))
+        .collect();
+    let mut violations = Vec::new();
+    for (i, module) in order.iter().enumerate() {
+        for file in files_of(module) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            // Comments (doc links included) name modules without depending on them.
+            let code: String = text
+                .lines()
+                .map(|l| l.split("//").next().unwrap_or(""))
+                .collect::<Vec<_>>()
+                .join("\n");
+            for name in named_modules(&code) {
+                match rank.get(name.as_str()) {
+                    Some(&j) if j > i => violations.push(format!(
+                        "{} ({module}, layer {i}) uses crate::{name} (declared later, {j})",
+                        file.strip_prefix(src()).unwrap().display()
+                    )),
+                    Some(_) => {}
+                    None => violations.push(format!(
+                        "{} names crate::{name}, which lib.rs does not declare",
+                        file.display()
+                    )),
+                }
+            }
+        }
+    }
+    assert!(
+        violations.is_empty(),
+        "the layering of src/lib.rs is broken:\n{}",
+        violations.join("\n")
+    );
+}
+
+#[test]
+fn only_main_names_the_dispatcher() {
+    let main = std::fs::read_to_string(src().join("main.rs")).unwrap();
+    assert!(main.contains("dispatch"), "main.rs runs the dispatcher");
+    let order = layers();
+    assert_eq!(order.last().map(String::as_str), Some("dispatch"));
+}
+
+#[test]
+fn the_parser_finds_grouped_and_nested_imports() {
+    let text = "use crate::{a, b::c, d::{e, f}};\nlet x = crate::g::h();\n$crate::names::X";
+    assert_eq!(named_modules(text), ["a", "b", "d", "g", "names"]);
+}
