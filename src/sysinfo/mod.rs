@@ -6,6 +6,11 @@
 //! its source.
 
 mod collect;
+mod cpu;
+mod devices;
+mod memory;
+pub mod microarch;
+mod os;
 mod table;
 
 pub use collect::collect;
