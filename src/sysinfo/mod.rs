@@ -89,8 +89,8 @@ pub struct CpuInfo {
     pub family: Option<u32>,
     pub model: Option<u32>,
     pub stepping: Option<u32>,
-    /// Microarchitecture told from vendor, family and model (a name from
-    /// `crate::peak::MICROARCHES`), or unknown with the reason.
+    /// Microarchitecture told from vendor, family, model and stepping (the name of a row of the
+    /// [`microarch`] table), or unknown with the reason.
     pub microarch: Fact<String>,
     /// Number of physical packages.
     pub sockets: usize,
