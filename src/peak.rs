@@ -5,7 +5,8 @@
 //!   a case uses;
 //! - *clock* is the nominal clock: a `--cpu-ghz` flag, else sysfs `base_frequency`, else the
 //!   model string's "@ 2.50GHz", else the kernel's `cpu MHz` (under a hypervisor the host's
-//!   nominal clock), else the clock measured by a dependent chain of adds;
+//!   nominal clock), else the clock measured on one core by a dependent chain of adds timed by
+//!   the thread's CPU time (`sysinfo::clock::measure_ghz`);
 //! - *lanes* = vector width / precision (512/64 = 8 doubles for AVX-512);
 //! - *units* are the vector pipes that can start one such instruction per cycle, from the table
 //!   of microarchitectures in `sysinfo::microarch` (vendor optimisation manuals), a

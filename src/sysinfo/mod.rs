@@ -5,6 +5,7 @@
 //! from another one (for example a clock taken from the model string) names that derivation in
 //! its source.
 
+pub mod clock;
 mod collect;
 mod cpu;
 mod devices;
