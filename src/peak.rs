@@ -5,10 +5,12 @@
 //!   a case uses;
 //! - *clock* is the nominal clock: a `--cpu-ghz` flag, else sysfs `base_frequency`, else the
 //!   model string's "@ 2.50GHz", else the kernel's `cpu MHz` (under a hypervisor the host's
-//!   nominal clock), else the clock measured by a dependent chain of adds;
+//!   nominal clock), else the clock measured on one core by a dependent chain of adds timed by
+//!   the thread's CPU time (`sysinfo::clock::measure_ghz`);
 //! - *lanes* = vector width / precision (512/64 = 8 doubles for AVX-512);
-//! - *units* are the vector pipes that can start one such instruction per cycle, from a table of
-//!   microarchitectures (vendor optimisation manuals), a `--fma-units` flag, or a measurement;
+//! - *units* are the vector pipes that can start one such instruction per cycle, from the table
+//!   of microarchitectures in `sysinfo::microarch` (vendor optimisation manuals), a
+//!   `--fma-units` flag, or a measurement;
 //! - *ops per instruction*: an FMA is 2 FLOPs (a multiply and an add); an add or multiply is 1;
 //!   an integer add is 1 op per lane.
 //!
@@ -21,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::names::named_enum;
 use crate::options::PeakArgs;
 use crate::sysinfo::SysInfo;
+use crate::sysinfo::microarch::{self, CoreResources};
 
 /// A theoretical peak a result is compared with.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -30,28 +33,6 @@ pub struct PeakRef {
     /// How the peak was derived, with the source of each factor.
     pub source: String,
 }
-
-/// Microarchitecture names the table below knows, as `sysinfo` reports them.
-pub const MICROARCHES: &[&str] = &[
-    "haswell",
-    "broadwell",
-    "skylake",
-    "skylake-sp",
-    "cascadelake",
-    "cooperlake",
-    "icelake",
-    "icelake-sp",
-    "tigerlake",
-    "alderlake",
-    "sapphirerapids",
-    "emeraldrapids",
-    "graniterapids",
-    "zen",
-    "zen2",
-    "zen3",
-    "zen4",
-    "zen5",
-];
 
 /// One factor of a peak: a value and where it came from, or why it is unknown.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -166,21 +147,7 @@ impl Precision {
     }
 }
 
-/// Per-core execution resources of a microarchitecture, per cycle.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CoreResources {
-    /// FMA-capable FP pipes for 128/256/512-bit vectors (scalar uses the 128-bit value).
-    pub fma_units: [f64; 3],
-    /// Add-only FP pipes beside them (AMD's FADD pipes), same widths.
-    pub fadd_units: [f64; 3],
-    /// Vector integer add pipes, same widths.
-    pub vec_int_units: [f64; 3],
-    /// Scalar integer ALUs.
-    pub scalar_int_units: f64,
-    /// Where these numbers come from.
-    pub reference: &'static str,
-}
-
+/// Which entry of the [`CoreResources`] arrays (128, 256, 512 bit) an ISA uses.
 fn width_index(isa: Isa) -> usize {
     match isa {
         Isa::Scalar | Isa::Sse => 0,
@@ -189,65 +156,17 @@ fn width_index(isa: Isa) -> usize {
     }
 }
 
-/// The table of microarchitectures. A 512-bit entry of 0 means the ISA is absent; 1 on a
-/// double-pumped design means one 512-bit instruction per cycle.
-pub fn core_resources(microarch: &str, model_name: &str) -> Option<(CoreResources, String)> {
-    const INTEL: &str = "Intel 64 and IA-32 Architectures Optimization Reference Manual";
-    const AMD: &str = "AMD Software Optimization Guide for the family";
-    let r = |fma: [f64; 3], fadd: [f64; 3], vint: [f64; 3], sint: f64, reference| CoreResources {
-        fma_units: fma,
-        fadd_units: fadd,
-        vec_int_units: vint,
-        scalar_int_units: sint,
-        reference,
-    };
-    let row = match microarch {
-        "haswell" | "broadwell" => r([2., 2., 0.], [0.; 3], [2., 2., 0.], 4., INTEL),
-        "skylake" | "alderlake" => r([2., 2., 0.], [0.; 3], [3., 3., 0.], 4., INTEL),
-        "icelake" | "tigerlake" => r([2., 2., 1.], [0.; 3], [3., 3., 2.], 4., INTEL),
-        "skylake-sp" | "cascadelake" | "cooperlake" => {
-            // Two 512-bit FMA units (port 0+1 fused, and port 5) on Platinum, Gold 6xxx and
-            // Xeon W parts; one on Gold 5xxx (but 5122), Silver and Bronze.
-            let units = xeon_avx512_units(model_name)?;
-            let mut row = r([2., 2., units], [0.; 3], [3., 3., 2.], 4., INTEL);
-            row.fma_units[2] = units;
-            row
-        }
-        "icelake-sp" | "sapphirerapids" | "emeraldrapids" | "graniterapids" => {
-            r([2., 2., 2.], [0.; 3], [3., 3., 2.], 5., INTEL)
-        }
-        "zen" => r([2., 1., 0.], [2., 1., 0.], [4., 2., 0.], 4., AMD),
-        "zen2" => r([2., 2., 0.], [2., 2., 0.], [3., 3., 0.], 4., AMD),
-        "zen3" => r([2., 2., 0.], [2., 2., 0.], [4., 4., 0.], 4., AMD),
-        "zen4" => r([2., 2., 1.], [2., 2., 1.], [4., 4., 2.], 4., AMD),
-        "zen5" => r([2., 2., 2.], [2., 2., 2.], [4., 4., 4.], 6., AMD),
-        _ => return None,
-    };
-    let detail = format!(
-        "{microarch}: {} FMA pipes at 128/256/512 bit ({})",
-        row.fma_units
-            .iter()
-            .map(|u| trim_float(*u))
-            .collect::<Vec<_>>()
-            .join("/"),
-        row.reference
-    );
-    Some((row, detail))
-}
-
-/// AVX-512 FMA units of a Skylake-SP / Cascade Lake / Cooper Lake Xeon, from its model string.
-fn xeon_avx512_units(model_name: &str) -> Option<f64> {
-    let name = model_name.to_ascii_lowercase();
-    if name.contains("platinum") || name.contains("xeon(r) w-") || name.contains("gold 6") {
-        return Some(2.0);
-    }
-    if name.contains("gold 5122") {
-        return Some(2.0);
-    }
-    if name.contains("gold 5") || name.contains("silver") || name.contains("bronze") {
-        return Some(1.0);
-    }
-    None // the model string does not say (a VM often hides it)
+/// Inputs of the peak computation that do not come from `SysInfo`: flags and measurements.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct PeakOverrides {
+    pub cpu_ghz: Option<f64>,
+    pub cores: Option<u32>,
+    pub fma_units: Option<f64>,
+    pub mem_channels: Option<u32>,
+    pub mem_mts: Option<u32>,
+    pub nic_gbps: Option<f64>,
+    pub disk_mbps: Option<f64>,
+    pub disk_iops: Option<f64>,
 }
 
 /// Measurements that can stand in for unknown factors.
@@ -420,8 +339,8 @@ fn cpu_peaks(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> CpuPeaks {
         ),
         None => Factor::unknown("no clock probe ran"),
     };
-    let microarch = info.cpu.microarch.value.clone().unwrap_or_default();
-    let table = core_resources(&microarch, &info.cpu.model_name);
+    let name = info.cpu.microarch.value.clone().unwrap_or_default();
+    let table = microarch::resources(&name, &info.cpu.model_name);
     let isas = isas_of(info);
 
     let from_table = |pick: fn(&CoreResources) -> [f64; 3], what: &str| -> [Factor; 3] {
@@ -429,11 +348,7 @@ fn cpu_peaks(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> CpuPeaks {
             Some((row, detail)) => Factor::known(pick(row)[i], "microarch-table", detail.clone()),
             None => Factor::unknown(format!(
                 "{what}: microarchitecture '{}' of '{}' is not in the table{}",
-                if microarch.is_empty() {
-                    "unknown"
-                } else {
-                    &microarch
-                },
+                if name.is_empty() { "unknown" } else { &name },
                 info.cpu.model_name,
                 if what == "FMA units" {
                     "; give --fma-units or let the FMA probe measure it"
@@ -769,56 +684,6 @@ pub fn render(peaks: &Peaks) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Per-core DP FLOPs per cycle of published parts, against the table.
-    fn dp_per_cycle(microarch: &str, model: &str, isa: Isa) -> f64 {
-        let (row, _) = core_resources(microarch, model).unwrap();
-        row.fma_units[width_index(isa)] * Precision::F64.lanes(isa) as f64 * 2.0
-    }
-
-    #[test]
-    fn published_peaks_are_reproduced() {
-        // Xeon Platinum 8280 (Cascade Lake): 28 cores × 2.7 GHz base × 32 DP FLOP/cycle
-        // = 2419.2 GFLOP/s (Intel's "APP" sheet lists 2419.2 at base clock).
-        let per_cycle = dp_per_cycle(
-            "cascadelake",
-            "Intel(R) Xeon(R) Platinum 8280 CPU @ 2.70GHz",
-            Isa::Avx512,
-        );
-        assert_eq!(per_cycle, 32.0);
-        assert!((28.0 * 2.7 * per_cycle - 2419.2).abs() < 1e-9);
-        // Xeon Silver 4110 (Skylake-SP, one AVX-512 FMA unit): 8 cores × 2.1 GHz × 16 = 268.8.
-        let per_cycle = dp_per_cycle(
-            "skylake-sp",
-            "Intel(R) Xeon(R) Silver 4110 CPU @ 2.10GHz",
-            Isa::Avx512,
-        );
-        assert!((8.0 * 2.1 * per_cycle - 268.8).abs() < 1e-9);
-        // EPYC 7742 (Zen 2): 64 cores × 2.25 GHz × 16 DP FLOP/cycle (AVX2, 2 FMA) = 2304.
-        let per_cycle = dp_per_cycle("zen2", "AMD EPYC 7742 64-Core Processor", Isa::Avx2);
-        assert!((64.0 * 2.25 * per_cycle - 2304.0).abs() < 1e-9);
-        // Core i7-4770 (Haswell): 4 cores × 3.4 GHz × 16 = 217.6.
-        let per_cycle = dp_per_cycle(
-            "haswell",
-            "Intel(R) Core(TM) i7-4770 CPU @ 3.40GHz",
-            Isa::Avx2,
-        );
-        assert!((4.0 * 3.4 * per_cycle - 217.6).abs() < 1e-9);
-    }
-
-    #[test]
-    fn a_hidden_xeon_model_leaves_the_avx512_units_unknown() {
-        assert!(core_resources("cascadelake", "Intel Xeon Processor (Cascadelake)").is_none());
-        assert_eq!(
-            xeon_avx512_units("Intel(R) Xeon(R) Gold 5218 CPU @ 2.30GHz"),
-            Some(1.0)
-        );
-        assert_eq!(
-            xeon_avx512_units("Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz"),
-            Some(2.0)
-        );
-        assert!(core_resources("pentium-pro", "x").is_none());
-    }
 
     #[test]
     fn lanes() {

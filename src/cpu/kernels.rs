@@ -144,34 +144,6 @@ pub fn find(precision: Precision, isa: Isa, fma: bool) -> Option<&'static Kernel
         .find(|k| k.precision == precision && k.isa == isa && k.fma == fma)
 }
 
-/// Measures the clock of the current core: a chain of dependent 64-bit adds retires one add per
-/// cycle on every x86-64 core since the P6, so adds per second = cycles per second.
-/// Returns GHz, the best of several 10 ms runs (the least disturbed one).
-pub fn measure_clock_ghz() -> Option<f64> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // The best of many short windows: on a busy or virtualised machine most windows lose
-        // time to other work, but a 2 ms window usually fits in one time slice.
-        let mut best: f64 = 0.0;
-        for _ in 0..40 {
-            let start = std::time::Instant::now();
-            let mut rounds = 0u64;
-            while start.elapsed() < std::time::Duration::from_millis(2) {
-                x86::dependent_adds(2_000);
-                rounds += 1;
-            }
-            let ghz =
-                (rounds * 2_000 * x86::ADDS_PER_ROUND) as f64 / start.elapsed().as_secs_f64() / 1e9;
-            best = best.max(ghz);
-        }
-        Some(best)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        None
-    }
-}
-
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{Kernel, RunFn};
@@ -179,26 +151,6 @@ mod x86 {
     use std::arch::asm;
     use std::arch::x86_64::*;
     use std::hint::black_box;
-
-    pub const ADDS_PER_ROUND: u64 = 50;
-
-    /// `rounds` × 50 dependent adds on one register.
-    #[inline(never)]
-    pub fn dependent_adds(rounds: u64) -> u64 {
-        let mut a = black_box(0u64);
-        let one = black_box(1u64);
-        for _ in 0..rounds {
-            // SAFETY: register-only arithmetic.
-            unsafe {
-                asm!(
-                    ".rept 50", "add {a}, {one}", ".endr",
-                    a = inout(reg) a, one = in(reg) one, options(nomem, nostack)
-                );
-            }
-        }
-        assert_eq!(a, rounds * ADDS_PER_ROUND, "the add chain ran short");
-        a
-    }
 
     /// Sums all lanes of the accumulators as integers.
     macro_rules! lane_sum {
@@ -748,12 +700,5 @@ mod tests {
         assert_eq!(mixed.ops_per_iteration(), 12 * 4 * UNROLL);
         let int = find(Precision::I8, Isa::Sse, false).unwrap();
         assert_eq!(int.ops_per_iteration(), 12 * 16 * UNROLL);
-    }
-
-    #[test]
-    fn the_clock_probe_reads_a_plausible_clock() {
-        if let Some(ghz) = measure_clock_ghz() {
-            assert!((0.3..10.0).contains(&ghz), "{ghz} GHz");
-        }
     }
 }

@@ -139,7 +139,7 @@ pub struct CpuOptions {
 
 /// Measures the clock and the FMA throughput of one core, for peaks whose factors are unknown.
 pub fn probe() -> Probes {
-    let ghz = kernels::measure_clock_ghz();
+    let ghz = crate::sysinfo::clock::measure_ghz();
     let widest = [Isa::Avx512, Isa::Avx2, Isa::Sse]
         .into_iter()
         .filter_map(|isa| kernels::find(Precision::F64, isa, true))

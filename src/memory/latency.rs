@@ -20,6 +20,7 @@ use crate::plan::{Case, CaseSpec, Context};
 use crate::result::{BenchResult, Params, Subsystem};
 use crate::runner::{self, Quota, RunSettings, Stop, Tally, Worker};
 use crate::stats::Summary;
+use crate::sysinfo::clock::thread_cpu_ns;
 use crate::units::{format_size, format_size_approx};
 
 /// Bytes per node: one cache line.
@@ -202,51 +203,6 @@ struct ChaseWorker {
     at: *const u8,
     /// (CPU ns, loads) of each round, warm-up first.
     rounds: Arc<Mutex<Vec<(u64, u64)>>>,
-}
-
-/// The clock of the current core, GHz: a chain of dependent adds (one per cycle) timed by the
-/// thread's CPU time, best of five 20 ms runs. `cpu::kernels::measure_clock_ghz` does the same
-/// with wall time, which on a busy machine counts the time the thread waits for a core and
-/// reads a clock several times too slow.
-pub fn clock_ghz() -> Option<f64> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let mut best: f64 = 0.0;
-        for _ in 0..5 {
-            let start = thread_cpu_ns();
-            let mut rounds = 0u64;
-            let mut x = 0u64;
-            while thread_cpu_ns() - start < 20_000_000 {
-                for _ in 0..10_000 {
-                    // SAFETY: register-only adds; no memory, no stack, flags clobbered only.
-                    unsafe {
-                        std::arch::asm!(".rept 100", "add {x}, 1", ".endr", x = inout(reg) x, options(nomem, nostack));
-                    }
-                }
-                rounds += 1;
-            }
-            std::hint::black_box(x);
-            let ns = (thread_cpu_ns() - start) as f64;
-            best = best.max(rounds as f64 * 1_000_000.0 / ns);
-        }
-        Some(best)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        None
-    }
-}
-
-/// CPU time of the calling thread, ns: it stops while the thread is descheduled (and, with
-/// paravirtual steal accounting, while the hypervisor runs another guest on the core).
-fn thread_cpu_ns() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: t is a valid timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 impl Worker for ChaseWorker {

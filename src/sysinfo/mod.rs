@@ -5,7 +5,13 @@
 //! from another one (for example a clock taken from the model string) names that derivation in
 //! its source.
 
+pub mod clock;
 mod collect;
+mod cpu;
+mod devices;
+mod memory;
+pub mod microarch;
+mod os;
 mod table;
 
 pub use collect::collect;
@@ -84,8 +90,8 @@ pub struct CpuInfo {
     pub family: Option<u32>,
     pub model: Option<u32>,
     pub stepping: Option<u32>,
-    /// Microarchitecture told from vendor, family and model (a name from
-    /// `crate::peak::MICROARCHES`), or unknown with the reason.
+    /// Microarchitecture told from vendor, family, model and stepping (the name of a row of the
+    /// [`microarch`] table), or unknown with the reason.
     pub microarch: Fact<String>,
     /// Number of physical packages.
     pub sockets: usize,

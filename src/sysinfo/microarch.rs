@@ -1,0 +1,465 @@
+//! Microarchitectures: which CPUs CPUID names each one for, and the execution pipes of a core.
+//!
+//! One table, `TABLE`, holds both sides, so that no name can be told from CPUID without pipes,
+//! and no pipes exist that no CPU is named for. [`identify`] goes from CPUID to a name (sysinfo
+//! reports it); [`resources`] from the name to the pipes (the CPU peaks multiply them out).
+//!
+//! The pipe counts are from the vendors' optimisation manuals. A 512-bit count of 0 means the
+//! ISA is absent; 1 on a double-pumped design (Zen 4) means one 512-bit instruction per cycle.
+
+use std::ops::RangeInclusive;
+
+use super::Fact;
+use Cpuid::{Amd, Intel, IntelSteppings};
+
+/// The microarchitectures: a name, the CPUs CPUID tells it for, and the pipes of one core,
+/// `pipes(FMA, FADD, vector integer add, scalar integer ALUs)`, the first three at 128, 256 and
+/// 512 bit.
+const TABLE: &[Microarch] = &[
+    row(
+        "haswell",
+        Intel(&[0x3C, 0x3F, 0x45, 0x46]),
+        pipes([2., 2., 0.], NONE, [2., 2., 0.], 4.),
+    ),
+    row(
+        "broadwell",
+        Intel(&[0x3D, 0x47, 0x4F, 0x56]),
+        pipes([2., 2., 0.], NONE, [2., 2., 0.], 4.),
+    ),
+    row(
+        "skylake",
+        Intel(&[0x4E, 0x5E, 0x8E, 0x9E, 0xA5, 0xA6]),
+        pipes([2., 2., 0.], NONE, [3., 3., 0.], 4.),
+    ),
+    // Skylake-SP, Cascade Lake and Cooper Lake share model 0x55 and differ by stepping. Two
+    // 512-bit FMA pipes (ports 0+1 fused, and port 5) on Platinum, Gold 6xxx and Xeon W parts;
+    // one on Gold 5xxx (but 5122), Silver and Bronze.
+    row(
+        "skylake-sp",
+        IntelSteppings(0x55, 0..=4),
+        pipes([2., 2., 2.], NONE, [3., 3., 2.], 4.).avx512_fma_by_sku(),
+    ),
+    row(
+        "cascadelake",
+        IntelSteppings(0x55, 5..=7),
+        pipes([2., 2., 2.], NONE, [3., 3., 2.], 4.).avx512_fma_by_sku(),
+    ),
+    row(
+        "cooperlake",
+        IntelSteppings(0x55, 10..=u32::MAX),
+        pipes([2., 2., 2.], NONE, [3., 3., 2.], 4.).avx512_fma_by_sku(),
+    ),
+    row(
+        "icelake",
+        Intel(&[0x7D, 0x7E]),
+        pipes([2., 2., 1.], NONE, [3., 3., 2.], 4.),
+    ),
+    row(
+        "icelake-sp",
+        Intel(&[0x6A, 0x6C]),
+        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.),
+    ),
+    row(
+        "tigerlake",
+        Intel(&[0x8C, 0x8D]),
+        pipes([2., 2., 1.], NONE, [3., 3., 2.], 4.),
+    ),
+    row(
+        "alderlake",
+        Intel(&[0x97, 0x9A, 0xB7, 0xBA, 0xBF]),
+        pipes([2., 2., 0.], NONE, [3., 3., 0.], 4.),
+    ),
+    row(
+        "sapphirerapids",
+        Intel(&[0x8F]),
+        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.),
+    ),
+    row(
+        "emeraldrapids",
+        Intel(&[0xCF]),
+        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.),
+    ),
+    row(
+        "graniterapids",
+        Intel(&[0xAD, 0xAE]),
+        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.),
+    ),
+    row(
+        "zen",
+        Amd(0x17, &[0x00..=0x2F]),
+        pipes([2., 1., 0.], [2., 1., 0.], [4., 2., 0.], 4.),
+    ),
+    row(
+        "zen2",
+        Amd(0x17, &[0x30..=u32::MAX]),
+        pipes([2., 2., 0.], [2., 2., 0.], [3., 3., 0.], 4.),
+    ),
+    row(
+        "zen3",
+        Amd(0x19, &[0x00..=0x0F, 0x20..=0x5F]),
+        pipes([2., 2., 0.], [2., 2., 0.], [4., 4., 0.], 4.),
+    ),
+    row(
+        "zen4",
+        Amd(0x19, &[0x10..=0x1F, 0x60..=0x7F, 0xA0..=0xAF]),
+        pipes([2., 2., 1.], [2., 2., 1.], [4., 4., 2.], 4.),
+    ),
+    row(
+        "zen5",
+        Amd(0x1A, &[0..=u32::MAX]),
+        pipes([2., 2., 2.], [2., 2., 2.], [4., 4., 4.], 6.),
+    ),
+];
+
+/// No pipes of a kind, at any width.
+const NONE: [f64; 3] = [0.; 3];
+
+/// Per-core execution resources of a microarchitecture, per cycle.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CoreResources {
+    /// FMA-capable FP pipes for 128/256/512-bit vectors (scalar uses the 128-bit value).
+    pub fma_units: [f64; 3],
+    /// Add-only FP pipes beside them (AMD's FADD pipes), same widths.
+    pub fadd_units: [f64; 3],
+    /// Vector integer add pipes, same widths.
+    pub vec_int_units: [f64; 3],
+    /// Scalar integer ALUs.
+    pub scalar_int_units: f64,
+    /// Where these numbers come from.
+    pub reference: &'static str,
+}
+
+/// Microarchitecture told from the CPUID vendor, family, model and stepping, as the name of a
+/// row of the table, or unknown with the reason.
+pub fn identify(
+    vendor: &str,
+    family: Option<u32>,
+    model: Option<u32>,
+    stepping: Option<u32>,
+    model_name: &str,
+) -> Fact<String> {
+    let (Some(family), Some(model)) = (family, model) else {
+        return Fact::unknown(format!(
+            "no cpu family and model in /proc/cpuinfo for '{model_name}' ({vendor})"
+        ));
+    };
+    let stepping_text = match stepping {
+        Some(s)
+            if TABLE
+                .iter()
+                .any(|row| row.cpuid.needs_stepping(vendor, family, model)) =>
+        {
+            format!(" stepping {s}")
+        }
+        _ => String::new(),
+    };
+    let told = format!("CPUID family {family} model {model}{stepping_text} ({vendor})");
+    let found = TABLE
+        .iter()
+        .find(|row| row.cpuid.matches(vendor, family, model, stepping));
+    match found {
+        Some(row) => Fact::read(row.name.to_string(), told),
+        None => Fact::unknown(format!(
+            "{told}, model 0x{model:02X}, '{model_name}', is not in the microarchitecture table"
+        )),
+    }
+}
+
+/// The pipes of the microarchitecture `name` (as [`identify`] gives it), with a line that says
+/// where they come from; `None` when the name is not in the table, or when the pipes depend on
+/// the SKU and the model name does not tell it.
+pub fn resources(name: &str, model_name: &str) -> Option<(CoreResources, String)> {
+    let row = TABLE.iter().find(|row| row.name == name)?;
+    let pipes = &row.pipes;
+    let mut fma_units = pipes.fma;
+    if pipes.avx512_fma_by_sku {
+        fma_units[2] = xeon_avx512_units(model_name)?;
+    }
+    let core = CoreResources {
+        fma_units,
+        fadd_units: pipes.fadd,
+        vec_int_units: pipes.vector_int,
+        scalar_int_units: pipes.int_alus,
+        reference: row.cpuid.manual(),
+    };
+    let fma = fma_units.map(|units| units.to_string()).join("/");
+    let detail = format!(
+        "{name}: {fma} FMA pipes at 128/256/512 bit ({})",
+        core.reference
+    );
+    Some((core, detail))
+}
+
+/// AVX-512 FMA units of a Skylake-SP / Cascade Lake / Cooper Lake Xeon, from its model string.
+fn xeon_avx512_units(model_name: &str) -> Option<f64> {
+    let name = model_name.to_ascii_lowercase();
+    if name.contains("platinum") || name.contains("xeon(r) w-") || name.contains("gold 6") {
+        return Some(2.0);
+    }
+    if name.contains("gold 5122") {
+        return Some(2.0);
+    }
+    if name.contains("gold 5") || name.contains("silver") || name.contains("bronze") {
+        return Some(1.0);
+    }
+    None // the model string does not say (a VM often hides it)
+}
+
+/// One row of the table.
+struct Microarch {
+    /// The name sysinfo reports, e.g. "cascadelake".
+    name: &'static str,
+    /// The CPUs it is told for.
+    cpuid: Cpuid,
+    pipes: Pipes,
+}
+
+const fn row(name: &'static str, cpuid: Cpuid, pipes: Pipes) -> Microarch {
+    Microarch { name, cpuid, pipes }
+}
+
+/// The CPUs a row stands for, by CPUID.
+enum Cpuid {
+    /// GenuineIntel family 6, any of these models.
+    Intel(&'static [u32]),
+    /// GenuineIntel family 6, this model, with a stepping in this range.
+    IntelSteppings(u32, RangeInclusive<u32>),
+    /// AuthenticAMD, this family, a model in one of these ranges.
+    Amd(u32, &'static [RangeInclusive<u32>]),
+}
+
+impl Cpuid {
+    fn matches(&self, vendor: &str, family: u32, model: u32, stepping: Option<u32>) -> bool {
+        match self {
+            Intel(models) => vendor == "GenuineIntel" && family == 6 && models.contains(&model),
+            IntelSteppings(_, steppings) => {
+                self.needs_stepping(vendor, family, model)
+                    && stepping.is_some_and(|s| steppings.contains(&s))
+            }
+            Amd(row_family, models) => {
+                vendor == "AuthenticAMD"
+                    && family == *row_family
+                    && models.iter().any(|range| range.contains(&model))
+            }
+        }
+    }
+
+    /// Whether this row tells the CPUs of this vendor, family and model apart by stepping.
+    fn needs_stepping(&self, vendor: &str, family: u32, model: u32) -> bool {
+        matches!(self, IntelSteppings(row_model, _)
+            if vendor == "GenuineIntel" && family == 6 && model == *row_model)
+    }
+
+    /// The vendor's manual the pipe counts come from.
+    fn manual(&self) -> &'static str {
+        match self {
+            Intel(_) | IntelSteppings(..) => {
+                "Intel 64 and IA-32 Architectures Optimization Reference Manual"
+            }
+            Amd(..) => "AMD Software Optimization Guide for the family",
+        }
+    }
+}
+
+/// The execution pipes of one core, per cycle.
+struct Pipes {
+    /// FMA-capable FP pipes at 128/256/512 bit.
+    fma: [f64; 3],
+    /// Add-only FP pipes, same widths.
+    fadd: [f64; 3],
+    /// Vector integer add pipes, same widths.
+    vector_int: [f64; 3],
+    /// Scalar integer ALUs.
+    int_alus: f64,
+    /// Whether the 512-bit FMA pipes differ by SKU, so that the model name must say how many;
+    /// `fma` then holds the most any SKU has.
+    avx512_fma_by_sku: bool,
+}
+
+const fn pipes(fma: [f64; 3], fadd: [f64; 3], vector_int: [f64; 3], int_alus: f64) -> Pipes {
+    Pipes {
+        fma,
+        fadd,
+        vector_int,
+        int_alus,
+        avx512_fma_by_sku: false,
+    }
+}
+
+impl Pipes {
+    const fn avx512_fma_by_sku(mut self) -> Pipes {
+        self.avx512_fma_by_sku = true;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    /// A model name that tells the SKU of every row that needs one.
+    const PLATINUM: &str = "Intel(R) Xeon(R) Platinum 8280 CPU @ 2.70GHz";
+
+    /// Every name `identify` gives for the families in the table, over all models and steppings.
+    fn every_identified_name() -> BTreeSet<String> {
+        let mut names = BTreeSet::new();
+        for vendor in ["GenuineIntel", "AuthenticAMD"] {
+            for family in [6, 0x17, 0x18, 0x19, 0x1A] {
+                for model in 0..=0xFF {
+                    for stepping in (0..=0xF).map(Some).chain([None]) {
+                        let fact = identify(vendor, Some(family), Some(model), stepping, PLATINUM);
+                        names.extend(fact.value);
+                    }
+                }
+            }
+        }
+        names
+    }
+
+    #[test]
+    fn every_name_identify_gives_has_resources() {
+        let names = every_identified_name();
+        for name in &names {
+            assert!(resources(name, PLATINUM).is_some(), "{name} has no pipes");
+        }
+        let rows: BTreeSet<String> = TABLE.iter().map(|row| row.name.to_string()).collect();
+        assert_eq!(names, rows, "every row is told for some CPU");
+        assert_eq!(rows.len(), TABLE.len(), "no name has two rows");
+    }
+
+    #[test]
+    fn no_cpu_is_told_for_two_rows() {
+        for vendor in ["GenuineIntel", "AuthenticAMD"] {
+            for family in [6, 0x17, 0x19, 0x1A] {
+                for model in 0..=0xFF {
+                    for stepping in 0..=0xF {
+                        let rows: Vec<&str> = TABLE
+                            .iter()
+                            .filter(|row| row.cpuid.matches(vendor, family, model, Some(stepping)))
+                            .map(|row| row.name)
+                            .collect();
+                        assert!(
+                            rows.len() <= 1,
+                            "{vendor} family {family} model {model} stepping {stepping}: {rows:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_detail_names_the_row_and_the_manual() {
+        let (_, detail) = resources("zen", "AMD EPYC").unwrap();
+        assert_eq!(
+            detail,
+            "zen: 2/1/0 FMA pipes at 128/256/512 bit (AMD Software Optimization Guide for the \
+             family)"
+        );
+        let (_, detail) = resources("cascadelake", "Intel(R) Xeon(R) Silver 4210").unwrap();
+        assert_eq!(
+            detail,
+            "cascadelake: 2/2/1 FMA pipes at 128/256/512 bit (Intel 64 and IA-32 Architectures \
+             Optimization Reference Manual)"
+        );
+    }
+
+    /// Per-core DP FLOPs per cycle of published parts, against the table: FMA pipes at `bits` ×
+    /// doubles per register × 2 FLOPs per FMA.
+    fn dp_per_cycle(name: &str, model: &str, bits: u32) -> f64 {
+        let (core, _) = resources(name, model).unwrap();
+        let width = match bits {
+            128 => 0,
+            256 => 1,
+            512 => 2,
+            _ => panic!("no {bits}-bit vectors"),
+        };
+        core.fma_units[width] * f64::from(bits / 64) * 2.0
+    }
+
+    #[test]
+    fn published_peaks_are_reproduced() {
+        // Xeon Platinum 8280 (Cascade Lake): 28 cores × 2.7 GHz base × 32 DP FLOP/cycle
+        // = 2419.2 GFLOP/s (Intel's "APP" sheet lists 2419.2 at base clock).
+        let per_cycle = dp_per_cycle("cascadelake", PLATINUM, 512);
+        assert_eq!(per_cycle, 32.0);
+        assert!((28.0 * 2.7 * per_cycle - 2419.2).abs() < 1e-9);
+        // Xeon Silver 4110 (Skylake-SP, one AVX-512 FMA unit): 8 cores × 2.1 GHz × 16 = 268.8.
+        let per_cycle = dp_per_cycle(
+            "skylake-sp",
+            "Intel(R) Xeon(R) Silver 4110 CPU @ 2.10GHz",
+            512,
+        );
+        assert!((8.0 * 2.1 * per_cycle - 268.8).abs() < 1e-9);
+        // EPYC 7742 (Zen 2): 64 cores × 2.25 GHz × 16 DP FLOP/cycle (AVX2, 2 FMA) = 2304.
+        let per_cycle = dp_per_cycle("zen2", "AMD EPYC 7742 64-Core Processor", 256);
+        assert!((64.0 * 2.25 * per_cycle - 2304.0).abs() < 1e-9);
+        // Core i7-4770 (Haswell): 4 cores × 3.4 GHz × 16 = 217.6.
+        let per_cycle = dp_per_cycle("haswell", "Intel(R) Core(TM) i7-4770 CPU @ 3.40GHz", 256);
+        assert!((4.0 * 3.4 * per_cycle - 217.6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_hidden_xeon_model_leaves_the_avx512_units_unknown() {
+        assert!(resources("cascadelake", "Intel Xeon Processor (Cascadelake)").is_none());
+        assert_eq!(
+            xeon_avx512_units("Intel(R) Xeon(R) Gold 5218 CPU @ 2.30GHz"),
+            Some(1.0)
+        );
+        assert_eq!(
+            xeon_avx512_units("Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz"),
+            Some(2.0)
+        );
+        assert!(resources("pentium-pro", "x").is_none());
+    }
+
+    #[test]
+    fn microarch_corner_cases() {
+        let intel = |model, stepping| {
+            identify("GenuineIntel", Some(6), Some(model), Some(stepping), "Xeon")
+                .value
+                .unwrap_or_default()
+        };
+        assert_eq!(intel(0x55, 4), "skylake-sp");
+        assert_eq!(intel(0x55, 7), "cascadelake");
+        assert_eq!(intel(0x55, 5), "cascadelake");
+        assert_eq!(intel(0x55, 11), "cooperlake");
+        assert_eq!(intel(0x55, 8), "");
+        assert_eq!(intel(0x8F, 8), "sapphirerapids");
+        assert_eq!(intel(0x3F, 2), "haswell");
+        assert_eq!(intel(0xAD, 1), "graniterapids");
+        let amd = |family, model| {
+            identify("AuthenticAMD", Some(family), Some(model), Some(0), "EPYC")
+                .value
+                .unwrap_or_default()
+        };
+        assert_eq!(amd(0x17, 0x01), "zen");
+        assert_eq!(amd(0x17, 0x2F), "zen");
+        assert_eq!(amd(0x17, 0x31), "zen2");
+        assert_eq!(amd(0x19, 0x01), "zen3");
+        assert_eq!(amd(0x19, 0x11), "zen4");
+        assert_eq!(amd(0x19, 0x21), "zen3");
+        assert_eq!(amd(0x19, 0x61), "zen4");
+        assert_eq!(amd(0x19, 0xA0), "zen4");
+        assert_eq!(amd(0x19, 0x90), "");
+        assert_eq!(amd(0x1A, 0x02), "zen5");
+
+        let no_stepping = identify("GenuineIntel", Some(6), Some(0x55), None, "Xeon");
+        assert!(no_stepping.value.is_none());
+        let unknown = identify("GenuineIntel", Some(6), Some(0x99), Some(1), "Mystery");
+        assert_eq!(
+            unknown.reason.as_deref(),
+            Some(
+                "CPUID family 6 model 153 (GenuineIntel), model 0x99, 'Mystery', is not in \
+                 the microarchitecture table"
+            )
+        );
+        assert!(
+            identify("HygonGenuine", Some(0x18), Some(1), Some(1), "Hygon")
+                .value
+                .is_none()
+        );
+    }
+}
