@@ -133,3 +133,24 @@ fn the_parser_finds_grouped_and_nested_imports() {
     let text = "use crate::{a, b::c, d::{e, f}};\nlet x = crate::g::h();\n$crate::names::X";
     assert_eq!(named_modules(text), ["a", "b", "d", "g", "names"]);
 }
+
+#[test]
+fn every_test_runs_the_binary_through_the_harness_that_isolates_the_history() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut direct = Vec::new();
+    for entry in std::fs::read_dir(&tests).unwrap().flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "rs")
+            && path.file_name().unwrap() != "architecture.rs"
+        {
+            let text = std::fs::read_to_string(&path).unwrap();
+            if text.contains(concat!("CARGO_BIN_", "EXE_peakbench")) {
+                direct.push(path.file_name().unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    assert!(
+        direct.is_empty(),
+        "these tests run the binary without tests/common (which isolates the history): {direct:?}"
+    );
+}

@@ -1,38 +1,12 @@
 //! Runs the real binary: inventory, bad input, a short CPU run, interruption.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-fn peakbench(args: &[&str]) -> Output {
-    // Measuring commands store their run in the history: a temporary one, never the user's.
-    let history = tempfile::tempdir().unwrap();
-    Command::new(env!("CARGO_BIN_EXE_peakbench"))
-        .args(args)
-        .env("PEAKBENCH_DB", history.path().join("history.db"))
-        .output()
-        .expect("the binary runs")
-}
+mod common;
 
-/// Runs a command that must succeed and print one JSON document.
-fn peakbench_json(args: &[&str]) -> serde_json::Value {
-    let output = peakbench(args);
-    assert!(
-        output.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    json(&output)
-}
-
-fn json(output: &Output) -> serde_json::Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}): {}",
-            String::from_utf8_lossy(&output.stdout)
-        )
-    })
-}
+use common::{json, run as peakbench, run_json as peakbench_json};
 
 #[test]
 fn sysinfo_json_has_the_inventory_and_sourced_peaks() {
@@ -191,8 +165,7 @@ fn linpack_solves_and_checks_the_residual() {
 fn ctrl_c_keeps_the_results_already_measured_in_a_valid_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("partial.json");
-    let history = tempfile::tempdir().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_peakbench"))
+    let child = common::command(&[])
         .args([
             "cpu",
             "-p",
@@ -206,7 +179,6 @@ fn ctrl_c_keeps_the_results_already_measured_in_a_valid_file() {
         ])
         .args(["--warmup", "0", "--output"])
         .arg(&path)
-        .env("PEAKBENCH_DB", history.path().join("history.db"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -275,7 +247,7 @@ fn a_sampling_run_records_one_value_per_interval() {
 fn a_missing_reference_tool_is_named_and_the_run_goes_on() {
     // An empty PATH: likwid-bench cannot be found, whatever the machine has installed.
     let empty = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_peakbench"))
+    let output = common::command(&[])
         .args([
             "cpu",
             "-p",

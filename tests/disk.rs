@@ -5,10 +5,11 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// The binary with these arguments; a `disk` run never stores into the user's history.
+mod common;
+
+/// The binary with these arguments (its history isolated, and not stored for `disk` runs).
 fn command(args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_peakbench"));
-    cmd.args(args);
+    let mut cmd = common::command(args);
     if args.first() == Some(&"disk") {
         cmd.arg("--no-history");
     }
@@ -258,7 +259,8 @@ fn a_read_only_directory_is_refused() {
     let target = if mounted {
         dir.path().to_path_buf()
     } else {
-        eprintln!("cannot mount a read-only tmpfs here: trying /proc/self instead");
+        common::prerequisite(Err("cannot mount a read-only tmpfs here".into()));
+        eprintln!("trying /proc/self instead");
         Path::new("/proc/self").to_path_buf()
     };
     let output = peakbench(&["disk", "--dir", target.to_str().unwrap(), "--size", "1MiB"]);
@@ -330,8 +332,11 @@ fn a_kept_file_is_reused_where_a_second_one_would_not_fit() {
     // 100 MiB: room for one 24 MiB file beside the 64 MiB + 1 % that peakbench leaves free,
     // not for two.
     let mounted = mount_tmpfs(dir.path(), "size=100m");
-    if !mounted {
-        eprintln!("cannot mount a tmpfs here (needs root): skipped");
+    if !common::prerequisite(
+        mounted
+            .then_some(())
+            .ok_or("cannot mount a tmpfs here (needs root)".into()),
+    ) {
         return;
     }
     let run = || {
@@ -541,7 +546,7 @@ fn an_allowed_blank_loop_device_is_used_and_a_formatted_one_refused() {
             .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
     };
     let Some(dev) = attach(&backing) else {
-        eprintln!("skipped: cannot attach a loop device here (losetup)");
+        common::prerequisite(Err("cannot attach a loop device here (losetup)".into()));
         return;
     };
     let output = peakbench(&[

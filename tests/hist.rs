@@ -4,11 +4,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/report.json");
 const EXPECTED_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/report.md");
 
 fn peakbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_peakbench"))
+    common::command(&[])
         .args(args)
         // Never the user's own history, whatever a test forgets.
         .env("PEAKBENCH_DB", "/nonexistent/peakbench-tests/history.db")
@@ -106,7 +108,7 @@ fn no_history_stores_nothing_and_a_missing_history_is_named() {
 fn an_interrupted_run_is_stored_as_interrupted() {
     let dir = tempfile::tempdir().unwrap();
     let db = db(dir.path());
-    let child = Command::new(env!("CARGO_BIN_EXE_peakbench"))
+    let child = common::command(&[])
         .args([
             "cpu",
             "-p",
@@ -411,7 +413,9 @@ fn chromium() -> Option<&'static str> {
 #[test]
 fn the_html_report_renders_in_headless_chromium_without_console_errors() {
     let Some(browser) = chromium() else {
-        println!("skipped: no chromium on PATH (CI installs Debian's chromium)");
+        common::prerequisite(Err(
+            "no chromium on PATH (CI installs Debian's chromium)".into()
+        ));
         return;
     };
     let dir = tempfile::tempdir().unwrap();

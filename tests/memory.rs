@@ -1,12 +1,12 @@
 //! Runs `peakbench mem` and `peakbench mem latency` for real: every op on small working sets,
 //! the latency curve's ends, and bad input.
 
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
 
 fn peakbench(args: &[&str]) -> Output {
-    // Tests never write to the user's history.
-    Command::new(env!("CARGO_BIN_EXE_peakbench"))
-        .args(args)
+    common::command(args)
         .arg("--no-history")
         .output()
         .expect("the binary runs")

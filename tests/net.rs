@@ -7,14 +7,10 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
 fn peakbench(args: &[&str]) -> Output {
-    // Tests never write to the user's history (a server stores nothing).
-    let history = (args.get(1) != Some(&"serve")).then_some("--no-history");
-    Command::new(env!("CARGO_BIN_EXE_peakbench"))
-        .args(args)
-        .args(history)
-        .output()
-        .expect("the binary runs")
+    common::run(args)
 }
 
 fn json(output: &Output) -> serde_json::Value {
@@ -64,7 +60,7 @@ impl Server {
             .local_addr()
             .unwrap()
             .port();
-        let child = Command::new(env!("CARGO_BIN_EXE_peakbench"))
+        let child = common::command(&[])
             .args(["net", "serve", "--bind", ip, "--port", &port.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -196,7 +192,7 @@ fn several_clients_share_one_server() {
     let clients: Vec<_> = (0..3)
         .map(|i| {
             let proto = if i % 2 == 0 { "tcp" } else { "udp" };
-            Command::new(env!("CARGO_BIN_EXE_peakbench"))
+            common::command(&[])
                 .args([
                     "net",
                     "--json",
@@ -248,7 +244,7 @@ fn a_killed_client_does_not_stop_the_server() {
     let server = Server::start();
     let addr = server.addr();
     for mode in ["throughput", "latency"] {
-        let mut victim = Command::new(env!("CARGO_BIN_EXE_peakbench"))
+        let mut victim = common::command(&[])
             .args([
                 "net",
                 "--no-history",

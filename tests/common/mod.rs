@@ -1,0 +1,111 @@
+//! What every integration test shares: the binary run with its history and home isolated,
+//! JSON output read back, and prerequisites that skip a test (or, in CI's strict mode, fail it).
+//!
+//! Every run of the binary goes through [`command`], which points `PEAKBENCH_DB`, `HOME` and
+//! `XDG_DATA_HOME` at a fresh directory under cargo's target dir, so no test can reach the
+//! user's history (`tests/architecture.rs` checks that no test runs the binary another way).
+//! A test that wants a history it reads back gives `--db` itself.
+
+#![allow(dead_code)] // each test binary uses its own part of the harness
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A fresh directory for one run's home and history, under cargo's target dir.
+fn sandbox() -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "home-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&dir).expect("a sandbox directory");
+    dir
+}
+
+/// Points a command's history and home at a sandbox.
+pub fn isolate(cmd: &mut Command) -> &mut Command {
+    let home = sandbox();
+    cmd.env("PEAKBENCH_DB", home.join("history.db"))
+        .env("HOME", &home)
+        .env("XDG_DATA_HOME", home.join("data"))
+}
+
+/// The peakbench binary's path.
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_peakbench")
+}
+
+/// The binary with `args`, its history and home isolated.
+pub fn command(args: &[&str]) -> Command {
+    let mut cmd = Command::new(binary());
+    cmd.args(args);
+    isolate(&mut cmd);
+    cmd
+}
+
+/// Runs the binary to its end.
+pub fn run(args: &[&str]) -> Output {
+    command(args).output().expect("the binary runs")
+}
+
+/// The JSON document a successful run printed on stdout.
+pub fn json(output: &Output) -> serde_json::Value {
+    assert!(
+        output.status.success(),
+        "exit {:?}: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+/// Runs a command that must succeed and print one JSON document.
+pub fn run_json(args: &[&str]) -> serde_json::Value {
+    json(&run(args))
+}
+
+/// Whether CI's strict mode is on (`PEAKBENCH_STRICT_TESTS=1`, set by `.ci/run`): a test
+/// whose prerequisite CI installs (Chromium, iproute2, root) fails instead of skipping.
+pub fn strict() -> bool {
+    std::env::var_os("PEAKBENCH_STRICT_TESTS").is_some_and(|v| v == "1")
+}
+
+/// `Ok` when the test can run; otherwise prints why it is skipped and returns `false`, or
+/// panics in strict mode.
+pub fn prerequisite(available: Result<(), String>) -> bool {
+    match available {
+        Ok(()) => true,
+        Err(why) if strict() => panic!("strict mode: a prerequisite CI provides is missing: {why}"),
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            false
+        }
+    }
+}
+
+/// Whether the tests run as root (mounts, loop devices, network namespaces).
+pub fn root() -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    match unsafe { libc::geteuid() } {
+        0 => Ok(()),
+        _ => Err("needs root".into()),
+    }
+}
+
+/// A program on PATH, or why not.
+pub fn on_path(name: &str) -> Result<PathBuf, String> {
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join(name))
+                .find(|p| p.is_file())
+        })
+        .ok_or_else(|| format!("no {name} on PATH"))
+}
