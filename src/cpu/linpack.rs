@@ -182,7 +182,7 @@ impl Case for LinpackCase {
             .and_then(|row| cpu.for_threads(row, self.threads, None));
         let result = result.with_peak(peak);
         Ok(if ctx.runner.reference {
-            result.with_reference(super::reference::hpcc_hpl(self.n, self.threads))
+            result.with_reference(super::reference::hpcc_hpl(self.n, self.threads)?)
         } else {
             result
         })

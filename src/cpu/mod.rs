@@ -311,7 +311,7 @@ impl Case for ThroughputCase {
                 kernel.isa,
                 kernel.fma,
                 self.threads,
-            ));
+            )?);
         }
         result.warnings = runner::repetition_warnings(&reps, result.stats.cv);
         result

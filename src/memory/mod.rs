@@ -506,7 +506,7 @@ impl Case for BandwidthCase {
             ));
         }
         if ctx.runner.reference {
-            let reference = reference::for_case(self);
+            let reference = reference::for_case(self)?;
             result = result.with_reference(reference);
         }
         Ok(result)

@@ -333,7 +333,7 @@ impl Case for NetCase {
             Mode::Latency => self.latency_result(ctx, &outcomes)?,
         };
         if ctx.runner.reference {
-            let reference = reference::run(&self.spec, &self.target, self.count, ctx);
+            let reference = reference::run(&self.spec, &self.target, self.count, ctx)?;
             result = result.with_reference(reference);
         }
         Ok(result)
