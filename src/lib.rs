@@ -16,6 +16,7 @@ pub mod peak;
 pub mod reference;
 pub mod report;
 pub mod result;
+pub mod rng;
 pub mod runner;
 pub mod session;
 pub mod stats;

@@ -28,6 +28,7 @@ use std::time::Instant;
 use anyhow::{Result, anyhow, bail};
 use io_uring::{IoUring, opcode, types};
 
+use crate::rng::Rng;
 use crate::runner::{Quota, Tally, Worker};
 use crate::stats::LatencyHistogram;
 
@@ -39,53 +40,6 @@ pub const STAMP_EVERY: u64 = 4096;
 /// One read in this many (per thread) checks every stamp of its block; the others check the
 /// stamps at both ends.
 pub const FULL_CHECK_EVERY: u64 = 64;
-
-/// xorshift64* (Vigna): fast, and good enough to make data incompressible and offsets uniform.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed | 1)
-    }
-
-    /// Seeded from the clock and the address of a stack value (differs per thread and run).
-    pub fn seeded() -> Rng {
-        let local = 0u8;
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        let mut rng = Rng::new(t ^ ((&local as *const u8 as u64).rotate_left(32)));
-        rng.next_u64();
-        rng
-    }
-
-    #[inline]
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform below `n` (n > 0), by multiply-shift.
-    #[inline]
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next_u64() as u128 * n as u128) >> 64) as u64
-    }
-
-    pub fn fill(&mut self, buf: &mut [u8]) {
-        let mut chunks = buf.chunks_exact_mut(8);
-        for c in &mut chunks {
-            c.copy_from_slice(&self.next_u64().to_le_bytes());
-        }
-        let rest = chunks.into_remainder();
-        let last = self.next_u64().to_le_bytes();
-        rest.copy_from_slice(&last[..rest.len()]);
-    }
-}
 
 /// The file offsets of stamps in `[offset, offset + len)` that have at least `need` bytes room.
 fn stamp_positions(offset: u64, len: usize, need: u64) -> impl Iterator<Item = usize> {
@@ -341,8 +295,7 @@ impl DiskWorker {
             Engine::IoUring => Some(new_ring(job.qd).map_err(|e| anyhow!("io_uring setup: {e}"))?),
             Engine::Sync => None,
         };
-        let mut rng = Rng::seeded();
-        rng.0 ^= (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut rng = Rng::for_thread(Rng::from_clock().next_u64(), index);
         let mut buffers = Vec::with_capacity(depth);
         for _ in 0..depth {
             let mut buf = AlignedBuf::new(job.block as usize, 4096)?;
@@ -742,14 +695,6 @@ mod tests {
             file[offset as usize..offset as usize + 1025].copy_from_slice(&block);
         }
         assert_eq!(verify(&file[..8200], 0, tag).unwrap(), 3);
-    }
-
-    #[test]
-    fn random_offsets_stay_in_range() {
-        let mut r = Rng::new(42);
-        for _ in 0..10_000 {
-            assert!(r.below(7) < 7);
-        }
     }
 }
 

@@ -24,8 +24,9 @@ use anyhow::{Context as _, Result, bail};
 
 use crate::app::UsageError;
 use crate::interrupt;
+use crate::rng::Rng;
 
-use super::engine::{AlignedBuf, Rng, stamp};
+use super::engine::{AlignedBuf, stamp};
 
 /// The first bytes of every peakbench test file.
 pub const MAGIC: &[u8] = b"PEAKBENCH DISK TEST FILE v1\n";
@@ -327,7 +328,7 @@ pub fn check_dir(dir: &Path, data_bytes: u64, align: u64) -> Result<()> {
     // Root ignores permissions, so only a real attempt tells whether the directory is writable.
     let probe = dir.join(format!(
         ".peakbench-probe-{:016x}",
-        Rng::seeded().next_u64()
+        Rng::from_clock().next_u64()
     ));
     match OpenOptions::new()
         .write(true)
@@ -519,7 +520,7 @@ pub fn open(spec: &TargetSpec) -> Result<TestFile> {
                 path: path.clone(),
                 data_offset: 0,
                 data_bytes: spec.data_bytes,
-                tag: Rng::seeded().next_u64(),
+                tag: Rng::from_clock().next_u64(),
                 align: spec.align,
                 is_device: true,
                 foreign_writes: AtomicBool::new(false),
@@ -538,7 +539,7 @@ pub fn open(spec: &TargetSpec) -> Result<TestFile> {
                 eprintln!("reusing the kept test file {}", path.display());
                 return reuse(&path, spec);
             }
-            let name = format!("peakbench-{:016x}.tmp", Rng::seeded().next_u64());
+            let name = format!("peakbench-{:016x}.tmp", Rng::from_clock().next_u64());
             create(dir.join(name), spec)
         }
     }
@@ -582,7 +583,7 @@ fn create(path: PathBuf, spec: &TargetSpec) -> Result<TestFile> {
         path,
         data_offset: data_offset(spec.align),
         data_bytes: spec.data_bytes,
-        tag: Rng::seeded().next_u64(),
+        tag: Rng::from_clock().next_u64(),
         align: spec.align,
         is_device: false,
         foreign_writes: AtomicBool::new(false),
@@ -615,7 +616,7 @@ fn fill(file: &TestFile, direct: bool) -> Result<()> {
         .open(&file.path)
         .with_context(|| format!("opening {} to fill it", file.path.display()))?;
     let mut buf = AlignedBuf::new(FILL_CHUNK, file.align.max(4096) as usize)?;
-    let mut rng = Rng::seeded();
+    let mut rng = Rng::from_clock();
     let mut done = 0u64;
     while done < file.data_bytes {
         if interrupt::requested() {

@@ -17,6 +17,7 @@ use serde::Serialize;
 use super::region::{HugePages, Region};
 use crate::app::UsageError;
 use crate::result::{BenchResult, CaseInfo, Extra, Params, Subsystem};
+use crate::rng::Rng;
 use crate::runner::{self, Quota, Stop, Tally, Worker};
 use crate::session::{Case, Context};
 use crate::stats::Summary;
@@ -151,9 +152,9 @@ pub fn link(region: &mut Region, seed: u64) -> *const u8 {
     let nodes = region.len() / NODE;
     // A permutation of node indices with one cycle: next[k] is the node after k.
     let mut next: Vec<u32> = (0..nodes as u32).collect();
-    let mut rng = seed;
+    let mut rng = Rng::new(seed);
     for i in (1..nodes).rev() {
-        let j = super::below(super::wyrand(&mut rng), i); // j < i: Sattolo, not Fisher–Yates
+        let j = rng.index(i); // j < i: Sattolo, not Fisher–Yates
         next.swap(i, j);
     }
     let base = region.as_ptr();
