@@ -12,7 +12,7 @@
 //! Layout: the header block (`data_offset` bytes, a multiple of the O_DIRECT alignment) then the
 //! data region, filled with pseudo-random bytes before any read. Every 4 KiB of the data carries
 //! its own file offset XOR the file's tag in its first 8 bytes, so that a read can check that the
-//! bytes came from where it asked (see `engine::verify`).
+//! bytes came from where it asked (see [`super::stamp`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
@@ -26,7 +26,8 @@ use crate::app::UsageError;
 use crate::interrupt;
 use crate::rng::Rng;
 
-use super::engine::{AlignedBuf, stamp};
+use super::buffer::AlignedBuf;
+use super::stamp::stamp;
 
 /// The first bytes of every peakbench test file.
 pub const MAGIC: &[u8] = b"PEAKBENCH DISK TEST FILE v1\n";
@@ -698,7 +699,7 @@ mod tests {
         let bytes = std::fs::read(&file.path).unwrap();
         assert_eq!(bytes.len() as u64, file.data_offset + (3 << 20));
         assert!(bytes.starts_with(MAGIC));
-        assert!(super::super::engine::verify(&bytes[4096..], 4096, file.tag).unwrap() > 0);
+        assert!(super::super::stamp::verify(&bytes[4096..], 4096, file.tag).unwrap() > 0);
         let zeros = bytes[4096..].iter().filter(|&&b| b == 0).count();
         assert!(zeros < bytes.len() / 100, "{zeros} zero bytes: not random");
         let path = file.path.clone();

@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::reference::{Invocation, Reading, Tool};
 use crate::result::Reference;
 
-use super::engine::HUGE_BUFFERS_FROM;
+use super::buffer::HUGE_BUFFERS_FROM;
 use super::{Engine, Op, Stopping};
 
 pub const FIO: Tool = Tool {

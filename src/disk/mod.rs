@@ -12,9 +12,11 @@
 //! latest thread end, fsyncs inside); MB = 10^6 bytes. IOPS are the same I/Os per second.
 //! Latencies are per I/O, submission to completion, merged over threads and repetitions.
 
+pub mod buffer;
 pub mod engine;
 pub mod file;
 pub mod fio;
+pub mod stamp;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
