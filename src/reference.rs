@@ -580,7 +580,7 @@ fn wait_until(
 }
 
 /// The last non-empty line of a tool's output, for notes.
-pub fn last_line(text: &str) -> &str {
+fn last_line(text: &str) -> &str {
     text.lines()
         .rev()
         .map(str::trim)
