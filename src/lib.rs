@@ -36,6 +36,7 @@ pub mod names;
 pub mod units;
 pub mod text;
 pub mod stats;
+pub mod rng;
 pub mod options;
 
 pub mod sysinfo;

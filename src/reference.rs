@@ -1,17 +1,30 @@
 //! Running the standard tool of a field (likwid-bench, hpcc, fio, iperf3, sockperf, mbw) on the
 //! same case, so that each result can carry the tool's value and the ratio to it.
 //!
-//! A tool that is not installed is not an error: the result gets a [`Reference`] with no value
-//! and a note that names the tool and how to install it, and the run goes on. A tool that runs
-//! is bounded by a deadline and killed when it passes it, or when the user presses Ctrl-C.
+//! The subsystems only describe their tools: an [`Invocation`] names the program, its arguments,
+//! its environment and input files if any, how long it may take, a server to start on this
+//! machine first if it needs one, and how to read its value from what it printed or wrote.
+//! [`Invocation::run`] does the rest the same way for every tool:
+//!
+//! - A tool that is not installed is not an error: the result gets a [`Reference`] with no value
+//!   and a note that names the program and how to install it, and the run goes on. So does a
+//!   tool that fails, runs past its time limit (it is killed), or prints nothing usable: the
+//!   note says which.
+//! - The command recorded is the one that ran, with the program's full path, so that a user can
+//!   run it again.
+//! - Ctrl-C while a tool (or its server) runs kills it and interrupts the run: `run` returns
+//!   [`Interrupted`], so the case ends as any case interrupted in peakbench's own loops does,
+//!   instead of being kept with a reference cut short. A tool that exits by itself on the
+//!   terminal's SIGINT (which reaches the whole process group) counts as interrupted too.
 
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::interrupt;
+use crate::interrupt::{self, Interrupted};
 use crate::result::Reference;
 
 /// A standard tool: the program to look for and how to get it.
@@ -45,19 +58,17 @@ impl Tool {
 
     /// The reference recorded when the tool is not installed.
     pub fn missing(&self, command: &str) -> Reference {
-        Reference {
-            tool: self.name.to_string(),
-            command: command.to_string(),
-            value: None,
-            ratio: None,
-            note: Some(format!(
+        self.failed(
+            command,
+            format!(
                 "{} is not installed; install it with `{}` to compare",
                 self.program, self.install
-            )),
-        }
+            ),
+        )
     }
 
-    /// The reference recorded when the tool ran but gave no usable value.
+    /// The reference recorded when the tool gave no value (or was not run: `command` is then
+    /// empty), with why.
     pub fn failed(&self, command: &str, why: impl std::fmt::Display) -> Reference {
         Reference {
             tool: self.name.to_string(),
@@ -81,20 +92,390 @@ impl Tool {
     }
 }
 
-/// What a finished tool printed.
-#[derive(Debug)]
-pub struct ToolOutput {
-    pub success: bool,
-    pub stdout: String,
-    pub stderr: String,
+/// What a tool's parser read: the value in the result's unit, and anything the reader of the
+/// result should know about it (how it was converted, what differs from peakbench's case).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reading {
+    pub value: f64,
+    pub note: Option<String>,
 }
 
-/// The command line as a user would type it (arguments with spaces quoted).
+/// Where the value is read from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    Stdout,
+    /// Standard output, then standard error (sockperf prints its figures on either).
+    StdoutAndStderr,
+    /// A file the tool wrote in its working directory (hpcc's `hpccoutf.txt`).
+    File(String),
+}
+
+/// A server for a client-server tool, started on this machine before the tool (same program,
+/// its own arguments) and killed after it.
+#[derive(Clone, Debug)]
+pub struct Server {
+    pub args: Vec<String>,
+    pub ready: Ready,
+}
+
+/// How to know that a [`Server`] is ready for the tool.
+#[derive(Clone, Copy, Debug)]
+pub enum Ready {
+    /// A TCP socket listens on this loopback port, as /proc/net/tcp shows: without connecting,
+    /// for a server that would take a probe for its one client (`iperf3 -s -1`).
+    Listening(u16),
+    /// A TCP connection to this address succeeds.
+    Accepting(SocketAddr),
+    /// Nothing to look at (a UDP server): wait this long.
+    After(Duration),
+}
+
+/// How long a [`Server`] may take to be ready.
+const SERVER_START: Duration = Duration::from_secs(3);
+
+/// A file written in the tool's working directory before it runs.
+struct InputFile {
+    name: String,
+    contents: String,
+    /// What the command line says of it, e.g. "N=4000, NB=192".
+    shown: String,
+}
+
+type Parser<'a> = Box<dyn FnOnce(&str) -> Result<Reading, String> + 'a>;
+
+/// One run of a tool on one case: everything needed to run it and read its value.
+pub struct Invocation<'a> {
+    tool: Tool,
+    launcher: Option<Tool>,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    files: Vec<InputFile>,
+    timeout: Duration,
+    server: Option<Server>,
+    source: Source,
+    any_exit_status: bool,
+    refusal: Option<String>,
+    parse: Parser<'a>,
+}
+
+impl<'a> Invocation<'a> {
+    /// `tool` run with `args`, killed after `timeout`; `parse` reads its standard output and
+    /// returns the value, or why there is none.
+    pub fn new(
+        tool: Tool,
+        args: Vec<String>,
+        timeout: Duration,
+        parse: impl FnOnce(&str) -> Result<Reading, String> + 'a,
+    ) -> Invocation<'a> {
+        Invocation {
+            tool,
+            launcher: None,
+            args,
+            env: Vec::new(),
+            files: Vec::new(),
+            timeout,
+            server: None,
+            source: Source::Stdout,
+            any_exit_status: false,
+            refusal: None,
+            parse: Box::new(parse),
+        }
+    }
+
+    /// Runs `launcher` with the arguments instead (mpirun starting hpcc); both must be installed.
+    pub fn launched_by(mut self, launcher: Tool) -> Self {
+        self.launcher = Some(launcher);
+        self
+    }
+
+    /// Sets an environment variable for the tool.
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// Runs the tool in a new temporary directory holding this file; the command line shows
+    /// `shown` for its contents.
+    pub fn input_file(mut self, name: &str, contents: String, shown: String) -> Self {
+        self.files.push(InputFile {
+            name: name.to_string(),
+            contents,
+            shown,
+        });
+        self
+    }
+
+    /// Starts `server` before the tool and kills it after.
+    pub fn server(mut self, server: Server) -> Self {
+        self.server = Some(server);
+        self
+    }
+
+    /// Reads the value from `source` instead of standard output (a file: the tool runs in a new
+    /// temporary directory).
+    pub fn read_from(mut self, source: Source) -> Self {
+        self.source = source;
+        self
+    }
+
+    /// Parses the output whatever the exit status: for a tool whose output says more about a
+    /// failure than its status does (iperf3's JSON `error`).
+    pub fn any_exit_status(mut self) -> Self {
+        self.any_exit_status = true;
+        self
+    }
+
+    /// Does not run the tool: the reference carries the command line and `why`.
+    pub fn refuse(mut self, why: impl Into<String>) -> Self {
+        self.refusal = Some(why.into());
+        self
+    }
+
+    /// The command line shown to users: the program and the arguments, then in parentheses
+    /// the input files and the environment, if any.
+    pub fn command_line(&self, program: &Path) -> String {
+        let mut line = command_line(program, &self.args);
+        let mut context = Vec::new();
+        if !self.files.is_empty() {
+            let files: Vec<String> = self
+                .files
+                .iter()
+                .map(|f| format!("{}: {}", f.name, f.shown))
+                .collect();
+            context.push(format!("in a directory holding {}", files.join(", ")));
+        }
+        if !self.env.is_empty() {
+            let env: Vec<String> = self.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            context.push(env.join(" "));
+        }
+        if !context.is_empty() {
+            line = format!("{line} ({})", context.join("; "));
+        }
+        line
+    }
+
+    /// Runs the tool and returns its reference: with a value, or with a note saying why there
+    /// is none. `Err` only when the run was interrupted ([`Interrupted`]).
+    pub fn run(self) -> anyhow::Result<Reference> {
+        self.run_with(&CtrlC)
+    }
+
+    fn run_with(mut self, stop: &dyn Stop) -> anyhow::Result<Reference> {
+        if stop.requested() {
+            return Err(Interrupted.into());
+        }
+        let runs = self.launcher.unwrap_or(self.tool);
+        let mut needed = [Some(self.tool), self.launcher].into_iter().flatten();
+        if let Some(absent) = needed.find(|t| t.path().is_none()) {
+            return Ok(absent.missing(&self.command_line(Path::new(runs.program))));
+        }
+        let Some(program) = runs.path() else {
+            return Ok(runs.missing(&self.command_line(Path::new(runs.program))));
+        };
+        let line = self.command_line(&program);
+        let tool = self.tool;
+        if let Some(why) = self.refusal.take() {
+            return Ok(tool.failed(&line, why));
+        }
+        match self.attempt(&program, runs.program, stop) {
+            Ok(reading) => Ok(tool.value(&line, reading.value, reading.note)),
+            Err(NoValue::Why(why)) => Ok(tool.failed(&line, why)),
+            Err(NoValue::Interrupted) => Err(Interrupted.into()),
+        }
+    }
+
+    /// Sets up, runs and parses; `name` is the program's name for notes.
+    fn attempt(self, program: &Path, name: &str, stop: &dyn Stop) -> Result<Reading, NoValue> {
+        let needs_dir = !self.files.is_empty() || matches!(self.source, Source::File(_));
+        let dir = if needs_dir {
+            let dir = tempfile::tempdir()
+                .map_err(|e| NoValue::Why(format!("no temporary directory: {e}")))?;
+            Some(dir)
+        } else {
+            None
+        };
+        if let Some(dir) = &dir {
+            for file in &self.files {
+                std::fs::write(dir.path().join(&file.name), &file.contents)
+                    .map_err(|e| NoValue::Why(format!("cannot write {}: {e}", file.name)))?;
+            }
+        }
+        let _server = match &self.server {
+            Some(server) => Some(server.start(program, name, stop)?),
+            None => None,
+        };
+        let mut cmd = Command::new(program);
+        cmd.args(&self.args);
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
+        if let Some(dir) = &dir {
+            cmd.current_dir(dir.path());
+        }
+        let output = run_bounded(&mut cmd, name, self.timeout, stop)?;
+        if stop.requested() {
+            return Err(NoValue::Interrupted);
+        }
+        let said = last_line(&output.stderr);
+        if !output.status.success() && !self.any_exit_status {
+            return Err(NoValue::Why(format!(
+                "{name} failed ({}): {said}",
+                output.status
+            )));
+        }
+        let text = match &self.source {
+            Source::Stdout => output.stdout,
+            Source::StdoutAndStderr => format!("{}\n{}", output.stdout, output.stderr),
+            Source::File(file) => {
+                let dir = dir
+                    .as_ref()
+                    .expect("a file source makes a working directory");
+                std::fs::read_to_string(dir.path().join(file))
+                    .map_err(|e| NoValue::Why(format!("{name} wrote no {file}: {e}")))?
+            }
+        };
+        (self.parse)(&text).map_err(|why| {
+            NoValue::Why(match said {
+                "" => why,
+                said => format!("{why}: {said}"),
+            })
+        })
+    }
+}
+
+/// Why a run gave no value.
+#[derive(Debug)]
+enum NoValue {
+    /// The user asked the run to stop.
+    Interrupted,
+    /// Anything else: the reference's note.
+    Why(String),
+}
+
+/// Where a run learns that it must stop: Ctrl-C ([`interrupt`]), or in tests a flag of their
+/// own (the process's flag would stop every other test running beside them).
+trait Stop {
+    fn requested(&self) -> bool;
+    /// A descriptor that becomes readable when the stop is requested, to sleep on.
+    fn wake_fd(&self) -> Option<RawFd>;
+}
+
+/// The process's Ctrl-C and SIGTERM.
+struct CtrlC;
+
+impl Stop for CtrlC {
+    fn requested(&self) -> bool {
+        interrupt::requested()
+    }
+
+    fn wake_fd(&self) -> Option<RawFd> {
+        interrupt::wake_fd()
+    }
+}
+
+/// A process killed (and reaped) when dropped.
+struct Spawned(Child);
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Server {
+    /// Starts the server and waits until it is ready.
+    fn start(&self, program: &Path, name: &str, stop: &dyn Stop) -> Result<Spawned, NoValue> {
+        let shown = match self.args.first() {
+            Some(first) => format!("{name} {first}"),
+            None => name.to_string(),
+        };
+        let child = Command::new(program)
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| NoValue::Why(format!("cannot start {shown}: {e}")))?;
+        let mut server = Spawned(child);
+        let until = Instant::now() + SERVER_START;
+        loop {
+            let ready = match self.ready {
+                Ready::Listening(port) => tcp_listening(port),
+                Ready::Accepting(addr) => {
+                    TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok()
+                }
+                Ready::After(wait) => !pause(wait, stop),
+            };
+            if stop.requested() {
+                return Err(NoValue::Interrupted);
+            }
+            if ready {
+                return Ok(server);
+            }
+            if let Ok(Some(status)) = server.0.try_wait() {
+                return Err(NoValue::Why(format!(
+                    "{shown} ended ({status}) before it was ready"
+                )));
+            }
+            if Instant::now() >= until {
+                return Err(NoValue::Why(format!(
+                    "{shown} did not start listening within {}",
+                    humantime::format_duration(SERVER_START)
+                )));
+            }
+            if pause(Duration::from_millis(20), stop) {
+                return Err(NoValue::Interrupted);
+            }
+        }
+    }
+}
+
+/// Whether a TCP socket listens on `port` (any address), from /proc/net/tcp and tcp6.
+fn tcp_listening(port: u16) -> bool {
+    let wanted = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|table| {
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        text.lines().skip(1).any(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            fields.len() > 3 && fields[1].ends_with(&wanted) && fields[3] == "0A"
+        })
+    })
+}
+
+/// Sleeps for `wait` or until a stop is requested; whether it was.
+fn pause(wait: Duration, stop: &dyn Stop) -> bool {
+    if stop.requested() {
+        return true;
+    }
+    match stop.wake_fd() {
+        Some(fd) => {
+            let mut wake = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+            // SAFETY: one live pollfd; EINTR and a timeout both end in the check below.
+            unsafe { libc::poll(&mut wake, 1, ms) };
+        }
+        None => std::thread::sleep(wait),
+    }
+    stop.requested()
+}
+
+/// What a finished tool printed.
+#[derive(Debug)]
+struct ToolOutput {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+/// The command line as a user would type it in a shell (arguments with spaces or quotes quoted).
 pub fn command_line(program: &Path, args: &[String]) -> String {
     std::iter::once(program.display().to_string())
         .chain(args.iter().map(|a| {
-            if a.is_empty() || a.contains(char::is_whitespace) {
-                format!("'{a}'")
+            if a.is_empty() || a.contains(|c: char| c.is_whitespace() || c == '\'') {
+                format!("'{}'", a.replace('\'', r"'\''"))
             } else {
                 a.clone()
             }
@@ -103,15 +484,22 @@ pub fn command_line(program: &Path, args: &[String]) -> String {
         .join(" ")
 }
 
-/// Runs `cmd` to completion or until `timeout`, killing it then or on Ctrl-C.
+/// Runs `cmd` (`name` in notes) to completion, or kills it when `timeout` passes or a stop is
+/// requested.
 ///
 /// Output is read on helper threads so a chatty tool cannot block on a full pipe.
-pub fn run_bounded(cmd: &mut Command, timeout: Duration) -> anyhow::Result<ToolOutput> {
+fn run_bounded(
+    cmd: &mut Command,
+    name: &str,
+    timeout: Duration,
+    stop: &dyn Stop,
+) -> Result<ToolOutput, NoValue> {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()?;
+        .spawn()
+        .map_err(|e| NoValue::Why(format!("cannot start {name}: {e}")))?;
     let mut out = child.stdout.take().expect("piped stdout");
     let mut err = child.stderr.take().expect("piped stderr");
     let out_reader = std::thread::spawn(move || {
@@ -124,43 +512,57 @@ pub fn run_bounded(cmd: &mut Command, timeout: Duration) -> anyhow::Result<ToolO
         let _ = err.read_to_string(&mut s);
         s
     });
-    let Some(status) = wait_until(&mut child, Instant::now() + timeout)? else {
-        let _ = child.kill();
-        let _ = child.wait();
-        if interrupt::requested() {
-            return Err(interrupt::Interrupted.into());
+    let status = match wait_until(&mut child, Instant::now() + timeout, stop) {
+        Ok(Some(status)) => status,
+        ended => {
+            let _ = child.kill();
+            let _ = child.wait();
+            if stop.requested() {
+                return Err(NoValue::Interrupted);
+            }
+            return Err(NoValue::Why(match ended {
+                Err(e) => format!("waiting for {name}: {e}"),
+                _ => format!(
+                    "{name} did not finish within {} and was killed",
+                    humantime::format_duration(timeout)
+                ),
+            }));
         }
-        anyhow::bail!("timed out after {}", humantime::format_duration(timeout));
     };
     Ok(ToolOutput {
-        success: status.success(),
+        status,
         stdout: out_reader.join().unwrap_or_default(),
         stderr: err_reader.join().unwrap_or_default(),
     })
 }
 
-/// Waits until the child exits (its status), or `deadline` passes or the run is interrupted
+/// Waits until the child exits (its status), or `deadline` passes or a stop is requested
 /// (`None`, the child still running).
 ///
-/// It sleeps in one poll(2) on the child's pidfd and the interrupt's eventfd rather than
-/// waking every few milliseconds to look: such a wake-up is a timer firing on some CPU for the
-/// tool's whole run, and on a VM a periodic timer on the CPU where a thread waits for I/O
-/// changes how fast that thread wakes (docs/disk.md), so it would change what fio measures at
-/// QD 1. Kernels without pidfd_open (before 5.3) get the 20 ms look instead.
-fn wait_until(child: &mut Child, deadline: Instant) -> std::io::Result<Option<ExitStatus>> {
+/// It sleeps in one poll(2) on the child's pidfd and the stop's eventfd rather than waking
+/// every few milliseconds to look: such a wake-up is a timer firing on some CPU for the tool's
+/// whole run, and on a VM a periodic timer on the CPU where a thread waits for I/O changes how
+/// fast that thread wakes (docs/disk.md), so it would change what fio measures at QD 1.
+/// Kernels without pidfd_open (before 5.3) get the 20 ms look instead.
+fn wait_until(
+    child: &mut Child,
+    deadline: Instant,
+    stop: &dyn Stop,
+) -> std::io::Result<Option<ExitStatus>> {
     // SAFETY: pidfd_open takes a pid and flags; a non-negative result is a descriptor we own.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id() as libc::pid_t, 0) };
+    // SAFETY: as above, the descriptor is new and ours alone.
     let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd as i32) });
     loop {
         if let Some(status) = child.try_wait()? {
             return Ok(Some(status));
         }
         let now = Instant::now();
-        if interrupt::requested() || now >= deadline {
+        if stop.requested() || now >= deadline {
             return Ok(None);
         }
         let left = deadline - now;
-        match (&pidfd, interrupt::wake_fd()) {
+        match (&pidfd, stop.wake_fd()) {
             (Some(pidfd), Some(wake)) => {
                 let mut fds = [pidfd.as_raw_fd(), wake].map(|fd| libc::pollfd {
                     fd,
@@ -177,8 +579,8 @@ fn wait_until(child: &mut Child, deadline: Instant) -> std::io::Result<Option<Ex
     }
 }
 
-/// The last non-empty line of a tool's stderr, for notes.
-pub fn last_line(text: &str) -> &str {
+/// The last non-empty line of a tool's output, for notes.
+fn last_line(text: &str) -> &str {
     text.lines()
         .rev()
         .map(str::trim)
@@ -189,30 +591,264 @@ pub fn last_line(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
 
-    #[test]
-    fn a_missing_tool_is_named_with_its_install_hint() {
-        let tool = Tool {
-            name: "nope",
-            program: "peakbench-no-such-program",
-            install: "apt-get install nope",
-        };
-        assert!(tool.path().is_none());
-        let r = tool.missing("nope --x");
-        assert_eq!(r.value, None);
-        assert!(r.note.unwrap().contains("apt-get install nope"));
+    const SH: Tool = Tool {
+        name: "the shell",
+        program: "sh",
+        install: "apt-get install dash",
+    };
+
+    const ABSENT: Tool = Tool {
+        name: "nope",
+        program: "peakbench-no-such-program",
+        install: "apt-get install nope",
+    };
+
+    /// `sh -c script`.
+    fn sh<'a>(
+        script: &str,
+        parse: impl FnOnce(&str) -> Result<Reading, String> + 'a,
+    ) -> Invocation<'a> {
+        Invocation::new(
+            SH,
+            vec!["-c".into(), script.into()],
+            Duration::from_secs(60),
+            parse,
+        )
+    }
+
+    /// The figure after `rate:` in the text.
+    fn rate(text: &str) -> Result<Reading, String> {
+        text.lines()
+            .find_map(|l| l.strip_prefix("rate:"))
+            .and_then(|v| v.trim().parse().ok())
+            .map(|value| Reading {
+                value,
+                note: Some("rate as printed".into()),
+            })
+            .ok_or_else(|| "no rate line".to_string())
+    }
+
+    /// A stop of the test's own, requested from another thread.
+    struct TestStop {
+        flag: AtomicBool,
+        wake: OwnedFd,
+    }
+
+    impl TestStop {
+        fn new() -> TestStop {
+            // SAFETY: eventfd takes no pointers; a non-negative result is a descriptor we own.
+            let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+            assert!(fd >= 0, "eventfd");
+            TestStop {
+                flag: AtomicBool::new(false),
+                // SAFETY: just created, owned by nothing else.
+                wake: unsafe { OwnedFd::from_raw_fd(fd) },
+            }
+        }
+
+        fn request(&self) {
+            self.flag.store(true, Ordering::SeqCst);
+            let one = 1u64.to_ne_bytes();
+            // SAFETY: writes 8 bytes from a live buffer to our eventfd.
+            unsafe { libc::write(self.wake.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+        }
+    }
+
+    impl Stop for TestStop {
+        fn requested(&self) -> bool {
+            self.flag.load(Ordering::SeqCst)
+        }
+
+        fn wake_fd(&self) -> Option<RawFd> {
+            Some(self.wake.as_raw_fd())
+        }
+    }
+
+    fn never() -> TestStop {
+        TestStop::new()
     }
 
     #[test]
-    fn a_tool_that_runs_too_long_is_killed() {
-        let sh = find_program("sh").expect("sh on PATH");
-        let start = Instant::now();
-        let r = run_bounded(
-            Command::new(sh).args(["-c", "sleep 5"]),
-            Duration::from_millis(200),
+    fn a_missing_tool_is_named_with_its_install_hint() {
+        let r = Invocation::new(
+            ABSENT,
+            vec!["--x".into(), "a b".into()],
+            Duration::from_secs(1),
+            |_| panic!("nothing to parse"),
+        )
+        .run_with(&never())
+        .unwrap();
+        assert_eq!(r.tool, "nope");
+        assert_eq!(r.command, "peakbench-no-such-program --x 'a b'");
+        assert_eq!(r.value, None);
+        let note = r.note.unwrap();
+        assert!(
+            note.contains("peakbench-no-such-program is not installed"),
+            "{note}"
         );
-        assert!(r.is_err());
+        assert!(note.contains("apt-get install nope"), "{note}");
+    }
+
+    #[test]
+    fn a_missing_launcher_is_named_too() {
+        let r = sh("true", |_| panic!("nothing to parse"))
+            .launched_by(ABSENT)
+            .run_with(&never())
+            .unwrap();
+        assert_eq!(r.tool, "nope", "the program that is missing");
+        assert!(r.note.unwrap().contains("apt-get install nope"));
+        let r = Invocation::new(ABSENT, vec![], Duration::from_secs(1), |_| {
+            panic!("nothing to parse")
+        })
+        .launched_by(SH)
+        .run_with(&never())
+        .unwrap();
+        assert_eq!(r.tool, "nope", "the tool the launcher would start");
+        assert!(r.command.starts_with("sh"), "{}", r.command);
+    }
+
+    #[test]
+    fn the_value_is_parsed_from_the_output_with_the_full_command_line() {
+        let r = sh("echo chatter; echo rate: 42.5", rate)
+            .run_with(&never())
+            .unwrap();
+        assert_eq!(r.tool, "the shell");
+        assert_eq!(r.value, Some(42.5));
+        assert_eq!(r.note.as_deref(), Some("rate as printed"));
+        let sh = find_program("sh").unwrap();
+        assert_eq!(
+            r.command,
+            format!("{} -c 'echo chatter; echo rate: 42.5'", sh.display())
+        );
+    }
+
+    #[test]
+    fn input_files_environment_and_output_files_live_in_a_working_directory() {
+        let r = sh(
+            "cat in.txt > out.txt; echo \"rate: $EXTRA\" >> out.txt",
+            |text| {
+                assert!(text.starts_with("rate: 7\n"), "{text}");
+                rate(text)
+            },
+        )
+        .input_file("in.txt", "rate: 7\n".into(), "a rate of 7".into())
+        .env("EXTRA", "8")
+        .read_from(Source::File("out.txt".into()))
+        .run_with(&never())
+        .unwrap();
+        assert_eq!(r.value, Some(7.0), "{:?}", r.note);
+        assert!(
+            r.command
+                .ends_with(" (in a directory holding in.txt: a rate of 7; EXTRA=8)"),
+            "{}",
+            r.command
+        );
+    }
+
+    #[test]
+    fn no_value_is_a_note_with_the_tools_last_words() {
+        let r = sh("echo nothing; echo 'it broke' >&2", rate)
+            .run_with(&never())
+            .unwrap();
+        assert_eq!(r.value, None);
+        assert_eq!(r.note.as_deref(), Some("no rate line: it broke"));
+        let r = sh("echo 'rate: 1'; echo 'bad flag' >&2; exit 3", rate)
+            .run_with(&never())
+            .unwrap();
+        assert_eq!(r.value, None, "a failed run's output is not trusted");
+        let note = r.note.unwrap();
+        assert!(note.starts_with("sh failed (exit status: 3)"), "{note}");
+        assert!(note.ends_with("bad flag"), "{note}");
+        let r = sh("echo 'rate: 1'; exit 3", rate)
+            .any_exit_status()
+            .run_with(&never())
+            .unwrap();
+        assert_eq!(r.value, Some(1.0), "unless the output is what counts");
+        let r = sh("echo 'rate: 1'", rate)
+            .refuse("not on this case")
+            .run_with(&never())
+            .unwrap();
+        assert_eq!(r.value, None);
+        assert_eq!(r.note.as_deref(), Some("not on this case"));
+        assert!(r.command.contains("-c"), "the command is still shown");
+    }
+
+    #[test]
+    fn a_tool_that_runs_too_long_is_killed_with_a_note() {
+        let start = Instant::now();
+        let mut run = sh("sleep 5", |_| panic!("nothing to parse"));
+        run.timeout = Duration::from_millis(200);
+        let r = run.run_with(&never()).unwrap();
         assert!(start.elapsed() < Duration::from_secs(3));
+        let note = r.note.unwrap();
+        assert!(note.contains("did not finish within 200ms"), "{note}");
+    }
+
+    #[test]
+    fn a_stop_during_the_tool_kills_it_and_interrupts_the_run() {
+        let stop = TestStop::new();
+        let start = Instant::now();
+        let r = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(200));
+                stop.request();
+            });
+            sh("sleep 30", |_| panic!("an interrupted tool is not parsed")).run_with(&stop)
+        });
+        let e = r.unwrap_err();
+        assert!(e.is::<Interrupted>(), "{e:#}");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the tool was not killed at once"
+        );
+    }
+
+    #[test]
+    fn a_stop_before_the_tool_runs_nothing() {
+        let stop = TestStop::new();
+        stop.request();
+        let e = sh("echo 'rate: 1'", rate).run_with(&stop).unwrap_err();
+        assert!(e.is::<Interrupted>(), "{e:#}");
+    }
+
+    #[test]
+    fn a_local_server_runs_during_the_tool_and_is_gone_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("server.pid");
+        let server = Server {
+            args: vec![
+                "-c".into(),
+                format!("echo $$ > {}; exec sleep 30", pid_file.display()),
+            ],
+            ready: Ready::After(Duration::from_millis(100)),
+        };
+        let script = format!(
+            "while [ ! -s {0} ]; do sleep 0.01; done; echo \"rate: $(cat {0})\"",
+            pid_file.display()
+        );
+        let r = sh(&script, rate).server(server).run_with(&never()).unwrap();
+        let pid = r.value.expect("the server was up when the tool ran") as i32;
+        assert!(pid > 0);
+        // SAFETY: signal 0 only asks whether the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0;
+        assert!(!alive, "the server outlived the tool");
+    }
+
+    #[test]
+    fn a_server_that_dies_at_once_is_a_note() {
+        let server = Server {
+            args: vec!["-c".into(), "exit 1".into()],
+            ready: Ready::Listening(1),
+        };
+        let r = sh("echo 'rate: 1'", rate)
+            .server(server)
+            .run_with(&never())
+            .unwrap();
+        assert_eq!(r.value, None);
+        let note = r.note.unwrap();
+        assert!(note.starts_with("sh -c ended (exit status: 1)"), "{note}");
     }
 
     #[test]
@@ -221,21 +857,26 @@ mod tests {
         let start = Instant::now();
         let r = run_bounded(
             Command::new(sh).args(["-c", "sleep 0.2; echo out; echo err >&2"]),
+            "sh",
             Duration::from_secs(60),
+            &never(),
         )
         .unwrap();
         assert!(
             start.elapsed() < Duration::from_secs(10),
             "the wait outlived the tool"
         );
-        assert!(r.success);
+        assert!(r.status.success());
         assert_eq!(r.stdout.trim(), "out");
         assert_eq!(last_line(&r.stderr), "err");
     }
 
     #[test]
     fn command_lines_quote_spaces() {
-        let line = command_line(Path::new("/bin/x"), &["a b".into(), "c".into()]);
-        assert_eq!(line, "/bin/x 'a b' c");
+        let line = command_line(
+            Path::new("/bin/x"),
+            &["a b".into(), "c".into(), "it's".into(), String::new()],
+        );
+        assert_eq!(line, r"/bin/x 'a b' c 'it'\''s' ''");
     }
 }

@@ -290,3 +290,98 @@ fn a_missing_reference_tool_is_named_and_the_run_goes_on() {
     assert!(note(0).contains("apt-get install likwid"), "{}", note(0));
     assert!(note(1).contains("no integer peak kernel"), "{}", note(1));
 }
+
+/// Ctrl-C while a reference tool runs ends the run (exit 130) at once: the tool is killed, the
+/// case it was comparing is dropped as any interrupted case is, and the cases measured before
+/// stay in the output with their references.
+#[test]
+fn ctrl_c_during_a_reference_tool_interrupts_the_run_and_keeps_earlier_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    // The first run answers at once; the second hangs until it is killed.
+    let fake = bin.join("likwid-bench");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\n\
+         if [ -e \"$FAKE_DIR/ran\" ]; then echo $$ > \"$FAKE_DIR/hung.pid\"; exec sleep 60; fi\n\
+         touch \"$FAKE_DIR/ran\"\n\
+         printf 'MFlops/s:\\t1000\\n'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = dir.path().join("partial.json");
+    let child = common::command(&["cpu", "-p", "f64,f32", "--isa", "scalar", "--fma", "no"])
+        .args([
+            "-t",
+            "1",
+            "-d",
+            "20ms",
+            "-r",
+            "1",
+            "--warmup",
+            "0",
+            "--reference",
+        ])
+        .arg("--output")
+        .arg(&path)
+        .env("PEAKBENCH_DB", dir.path().join("history.db"))
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("FAKE_DIR", dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let hung = dir.path().join("hung.pid");
+    let start = Instant::now();
+    while !std::fs::read_to_string(&hung).is_ok_and(|s| s.ends_with('\n'))
+        && start.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let tool: i32 = std::fs::read_to_string(&hung)
+        .expect("the second case started its reference tool")
+        .trim()
+        .parse()
+        .unwrap();
+    let signalled = Instant::now();
+    // SAFETY: sending SIGINT to our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        signalled.elapsed() < Duration::from_secs(5),
+        "the run did not stop at once"
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // SAFETY: signal 0 only asks whether the process exists.
+    let alive = unsafe { libc::kill(tool, 0) } == 0;
+    assert!(!alive, "the reference tool outlived the run");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).expect("valid JSON");
+    assert_eq!(doc["status"], "interrupted");
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "the first case only: {results:?}");
+    assert_eq!(results[0]["reference"]["value"], 1.0);
+    assert!(
+        results[0]["reference"]["command"]
+            .as_str()
+            .unwrap()
+            .contains("-t peakflops -W N:32kB:1"),
+        "{}",
+        results[0]["reference"]
+    );
+}

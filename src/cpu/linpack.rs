@@ -18,6 +18,7 @@ use faer::{Mat, Par};
 use crate::peak::{Isa, Precision};
 use crate::plan::{Case, CaseSpec, Context};
 use crate::result::{BenchResult, Params, Subsystem};
+use crate::rng::Rng;
 use crate::runner::{self, Round};
 
 /// HPL's pass threshold for the scaled residual.
@@ -34,25 +35,11 @@ pub fn memory_needed(n: u64) -> u64 {
     2 * n * n * 8 + 4 * n * 8
 }
 
-/// A small, fast, reproducible generator (SplitMix64) for the matrix entries.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next_f64(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    }
-}
-
 /// A random system A, b of order n.
 pub fn random_system(n: usize, seed: u64) -> (Mat<f64>, Mat<f64>) {
-    let mut rng = SplitMix(seed);
-    let a = Mat::from_fn(n, n, |_, _| rng.next_f64());
-    let b = Mat::from_fn(n, 1, |_, _| rng.next_f64());
+    let mut rng = Rng::new(seed);
+    let a = Mat::from_fn(n, n, |_, _| rng.centered_f64());
+    let b = Mat::from_fn(n, 1, |_, _| rng.centered_f64());
     (a, b)
 }
 
@@ -203,7 +190,7 @@ impl Case for LinpackCase {
             .param("scaled_residual_max", residual_max)
             .peak(peak);
         if ctx.runner.reference {
-            result = result.reference(super::reference::hpcc_hpl(self.n, self.threads));
+            result = result.reference(super::reference::hpcc_hpl(self.n, self.threads)?);
         }
         Ok(result.finish())
     }

@@ -390,7 +390,7 @@ impl Case for ThroughputCase {
                 kernel.isa,
                 kernel.fma,
                 self.threads,
-            ));
+            )?);
         }
         Ok(result.finish())
     }

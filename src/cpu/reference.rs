@@ -3,12 +3,10 @@
 //! Each is run with the case's own parameters (precision, ISA, FMA and threads; order n and
 //! cores) right after the case, and its value becomes the result's `reference`.
 
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use crate::peak::{Isa, Precision};
-use crate::reference::{Tool, command_line, last_line, run_bounded};
+use crate::reference::{Invocation, Reading, Source, Tool};
 use crate::result::Reference;
 
 pub const LIKWID: Tool = Tool {
@@ -63,10 +61,15 @@ pub fn likwid_kernel(precision: Precision, isa: Isa, fma: bool) -> Result<&'stat
 ///
 /// 32 kB per thread keeps the kernel's single load stream in L1, as likwid's documentation
 /// suggests for peakflops; likwid counts an FMA as 2 FLOPs, as peakbench does.
-pub fn likwid_peakflops(precision: Precision, isa: Isa, fma: bool, threads: usize) -> Reference {
+pub fn likwid_peakflops(
+    precision: Precision,
+    isa: Isa,
+    fma: bool,
+    threads: usize,
+) -> anyhow::Result<Reference> {
     let kernel = match likwid_kernel(precision, isa, fma) {
         Ok(k) => k,
-        Err(why) => return LIKWID.failed("", why),
+        Err(why) => return Ok(LIKWID.failed("", why)),
     };
     let args = vec![
         "-t".to_string(),
@@ -74,21 +77,18 @@ pub fn likwid_peakflops(precision: Precision, isa: Isa, fma: bool, threads: usiz
         "-W".to_string(),
         format!("N:{}kB:{threads}", 32 * threads),
     ];
-    let Some(program) = LIKWID.path() else {
-        return LIKWID.missing(&command_line(Path::new(LIKWID.program), &args));
-    };
-    let line = command_line(&program, &args);
+    let mut run = Invocation::new(LIKWID, args, Duration::from_secs(120), |stdout| {
+        let mflops =
+            parse_likwid_mflops(stdout).ok_or("no MFlops/s line in likwid-bench's output")?;
+        Ok(Reading {
+            value: mflops / 1000.0,
+            note: None,
+        })
+    });
     if threads > crate::runner::num_cpus() {
-        return LIKWID.failed(&line, "likwid-bench runs at most one thread per CPU");
+        run = run.refuse("likwid-bench runs at most one thread per CPU");
     }
-    match run_bounded(Command::new(&program).args(&args), Duration::from_secs(120)) {
-        Ok(out) if out.success => match parse_likwid_mflops(&out.stdout) {
-            Some(mflops) => LIKWID.value(&line, mflops / 1000.0, None),
-            None => LIKWID.failed(&line, "no MFlops/s line in likwid-bench's output"),
-        },
-        Ok(out) => LIKWID.failed(&line, format!("failed: {}", last_line(&out.stderr))),
-        Err(e) => LIKWID.failed(&line, format!("failed: {e}")),
-    }
+    run.run()
 }
 
 /// The `MFlops/s:` figure of likwid-bench's report.
@@ -97,6 +97,9 @@ pub fn parse_likwid_mflops(text: &str) -> Option<f64> {
         .find_map(|l| l.trim().strip_prefix("MFlops/s:"))
         .and_then(|v| v.trim().parse().ok())
 }
+
+/// HPL's block size.
+const HPL_NB: u32 = 192;
 
 /// hpcc's input: one HPL problem of order n on a 1 × cores grid; the other tests minimal.
 fn hpcc_input(n: u64, cores: usize) -> String {
@@ -108,7 +111,7 @@ fn hpcc_input(n: u64, cores: usize) -> String {
         "1            # of problems sizes (N)".to_string(),
         format!("{n}          Ns"),
         "1            # of NBs".to_string(),
-        "192          NBs".to_string(),
+        format!("{HPL_NB}          NBs"),
         "0            PMAP process mapping (0=Row-,1=Column-major)".to_string(),
         "1            # of process grids (P x Q)".to_string(),
         "1            Ps".to_string(),
@@ -142,7 +145,7 @@ fn hpcc_input(n: u64, cores: usize) -> String {
 }
 
 /// Runs hpcc's HPL at order n with one MPI rank per core, GFLOP/s.
-pub fn hpcc_hpl(n: u64, cores: usize) -> Reference {
+pub fn hpcc_hpl(n: u64, cores: usize) -> anyhow::Result<Reference> {
     let mut args = Vec::new();
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
@@ -150,53 +153,26 @@ pub fn hpcc_hpl(n: u64, cores: usize) -> Reference {
     }
     args.extend(["--oversubscribe", "-np"].map(String::from));
     args.push(cores.to_string());
-    args.push("hpcc".into());
-    let shown = |mpirun: &Path| {
-        format!(
-            "{} (in a directory holding hpccinf.txt: N={n}, NB=192, P=1, Q={cores}; \
-             OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1)",
-            command_line(mpirun, &args)
-        )
-    };
-    if HPCC.path().is_none() {
-        return HPCC.missing(&shown(Path::new("mpirun")));
-    }
-    let Some(mpirun) = MPIRUN.path() else {
-        return MPIRUN.missing(&shown(Path::new("mpirun")));
-    };
-    let line = shown(&mpirun);
-    let dir = match tempfile::tempdir() {
-        Ok(d) => d,
-        Err(e) => return HPCC.failed(&line, format!("no temporary directory: {e}")),
-    };
-    if let Err(e) = std::fs::write(dir.path().join("hpccinf.txt"), hpcc_input(n, cores)) {
-        return HPCC.failed(&line, format!("cannot write hpccinf.txt: {e}"));
-    }
+    args.push(HPCC.program.into());
     // The solve alone at a pessimistic 1 GFLOP/s per core, plus hpcc's other tests.
     let seconds = 2.0 / 3.0 * (n as f64).powi(3) / (1e9 * cores as f64) + 120.0;
-    let run = run_bounded(
-        Command::new(&mpirun)
-            .args(&args)
-            .current_dir(dir.path())
-            .env("OMP_NUM_THREADS", "1")
-            .env("OPENBLAS_NUM_THREADS", "1"),
-        Duration::from_secs_f64(seconds),
-    );
-    match run {
-        Ok(out) if out.success => {
-            let text = std::fs::read_to_string(dir.path().join("hpccoutf.txt")).unwrap_or_default();
-            match parse_hpl_tflops(&text) {
-                Some(tflops) => HPCC.value(
-                    &line,
-                    tflops * 1000.0,
-                    Some("HPL's speed follows the BLAS hpcc is linked with".into()),
-                ),
-                None => HPCC.failed(&line, "no HPL_Tflops in hpccoutf.txt"),
-            }
-        }
-        Ok(out) => HPCC.failed(&line, format!("failed: {}", last_line(&out.stderr))),
-        Err(e) => HPCC.failed(&line, format!("failed: {e}")),
-    }
+    Invocation::new(HPCC, args, Duration::from_secs_f64(seconds), |text| {
+        let tflops = parse_hpl_tflops(text).ok_or("no HPL_Tflops in hpccoutf.txt")?;
+        Ok(Reading {
+            value: tflops * 1000.0,
+            note: Some("HPL's speed follows the BLAS hpcc is linked with".into()),
+        })
+    })
+    .launched_by(MPIRUN)
+    .input_file(
+        "hpccinf.txt",
+        hpcc_input(n, cores),
+        format!("N={n}, NB={HPL_NB}, P=1, Q={cores}"),
+    )
+    .env("OMP_NUM_THREADS", "1")
+    .env("OPENBLAS_NUM_THREADS", "1")
+    .read_from(Source::File("hpccoutf.txt".into()))
+    .run()
 }
 
 /// The `HPL_Tflops=` figure of hpcc's summary.

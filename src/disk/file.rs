@@ -12,7 +12,7 @@
 //! Layout: the header block (`data_offset` bytes, a multiple of the O_DIRECT alignment) then the
 //! data region, filled with pseudo-random bytes before any read. Every 4 KiB of the data carries
 //! its own file offset XOR the file's tag in its first 8 bytes, so that a read can check that the
-//! bytes came from where it asked (see `engine::verify`).
+//! bytes came from where it asked (see [`super::stamp`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
@@ -23,9 +23,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context as _, Result, bail};
 
 use crate::interrupt;
+use crate::rng::Rng;
 use crate::units::format_size_approx;
 
-use super::engine::{AlignedBuf, Rng, stamp};
+use super::buffer::AlignedBuf;
+use super::stamp::stamp;
 
 /// The first bytes of every peakbench test file.
 pub const MAGIC: &[u8] = b"PEAKBENCH DISK TEST FILE v1\n";
@@ -359,7 +361,7 @@ pub fn check_dir(dir: &Path, data_bytes: u64, align: u64) -> Result<(), TargetEr
     // Root ignores permissions, so only a real attempt tells whether the directory is writable.
     let probe = dir.join(format!(
         ".peakbench-probe-{:016x}",
-        Rng::seeded().next_u64()
+        Rng::from_clock().next_u64()
     ));
     match OpenOptions::new()
         .write(true)
@@ -545,7 +547,7 @@ pub fn open(spec: &TargetSpec) -> Result<TestFile> {
                 path: path.clone(),
                 data_offset: 0,
                 data_bytes: spec.data_bytes,
-                tag: Rng::seeded().next_u64(),
+                tag: Rng::from_clock().next_u64(),
                 align: spec.align,
                 is_device: true,
                 foreign_writes: AtomicBool::new(false),
@@ -564,7 +566,7 @@ pub fn open(spec: &TargetSpec) -> Result<TestFile> {
                 eprintln!("reusing the kept test file {}", path.display());
                 return reuse(&path, spec);
             }
-            let name = format!("peakbench-{:016x}.tmp", Rng::seeded().next_u64());
+            let name = format!("peakbench-{:016x}.tmp", Rng::from_clock().next_u64());
             create(dir.join(name), spec)
         }
     }
@@ -607,7 +609,7 @@ fn create(path: PathBuf, spec: &TargetSpec) -> Result<TestFile> {
         path,
         data_offset: data_offset(spec.align),
         data_bytes: spec.data_bytes,
-        tag: Rng::seeded().next_u64(),
+        tag: Rng::from_clock().next_u64(),
         align: spec.align,
         is_device: false,
         foreign_writes: AtomicBool::new(false),
@@ -640,7 +642,7 @@ fn fill(file: &TestFile, direct: bool) -> Result<()> {
         .open(&file.path)
         .with_context(|| format!("opening {} to fill it", file.path.display()))?;
     let mut buf = AlignedBuf::new(FILL_CHUNK, file.align.max(4096) as usize)?;
-    let mut rng = Rng::seeded();
+    let mut rng = Rng::from_clock();
     let mut done = 0u64;
     while done < file.data_bytes {
         if interrupt::requested() {
@@ -722,7 +724,7 @@ mod tests {
         let bytes = std::fs::read(&file.path).unwrap();
         assert_eq!(bytes.len() as u64, file.data_offset + (3 << 20));
         assert!(bytes.starts_with(MAGIC));
-        assert!(super::super::engine::verify(&bytes[4096..], 4096, file.tag).unwrap() > 0);
+        assert!(super::super::stamp::verify(&bytes[4096..], 4096, file.tag).unwrap() > 0);
         let zeros = bytes[4096..].iter().filter(|&&b| b == 0).count();
         assert!(zeros < bytes.len() / 100, "{zeros} zero bytes: not random");
         let path = file.path.clone();

@@ -8,13 +8,12 @@
 //! mix (`--rw=rw`), which moves the same bytes in the same order of regions.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-use crate::reference::{Tool, command_line, last_line, run_bounded};
+use crate::reference::{Invocation, Reading, Tool};
 use crate::result::Reference;
 
-use super::engine::HUGE_BUFFERS_FROM;
+use super::buffer::HUGE_BUFFERS_FROM;
 use super::{Engine, Op, Stopping};
 
 pub const FIO: Tool = Tool {
@@ -139,50 +138,37 @@ impl FioJob<'_> {
 
     /// Runs fio and returns its value in the result's unit.
     pub fn run(&self) -> anyhow::Result<Reference> {
-        let args = self.args();
-        let Some(program) = FIO.path() else {
-            return Ok(FIO.missing(&command_line(Path::new("fio"), &args)));
-        };
-        let line = command_line(&program, &args);
         let limit = match self.stop {
             Stopping::Duration(d) => d + self.ramp + Duration::from_secs(60),
             Stopping::Bytes(_) => Duration::from_secs(3600),
         };
-        let output = match run_bounded(Command::new(&program).args(&args), limit) {
-            Ok(o) => o,
-            Err(e) if e.is::<crate::interrupt::Interrupted>() => return Err(e),
-            Err(e) => return Ok(FIO.failed(&line, format!("fio did not finish: {e:#}"))),
+        Invocation::new(FIO, self.args(), limit, |stdout| self.reading(stdout)).run()
+    }
+
+    /// fio's value in the result's unit, with its other figures in the note.
+    fn reading(&self, stdout: &str) -> Result<Reading, String> {
+        let v = parse(stdout).ok_or("fio printed no job result in its JSON")?;
+        let value = if self.iops_headline {
+            v.iops
+        } else {
+            v.bytes_per_sec / 1e6
         };
-        if !output.success {
-            return Ok(FIO.failed(&line, format!("fio failed: {}", last_line(&output.stderr))));
-        }
-        Ok(match parse(&output.stdout) {
-            Some(v) => {
-                let value = if self.iops_headline {
-                    v.iops
-                } else {
-                    v.bytes_per_sec / 1e6
-                };
-                FIO.value(
-                    &line,
-                    value,
-                    Some(
-                        [Some(format!(
-                            "fio: {:.1} MB/s, {:.0} IOPS, total latency (lat_ns) p50 {} ns, p99 {} ns, p99.9 {} ns",
-                            v.bytes_per_sec / 1e6,
-                            v.iops,
-                            v.p50_ns.map_or("?".into(), |x| format!("{x:.0}")),
-                            v.p99_ns.map_or("?".into(), |x| format!("{x:.0}")),
-                            v.p999_ns.map_or("?".into(), |x| format!("{x:.0}"))
-                        )), self.small_pages_note()]
-                        .into_iter()
-                        .flatten()
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                    ),
-                )
-            }
-            None => FIO.failed(&line, "fio printed no job result in its JSON"),
+        let figures = format!(
+            "fio: {:.1} MB/s, {:.0} IOPS, total latency (lat_ns) p50 {} ns, p99 {} ns, p99.9 {} ns",
+            v.bytes_per_sec / 1e6,
+            v.iops,
+            v.p50_ns.map_or("?".into(), |x| format!("{x:.0}")),
+            v.p99_ns.map_or("?".into(), |x| format!("{x:.0}")),
+            v.p999_ns.map_or("?".into(), |x| format!("{x:.0}"))
+        );
+        let note = [Some(figures), self.small_pages_note()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("; ");
+        Ok(Reading {
+            value,
+            note: Some(note),
         })
     }
 }

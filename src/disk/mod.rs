@@ -13,11 +13,13 @@
 //! Latencies are per I/O, submission to completion, merged over threads and repetitions.
 
 mod args;
+pub mod buffer;
 mod case;
 pub mod engine;
 pub mod file;
 pub mod fio;
 mod plan;
+pub mod stamp;
 
 use anyhow::Result;
 use serde::Serialize;

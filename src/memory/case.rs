@@ -10,6 +10,7 @@ use super::kernels::{self, Isa, Stream};
 use super::region::{HugePages, Region};
 use crate::plan::{Case, CaseSpec, Context};
 use crate::result::{BenchResult, Params, Subsystem};
+use crate::rng::Rng;
 use crate::runner::{self, Quota, Repetition, RunSettings, Stop, Tally, Worker};
 use crate::units::{format_size, format_size_approx};
 
@@ -182,7 +183,7 @@ impl Case for BandwidthCase {
             result = result.extra("access_time", "ns", &access_times(&reps, self.threads));
         }
         if ctx.runner.reference {
-            result = result.reference(super::reference::for_case(self));
+            result = result.reference(super::reference::for_case(self)?);
         }
         Ok(result.finish())
     }
@@ -196,18 +197,6 @@ fn access_times(reps: &[Repetition], threads: usize) -> Vec<f64> {
         .collect()
 }
 
-/// The wyrand generator (Wang Yi): one multiply per number, passes BigCrush.
-pub(super) fn wyrand(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0xa076_1d64_78bd_642f);
-    let t = u128::from(*state) * u128::from(*state ^ 0xe703_7ed1_a0b4_28db);
-    ((t >> 64) as u64) ^ (t as u64)
-}
-
-/// A uniform index below `n` from a random word (Lemire's multiply-shift).
-pub(super) fn below(word: u64, n: usize) -> usize {
-    ((u128::from(word) * n as u128) >> 64) as usize
-}
-
 /// One thread of a block operation.
 struct BlockWorker {
     op: MemOp,
@@ -218,7 +207,7 @@ struct BlockWorker {
     src: Option<Region>,
     dst: Option<Region>,
     position: usize,
-    rng: u64,
+    rng: Rng,
     /// Accesses done over all rounds, for the final check.
     accesses: u64,
     failures: Arc<Mutex<Vec<String>>>,
@@ -247,7 +236,7 @@ impl BlockWorker {
             src: if reads { Some(map(FILL)?) } else { None },
             dst: if writes { Some(map(INIT)?) } else { None },
             position: 0,
-            rng: 0x9e37_79b9_7f4a_7c15 ^ (index as u64 + 1).wrapping_mul(0xd1b5_4a32_d192_ed03),
+            rng: Rng::for_thread(0xd1b5_4a32_d192_ed03, index),
             accesses: 0,
             failures,
         })
@@ -256,7 +245,7 @@ impl BlockWorker {
     #[inline]
     fn next_offset(&mut self) -> usize {
         if self.op.random() {
-            below(wyrand(&mut self.rng), self.blocks) * self.block
+            self.rng.index(self.blocks) * self.block
         } else {
             let offset = self.position * self.block;
             self.position += 1;
@@ -525,10 +514,10 @@ mod tests {
 
     #[test]
     fn random_offsets_cover_every_block_and_stay_inside() {
-        let mut rng = 1;
+        let mut rng = Rng::new(1);
         let mut seen = [false; 100];
         for _ in 0..10_000 {
-            let i = below(wyrand(&mut rng), 100);
+            let i = rng.index(100);
             seen[i] = true;
         }
         assert!(seen.iter().all(|&s| s));

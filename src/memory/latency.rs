@@ -18,6 +18,7 @@ use super::region::{HugePages, Region};
 use crate::error::usage;
 use crate::plan::{Case, CaseSpec, Context};
 use crate::result::{BenchResult, Params, Subsystem};
+use crate::rng::Rng;
 use crate::runner::{self, Quota, RunSettings, Stop, Tally, Worker};
 use crate::stats::Summary;
 use crate::sysinfo::clock::thread_cpu_ns;
@@ -149,9 +150,9 @@ pub fn link(region: &mut Region, seed: u64) -> *const u8 {
     let nodes = region.len() / NODE;
     // A permutation of node indices with one cycle: next[k] is the node after k.
     let mut next: Vec<u32> = (0..nodes as u32).collect();
-    let mut rng = seed;
+    let mut rng = Rng::new(seed);
     for i in (1..nodes).rev() {
-        let j = super::case::below(super::case::wyrand(&mut rng), i); // j < i: Sattolo, not Fisher–Yates
+        let j = rng.index(i); // j < i: Sattolo, not Fisher–Yates
         next.swap(i, j);
     }
     let base = region.as_ptr();

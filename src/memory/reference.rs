@@ -10,11 +10,10 @@
 //! - mbw `-t0` (memcpy) reports MiB copied per second, each byte counted once; peakbench counts
 //!   a copied byte twice (read and written), so mbw's value is × 2 × 1.048576 / 1000.
 
-use std::process::Command;
 use std::time::Duration;
 
 use super::{BandwidthCase, MemOp};
-use crate::reference::{Tool, command_line, last_line, run_bounded};
+use crate::reference::{Invocation, Reading, Tool};
 use crate::result::Reference;
 
 const LIKWID: Tool = Tool {
@@ -33,7 +32,7 @@ const MBW: Tool = Tool {
 const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The reference for a case: the tool that measures the same thing, or a note why none does.
-pub fn for_case(case: &BandwidthCase) -> Reference {
+pub fn for_case(case: &BandwidthCase) -> anyhow::Result<Reference> {
     let suffix = if case.isa == super::kernels::Isa::Avx512 {
         "_avx512"
     } else {
@@ -53,23 +52,23 @@ pub fn for_case(case: &BandwidthCase) -> Reference {
         }
         MemOp::StreamTriad => format!("stream{suffix}"),
         MemOp::StreamScale | MemOp::StreamAdd => {
-            return LIKWID.failed(
+            return Ok(LIKWID.failed(
                 "",
                 "likwid-bench has no STREAM scale or add kernel (and hpcc's STREAM runs only \
                  inside its whole suite); no reference run",
-            );
+            ));
         }
         MemOp::RandRead | MemOp::RandWrite | MemOp::RandRw => {
-            return LIKWID.failed(
+            return Ok(LIKWID.failed(
                 "",
                 "no standard tool measures random memory access by block; no reference run",
-            );
+            ));
         }
     };
     likwid(case, &kernel)
 }
 
-fn likwid(case: &BandwidthCase, kernel: &str) -> Reference {
+fn likwid(case: &BandwidthCase, kernel: &str) -> anyhow::Result<Reference> {
     let size_kb = (case.working_set() / 1000).max(1);
     let args: Vec<String> = vec![
         "-t".into(),
@@ -77,42 +76,35 @@ fn likwid(case: &BandwidthCase, kernel: &str) -> Reference {
         "-w".into(),
         format!("S0:{size_kb}kB:{}", case.threads),
     ];
-    let Some(path) = LIKWID.path() else {
-        return LIKWID.missing(&format!("likwid-bench {}", args.join(" ")));
-    };
-    let line = command_line(&path, &args);
-    let output = match run_bounded(Command::new(&path).args(&args), TIMEOUT) {
-        Ok(output) => output,
-        Err(error) => return LIKWID.failed(&line, format!("{error:#}")),
-    };
-    let value = output
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("MByte/s:"))
-        .and_then(|v| v.trim().parse::<f64>().ok());
-    match value {
-        Some(mbps) if output.success => LIKWID.value(
-            &line,
-            mbps / 1000.0,
-            Some(match case.block {
-                Some(block) => format!(
-                    "likwid-bench MByte/s / 1000 (same counting); it streams whole arrays, \
-                     peakbench accesses blocks of {block} B"
-                ),
-                None => {
-                    "likwid-bench MByte/s / 1000 (same counting: loads + stores, no write-allocate)"
-                        .into()
-                }
-            }),
-        ),
-        _ => LIKWID.failed(
-            &line,
-            format!("no MByte/s line: {}", last_line(&output.stderr)),
-        ),
-    }
+    Invocation::new(LIKWID, args, TIMEOUT, |stdout| {
+        let mbps = parse_likwid_mbytes(stdout).ok_or("no MByte/s line")?;
+        let note = match case.block {
+            Some(block) => format!(
+                "likwid-bench MByte/s / 1000 (same counting); it streams whole arrays, \
+                 peakbench accesses blocks of {block} B"
+            ),
+            None => {
+                "likwid-bench MByte/s / 1000 (same counting: loads + stores, no write-allocate)"
+                    .into()
+            }
+        };
+        Ok(Reading {
+            value: mbps / 1000.0,
+            note: Some(note),
+        })
+    })
+    .run()
 }
 
-fn mbw(case: &BandwidthCase) -> Reference {
+/// The `MByte/s:` figure of likwid-bench's report.
+fn parse_likwid_mbytes(stdout: &str) -> Option<f64> {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("MByte/s:"))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+}
+
+fn mbw(case: &BandwidthCase) -> anyhow::Result<Reference> {
     // mbw allocates two arrays of the size given, in MiB: the two regions of peakbench's copy.
     let mib = (case.slice >> 20).max(1);
     let args: Vec<String> = vec![
@@ -122,29 +114,18 @@ fn mbw(case: &BandwidthCase) -> Reference {
         "-t0".into(),
         mib.to_string(),
     ];
-    let Some(path) = MBW.path() else {
-        return MBW.missing(&format!("mbw {}", args.join(" ")));
-    };
-    let line = command_line(&path, &args);
-    let output = match run_bounded(Command::new(&path).args(&args), TIMEOUT) {
-        Ok(output) => output,
-        Err(error) => return MBW.failed(&line, format!("{error:#}")),
-    };
-    match parse_mbw(&output.stdout) {
-        Some(mib_per_s) if output.success => MBW.value(
-            &line,
-            mib_per_s * 2.0 * 1.048_576 / 1000.0,
-            Some(
+    Invocation::new(MBW, args, TIMEOUT, |stdout| {
+        let mib_per_s = parse_mbw(stdout).ok_or("no AVG Copy line")?;
+        Ok(Reading {
+            value: mib_per_s * 2.0 * 1.048_576 / 1000.0,
+            note: Some(
                 "mbw AVG memcpy MiB/s counts each copied byte once: × 2 (read + written) × \
                  1.048576 / 1000 for GB/s; mbw copies whole arrays in one memcpy"
                     .into(),
             ),
-        ),
-        _ => MBW.failed(
-            &line,
-            format!("no AVG Copy line: {}", last_line(&output.stderr)),
-        ),
-    }
+        })
+    })
+    .run()
 }
 
 /// The MiB/s of mbw's AVG line ("AVG\tMethod: MEMCPY\t… Copy: 9905.587 MiB/s").
@@ -164,5 +145,12 @@ mod tests {
                    AVG\tMethod: MEMCPY\tElapsed: 0.00646\tMiB: 64.00000\tCopy: 9905.587 MiB/s\n";
         assert_eq!(parse_mbw(out), Some(9905.587));
         assert_eq!(parse_mbw("nothing"), None);
+    }
+
+    #[test]
+    fn likwid_bandwidth_is_parsed() {
+        let out = "Cycles:\t\t\t1234\nMByte/s:\t\t14266.72\nTime:\t\t1.0 sec\n";
+        assert_eq!(parse_likwid_mbytes(out), Some(14266.72));
+        assert_eq!(parse_likwid_mbytes("nothing"), None);
     }
 }

@@ -118,7 +118,7 @@ impl Case for NetCase {
                 &self.target,
                 self.count,
                 ctx,
-            ));
+            )?);
         }
         Ok(result.finish())
     }

@@ -7,14 +7,13 @@
 //! sockperf's is the p50 of `pp --full-rtt` (round trip, not its default half round trip).
 //! Both take whole seconds, so durations are rounded up to at least 1 s.
 
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
+use std::time::Duration;
 
 use super::Target;
 use super::proto::{Mode, Proto, TestSpec};
 use crate::plan::Context;
-use crate::reference::{Tool, command_line, last_line, run_bounded};
+use crate::reference::{Invocation, Reading, Ready, Server, Source, Tool};
 use crate::result::Reference;
 
 const IPERF3: Tool = Tool {
@@ -33,20 +32,15 @@ const SOCKPERF: Tool = Tool {
 const SOCKPERF_MIN_MSG: u64 = 14;
 
 /// Runs the tool that fits `spec` and returns its value (Mb/s or µs).
-pub fn run(spec: &TestSpec, target: &Target, _count: Option<u64>, _ctx: &Context) -> Reference {
+pub fn run(
+    spec: &TestSpec,
+    target: &Target,
+    _count: Option<u64>,
+    _ctx: &Context,
+) -> anyhow::Result<Reference> {
     match spec.mode {
         Mode::Throughput => iperf3(spec, target),
         Mode::Latency => sockperf(spec, target),
-    }
-}
-
-/// A tool's server, killed when dropped.
-struct Spawned(Child);
-
-impl Drop for Spawned {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 
@@ -74,15 +68,12 @@ fn seconds(ms: u64) -> u64 {
     ms.div_ceil(1000).max(1)
 }
 
-fn iperf3(spec: &TestSpec, target: &Target) -> Reference {
-    let Some(program) = IPERF3.path() else {
-        return IPERF3.missing("iperf3 -c …");
-    };
+fn iperf3(spec: &TestSpec, target: &Target) -> anyhow::Result<Reference> {
     let local = target.loopback();
     let (host, port) = if local {
         match free_port(false) {
             Some(p) => ("127.0.0.1".to_string(), p),
-            None => return IPERF3.failed("iperf3 -s", "no free loopback port"),
+            None => return Ok(IPERF3.failed("iperf3 -s", "no free loopback port")),
         }
     } else {
         (target.remote_ip(), 5201)
@@ -112,77 +103,56 @@ fn iperf3(spec: &TestSpec, target: &Target) -> Reference {
     if spec.reverse {
         args.push("-R".into());
     }
-    let line = command_line(&program, &args);
-    let _server = if local {
-        let server = Command::new(&program)
-            .args(["-s", "-1", "-B", "127.0.0.1", "-p", &port.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        match server {
-            Ok(child) => {
-                let guard = Spawned(child);
-                // Not by connecting: `iperf3 -s -1` would take the probe for its one client.
-                if !wait_listening_quietly(port) {
-                    return IPERF3.failed(&line, "iperf3 -s did not start listening within 3 s");
-                }
-                Some(guard)
-            }
-            Err(e) => return IPERF3.failed(&line, format!("cannot start iperf3 -s: {e}")),
-        }
-    } else {
-        None
-    };
     let timeout = Duration::from_secs(seconds(spec.duration_ms) + spec.omit_ms / 1000 + 30);
-    let output = match run_bounded(Command::new(&program).args(&args), timeout) {
-        Ok(o) => o,
-        Err(e) => return IPERF3.failed(&line, format!("{e:#}")),
-    };
-    let doc: serde_json::Value = match serde_json::from_str(&output.stdout) {
-        Ok(d) => d,
-        Err(e) => {
-            return IPERF3.failed(
-                &line,
-                format!("no JSON from iperf3 ({e}): {}", last_line(&output.stderr)),
-            );
-        }
-    };
-    let received = &doc["end"]["sum_received"];
-    match received["bits_per_second"].as_f64() {
-        Some(bps) => {
-            let loss = (spec.proto == Proto::Udp).then(|| {
-                format!(
-                    "iperf3 receiver: {} of {} datagrams lost ({:.2} %), jitter {:.3} ms",
-                    received["lost_packets"],
-                    received["packets"],
-                    received["lost_percent"].as_f64().unwrap_or(f64::NAN),
-                    received["jitter_ms"].as_f64().unwrap_or(f64::NAN)
-                )
-            });
-            let version = doc["start"]["version"].as_str().unwrap_or("");
-            let threads = (spec.streams > 1 && one_thread_for_all_streams(version)).then(|| {
-                format!(
-                    "{version} drives all {} streams from one thread on each side (a thread per \
-                     stream came with iperf3 3.16); peakbench gives each stream its own thread",
-                    spec.streams
-                )
-            });
-            let note = [loss, threads].into_iter().flatten().collect::<Vec<_>>();
-            IPERF3.value(
-                &line,
-                bps / 1e6,
-                (!note.is_empty()).then(|| note.join("; ")),
-            )
-        }
-        None => IPERF3.failed(
-            &line,
-            format!(
-                "iperf3 reported no receiver rate: {}",
-                doc["error"].as_str().unwrap_or("no end.sum_received")
-            ),
-        ),
+    // Its JSON says why it failed better than its exit status.
+    let mut run = Invocation::new(IPERF3, args, timeout, |stdout| parse_iperf3(stdout, spec))
+        .any_exit_status();
+    if local {
+        run = run.server(Server {
+            args: ["-s", "-1", "-B", "127.0.0.1", "-p", &port.to_string()]
+                .map(String::from)
+                .to_vec(),
+            // Not by connecting: `iperf3 -s -1` would take the probe for its one client.
+            ready: Ready::Listening(port),
+        });
     }
+    run.run()
+}
+
+/// iperf3's receiver rate in Mb/s from its `-J` output, with what differs from peakbench's
+/// test.
+fn parse_iperf3(stdout: &str, spec: &TestSpec) -> Result<Reading, String> {
+    let doc: serde_json::Value =
+        serde_json::from_str(stdout).map_err(|e| format!("no JSON from iperf3 ({e})"))?;
+    let received = &doc["end"]["sum_received"];
+    let Some(bps) = received["bits_per_second"].as_f64() else {
+        return Err(format!(
+            "iperf3 reported no receiver rate: {}",
+            doc["error"].as_str().unwrap_or("no end.sum_received")
+        ));
+    };
+    let loss = (spec.proto == Proto::Udp).then(|| {
+        format!(
+            "iperf3 receiver: {} of {} datagrams lost ({:.2} %), jitter {:.3} ms",
+            received["lost_packets"],
+            received["packets"],
+            received["lost_percent"].as_f64().unwrap_or(f64::NAN),
+            received["jitter_ms"].as_f64().unwrap_or(f64::NAN)
+        )
+    });
+    let version = doc["start"]["version"].as_str().unwrap_or("");
+    let threads = (spec.streams > 1 && one_thread_for_all_streams(version)).then(|| {
+        format!(
+            "{version} drives all {} streams from one thread on each side (a thread per \
+             stream came with iperf3 3.16); peakbench gives each stream its own thread",
+            spec.streams
+        )
+    });
+    let note = [loss, threads].into_iter().flatten().collect::<Vec<_>>();
+    Ok(Reading {
+        value: bps / 1e6,
+        note: (!note.is_empty()).then(|| note.join("; ")),
+    })
 }
 
 /// Whether an iperf3 of this `start.version` ("iperf 3.12") runs every stream in one thread.
@@ -197,47 +167,13 @@ fn one_thread_for_all_streams(version: &str) -> bool {
     }
 }
 
-fn wait_listening(addr: SocketAddr) -> bool {
-    let until = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < until {
-        if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
-}
-
-/// Waits until a TCP socket listens on `port`, reading /proc/net/tcp rather than connecting.
-fn wait_listening_quietly(port: u16) -> bool {
-    let until = Instant::now() + Duration::from_secs(3);
-    let wanted = format!(":{port:04X}");
-    while Instant::now() < until {
-        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            let text = std::fs::read_to_string(table).unwrap_or_default();
-            let listening = text.lines().skip(1).any(|line| {
-                let fields: Vec<&str> = line.split_whitespace().collect();
-                fields.len() > 3 && fields[1].ends_with(&wanted) && fields[3] == "0A"
-            });
-            if listening {
-                return true;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
-}
-
-fn sockperf(spec: &TestSpec, target: &Target) -> Reference {
-    let Some(program) = SOCKPERF.path() else {
-        return SOCKPERF.missing("sockperf pp …");
-    };
+fn sockperf(spec: &TestSpec, target: &Target) -> anyhow::Result<Reference> {
     let local = target.loopback();
     let tcp = spec.proto == Proto::Tcp;
     let (host, port) = if local {
         match free_port(!tcp) {
             Some(p) => ("127.0.0.1".to_string(), p),
-            None => return SOCKPERF.failed("sockperf sr", "no free loopback port"),
+            None => return Ok(SOCKPERF.failed("sockperf sr", "no free loopback port")),
         }
     } else {
         (target.remote_ip(), 11111)
@@ -258,43 +194,6 @@ fn sockperf(spec: &TestSpec, target: &Target) -> Reference {
         seconds(spec.duration_ms).to_string(),
         "--full-rtt".into(),
     ]);
-    let line = command_line(&program, &args);
-    let _server = if local {
-        let mut server_args = vec!["sr".to_string()];
-        if tcp {
-            server_args.push("--tcp".into());
-        }
-        server_args.extend(["-i".into(), host.clone(), "-p".into(), port.to_string()]);
-        match Command::new(&program)
-            .args(&server_args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-        {
-            Ok(child) => {
-                let guard = Spawned(child);
-                if tcp {
-                    if !wait_listening(SocketAddr::new(IpAddr::from([127, 0, 0, 1]), port)) {
-                        return SOCKPERF
-                            .failed(&line, "sockperf sr did not start listening within 3 s");
-                    }
-                } else {
-                    std::thread::sleep(Duration::from_millis(300));
-                }
-                Some(guard)
-            }
-            Err(e) => return SOCKPERF.failed(&line, format!("cannot start sockperf sr: {e}")),
-        }
-    } else {
-        None
-    };
-    let timeout = Duration::from_secs(seconds(spec.duration_ms) + 30);
-    let output = match run_bounded(Command::new(&program).args(&args), timeout) {
-        Ok(o) => o,
-        Err(e) => return SOCKPERF.failed(&line, format!("{e:#}")),
-    };
-    let text = format!("{}\n{}", output.stdout, output.stderr);
     let mut notes = Vec::new();
     if msg != spec.msg_bytes {
         notes.push(format!(
@@ -304,16 +203,32 @@ fn sockperf(spec: &TestSpec, target: &Target) -> Reference {
     if spec.streams > 1 {
         notes.push("sockperf ping-pong runs one stream".into());
     }
-    match parse_sockperf_p50(&text) {
-        Some(us) => SOCKPERF.value(&line, us, (!notes.is_empty()).then(|| notes.join("; "))),
-        None => SOCKPERF.failed(
-            &line,
-            format!(
-                "no percentile 50 in sockperf's output: {}",
-                last_line(&text)
-            ),
-        ),
+    let timeout = Duration::from_secs(seconds(spec.duration_ms) + 30);
+    let mut run = Invocation::new(SOCKPERF, args, timeout, |text| {
+        let us = parse_sockperf_p50(text).ok_or("no percentile 50 in sockperf's output")?;
+        Ok(Reading {
+            value: us,
+            note: (!notes.is_empty()).then(|| notes.join("; ")),
+        })
+    })
+    .read_from(Source::StdoutAndStderr)
+    .any_exit_status();
+    if local {
+        let mut server_args = vec!["sr".to_string()];
+        if tcp {
+            server_args.push("--tcp".into());
+        }
+        server_args.extend(["-i".into(), host, "-p".into(), port.to_string()]);
+        run = run.server(Server {
+            args: server_args,
+            ready: if tcp {
+                Ready::Accepting(SocketAddr::new(IpAddr::from([127, 0, 0, 1]), port))
+            } else {
+                Ready::After(Duration::from_millis(300))
+            },
+        });
     }
+    run.run()
 }
 
 /// The p50 round trip in µs from `sockperf pp --full-rtt` output.
