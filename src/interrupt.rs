@@ -39,6 +39,7 @@ pub fn wake_fd() -> Option<RawFd> {
     WAKE.get_or_init(|| {
         // SAFETY: eventfd takes no pointers; a non-negative result is a new descriptor we own.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        // SAFETY: a non-negative `fd` is the new eventfd, owned by nobody else.
         (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
     })
     .as_ref()

@@ -174,6 +174,7 @@ mod x86 {
             fn $name(iters: u64) -> u64 {
                 // SAFETY: same size, every bit pattern valid.
                 let one: $v = unsafe { std::mem::transmute([black_box(1 as $e); $lanes]) };
+                // SAFETY: same size, every bit pattern valid.
                 let mut acc: [$v; $n] = unsafe { std::mem::transmute([[0 as $e; $lanes]; $n]) };
                 for _ in 0..iters {
                     for _ in 0..super::UNROLL {
@@ -199,7 +200,9 @@ mod x86 {
             fn $name(iters: u64) -> u64 {
                 // SAFETY: same size, every bit pattern valid.
                 let one: $v = unsafe { std::mem::transmute([black_box(1 as $e); $lanes]) };
+                // SAFETY: same size, every bit pattern valid.
                 let mut sums: [$v; $half] = unsafe { std::mem::transmute([[0 as $e; $lanes]; $half]) };
+                // SAFETY: as above.
                 let mut products: [$v; $half] = unsafe { std::mem::transmute([[1 as $e; $lanes]; $half]) };
                 for _ in 0..iters {
                     for _ in 0..super::UNROLL {

@@ -302,12 +302,14 @@ impl Worker for BlockWorker {
             if n == 0 {
                 break;
             }
-            // SAFETY (all kernel calls): offsets are below blocks × block, inside the regions
-            // this worker owns; source and destination are distinct mappings.
+            // Every kernel call below is sound for the same reason: offsets are below
+            // blocks × block, inside the regions this worker owns, and source and destination
+            // are distinct mappings.
             match self.op {
                 MemOp::Read | MemOp::RandRead => {
                     for _ in 0..n {
                         let offset = self.next_offset();
+                        // SAFETY: an offset of this worker's regions (see above).
                         let sum = unsafe { kernels::read(isa, src.add(offset), block) };
                         checksum = checksum.wrapping_add(sum);
                     }
@@ -315,12 +317,14 @@ impl Worker for BlockWorker {
                 MemOp::Write | MemOp::RandWrite => {
                     for _ in 0..n {
                         let offset = self.next_offset();
+                        // SAFETY: an offset of this worker's regions (see above).
                         unsafe { kernels::write(isa, dst.add(offset), block, WRITTEN, nt) };
                     }
                 }
                 MemOp::Copy => {
                     for _ in 0..n {
                         let offset = self.next_offset();
+                        // SAFETY: an offset of this worker's regions (see above).
                         unsafe { kernels::copy(isa, dst.add(offset), src.add(offset), block, nt) };
                     }
                 }
@@ -328,8 +332,10 @@ impl Worker for BlockWorker {
                     for _ in 0..n {
                         let from = self.next_offset();
                         let to = self.next_offset();
+                        // SAFETY: an offset of this worker's regions (see above).
                         let sum = unsafe { kernels::read(isa, src.add(from), block) };
                         checksum = checksum.wrapping_add(sum);
+                        // SAFETY: an offset of this worker's regions (see above).
                         unsafe { kernels::write(isa, dst.add(to), block, WRITTEN, false) };
                     }
                 }

@@ -244,7 +244,7 @@ mod x86 {
     pub unsafe fn read(p: *const u8, len: usize) -> u64 {
         let mut acc = [_mm512_setzero_si512(); 8];
         let mut i = 0;
-        // SAFETY (whole function): every load stays below p + len, which the caller owns.
+        // SAFETY: every load stays below p + len, which the caller owns.
         unsafe {
             while i + 512 <= len {
                 let q = p.add(i);
@@ -302,7 +302,7 @@ mod x86 {
     #[target_feature(enable = "avx512f")]
     pub unsafe fn write(p: *mut u8, len: usize, byte: u8, nt: bool) {
         let v = _mm512_set1_epi8(byte as i8);
-        // SAFETY (whole function): every store stays below p + len, which the caller owns;
+        // SAFETY: every store stays below p + len, which the caller owns;
         // streaming stores go to 64-byte-aligned addresses only (after the head).
         unsafe {
             let mut i = 0;
@@ -336,7 +336,7 @@ mod x86 {
 
     #[target_feature(enable = "avx512f")]
     pub unsafe fn copy(dst: *mut u8, src: *const u8, len: usize, nt: bool) {
-        // SAFETY (whole function): loads below src + len, stores below dst + len, both the
+        // SAFETY: loads below src + len, stores below dst + len, both the
         // caller's; streaming stores go to 64-byte-aligned addresses only (after the head).
         unsafe {
             let mut i = 0;
@@ -395,7 +395,7 @@ mod x86 {
             Stream::Triad => a,
         };
         let head = (((64 - (dst as usize % 64)) % 64) / 8).min(n);
-        // SAFETY (whole function): elements below n of each array are the caller's.
+        // SAFETY: elements below n of each array are the caller's.
         unsafe {
             super::portable::stream(kernel, a, b, c, head);
             let (a, b, c, n) = (a.add(head), b.add(head), c.add(head), n - head);
