@@ -41,6 +41,24 @@ impl Context {
     }
 }
 
+#[cfg(test)]
+impl Context {
+    /// The context of the machine in `tests/fixtures/report.json` (a 2-CPU AMD EPYC with
+    /// AVX-512 and 22 GiB available), with a fixed measured clock: planning tested without
+    /// depending on the machine the tests run on.
+    pub fn fixture() -> Context {
+        let doc: serde_json::Value =
+            serde_json::from_str(include_str!("../tests/fixtures/report.json")).unwrap();
+        let host: SysInfo = serde_json::from_value(doc["host"].clone()).unwrap();
+        let probes = Probes {
+            ghz: Some(2.5),
+            fma_per_cycle: None,
+            fma_isa: None,
+        };
+        Context::new(host, &PeakArgs::default(), &probes, RunnerArgs::default())
+    }
+}
+
 /// What a case is, before it runs: its stable id and its parameters, as `--dry-run --json`
 /// prints them and as its result will carry them (plus what only the run can know).
 #[derive(Clone, Debug, Serialize)]

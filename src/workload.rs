@@ -91,3 +91,14 @@ impl<B: Benchmark> Workload for Registered<B> {
         B::direct()
     }
 }
+
+/// The plan of benchmark `B` for a command line (its own flags and the shared groups, as
+/// `argv` after the program name), for tests of planning against a fixture context.
+#[cfg(test)]
+pub fn plan_for<B: Benchmark>(argv: &[&str], ctx: &Context) -> Result<Plan> {
+    let command = Registered::<B>::NEW.command();
+    let matches = command
+        .try_get_matches_from(argv)
+        .map_err(|e| crate::error::usage(e.to_string()))?;
+    Registered::<B>::NEW.plan(&matches, ctx)
+}

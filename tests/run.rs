@@ -52,6 +52,8 @@ fn the_quick_preset_covers_every_subsystem_lands_in_the_history_and_names_its_re
         subsystems.into_iter().collect::<Vec<_>>(),
         ["cpu", "disk", "memory", "network"]
     );
+    // mem latency's table prints where the curve steps up, as `peakbench mem latency` does.
+    assert!(stderr.contains("caches (sysinfo): "), "{stderr}");
     // The last line names the run and its HTML report, which exists.
     let last = stderr.lines().last().unwrap_or("");
     assert!(last.starts_with("run 1: HTML report in "), "{stderr}");

@@ -558,3 +558,94 @@ fn observed_ghz() -> Option<f64> {
     }
     (count > 0).then(|| sum / count as f64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::plan_for;
+
+    fn ids(argv: &[&str]) -> Vec<String> {
+        plan_for::<Cpu>(argv, &Context::fixture())
+            .unwrap()
+            .cases
+            .iter()
+            .map(|c| c.spec().id)
+            .collect()
+    }
+
+    #[test]
+    fn aliases_and_repeats_expand_to_each_case_once() {
+        // dp is f64 and i64; f64 again and scalar twice add nothing.
+        let planned = ids(&[
+            "cpu",
+            "-p",
+            "dp,f64",
+            "--isa",
+            "scalar,scalar",
+            "-t",
+            "1,1,2",
+            "--fma",
+            "both",
+        ]);
+        assert_eq!(
+            planned,
+            [
+                "cpu-f64-scalar-fma-t1-strong",
+                "cpu-f64-scalar-fma-t2-strong",
+                "cpu-f64-scalar-nofma-t1-strong",
+                "cpu-f64-scalar-nofma-t2-strong",
+                "cpu-i64-scalar-t1-strong",
+                "cpu-i64-scalar-t2-strong",
+            ]
+        );
+    }
+
+    #[test]
+    fn all_and_auto_follow_the_isas_of_the_inventory() {
+        let available = crate::peak::isas_of(&Context::fixture().host);
+        assert_eq!(available, [Isa::Scalar, Isa::Sse, Isa::Avx2, Isa::Avx512]);
+        assert_eq!(args::IsaChoice::All.isas(&available), available);
+        assert_eq!(args::IsaChoice::Auto.isas(&available), [Isa::Avx512]);
+        assert_eq!(args::IsaChoice::Auto.isas(&[Isa::Scalar]), [Isa::Scalar]);
+    }
+
+    #[test]
+    fn a_precision_no_kernel_computes_is_a_note_and_nothing_at_all_is_refused() {
+        let plan = plan_for::<Cpu>(
+            &["cpu", "-p", "f16,f64", "--isa", "scalar"],
+            &Context::fixture(),
+        )
+        .unwrap();
+        assert!(
+            plan.notes.iter().any(|n| n.starts_with("f16 scalar")),
+            "{:?}",
+            plan.notes
+        );
+        let refused = plan_for::<Cpu>(
+            &["cpu", "-p", "f16", "--isa", "scalar"],
+            &Context::fixture(),
+        )
+        .err()
+        .unwrap();
+        assert!(
+            refused.to_string().starts_with("--precision/--isa"),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn linpack_refuses_an_order_beyond_the_memory() {
+        let ctx = Context::fixture();
+        let e = plan_for::<Linpack>(&["linpack", "-n", "100000"], &ctx)
+            .err()
+            .unwrap();
+        assert!(e.to_string().starts_with("--n: 100000 needs"), "{e}");
+        assert_eq!(
+            plan_for::<Linpack>(&["linpack", "-n", "1000,1000", "-t", "1,2"], &ctx)
+                .unwrap()
+                .cases
+                .len(),
+            2
+        );
+    }
+}

@@ -182,28 +182,11 @@ pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<
         opts = &fitted;
     }
     let spec = target_spec(opts)?;
-    let engine = match opts.engine {
-        EngineChoice::Sync => Engine::Sync,
-        EngineChoice::IoUring => match engine::new_ring(1) {
-            Ok(_) => Engine::IoUring,
-            Err(e) => {
-                return Err(usage(format!(
-                    "--engine io_uring: the kernel refuses io_uring ({e}): give --engine sync or auto"
-                )));
-            }
-        },
-        EngineChoice::Auto => match engine::new_ring(1) {
-            Ok(_) => Engine::IoUring,
-            Err(e) => {
-                notes.push(format!(
-                    "io_uring is not available ({e}): running the sync engine (pread/pwrite), \
-                     one I/O in flight per thread; check /proc/sys/kernel/io_uring_disabled or \
-                     the container's seccomp profile to use queue depths"
-                ));
-                Engine::Sync
-            }
-        },
-    };
+    let engine = choose_engine(
+        opts.engine,
+        engine::new_ring(1).map(drop).map_err(|e| e.to_string()),
+        &mut notes,
+    )?;
     let mut qds = opts.qds.clone();
     if engine == Engine::Sync && qds.iter().any(|&q| q > 1) {
         if opts.engine == EngineChoice::Sync {
@@ -222,30 +205,9 @@ pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<
     let mut cases: Vec<Box<dyn Case>> = Vec::new();
     for &op in &opts.ops {
         for &block in &opts.blocks {
-            let aligned = block % target.spec.align == 0;
-            let direct = match opts.direct {
-                DirectChoice::Never => false,
-                DirectChoice::WhereAligned => aligned,
-                DirectChoice::Always if aligned => true,
-                DirectChoice::Always => {
-                    return Err(usage(format!(
-                        "--block: {block} B is not a multiple of {} B ({}), which O_DIRECT needs: \
-                         give e.g. {} B, or --buffered, or --buffered-if-unaligned",
-                        target.spec.align,
-                        target.spec.align_source,
-                        block.div_ceil(target.spec.align) * target.spec.align
-                    )));
-                }
-            };
+            let direct = direct_for(opts.direct, block, &target.spec)?;
             for &threads in &opts.threads {
-                let region = target.spec.data_bytes / threads as u64 / block * block;
-                if region == 0 {
-                    return Err(usage(format!(
-                        "--size: {threads} threads × a {block}-byte block need a test file of at \
-                         least {} B: give a larger --size, fewer --threads or a smaller --block",
-                        threads as u64 * block
-                    )));
-                }
+                let region = region_bytes(target.spec.data_bytes, threads, block)?;
                 for &qd in &qds {
                     let buffers = block * u64::from(qd) * threads as u64;
                     if available > 0 && buffers > available / 2 {
@@ -286,6 +248,61 @@ pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<
         }
     }
     Ok((cases, notes))
+}
+
+/// The engine to run: the one asked for, or with `auto` io_uring where the kernel gives a ring
+/// (`ring`) and sync with a note where it refuses.
+fn choose_engine(
+    choice: EngineChoice,
+    ring: Result<(), String>,
+    notes: &mut Vec<String>,
+) -> Result<Engine> {
+    match (choice, ring) {
+        (EngineChoice::Sync, _) => Ok(Engine::Sync),
+        (EngineChoice::IoUring | EngineChoice::Auto, Ok(())) => Ok(Engine::IoUring),
+        (EngineChoice::IoUring, Err(e)) => Err(usage(format!(
+            "--engine io_uring: the kernel refuses io_uring ({e}): give --engine sync or auto"
+        ))),
+        (EngineChoice::Auto, Err(e)) => {
+            notes.push(format!(
+                "io_uring is not available ({e}): running the sync engine (pread/pwrite), \
+                 one I/O in flight per thread; check /proc/sys/kernel/io_uring_disabled or \
+                 the container's seccomp profile to use queue depths"
+            ));
+            Ok(Engine::Sync)
+        }
+    }
+}
+
+/// Whether a block runs with O_DIRECT: always where it is a multiple of the target's alignment,
+/// never with `--buffered`, and an unaligned block is refused unless buffered I/O is allowed
+/// for it (`--buffered-if-unaligned`).
+fn direct_for(choice: DirectChoice, block: u64, spec: &TargetSpec) -> Result<bool> {
+    let aligned = block.is_multiple_of(spec.align);
+    match choice {
+        DirectChoice::Never => Ok(false),
+        DirectChoice::WhereAligned => Ok(aligned),
+        DirectChoice::Always if aligned => Ok(true),
+        DirectChoice::Always => Err(usage(format!(
+            "--block: {block} B is not a multiple of {} B ({}), which O_DIRECT needs: \
+             give e.g. {} B, or --buffered, or --buffered-if-unaligned",
+            spec.align,
+            spec.align_source,
+            block.div_ceil(spec.align) * spec.align
+        ))),
+    }
+}
+
+/// Each thread's region of the file: an equal share, a whole number of blocks.
+fn region_bytes(data_bytes: u64, threads: usize, block: u64) -> Result<u64> {
+    match data_bytes / threads as u64 / block * block {
+        0 => Err(usage(format!(
+            "--size: {threads} threads × a {block}-byte block need a test file of at least \
+             {} B: give a larger --size, fewer --threads or a smaller --block",
+            threads as u64 * block
+        ))),
+        region => Ok(region),
+    }
 }
 
 fn target_spec(opts: &DiskOptions) -> Result<TargetSpec> {
@@ -350,5 +367,92 @@ fn target_spec(opts: &DiskOptions) -> Result<TargetSpec> {
             file::check_dir(parent, opts.size, align.0).map_err(|e| target_usage(e, "--file"))?;
             Ok(spec(Place::File(path.clone()), opts.size, align))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::plan_for;
+
+    fn spec(align: u64) -> TargetSpec {
+        TargetSpec {
+            place: Place::Dir(PathBuf::from(".")),
+            data_bytes: 1 << 20,
+            align,
+            align_source: "logical block size".into(),
+            keep: false,
+            direct_fill: true,
+        }
+    }
+
+    #[test]
+    fn o_direct_is_chosen_per_block_by_the_alignment() {
+        let s = spec(512);
+        assert!(direct_for(DirectChoice::Always, 4096, &s).unwrap());
+        let refused = direct_for(DirectChoice::Always, 8, &s)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.starts_with("--block: 8 B is not a multiple of 512 B"),
+            "{refused}"
+        );
+        assert!(refused.contains("give e.g. 512 B"), "{refused}");
+        assert!(!direct_for(DirectChoice::WhereAligned, 8, &s).unwrap());
+        assert!(direct_for(DirectChoice::WhereAligned, 8192, &s).unwrap());
+        assert!(!direct_for(DirectChoice::Never, 4096, &s).unwrap());
+    }
+
+    #[test]
+    fn a_refused_ring_falls_back_to_sync_with_a_note_only_for_auto() {
+        let mut notes = Vec::new();
+        let refused = || Err("Operation not permitted".to_string());
+        assert_eq!(
+            choose_engine(EngineChoice::Auto, refused(), &mut notes).unwrap(),
+            Engine::Sync
+        );
+        assert!(notes[0].contains("io_uring is not available"), "{notes:?}");
+        let e = choose_engine(EngineChoice::IoUring, refused(), &mut notes).unwrap_err();
+        assert!(e.to_string().starts_with("--engine io_uring"), "{e}");
+        assert_eq!(
+            choose_engine(EngineChoice::Auto, Ok(()), &mut notes).unwrap(),
+            Engine::IoUring
+        );
+        assert_eq!(notes.len(), 1);
+    }
+
+    #[test]
+    fn regions_are_equal_shares_in_whole_blocks() {
+        assert_eq!(region_bytes(1 << 20, 3, 4096).unwrap(), 85 * 4096);
+        assert_eq!(region_bytes(10_000, 1, 3).unwrap(), 9999);
+        let e = region_bytes(4096, 2, 4096).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--size: 2 threads × a 4096-byte block"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn buffers_beyond_half_the_memory_are_refused_before_anything_is_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = Context::fixture();
+        let d = dir.path().to_str().unwrap();
+        // 8 threads × QD 4096 × 1 GiB of buffers against the fixture's 22 GiB.
+        let e = plan_for::<super::super::Disk>(
+            &[
+                "disk", "--dir", d, "-s", "8GiB", "-b", "1GiB", "--qd", "4096", "-t", "8",
+            ],
+            &ctx,
+        )
+        .err()
+        .expect("refused");
+        assert!(e.to_string().starts_with("--block/--qd/--threads"), "{e}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let plan =
+            plan_for::<super::super::Disk>(&["disk", "--dir", d, "-s", "4MiB", "-t", "1,2"], &ctx)
+                .unwrap();
+        // Four ops × two blocks × two thread counts, nothing created yet.
+        assert_eq!(plan.cases.len(), 16);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

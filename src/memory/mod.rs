@@ -150,3 +150,91 @@ impl MemOp {
         block * (u64::from(reads) + u64::from(writes))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::names::Named;
+    use crate::workload::plan_for;
+
+    #[test]
+    fn sizes_beyond_the_memory_or_a_threads_share_are_refused() {
+        let ctx = Context::fixture();
+        let e = plan_for::<Mem>(&["mem", "--size", "100GB"], &ctx)
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string().starts_with("--size: 100 GB is more than"),
+            "{e}"
+        );
+        let e = plan_for::<Mem>(
+            &[
+                "mem", "--op", "copy", "--size", "1MiB", "-b", "1MiB", "-t", "2",
+            ],
+            &ctx,
+        )
+        .err()
+        .unwrap();
+        assert!(
+            e.to_string()
+                .starts_with("--block: 1 MiB is larger than each thread's share"),
+            "{e}"
+        );
+        let e = plan_for::<MemLatency>(&["latency", "--sizes", "64B"], &ctx)
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string().starts_with("--sizes: 64 B holds fewer"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn aliases_name_the_ops_users_know_and_all_is_every_op() {
+        let ctx = Context::fixture();
+        let ids = |argv: &[&str]| -> Vec<String> {
+            plan_for::<Mem>(argv, &ctx)
+                .unwrap()
+                .cases
+                .iter()
+                .map(|c| c.spec().id)
+                .collect()
+        };
+        assert_eq!(
+            ids(&[
+                "mem",
+                "--op",
+                "RWS,copy,rwr",
+                "-b",
+                "8KB",
+                "-t",
+                "1",
+                "-s",
+                "64MiB"
+            ]),
+            ["mem-copy-b8000-t1", "mem-randrw-b8000-t1"]
+        );
+        let all = ids(&["mem", "--op", "all", "-b", "8KB", "-t", "1", "-s", "64MiB"]);
+        assert_eq!(all.len(), MemOp::ALL.len());
+    }
+
+    #[test]
+    fn the_latency_sweep_summary_names_the_steps_and_the_caches() {
+        let ctx = Context::fixture();
+        let plan = plan_for::<MemLatency>(&["latency", "--sizes", "16KiB,64MiB"], &ctx).unwrap();
+        assert_eq!(plan.summaries.len(), 1);
+        let mut small = crate::result::BenchResult::example("a", "ns", vec![1.0]);
+        small.params.working_set_bytes = Some(16 << 10);
+        let mut large = crate::result::BenchResult::example("b", "ns", vec![90.0]);
+        large.params.working_set_bytes = Some(64 << 20);
+        let lines = (plan.summaries[0].0)(&ctx, &[&large, &small]);
+        assert!(
+            lines[0].starts_with("latency steps ×90.0 from 16 KiB"),
+            "{lines:?}"
+        );
+        assert!(
+            lines.last().unwrap().starts_with("caches (sysinfo): "),
+            "{lines:?}"
+        );
+    }
+}

@@ -144,6 +144,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn repeated_protocols_and_modes_plan_each_case_once_and_start_nothing() {
+        let ctx = crate::plan::Context::fixture();
+        let args = [
+            "net",
+            "--proto",
+            "tcp,tcp,udp",
+            "--mode",
+            "latency,latency",
+            "-P",
+            "1,1",
+        ];
+        let plan = crate::workload::plan_for::<Net>(&args, &ctx).unwrap();
+        let ids: Vec<String> = plan.cases.iter().map(|c| c.spec().id).collect();
+        assert_eq!(ids, ["net-tcp-latency-m1-s1", "net-udp-latency-m1-s1"]);
+        let target = plan::Target::new(None);
+        assert!(
+            !target.started(),
+            "a target starts nothing until a case asks for it"
+        );
+        target.addr().unwrap();
+        assert!(target.started());
+    }
+
+    #[test]
     fn servers_resolve_with_and_without_port() {
         assert_eq!(resolve_server("127.0.0.1").unwrap().port(), DEFAULT_PORT);
         assert_eq!(resolve_server("127.0.0.1:9").unwrap().port(), 9);

@@ -84,6 +84,12 @@ impl Target {
         self.remote.map(|a| a.ip().to_string()).unwrap_or_default()
     }
 
+    /// Whether the in-process server is running (for tests: planning must not start it).
+    #[cfg(test)]
+    pub fn started(&self) -> bool {
+        self.local.lock().unwrap().is_some()
+    }
+
     /// Whether the tests go to the in-process server.
     pub fn in_process(&self) -> bool {
         self.remote.is_none()

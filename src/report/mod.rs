@@ -91,3 +91,44 @@ impl OutputFile {
         &self.path
     }
 }
+
+/// The exact text of every exporter over the fixture document, so that a change to any output
+/// format shows up in review (`cargo insta review`, or `INSTA_UPDATE=always` and read the diff).
+#[cfg(test)]
+mod snapshots {
+    use super::*;
+
+    fn fixture() -> Report {
+        serde_json::from_str(include_str!("../../tests/fixtures/report.json"))
+            .expect("the fixture is a results document")
+    }
+
+    fn text(format: Format) -> String {
+        String::from_utf8(format.render(&fixture())).expect("exporters write UTF-8")
+    }
+
+    #[test]
+    fn table() {
+        insta::assert_snapshot!(text(Format::Table));
+    }
+
+    #[test]
+    fn csv() {
+        insta::assert_snapshot!(text(Format::Csv));
+    }
+
+    #[test]
+    fn json() {
+        insta::assert_snapshot!(text(Format::Json));
+    }
+
+    #[test]
+    fn markdown() {
+        insta::assert_snapshot!(text(Format::Markdown));
+    }
+
+    #[test]
+    fn markdown_tables() {
+        insta::assert_snapshot!(render_markdown_tables(&fixture()));
+    }
+}
