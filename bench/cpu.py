@@ -26,7 +26,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PEAKBENCH = os.path.join(HERE, "..", "target", "release", "peakbench")
+PEAKBENCH = os.environ.get("PEAKBENCH", os.path.join(HERE, "..", "target", "release", "peakbench"))
 
 HPCC_INPUT = """HPLinpack benchmark input file
 peakbench bench/cpu.py
@@ -74,21 +74,28 @@ def run(cmd, cwd=None, timeout=1800):
     return done.stdout
 
 
-def peakbench_flops(precision, threads):
-    doc = json.loads(run([PEAKBENCH, "cpu", "-p", precision, "--isa", "avx512", "--fma", "yes",
+def widest_isa():
+    """The widest vector ISA this CPU has, as peakbench's inventory reports it."""
+    doc = json.loads(run([PEAKBENCH, "sysinfo", "--json"]))
+    return doc["peaks"]["cpu"]["isas"][-1]
+
+
+def peakbench_flops(precision, isa, threads):
+    doc = json.loads(run([PEAKBENCH, "cpu", "-p", precision, "--isa", isa, "--fma", "yes",
                           "-t", str(threads), "-d", "1s", "-r", "3", "--json", "--no-history"]))
     result = doc["results"][0]
     factors = doc["peaks"]["cpu"]["factors"]
     row = next(r for r in doc["peaks"]["cpu"]["table"]
-               if r["precision"] == precision and r["isa"] == "avx512" and r["fma"])
+               if r["precision"] == precision and r["isa"] == isa and r["fma"])
     ghz = factors["measured_ghz"]["value"]
     cores = min(threads, factors["cores"]["value"])
     peak_measured_clock = cores * ghz * row["per_cycle_per_core"] if ghz else None
     return result["value"], result["stats"]["cv"], peak_measured_clock, ghz
 
 
-def likwid_flops(precision, threads):
-    kernel = "peakflops_avx512_fma" if precision == "f64" else "peakflops_sp_avx512_fma"
+def likwid_flops(precision, isa, threads):
+    width = {"avx512": "avx512", "avx2": "avx"}[isa]
+    kernel = f"peakflops_{width}_fma" if precision == "f64" else f"peakflops_sp_{width}_fma"
     # 32 kB per thread stays in L1, as likwid's documentation suggests for peakflops.
     out = run(["likwid-bench", "-t", kernel, "-W", f"N:{32 * threads}kB:{threads}"])
     return float(re.search(r"MFlops/s:\s+([\d.]+)", out).group(1)) / 1000.0
@@ -128,20 +135,23 @@ def main():
     if not os.path.exists(PEAKBENCH):
         sys.exit("build first: cargo build --release")
 
-    if shutil.which("likwid-bench"):
+    isa = widest_isa()
+    if isa not in ("avx512", "avx2"):
+        print(f"the widest ISA here is {isa}: likwid-bench has no FMA peakflops kernel for it")
+    elif shutil.which("likwid-bench"):
         for precision in ("f64", "f32"):
             ours, theirs, cvs, eff = [], [], [], []
             for _ in range(args.rounds):
-                value, cv, peak, _ = peakbench_flops(precision, args.threads)
+                value, cv, peak, _ = peakbench_flops(precision, isa, args.threads)
                 ours.append(value)
                 cvs.append(cv or 0.0)
                 if peak:
                     eff.append(value / peak)
-                theirs.append(likwid_flops(precision, args.threads))
+                theirs.append(likwid_flops(precision, isa, args.threads))
             extra = f"  CV {statistics.median(cvs) * 100:.1f} %"
             if eff:
                 extra += f"  of peak at measured clock {statistics.median(eff) * 100:.1f} %"
-            summary(f"{precision} avx512 fma {args.threads}T vs likwid", ours, theirs,
+            summary(f"{precision} {isa} fma {args.threads}T vs likwid", ours, theirs,
                     "GFLOP/s", extra)
     else:
         print("likwid-bench not installed (apt-get install likwid): peakflops comparison skipped")

@@ -28,13 +28,13 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PEAKBENCH = os.path.join(HERE, "..", "target", "release", "peakbench")
+PEAKBENCH = os.environ.get("PEAKBENCH", os.path.join(HERE, "..", "target", "release", "peakbench"))
 
-# peakbench op -> likwid-bench kernel (same counting: loads + stores, 8 B each)
+# peakbench op -> likwid-bench kernel (same counting: loads + stores, 8 B each), at the widest
+# vector width the CPU has, as peakbench's memory kernels use it.
 LIKWID = {
-    "stream-copy": "copy_avx512",
-    "stream-triad": "stream_avx512_fma",
-    "read": "load_avx512",
+    "avx512": {"stream-copy": "copy_avx512", "stream-triad": "stream_avx512_fma", "read": "load_avx512"},
+    "avx2": {"stream-copy": "copy_avx", "stream-triad": "stream_avx_fma", "read": "load_avx"},
 }
 
 
@@ -93,6 +93,8 @@ def main():
     size = size_bytes(args.size)
     threads = sorted({int(t) for t in args.threads.split(",")})
 
+    isas = json.loads(run([PEAKBENCH, "sysinfo", "--json"]))["peaks"]["cpu"]["isas"]
+    kernels = LIKWID["avx512" if "avx512" in isas else "avx2"]
     if shutil.which("likwid-bench"):
         for op in args.ops.split(","):
             for t in threads:
@@ -101,8 +103,8 @@ def main():
                     value, cv, ws = peakbench_mem(op, t, size)
                     ours.append(value)
                     cvs.append(cv)
-                    theirs.append(likwid(LIKWID[op], t, ws))
-                summary(f"{op} {t}T vs likwid {LIKWID[op]}", ours, theirs, "GB/s",
+                    theirs.append(likwid(kernels[op], t, ws))
+                summary(f"{op} {t}T vs likwid {kernels[op]}", ours, theirs, "GB/s",
                         f"  CV {statistics.median(cvs) * 100:.1f} %")
     else:
         print("likwid-bench not installed (apt-get install likwid): bandwidth comparison skipped")

@@ -23,7 +23,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PEAKBENCH = os.path.join(HERE, "..", "target", "release", "peakbench")
+PEAKBENCH = os.environ.get("PEAKBENCH", os.path.join(HERE, "..", "target", "release", "peakbench"))
 
 # (label, peakbench args, direction of the target, target ratio)
 CASES = [

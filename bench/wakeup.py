@@ -32,7 +32,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PEAKBENCH = os.path.join(HERE, "..", "target", "release", "peakbench")
+PEAKBENCH = os.environ.get("PEAKBENCH", os.path.join(HERE, "..", "target", "release", "peakbench"))
 TRACING = "/sys/kernel/tracing"
 EVENTS = ["irq/softirq_exit", "io_uring/io_uring_complete", "timer/hrtimer_expire_entry",
           "sched/sched_wakeup"]
