@@ -596,3 +596,35 @@ fn an_allowed_blank_loop_device_is_used_and_a_formatted_one_refused() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("ext2/3/4"));
     assert_eq!(std::fs::read(&backing).unwrap(), formatted);
 }
+
+/// Issue 18, item 2: fio reads `--filename` as a `:`-separated list, so a `--dir` with a colon
+/// in its name (an ISO time) made fio write `<parent>/run` and `./2026-…/peakbench-N.tmp`,
+/// files peakbench never checked. Real fio writes the checked file only.
+#[test]
+fn a_colon_in_dir_reaches_fio_as_the_one_checked_file() {
+    if !common::prerequisite(common::on_path("fio").map(|_| ())) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("run:2026-11-24T08:00");
+    std::fs::create_dir(&data).unwrap();
+    let cwd = dir.path().join("cwd");
+    std::fs::create_dir(&cwd).unwrap();
+    let output = command(&["disk", "--dir", data.to_str().unwrap()])
+        .args(["--size", "2MiB", "-d", "100ms", "--ramp", "0", "-r", "1"])
+        .args(["--op", "seqwrite", "-b", "64KiB", "--reference", "--json"])
+        .current_dir(&cwd)
+        .output()
+        .unwrap();
+    let doc = json(&output);
+    let reference = &doc["results"][0]["reference"];
+    assert!(reference["value"].as_f64().is_some(), "{reference}");
+    let mut top = leftovers(dir.path());
+    top.sort();
+    assert_eq!(top, ["cwd", "run:2026-11-24T08:00"], "fio wrote beside");
+    assert!(
+        leftovers(&cwd).is_empty(),
+        "fio wrote in its working directory"
+    );
+    assert!(leftovers(&data).is_empty(), "the test file is removed");
+}

@@ -171,6 +171,12 @@ fn a_version_1_history_is_migrated_and_keeps_its_runs() {
             .unwrap();
         }
     }
+    // The reading commands never migrate; they name the commands that do.
+    let before = std::fs::read(&db).unwrap();
+    let why = refused(&["history", "--db", &db]);
+    assert!(why.contains("schema v1") && why.contains("import"), "{why}");
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+    short_run(&db);
     let (list, _) = ok(&["history", "--db", &db]);
     assert!(list.contains("fixture-host"), "{list}");
     assert!(list.contains(&format!("  {results}  ")), "{list}");
@@ -183,7 +189,7 @@ fn a_version_1_history_is_migrated_and_keeps_its_runs() {
     let rows: i64 = conn
         .query_row("SELECT COUNT(*) FROM results", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(rows as usize, 2 * results);
+    assert_eq!(rows as usize, 2 * results + 1);
     let (same, _) = ok(&["compare", "1", "2", "--db", &db]);
     assert!(
         same.contains(&format!("{results} shared results, 0 beyond")),
@@ -469,4 +475,74 @@ fn the_html_report_renders_in_headless_chromium_without_console_errors() {
         "{}",
         bytes.len()
     );
+}
+
+/// Issue 18, item 1: SQLite took a block device (fstat size 0) for an empty database and wrote
+/// a schema over its first pages, even from the read-only `history`.
+#[test]
+fn a_block_device_at_db_is_refused_and_left_unchanged() {
+    let device = common::LoopDevice::with_gpt(4);
+    if !common::prerequisite(device.as_ref().map(|_| ()).map_err(Clone::clone)) {
+        return;
+    }
+    let device = device.unwrap();
+    let before = device.contents();
+    for command in [
+        &["history", "--db", device.as_str()][..],
+        &["show", "--db", device.as_str()],
+        &["import", FIXTURE, "--db", device.as_str()],
+    ] {
+        let why = refused(command);
+        assert!(why.contains("is a block device"), "{command:?}: {why}");
+    }
+    // A measuring command warns and keeps its exit code, and leaves the device as it was.
+    let (_, stderr) = ok(&[
+        "cpu",
+        "-p",
+        "f64",
+        "-t",
+        "1",
+        "-d",
+        "20ms",
+        "-r",
+        "1",
+        "--warmup",
+        "0",
+        "--db",
+        device.as_str(),
+    ]);
+    assert!(stderr.contains("is a block device"), "{stderr}");
+    assert!(device.contents() == before, "the device was written");
+}
+
+#[test]
+fn a_fifo_or_a_symlink_at_db_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.db");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let started = Instant::now();
+    assert!(refused(&["history", "--db", fifo.to_str().unwrap()]).contains("is a FIFO"));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let real = db(dir.path());
+    short_run(&real);
+    let link = dir.path().join("link.db");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    assert!(refused(&["history", "--db", link.to_str().unwrap()]).contains("symbolic link"));
+}
+
+/// `history`, `show`, `compare` and `report` only read: an empty file stays empty.
+#[test]
+fn the_reading_commands_never_create_or_migrate() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let empty = empty.to_str().unwrap();
+    assert!(refused(&["history", "--db", empty]).contains("empty file"));
+    assert!(refused(&["compare", "1", "2", "--db", empty]).contains("empty file"));
+    assert_eq!(std::fs::metadata(empty).unwrap().len(), 0);
+    let missing = dir.path().join("missing.db");
+    refused(&["show", "--db", missing.to_str().unwrap()]);
+    assert!(!missing.exists());
 }

@@ -48,6 +48,15 @@ pub struct FioJob<'a> {
     pub cpus: Option<Vec<usize>>,
 }
 
+/// `path` as fio's `--filename` reads it: fio splits the value at every `:` into several files
+/// (a directory named with an ISO time, or `/dev/disk/by-path/pci-0000:00:1f.2-…`, would make
+/// fio write files peakbench never checked), and turns `\:` back into `:`, leaving every other
+/// backslash as it is (fio 3.33, checked with directories named `a:b`, `p\:q` and `x\\y`).
+/// So each `:` is escaped and nothing else.
+pub fn fio_filename(path: &Path) -> String {
+    path.to_string_lossy().replace(':', "\\:")
+}
+
 impl FioJob<'_> {
     pub fn args(&self) -> Vec<String> {
         let rw = match self.op {
@@ -60,7 +69,7 @@ impl FioJob<'_> {
         };
         let mut args = vec![
             "--name=peakbench".to_string(),
-            format!("--filename={}", self.path.display()),
+            format!("--filename={}", fio_filename(self.path)),
             format!("--rw={rw}"),
             format!("--bs={}", self.block),
             format!("--numjobs={}", self.threads),
@@ -142,6 +151,13 @@ impl FioJob<'_> {
             Stopping::Duration(d) => d + self.ramp + Duration::from_secs(60),
             Stopping::Bytes(_) => Duration::from_secs(3600),
         };
+        if self.path.to_str().is_none() {
+            return Err(crate::error::UsageError(format!(
+                "--reference: fio takes its file name as text, and {} is not UTF-8: give a --dir or --file whose path is",
+                self.path.display()
+            ))
+            .into());
+        }
         Invocation::new(FIO, self.args(), limit, |stdout| self.reading(stdout)).run()
     }
 
@@ -270,6 +286,16 @@ mod tests {
             iops_headline: true,
             cpus: None,
         }
+    }
+
+    #[test]
+    fn a_colon_in_the_path_reaches_fio_as_one_file() {
+        assert_eq!(
+            fio_filename(Path::new("/d/run:2026-11-24T08:00/peakbench-1.tmp")),
+            "/d/run\\:2026-11-24T08\\:00/peakbench-1.tmp"
+        );
+        assert_eq!(fio_filename(Path::new("/d/p\\:q/f")), "/d/p\\\\:q/f");
+        assert_eq!(fio_filename(Path::new("/d/x\\y/f")), "/d/x\\y/f");
     }
 
     #[test]

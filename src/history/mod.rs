@@ -148,8 +148,8 @@ pub fn run(command: &HistoryCommand) -> Result<ExitCode> {
     }
 }
 
-fn open(args: &DbArgs, create: bool) -> Result<Store> {
-    Store::open(&db_path(args)?, create)
+fn open(args: &DbArgs, write: bool) -> Result<Store> {
+    Store::open(&db_path(args)?, write)
 }
 
 fn list(args: &ListArgs) -> Result<ExitCode> {

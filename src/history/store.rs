@@ -107,22 +107,48 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens the history at `path`, creating it (and its directory) when `create` is set and
-    /// it does not exist, and migrating it to the current version.
-    pub fn open(path: &Path, create: bool) -> Result<Store> {
+    /// Opens the history at `path`. With `write` (the measuring commands and `import`), a
+    /// file that does not exist is created (with its directory) and an older schema is
+    /// migrated; without it (`history`, `show`, `compare`, `report`) the file is opened
+    /// read-only and nothing is created or migrated. Anything but a regular file (a device, a
+    /// FIFO, a directory, a symbolic link) is refused before SQLite sees it.
+    pub fn open(path: &Path, write: bool) -> Result<Store> {
         let shown = path.display().to_string();
-        let exists = path.exists();
+        let exists = check_regular(path)?;
         if exists {
-            std::fs::File::open(path).map_err(|e| {
-                crate::error::UsageError(format!(
-                    "--db: cannot read {shown}: {e}; give a readable path"
-                ))
-            })?;
             let version =
                 inspect(path).map_err(|refused| crate::error::UsageError(refused.to_string()))?;
+            if !write {
+                if version == 0 {
+                    return Err(crate::error::UsageError(format!(
+                        "--db: {shown} is an empty file, not a history yet: run a benchmark with this --db first"
+                    ))
+                    .into());
+                }
+                if version < CURRENT_VERSION {
+                    return Err(crate::error::UsageError(format!(
+                        "--db: {shown} has history schema v{version}; history, show, compare and report only read: run a measuring command or 'peakbench import' with this --db to migrate it to v{CURRENT_VERSION}"
+                    ))
+                    .into());
+                }
+                let conn = Connection::open_with_flags(
+                    path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY
+                        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                        | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+                )
+                .with_context(|| format!("cannot open {shown}"))?;
+                configure(&conn)?;
+                return Ok(Store {
+                    conn,
+                    path: path.to_path_buf(),
+                });
+            }
             let mut conn = Connection::open_with_flags(
                 path,
-                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                    | OpenFlags::SQLITE_OPEN_NOFOLLOW,
             )
             .with_context(|| format!("cannot open {shown} for writing"))?;
             if version < CURRENT_VERSION {
@@ -136,7 +162,7 @@ impl Store {
                 path: path.to_path_buf(),
             });
         }
-        if !create {
+        if !write {
             return Err(crate::error::UsageError(format!(
                 "--db: there is no history at {shown} yet: run a benchmark first, or give the --db of an existing history"
             ))
@@ -146,7 +172,14 @@ impl Store {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create the directory {}", dir.display()))?;
         }
-        let mut conn = Connection::open(path).with_context(|| format!("cannot create {shown}"))?;
+        let mut conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+        )
+        .with_context(|| format!("cannot create {shown}"))?;
         migrate(&mut conn, 0).with_context(|| format!("cannot create the schema in {shown}"))?;
         configure(&conn)?;
         Ok(Store {
@@ -263,6 +296,55 @@ impl Store {
                 .into()
             })
     }
+}
+
+/// Whether `path` exists, after checking that it is a regular file: opened without following a
+/// symbolic link and without blocking (a FIFO would otherwise hang), then `fstat`ed. SQLite
+/// takes a block device (`fstat` size 0) for an empty database and writes a schema over it.
+fn check_regular(path: &Path) -> Result<bool> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let shown = path.display();
+    let usage = |why: String| -> anyhow::Error { crate::error::UsageError(why).into() };
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(usage(format!(
+                "--db: {shown} is a symbolic link, which peakbench does not follow: give the path of the file itself"
+            )));
+        }
+        Err(e) => {
+            return Err(usage(format!(
+                "--db: cannot read {shown}: {e}; give a readable path"
+            )));
+        }
+    };
+    let kind = file
+        .metadata()
+        .with_context(|| format!("cannot stat {shown}"))?
+        .file_type();
+    let what = if kind.is_file() {
+        return Ok(true);
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    Err(usage(format!(
+        "--db: {shown} is {what}; the history is a regular file and nothing else is opened: give the path of a file"
+    )))
 }
 
 fn configure(conn: &Connection) -> Result<()> {

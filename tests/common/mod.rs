@@ -109,3 +109,72 @@ pub fn on_path(name: &str) -> Result<PathBuf, String> {
         })
         .ok_or_else(|| format!("no {name} on PATH"))
 }
+
+/// A loop device over a sparse file in a temporary directory, carrying a GPT partition table
+/// (written by `sfdisk`, so both the primary header at the start and the backup at the end are
+/// there); detached when dropped.
+pub struct LoopDevice {
+    pub path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl LoopDevice {
+    /// A `mib` MiB device with a GPT and one partition, or why the machine cannot make one.
+    pub fn with_gpt(mib: u64) -> Result<LoopDevice, String> {
+        root()?;
+        let losetup = on_path("losetup")?;
+        let sfdisk = on_path("sfdisk")?;
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let image = dir.path().join("disk.img");
+        std::fs::File::create(&image)
+            .and_then(|f| f.set_len(mib << 20))
+            .map_err(|e| e.to_string())?;
+        let label = std::process::Command::new(sfdisk)
+            .args(["--quiet", "--label", "gpt"])
+            .arg(&image)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                child.stdin.take().unwrap().write_all(b",,L\n")?;
+                child.wait_with_output()
+            })
+            .map_err(|e| format!("sfdisk: {e}"))?;
+        if !label.status.success() {
+            return Err(format!(
+                "sfdisk: {}",
+                String::from_utf8_lossy(&label.stderr).trim()
+            ));
+        }
+        let attach = Command::new(losetup)
+            .args(["-f", "--show"])
+            .arg(&image)
+            .output()
+            .map_err(|e| format!("losetup: {e}"))?;
+        if !attach.status.success() {
+            return Err(format!(
+                "losetup cannot attach a loop device here: {}",
+                String::from_utf8_lossy(&attach.stderr).trim()
+            ));
+        }
+        let path = PathBuf::from(String::from_utf8_lossy(&attach.stdout).trim());
+        Ok(LoopDevice { path, _dir: dir })
+    }
+
+    /// Every byte of the device.
+    pub fn contents(&self) -> Vec<u8> {
+        std::fs::read(&self.path).expect("the loop device reads")
+    }
+
+    pub fn as_str(&self) -> &str {
+        self.path.to_str().unwrap()
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.path).status();
+    }
+}
