@@ -155,4 +155,7 @@ pub struct LinpackArgs {
     /// Thread counts (list; default: every CPU)
     #[arg(long, short = 't', value_name = "LIST", value_delimiter = ',', value_parser = thread_count)]
     pub threads: Option<Vec<usize>>,
+    /// The BLAS and LAPACK that solve, loaded at run time
+    #[arg(long, value_enum, ignore_case = true, default_value = "auto")]
+    pub blas: super::blas::BlasChoice,
 }

@@ -8,6 +8,7 @@
 //! --interval D`) keeps all threads busy and records the rate of every interval instead.
 
 pub mod args;
+pub mod blas;
 pub mod kernels;
 pub mod linpack;
 pub mod reference;
@@ -83,14 +84,14 @@ pub struct Linpack;
 impl Benchmark for Linpack {
     const NAME: &'static str = "linpack";
     const PATH: &'static [&'static str] = &["cpu", "linpack"];
-    const ABOUT: &'static str =
-        "Dense LU solve with partial pivoting (faer), GFLOP/s and HPL's residual check";
+    const ABOUT: &'static str = "Dense LU solve with partial pivoting (the machine's LAPACK or faer), GFLOP/s and HPL's residual check";
     type Args = LinpackArgs;
 
     fn plan(args: &LinpackArgs, ctx: &Context) -> Result<Plan> {
         let orders = unique(&args.n);
         let threads = unique(args.threads.as_deref().unwrap_or(&[runner::num_cpus()]));
         let available = ctx.host.memory.available_bytes;
+        let solver = blas::choose(args.blas)?;
         let mut cases: Vec<Box<dyn Case>> = Vec::new();
         for &n in &orders {
             let needed = linpack::memory_needed(n);
@@ -106,13 +107,19 @@ impl Benchmark for Linpack {
                     n,
                     threads: t,
                     pin: ctx.runner.pin,
+                    solver,
                 }));
             }
         }
         Plan::new(
             cases,
             Vec::new(),
-            serde_json::json!({ "n": orders, "threads": threads }),
+            serde_json::json!({
+                "n": orders,
+                "threads": threads,
+                "blas": args.blas,
+                "solver": linpack::solver_name(solver),
+            }),
         )
     }
 }
