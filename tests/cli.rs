@@ -197,6 +197,32 @@ fn linpack_on_openblas_names_the_library_its_version_and_kernels() {
 }
 
 #[test]
+fn gemm_multiplies_checks_entries_of_c_and_counts_2n3() {
+    let mut blases = vec!["faer"];
+    if std::path::Path::new(OPENBLAS).exists() {
+        blases.push("openblas");
+    } else {
+        assert!(!common::strict(), "strict mode: {OPENBLAS} is missing");
+    }
+    for blas in blases {
+        let doc = peakbench_json(&[
+            "cpu", "gemm", "-n", "300", "-t", "1,2", "-r", "2", "--warmup", "0", "--blas", blas,
+            "--json",
+        ]);
+        let results = doc["results"].as_array().unwrap();
+        assert_eq!(results.len(), 2, "{blas}");
+        for r in results {
+            assert_eq!(r["op"], "gemm");
+            assert_eq!(r["unit"], "GFLOP/s");
+            assert!(r["counting"].as_str().unwrap().starts_with("2·n³ FLOP"));
+            let worst = r["params"]["other"]["checked_error_of_bound_max"].as_f64();
+            assert!(worst.unwrap() <= 1.0, "{blas}: {r}");
+            assert!(r["value"].as_f64().unwrap() > 0.0);
+        }
+    }
+}
+
+#[test]
 fn a_blas_that_is_not_installed_is_a_usage_error_naming_the_package() {
     if std::path::Path::new("/usr/lib/x86_64-linux-gnu/libmkl_rt.so").exists() {
         return; // this machine has MKL: nothing to refuse

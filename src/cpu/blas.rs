@@ -81,7 +81,15 @@ impl Vendor {
 
     /// Whether one of its files is there.
     pub fn installed(self) -> bool {
-        self.candidates().iter().any(|p| Path::new(p).exists())
+        self.installed_path().is_some()
+    }
+
+    /// The first of its files that is there.
+    pub fn installed_path(self) -> Option<&'static str> {
+        self.candidates()
+            .iter()
+            .copied()
+            .find(|p| Path::new(p).exists())
     }
 
     fn install(self) -> &'static str {

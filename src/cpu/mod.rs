@@ -9,6 +9,7 @@
 
 pub mod args;
 pub mod blas;
+pub mod gemm;
 pub mod kernels;
 pub mod linpack;
 pub mod reference;
@@ -26,7 +27,7 @@ use crate::plan::{Case, CaseSpec, Context, Plan};
 use crate::result::{BenchResult, Params, Subsystem, TimePoint};
 use crate::runner::{self, Quota, Round, RunSettings, Scaling, Stop, Tally, Worker};
 use crate::workload::Benchmark;
-use args::{CpuArgs, LinpackArgs};
+use args::{CpuArgs, GemmArgs, LinpackArgs};
 use kernels::Kernel;
 
 /// Iterations per call into a kernel: about a millisecond of work, so the clock and the
@@ -120,6 +121,47 @@ impl Benchmark for Linpack {
                 "blas": args.blas,
                 "solver": linpack::solver_name(solver),
             }),
+        )
+    }
+}
+
+/// `peakbench cpu gemm`.
+pub struct Gemm;
+
+impl Benchmark for Gemm {
+    const NAME: &'static str = "gemm";
+    const PATH: &'static [&'static str] = &["cpu", "gemm"];
+    const ABOUT: &'static str = "Dense matrix multiply C = A·B (DGEMM, the machine's BLAS or faer), GFLOP/s, entries of C checked";
+    type Args = GemmArgs;
+
+    fn plan(args: &GemmArgs, ctx: &Context) -> Result<Plan> {
+        let orders = unique(&args.n);
+        let threads = unique(args.threads.as_deref().unwrap_or(&default_threads()));
+        let available = ctx.host.memory.available_bytes;
+        let solver = blas::choose(args.blas)?;
+        let mut cases: Vec<Box<dyn Case>> = Vec::new();
+        for &n in &orders {
+            let needed = gemm::memory_needed(n);
+            if available > 0 && needed > available {
+                return Err(usage(format!(
+                    "--n: {n} needs {} of memory and {} is available: give a smaller order",
+                    crate::units::format_size_approx(needed),
+                    crate::units::format_size_approx(available)
+                )));
+            }
+            for &t in &threads {
+                cases.push(Box::new(gemm::GemmCase {
+                    n,
+                    threads: t,
+                    pin: ctx.runner.pin,
+                    solver,
+                }));
+            }
+        }
+        Plan::new(
+            cases,
+            Vec::new(),
+            serde_json::json!({ "n": orders, "threads": threads, "blas": args.blas }),
         )
     }
 }
