@@ -8,6 +8,7 @@ use crate::workload::{Registered, Workload};
 pub const WORKLOADS: &[&dyn Workload] = &[
     &Registered::<crate::cpu::Cpu>::NEW,
     &Registered::<crate::cpu::Linpack>::NEW,
+    &Registered::<crate::cpu::Gemm>::NEW,
     &Registered::<crate::memory::Mem>::NEW,
     &Registered::<crate::memory::MemLatency>::NEW,
     &Registered::<crate::disk::Disk>::NEW,

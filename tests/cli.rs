@@ -78,6 +78,7 @@ fn bad_input_exits_2_with_one_line_naming_the_flag() {
         ),
         (&["cpu", "linpack", "-n", "0"], "-n"),
         (&["cpu", "linpack", "-n", "10000000"], "--n"),
+        (&["cpu", "linpack", "--blas", "atlas"], "--blas"),
         (&["sysinfo", "--cpu-ghz", "-1"], "--cpu-ghz"),
     ];
     for (args, flag) in cases {
@@ -147,7 +148,7 @@ fn dry_run_prints_the_plan_and_runs_nothing() {
 #[test]
 fn linpack_solves_and_checks_the_residual() {
     let doc = peakbench_json(&[
-        "cpu", "linpack", "-n", "300", "-t", "1", "-r", "2", "--json",
+        "cpu", "linpack", "-n", "300", "-t", "1", "-r", "2", "--blas", "faer", "--json",
     ]);
     let r = &doc["results"][0];
     assert_eq!(r["op"], "linpack");
@@ -159,6 +160,80 @@ fn linpack_solves_and_checks_the_residual() {
             < 16.0
     );
     assert!(r["counting"].as_str().unwrap().contains("faer"));
+    assert_eq!(r["params"]["other"]["library"], "faer 0.24");
+}
+
+/// The OpenBLAS of Debian's `libopenblas0-pthread`, where `.ci/run` installs it.
+const OPENBLAS: &str = "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0";
+
+#[test]
+fn linpack_on_openblas_names_the_library_its_version_and_kernels() {
+    if !std::path::Path::new(OPENBLAS).exists() {
+        assert!(!common::strict(), "strict mode: {OPENBLAS} is missing");
+        eprintln!("skipped: no {OPENBLAS} (apt-get install libopenblas0-pthread)");
+        return;
+    }
+    // Two threads, pinned: LAPACK runs on its own large-stack thread, the library on two.
+    let doc = peakbench_json(&[
+        "cpu", "linpack", "-n", "1200", "-t", "2", "-r", "2", "--blas", "openblas", "--pin",
+        "--json",
+    ]);
+    let r = &doc["results"][0];
+    let other = &r["params"]["other"];
+    assert_eq!(other["solver"], "LAPACK dgetrf + dgetrs (OpenBLAS)");
+    assert!(
+        other["library_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("OpenBLAS 0."),
+        "{other}"
+    );
+    assert!(
+        !other["library_kernel"].as_str().unwrap().is_empty(),
+        "{other}"
+    );
+    assert!(other["scaled_residual_max"].as_f64().unwrap() < 16.0);
+    assert!(r["counting"].as_str().unwrap().contains("dgetrf"));
+}
+
+#[test]
+fn gemm_multiplies_checks_entries_of_c_and_counts_2n3() {
+    let mut blases = vec!["faer"];
+    if std::path::Path::new(OPENBLAS).exists() {
+        blases.push("openblas");
+    } else {
+        assert!(!common::strict(), "strict mode: {OPENBLAS} is missing");
+    }
+    for blas in blases {
+        let doc = peakbench_json(&[
+            "cpu", "gemm", "-n", "300", "-t", "1,2", "-r", "2", "--warmup", "0", "--blas", blas,
+            "--json",
+        ]);
+        let results = doc["results"].as_array().unwrap();
+        assert_eq!(results.len(), 2, "{blas}");
+        for r in results {
+            assert_eq!(r["op"], "gemm");
+            assert_eq!(r["unit"], "GFLOP/s");
+            assert!(r["counting"].as_str().unwrap().starts_with("2·n³ FLOP"));
+            let worst = r["params"]["other"]["checked_error_of_bound_max"].as_f64();
+            assert!(worst.unwrap() <= 1.0, "{blas}: {r}");
+            assert!(r["value"].as_f64().unwrap() > 0.0);
+        }
+    }
+}
+
+#[test]
+fn a_blas_that_is_not_installed_is_a_usage_error_naming_the_package() {
+    if std::path::Path::new("/usr/lib/x86_64-linux-gnu/libmkl_rt.so").exists() {
+        return; // this machine has MKL: nothing to refuse
+    }
+    let output = peakbench(&["cpu", "linpack", "--blas", "mkl", "-n", "100"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--blas mkl") && stderr.contains("apt-get install"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! The flags of `peakbench cpu` and `peakbench cpu linpack`.
+//! The flags of `peakbench cpu`, `peakbench cpu linpack` and `peakbench cpu gemm`.
 
 use std::time::Duration;
 
@@ -155,4 +155,20 @@ pub struct LinpackArgs {
     /// Thread counts (list; default: every CPU)
     #[arg(long, short = 't', value_name = "LIST", value_delimiter = ',', value_parser = thread_count)]
     pub threads: Option<Vec<usize>>,
+    /// The BLAS and LAPACK that solve, loaded at run time
+    #[arg(long, value_enum, ignore_case = true, default_value = "auto")]
+    pub blas: super::blas::BlasChoice,
+}
+
+#[derive(Args, Debug)]
+pub struct GemmArgs {
+    /// Orders of the matrices (list), e.g. 2000,4000
+    #[arg(long, short = 'n', value_name = "LIST", value_delimiter = ',', default_value = "4000", value_parser = positive_count)]
+    pub n: Vec<u64>,
+    /// Thread counts (list; default: 1 and every CPU)
+    #[arg(long, short = 't', value_name = "LIST", value_delimiter = ',', value_parser = thread_count)]
+    pub threads: Option<Vec<usize>>,
+    /// The BLAS that multiplies, loaded at run time
+    #[arg(long, value_enum, ignore_case = true, default_value = "auto")]
+    pub blas: super::blas::BlasChoice,
 }

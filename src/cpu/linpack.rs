@@ -1,9 +1,13 @@
 //! A Linpack-style dense solve, counted and checked as HPL does.
 //!
 //! A random n × n system (entries uniform in [−0.5, 0.5), as HPL's generator) is solved by LU
-//! with partial pivoting, using the `faer` crate's blocked, multithreaded factorisation. The
-//! timed region holds the factorisation of a fresh copy of A and the two triangular solves;
-//! generating A and checking the answer are outside it. `--warmup` is spent on unmeasured,
+//! with partial pivoting: by the machine's LAPACK (`dgetrf` + `dgetrs` of OpenBLAS, BLIS or MKL,
+//! loaded at run time by [`super::blas`]) or by the `faer` crate's blocked, multithreaded
+//! factorisation (`--blas faer`, or a machine with none of them). The timed region holds the
+//! factorisation and the two triangular solves only: A is copied into the buffer the
+//! factorisation overwrites before the clock starts; generating A and checking the answer are
+//! outside it. LAPACK runs on a thread of its own with a 64 MiB stack (OpenBLAS's recursive
+//! LU overflows the 2 MiB a Rust thread gets by default, and dies of a segmentation fault). `--warmup` is spent on unmeasured,
 //! checked solves of a smaller system before the repetitions; with `--pin` the solver's thread
 //! i runs on the i-th CPU. FLOPs are counted as HPL counts them,
 //! 2/3·n³ + 2·n², whatever the library really executes. After every repetition the scaled
@@ -11,10 +15,11 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
 use faer::linalg::solvers::Solve as _;
 use faer::{Mat, Par};
 
+use super::blas::{self, Blas, Vendor};
 use crate::peak::{Isa, Precision};
 use crate::plan::{Case, CaseSpec, Context};
 use crate::result::{BenchResult, Params, Subsystem};
@@ -29,6 +34,9 @@ pub fn flops(n: u64) -> f64 {
     let n = n as f64;
     2.0 / 3.0 * n * n * n + 2.0 * n * n
 }
+
+/// The stack of the thread that calls LAPACK.
+pub const LAPACK_STACK: usize = 64 << 20;
 
 /// Bytes a solve of order n holds at once: A, its factorised copy, b and x.
 pub fn memory_needed(n: u64) -> u64 {
@@ -72,6 +80,40 @@ pub struct LinpackCase {
     pub n: u64,
     pub threads: usize,
     pub pin: bool,
+    /// The library whose LAPACK solves, or faer (`None`).
+    pub solver: Option<Vendor>,
+}
+
+/// The solver a case names: LAPACK's routines of a library, or faer's LU.
+pub fn solver_name(solver: Option<Vendor>) -> String {
+    match solver {
+        Some(vendor) => format!("LAPACK dgetrf + dgetrs ({})", vendor.name()),
+        None => "faer partial_piv_lu (blocked LU, partial pivoting)".into(),
+    }
+}
+
+/// What a result says of the library that ran: name, version, kernel set, file.
+pub fn library_params(solver: Option<&Blas>) -> Vec<(&'static str, serde_json::Value)> {
+    match solver {
+        Some(blas) => {
+            let mut params = vec![
+                ("library", blas.describe().into()),
+                ("library_version", blas.version.clone().into()),
+                ("library_path", blas.path.clone().into()),
+            ];
+            if let Some(kernel) = &blas.kernel {
+                params.push(("library_kernel", kernel.clone().into()));
+            }
+            if let Some(lapack) = &blas.lapack_path {
+                params.push(("lapack_path", lapack.clone().into()));
+            }
+            params
+        }
+        None => vec![
+            ("library", format!("faer {FAER_VERSION}").into()),
+            ("library_version", FAER_VERSION.into()),
+        ],
+    }
 }
 
 impl LinpackCase {
@@ -79,6 +121,107 @@ impl LinpackCase {
     fn warmup_order(&self, budget: Duration) -> usize {
         let n = (budget.as_secs_f64() * 10e9 * 1.5).cbrt() as u64;
         n.clamp(1, self.n) as usize
+    }
+
+    /// The repetitions on faer's LU, on a pool of `threads` threads.
+    fn run_faer(
+        &self,
+        ctx: &Context,
+        a: &Mat<f64>,
+        b: &Mat<f64>,
+    ) -> Result<Vec<runner::Timed<(f64, f64)>>> {
+        let pin = self.pin;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.threads)
+            .start_handler(move |index| {
+                if let Some(cpu) = runner::cpu_for(pin, index) {
+                    // A thread that cannot be pinned runs unpinned; the result says pinned
+                    // only as asked, so report it.
+                    if let Err(e) = runner::pin_to(cpu) {
+                        eprintln!("warning: linpack thread {index}: {e:#}");
+                    }
+                }
+            })
+            .build()?;
+        let par = if self.threads == 1 {
+            Par::Seq
+        } else {
+            Par::rayon(self.threads)
+        };
+        pool.install(|| {
+            faer::set_global_parallelism(par);
+            runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
+                Round::Warmup(budget) => {
+                    // Unmeasured solves of a smaller system until the budget is spent: the
+                    // threads, the caches and the clock get going; the result is checked.
+                    let (wa, wb) = random_system(self.warmup_order(budget), 7);
+                    let start = Instant::now();
+                    while start.elapsed() < budget && !crate::interrupt::requested() {
+                        check(&wa, &solve(&wa, &wb), &wb, self.n)?;
+                    }
+                    Ok((0.0, 0.0))
+                }
+                Round::Measured(_) => {
+                    let start = Instant::now();
+                    let x = solve(a, b);
+                    let elapsed = start.elapsed();
+                    let residual = check(a, &x, b, self.n)?;
+                    Ok((flops(self.n) / elapsed.as_secs_f64() / 1e9, residual))
+                }
+            })
+        })
+    }
+
+    /// The repetitions on LAPACK's dgetrf + dgetrs, called from a thread with a large stack.
+    fn run_lapack(
+        &self,
+        ctx: &Context,
+        blas: &Blas,
+        a: &Mat<f64>,
+        b: &Mat<f64>,
+    ) -> Result<Vec<runner::Timed<(f64, f64)>>> {
+        let n = self.n as usize;
+        let pin = self.pin;
+        std::thread::scope(|scope| {
+            let solver = std::thread::Builder::new()
+                .name("linpack-lapack".into())
+                .stack_size(LAPACK_STACK)
+                .spawn_scoped(scope, move || {
+                    if let Some(cpu) = runner::cpu_for(pin, 0) {
+                        runner::pin_to(cpu)?;
+                    }
+                    let mut lu = vec![0.0; n * n];
+                    let mut x = vec![0.0; n];
+                    let mut ipiv = vec![0; n];
+                    blas.with_threads(self.threads, || {
+                        runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
+                            Round::Warmup(budget) => {
+                                let (wa, wb) = random_system(self.warmup_order(budget), 7);
+                                let m = wa.nrows();
+                                let start = Instant::now();
+                                while start.elapsed() < budget && !crate::interrupt::requested() {
+                                    copy_system(&wa, &wb, &mut lu, &mut x);
+                                    blas.solve(m, &mut lu[..m * m], &mut x[..m], &mut ipiv)?;
+                                    check(&wa, &column(&x[..m]), &wb, self.n)?;
+                                }
+                                Ok((0.0, 0.0))
+                            }
+                            Round::Measured(_) => {
+                                copy_system(a, b, &mut lu, &mut x);
+                                let start = Instant::now();
+                                blas.solve(n, &mut lu, &mut x, &mut ipiv)?;
+                                let elapsed = start.elapsed();
+                                let residual = check(a, &column(&x), b, self.n)?;
+                                Ok((flops(self.n) / elapsed.as_secs_f64() / 1e9, residual))
+                            }
+                        })
+                    })
+                })
+                .context("cannot start the LAPACK thread")?;
+            solver
+                .join()
+                .map_err(|_| anyhow!("the LAPACK thread panicked"))?
+        })
     }
 }
 
@@ -91,10 +234,9 @@ impl Case for LinpackCase {
             precision: Some("f64".into()),
             ..Params::default()
         };
-        params.other.insert(
-            "library".into(),
-            "faer (blocked LU, partial pivoting)".into(),
-        );
+        params
+            .other
+            .insert("solver".into(), solver_name(self.solver).into());
         CaseSpec {
             id: format!("cpu-linpack-n{}-t{}", self.n, self.threads),
             label: format!("linpack n={} {} threads", self.n, self.threads),
@@ -123,48 +265,19 @@ impl Case for LinpackCase {
                 crate::units::format_size_approx(available)
             );
         }
-        let n = self.n as usize;
-        let pin = self.pin;
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(self.threads)
-            .start_handler(move |index| {
-                if let Some(cpu) = runner::cpu_for(pin, index) {
-                    // A thread that cannot be pinned runs unpinned; the result says pinned
-                    // only as asked, so report it.
-                    if let Err(e) = runner::pin_to(cpu) {
-                        eprintln!("warning: linpack thread {index}: {e:#}");
-                    }
-                }
-            })
-            .build()?;
-        let par = if self.threads == 1 {
-            Par::Seq
-        } else {
-            Par::rayon(self.threads)
+        let (a, b) = random_system(self.n as usize, 42 + self.n);
+        let library = match self.solver {
+            // Opened here, on a thread that is not pinned: OpenBLAS starts its worker threads
+            // when it is loaded, and they would inherit a pinned thread's single CPU.
+            Some(vendor) => {
+                Some(blas::open(vendor).map_err(|why| anyhow!("{}: {why}", vendor.name()))?)
+            }
+            None => None,
         };
-        let (a, b) = random_system(n, 42 + self.n);
-        let rounds = pool.install(|| {
-            faer::set_global_parallelism(par);
-            runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
-                Round::Warmup(budget) => {
-                    // Unmeasured solves of a smaller system until the budget is spent: the
-                    // threads, the caches and the clock get going; the result is checked.
-                    let (wa, wb) = random_system(self.warmup_order(budget), 7);
-                    let start = Instant::now();
-                    while start.elapsed() < budget && !crate::interrupt::requested() {
-                        check(&wa, &solve(&wa, &wb), &wb, self.n)?;
-                    }
-                    Ok((0.0, 0.0))
-                }
-                Round::Measured(_) => {
-                    let start = Instant::now();
-                    let x = solve(&a, &b);
-                    let elapsed = start.elapsed();
-                    let residual = check(&a, &x, &b, self.n)?;
-                    Ok((flops(self.n) / elapsed.as_secs_f64() / 1e9, residual))
-                }
-            })
-        })?;
+        let rounds = match library {
+            Some(library) => self.run_lapack(ctx, library, &a, &b)?,
+            None => self.run_faer(ctx, &a, &b)?,
+        };
         let samples: Vec<f64> = rounds.iter().map(|r| r.value.0).collect();
         let residual_max = rounds.iter().map(|r| r.value.1).fold(0.0, f64::max);
         // The peak of a DP solve: f64 FMA at the widest ISA the CPU has.
@@ -180,20 +293,47 @@ impl Case for LinpackCase {
                 "throughput",
                 "GFLOP/s",
                 format!(
-                    "HPL's count 2/3·n³ + 2·n² FLOP per solve; LU with partial pivoting by faer {}; \
-                     scaled residual ‖Ax−b‖∞/(ε(‖A‖∞‖x‖∞+‖b‖∞)n) < {RESIDUAL_THRESHOLD} checked",
-                    FAER_VERSION
+                    "HPL's count 2/3·n³ + 2·n² FLOP per solve; timed: LU with partial pivoting \
+                     and the two triangular solves by {}; scaled residual \
+                     ‖Ax−b‖∞/(ε(‖A‖∞‖x‖∞+‖b‖∞)n) < {RESIDUAL_THRESHOLD} checked",
+                    match library {
+                        Some(blas) => format!("{} dgetrf + dgetrs", blas.describe()),
+                        None => format!("faer {FAER_VERSION}"),
+                    }
                 ),
                 samples,
             )?
             .walls(rounds.iter().map(|r| r.wall))
             .param("scaled_residual_max", residual_max)
             .peak(peak);
+        for (key, value) in library_params(library) {
+            result = result.param(key, value);
+        }
+        if library.is_some_and(|l| !l.sets_threads()) {
+            result = result.warn([format!(
+                "{} has no call to set its thread count: it ran with its own default",
+                library.map_or("", |l| l.vendor.name())
+            )]);
+        }
         if ctx.runner.reference {
             result = result.reference(super::reference::hpcc_hpl(self.n, self.threads)?);
         }
         Ok(result.finish())
     }
+}
+
+/// Copies A (column by column, leading dimension its order) and b into LAPACK's buffers.
+fn copy_system(a: &Mat<f64>, b: &Mat<f64>, lu: &mut [f64], x: &mut [f64]) {
+    let m = a.nrows();
+    for j in 0..a.ncols() {
+        lu[j * m..(j + 1) * m].copy_from_slice(a.col_as_slice(j));
+    }
+    x[..m].copy_from_slice(b.col_as_slice(0));
+}
+
+/// A vector as a one-column matrix.
+fn column(x: &[f64]) -> Mat<f64> {
+    Mat::from_fn(x.len(), 1, |i, _| x[i])
 }
 
 /// HPL's residual check of a solution; the scaled residual when it passes.

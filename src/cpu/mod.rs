@@ -8,6 +8,8 @@
 //! --interval D`) keeps all threads busy and records the rate of every interval instead.
 
 pub mod args;
+pub mod blas;
+pub mod gemm;
 pub mod kernels;
 pub mod linpack;
 pub mod reference;
@@ -25,7 +27,7 @@ use crate::plan::{Case, CaseSpec, Context, Plan};
 use crate::result::{BenchResult, Params, Subsystem, TimePoint};
 use crate::runner::{self, Quota, Round, RunSettings, Scaling, Stop, Tally, Worker};
 use crate::workload::Benchmark;
-use args::{CpuArgs, LinpackArgs};
+use args::{CpuArgs, GemmArgs, LinpackArgs};
 use kernels::Kernel;
 
 /// Iterations per call into a kernel: about a millisecond of work, so the clock and the
@@ -83,14 +85,14 @@ pub struct Linpack;
 impl Benchmark for Linpack {
     const NAME: &'static str = "linpack";
     const PATH: &'static [&'static str] = &["cpu", "linpack"];
-    const ABOUT: &'static str =
-        "Dense LU solve with partial pivoting (faer), GFLOP/s and HPL's residual check";
+    const ABOUT: &'static str = "Dense LU solve with partial pivoting (the machine's LAPACK or faer), GFLOP/s and HPL's residual check";
     type Args = LinpackArgs;
 
     fn plan(args: &LinpackArgs, ctx: &Context) -> Result<Plan> {
         let orders = unique(&args.n);
         let threads = unique(args.threads.as_deref().unwrap_or(&[runner::num_cpus()]));
         let available = ctx.host.memory.available_bytes;
+        let solver = blas::choose(args.blas)?;
         let mut cases: Vec<Box<dyn Case>> = Vec::new();
         for &n in &orders {
             let needed = linpack::memory_needed(n);
@@ -106,13 +108,60 @@ impl Benchmark for Linpack {
                     n,
                     threads: t,
                     pin: ctx.runner.pin,
+                    solver,
                 }));
             }
         }
         Plan::new(
             cases,
             Vec::new(),
-            serde_json::json!({ "n": orders, "threads": threads }),
+            serde_json::json!({
+                "n": orders,
+                "threads": threads,
+                "blas": args.blas,
+                "solver": linpack::solver_name(solver),
+            }),
+        )
+    }
+}
+
+/// `peakbench cpu gemm`.
+pub struct Gemm;
+
+impl Benchmark for Gemm {
+    const NAME: &'static str = "gemm";
+    const PATH: &'static [&'static str] = &["cpu", "gemm"];
+    const ABOUT: &'static str = "Dense matrix multiply C = A·B (DGEMM, the machine's BLAS or faer), GFLOP/s, entries of C checked";
+    type Args = GemmArgs;
+
+    fn plan(args: &GemmArgs, ctx: &Context) -> Result<Plan> {
+        let orders = unique(&args.n);
+        let threads = unique(args.threads.as_deref().unwrap_or(&default_threads()));
+        let available = ctx.host.memory.available_bytes;
+        let solver = blas::choose(args.blas)?;
+        let mut cases: Vec<Box<dyn Case>> = Vec::new();
+        for &n in &orders {
+            let needed = gemm::memory_needed(n);
+            if available > 0 && needed > available {
+                return Err(usage(format!(
+                    "--n: {n} needs {} of memory and {} is available: give a smaller order",
+                    crate::units::format_size_approx(needed),
+                    crate::units::format_size_approx(available)
+                )));
+            }
+            for &t in &threads {
+                cases.push(Box::new(gemm::GemmCase {
+                    n,
+                    threads: t,
+                    pin: ctx.runner.pin,
+                    solver,
+                }));
+            }
+        }
+        Plan::new(
+            cases,
+            Vec::new(),
+            serde_json::json!({ "n": orders, "threads": threads, "blas": args.blas }),
         )
     }
 }
