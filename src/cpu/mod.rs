@@ -174,6 +174,19 @@ pub fn probe() -> Probes {
 pub fn plan(options: &CpuOptions, ctx: &Context) -> (Vec<Box<dyn Case>>, Vec<String>) {
     let mut cases: Vec<Box<dyn Case>> = Vec::new();
     let mut notes = Vec::new();
+    // Combinations without a kernel, one line per precision and reason: (precision, why) → ISAs.
+    let mut missing: Vec<((Precision, String), Vec<String>)> = Vec::new();
+    let mut no_kernel = |precision: Precision, where_: String, why: String| match missing
+        .iter_mut()
+        .find(|(key, _)| *key == (precision, why.clone()))
+    {
+        Some((_, places)) => {
+            if !places.contains(&where_) {
+                places.push(where_)
+            }
+        }
+        None => missing.push(((precision, why), vec![where_])),
+    };
     let pin = ctx.runner.pin;
     for &precision in &options.precisions {
         for &isa in &options.isas {
@@ -195,10 +208,11 @@ pub fn plan(options: &CpuOptions, ctx: &Context) -> (Vec<Box<dyn Case>>, Vec<Str
                     variants.push((false, Form::Tile));
                 }
             } else if precision == Precision::Bf16 {
-                notes.push(format!(
-                    "bf16 {}: no kernel (bf16 is measured by 512-bit vdpbf16ps dot products and AMX tiles)",
-                    isa.name()
-                ));
+                no_kernel(
+                    precision,
+                    isa.name().to_string(),
+                    "bf16 is measured by 512-bit vdpbf16ps dot products and AMX tiles".to_string(),
+                );
             }
             for (fma, form) in variants {
                 let label = format!(
@@ -225,7 +239,11 @@ pub fn plan(options: &CpuOptions, ctx: &Context) -> (Vec<Box<dyn Case>>, Vec<Str
                         Precision::F16 => "16-bit float arithmetic needs AVX512-FP16".to_string(),
                         p => format!("no {} kernel at this width", p.name()),
                     };
-                    notes.push(format!("{label}: no kernel ({why})"));
+                    let place = label
+                        .trim_start_matches(precision.name())
+                        .trim()
+                        .to_string();
+                    no_kernel(precision, place, why);
                     continue;
                 };
                 if !kernel.supported() {
@@ -263,6 +281,13 @@ pub fn plan(options: &CpuOptions, ctx: &Context) -> (Vec<Box<dyn Case>>, Vec<Str
                 }
             }
         }
+    }
+    for ((precision, why), places) in missing {
+        notes.push(format!(
+            "{} {}: no kernel ({why})",
+            precision.name(),
+            places.join(", ")
+        ));
     }
     (cases, notes)
 }
