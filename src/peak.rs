@@ -45,7 +45,19 @@ pub struct Factor {
     pub detail: String,
 }
 
+impl Default for Factor {
+    /// A factor a document written before it existed does not carry.
+    fn default() -> Self {
+        Factor::unknown("not recorded")
+    }
+}
+
 impl Factor {
+    /// Whether this is the default of a document that did not record the factor.
+    fn is_unrecorded(&self) -> bool {
+        *self == Factor::default()
+    }
+
     pub fn known(value: f64, source: &str, detail: impl Into<String>) -> Self {
         Factor {
             value: Some(value),
@@ -113,24 +125,30 @@ named_enum! {
         I16 = "i16",
         I32 = "i32",
         I64 = "i64",
+        /// IEEE half precision (AVX512-FP16)
         F16 = "f16",
+        /// bfloat16: 8-bit exponent, 8-bit significand (AVX512_BF16 dot products, AMX-BF16)
+        Bf16 = "bf16",
         F32 = "f32",
         F64 = "f64",
     }
 }
 
 impl Precision {
-    pub fn bits(self) -> u32 {
+    pub const fn bits(self) -> u32 {
         match self {
             Precision::I8 => 8,
-            Precision::I16 | Precision::F16 => 16,
+            Precision::I16 | Precision::F16 | Precision::Bf16 => 16,
             Precision::I32 | Precision::F32 => 32,
             Precision::I64 | Precision::F64 => 64,
         }
     }
 
-    pub fn is_float(self) -> bool {
-        matches!(self, Precision::F16 | Precision::F32 | Precision::F64)
+    pub const fn is_float(self) -> bool {
+        matches!(
+            self,
+            Precision::F16 | Precision::Bf16 | Precision::F32 | Precision::F64
+        )
     }
 
     /// "GFLOP/s" for floating point, "GIOP/s" for integers.
@@ -144,6 +162,31 @@ impl Precision {
             Isa::Scalar => 1,
             _ => isa.bits() / self.bits(),
         }
+    }
+}
+
+named_enum! {
+    /// The form of a kernel's instruction.
+    pub enum Form {
+        /// one operation per lane: an add, a multiply or an FMA
+        Arith = "arith",
+        /// a dot product of 8- or 16-bit pairs into 32-bit lanes (VNNI, AVX512_BF16)
+        Dot = "dot",
+        /// an AMX tile multiply (16 × 16 32-bit results per instruction)
+        Tile = "tile",
+    }
+}
+
+impl Form {
+    fn is_arith(&self) -> bool {
+        *self == Form::Arith
+    }
+}
+
+#[allow(clippy::derivable_impls)] // named_enum! takes no #[default] on a variant
+impl Default for Form {
+    fn default() -> Self {
+        Form::Arith
     }
 }
 
@@ -192,6 +235,15 @@ pub struct CpuFactors {
     pub fadd_units: [Factor; 3],
     pub vec_int_units: [Factor; 3],
     pub scalar_int_units: Factor,
+    /// 512-bit VNNI dot products (`vpdpbusd`, `vpdpwssd`) per cycle.
+    #[serde(default, skip_serializing_if = "Factor::is_unrecorded")]
+    pub vnni_units: Factor,
+    /// 512-bit bf16 dot products (`vdpbf16ps`) per cycle.
+    #[serde(default, skip_serializing_if = "Factor::is_unrecorded")]
+    pub bf16_dot_units: Factor,
+    /// AMX tile multiplies per cycle.
+    #[serde(default, skip_serializing_if = "Factor::is_unrecorded")]
+    pub amx_tiles_per_cycle: Factor,
 }
 
 /// The peak of one precision × ISA × kind of instruction.
@@ -201,6 +253,11 @@ pub struct CpuPeak {
     pub isa: Isa,
     /// Whether the peak assumes fused multiply-add instructions.
     pub fma: bool,
+    /// Element-wise arithmetic, a dot product or an AMX tile multiply.
+    #[serde(default, skip_serializing_if = "Form::is_arith")]
+    pub form: Form,
+    /// Elements per instruction (for a dot product, the 8- or 16-bit inputs; for a tile, its
+    /// multiply-adds).
     pub lanes: u32,
     /// Instructions per cycle per core (the units factor).
     pub units: Factor,
@@ -385,6 +442,16 @@ fn cpu_peaks(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> CpuPeaks {
         }
         None => Factor::unknown("scalar integer ALUs: microarchitecture not in the table"),
     };
+    let optional = |pick: fn(&CoreResources) -> Option<f64>, what: &str| match &table {
+        Some((row, detail)) => match pick(row) {
+            Some(units) => Factor::known(units, "microarch-table", detail.clone()),
+            None => Factor::unknown(format!("{what}: the table has no figure for '{name}'")),
+        },
+        None => Factor::unknown(format!("{what}: microarchitecture not in the table")),
+    };
+    let vnni_units = optional(|r| r.vnni_units, "VNNI dot products per cycle");
+    let bf16_dot_units = optional(|r| r.bf16_dot_units, "bf16 dot products per cycle");
+    let amx_tiles_per_cycle = optional(|r| r.amx_tiles_per_cycle, "AMX tile multiplies per cycle");
     let factors = CpuFactors {
         cores,
         ghz,
@@ -393,6 +460,9 @@ fn cpu_peaks(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> CpuPeaks {
         fadd_units,
         vec_int_units,
         scalar_int_units,
+        vnni_units,
+        bf16_dot_units,
+        amx_tiles_per_cycle,
     };
     let mut rows = Vec::new();
     let has = |f: &str| info.cpu.simd.iter().any(|s| s == f);
@@ -405,7 +475,11 @@ fn cpu_peaks(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> CpuPeaks {
                 if fma && isa != Isa::Scalar && !has("fma") && isa != Isa::Avx512 {
                     continue;
                 }
-                rows.push(cpu_row(&factors, precision, isa, fma));
+                // f16 is measured with vfmadd231ph only.
+                if precision == Precision::F16 && !fma {
+                    continue;
+                }
+                rows.push(cpu_row(&factors, precision, isa, fma, Form::Arith));
             }
         }
         for precision in [
@@ -414,7 +488,22 @@ fn cpu_peaks(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> CpuPeaks {
             Precision::I32,
             Precision::I64,
         ] {
-            rows.push(cpu_row(&factors, precision, isa, false));
+            rows.push(cpu_row(&factors, precision, isa, false, Form::Arith));
+        }
+        if isa == Isa::Avx512 {
+            // The dot products and tiles a kernel measures, where the CPU has them.
+            let dots = [
+                ("avx512_bf16", Precision::Bf16, Form::Dot),
+                ("avx512_vnni", Precision::I8, Form::Dot),
+                ("avx512_vnni", Precision::I16, Form::Dot),
+                ("amx_bf16", Precision::Bf16, Form::Tile),
+                ("amx_int8", Precision::I8, Form::Tile),
+            ];
+            for (flag, precision, form) in dots {
+                if has(flag) {
+                    rows.push(cpu_row(&factors, precision, isa, false, form));
+                }
+            }
         }
     }
     CpuPeaks {
@@ -425,7 +514,13 @@ fn cpu_peaks(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> CpuPeaks {
 }
 
 /// The units factor for one kind of instruction.
-fn units_for(f: &CpuFactors, precision: Precision, isa: Isa, fma: bool) -> Factor {
+fn units_for(f: &CpuFactors, precision: Precision, isa: Isa, fma: bool, form: Form) -> Factor {
+    match form {
+        Form::Dot if precision == Precision::Bf16 => return f.bf16_dot_units.clone(),
+        Form::Dot => return f.vnni_units.clone(),
+        Form::Tile => return f.amx_tiles_per_cycle.clone(),
+        Form::Arith => {}
+    }
     let w = width_index(isa);
     if !precision.is_float() {
         return if isa == Isa::Scalar {
@@ -448,10 +543,14 @@ fn units_for(f: &CpuFactors, precision: Precision, isa: Isa, fma: bool) -> Facto
     }
 }
 
-fn cpu_row(f: &CpuFactors, precision: Precision, isa: Isa, fma: bool) -> CpuPeak {
-    let units = units_for(f, precision, isa, fma);
-    let lanes = precision.lanes(isa);
-    let ops_per_lane = if fma { 2 } else { 1 };
+fn cpu_row(f: &CpuFactors, precision: Precision, isa: Isa, fma: bool, form: Form) -> CpuPeak {
+    let units = units_for(f, precision, isa, fma, form);
+    let lanes = match form {
+        Form::Tile => tile_multiply_adds(precision),
+        _ => precision.lanes(isa),
+    };
+    // A multiply-add (FMA, or one pair of a dot product) is 2 ops.
+    let ops_per_lane = if fma || !form.is_arith() { 2 } else { 1 };
     let per_cycle = units.value.map(|u| u * lanes as f64 * ops_per_lane as f64);
     let value = match (per_cycle, f.cores.value, f.effective_clock().value) {
         (Some(p), Some(c), Some(g)) => Some(p * c * g),
@@ -461,6 +560,7 @@ fn cpu_row(f: &CpuFactors, precision: Precision, isa: Isa, fma: bool) -> CpuPeak
         precision,
         isa,
         fma,
+        form,
         lanes,
         units,
         ops_per_lane,
@@ -484,12 +584,29 @@ impl CpuFactors {
     }
 }
 
+/// Multiply-adds of one AMX tile instruction: 16 × 16 32-bit results, each of 64 int8 or 32
+/// bf16 pairs.
+pub const fn tile_multiply_adds(precision: Precision) -> u32 {
+    16 * 16 * (512 / precision.bits())
+}
+
 impl CpuPeaks {
-    /// The peak row for a case.
+    /// The peak row of element-wise arithmetic.
     pub fn row(&self, precision: Precision, isa: Isa, fma: bool) -> Option<&CpuPeak> {
+        self.form_row(precision, isa, fma, Form::Arith)
+    }
+
+    /// The peak row for a case of any form.
+    pub fn form_row(
+        &self,
+        precision: Precision,
+        isa: Isa,
+        fma: bool,
+        form: Form,
+    ) -> Option<&CpuPeak> {
         self.table
             .iter()
-            .find(|r| r.precision == precision && r.isa == isa && r.fma == fma)
+            .find(|r| r.precision == precision && r.isa == isa && r.fma == fma && r.form == form)
     }
 
     /// Peak for `threads` threads (capped at the core count) at `ghz` (default: the
@@ -631,11 +748,20 @@ pub fn render(peaks: &Peaks) -> String {
     }
     out.push_str("  precision  isa     fma    lanes  op/cycle/core  peak\n");
     for row in &peaks.cpu.table {
+        let precision = match row.form {
+            Form::Arith => row.precision.name().to_string(),
+            Form::Dot => format!("{} dot", row.precision.name()),
+            Form::Tile => format!("{} amx", row.precision.name()),
+        };
         out.push_str(&format!(
             "  {:<9}  {:<6}  {:<5}  {:>5}  {:>13}  {}\n",
-            row.precision.name(),
-            row.isa.name(),
-            if row.precision.is_float() {
+            precision,
+            if row.form == Form::Tile {
+                "amx"
+            } else {
+                row.isa.name()
+            },
+            if row.precision.is_float() && row.form.is_arith() {
                 if row.fma { "yes" } else { "no" }
             } else {
                 "-"

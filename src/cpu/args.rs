@@ -16,13 +16,15 @@ named_enum! {
         I16 = "i16",
         I32 = "i32",
         I64 = "i64",
-        /// 16-bit float (needs AVX512-FP16)
+        /// 16-bit IEEE float, vfmadd231ph (needs AVX512-FP16)
         F16 = "f16",
+        /// bfloat16 dot products, vdpbf16ps (AVX512_BF16) and AMX-BF16 tiles
+        Bf16 = "bf16",
         F32 = "f32",
         F64 = "f64",
-        /// quarter precision, 8 bit: i8 (x86 has no 8-bit float arithmetic)
+        /// quarter precision, 8 bit: i8 adds and dot products (x86 has no 8-bit float arithmetic)
         Qp = "qp",
-        /// half precision, 16 bit: f16 and i16
+        /// half precision, 16 bit: f16, bf16 and i16 (adds and dot products)
         Hp = "hp",
         /// single precision, 32 bit: f32 and i32
         Sp = "sp",
@@ -40,9 +42,10 @@ impl PrecisionChoice {
             PrecisionChoice::I32 => &[Precision::I32],
             PrecisionChoice::I64 => &[Precision::I64],
             PrecisionChoice::F16 => &[Precision::F16],
+            PrecisionChoice::Bf16 => &[Precision::Bf16],
             PrecisionChoice::F32 => &[Precision::F32],
             PrecisionChoice::F64 => &[Precision::F64],
-            PrecisionChoice::Hp => &[Precision::F16, Precision::I16],
+            PrecisionChoice::Hp => &[Precision::F16, Precision::Bf16, Precision::I16],
             PrecisionChoice::Sp => &[Precision::F32, Precision::I32],
             PrecisionChoice::Dp => &[Precision::F64, Precision::I64],
         }

@@ -22,7 +22,7 @@ use anyhow::{Result, bail};
 
 use crate::error::usage;
 use crate::options::unique;
-use crate::peak::{Isa, Precision, Probes};
+use crate::peak::{Form, Isa, Precision, Probes};
 use crate::plan::{Case, CaseSpec, Context, Plan};
 use crate::result::{BenchResult, Params, Subsystem, TimePoint};
 use crate::runner::{self, Quota, Round, RunSettings, Scaling, Stop, Tally, Worker};
@@ -68,7 +68,13 @@ impl Benchmark for Cpu {
             duration: args.duration,
             samples: args.samples.map(|n| (n, args.interval)),
         };
-        let (cases, notes) = plan(&options, ctx);
+        let (cases, mut notes) = plan(&options, ctx);
+        if args.precision.contains(&args::PrecisionChoice::Qp) {
+            notes.push(
+                "QP float: x86 has no 8-bit float arithmetic; QP is measured as i8 adds and dot products"
+                    .to_string(),
+            );
+        }
         if cases.is_empty() {
             return Err(usage(format!(
                 "--precision/--isa: nothing this CPU can run ({}); see 'peakbench sysinfo' for its ISAs",
@@ -191,7 +197,7 @@ pub fn probe() -> Probes {
     let ghz = crate::sysinfo::clock::measure_ghz();
     let widest = [Isa::Avx512, Isa::Avx2, Isa::Sse]
         .into_iter()
-        .filter_map(|isa| kernels::find(Precision::F64, isa, true))
+        .filter_map(|isa| kernels::find(Precision::F64, isa, true, Form::Arith))
         .find(|k| k.supported());
     let fma_per_cycle = match (ghz, widest) {
         (Some(ghz), Some(kernel)) => {
@@ -217,6 +223,19 @@ pub fn probe() -> Probes {
 pub fn plan(options: &CpuOptions, ctx: &Context) -> (Vec<Box<dyn Case>>, Vec<String>) {
     let mut cases: Vec<Box<dyn Case>> = Vec::new();
     let mut notes = Vec::new();
+    // Combinations without a kernel, one line per precision and reason: (precision, why) → ISAs.
+    let mut missing: Vec<((Precision, String), Vec<String>)> = Vec::new();
+    let mut no_kernel = |precision: Precision, where_: String, why: String| match missing
+        .iter_mut()
+        .find(|(key, _)| *key == (precision, why.clone()))
+    {
+        Some((_, places)) => {
+            if !places.contains(&where_) {
+                places.push(where_)
+            }
+        }
+        None => missing.push(((precision, why), vec![where_])),
+    };
     let pin = ctx.runner.pin;
     for &precision in &options.precisions {
         for &isa in &options.isas {
@@ -225,19 +244,55 @@ pub fn plan(options: &CpuOptions, ctx: &Context) -> (Vec<Box<dyn Case>>, Vec<Str
             } else {
                 &[false]
             };
-            for &fma in unique(fmas).iter() {
+            // Element-wise arithmetic, then at 512 bit the dot products and AMX tiles.
+            let mut variants: Vec<(bool, Form)> = Vec::new();
+            if precision != Precision::Bf16 {
+                variants.extend(unique(fmas).into_iter().map(|fma| (fma, Form::Arith)));
+            }
+            if isa == Isa::Avx512 {
+                if matches!(precision, Precision::I8 | Precision::I16 | Precision::Bf16) {
+                    variants.push((false, Form::Dot));
+                }
+                if matches!(precision, Precision::I8 | Precision::Bf16) {
+                    variants.push((false, Form::Tile));
+                }
+            } else if precision == Precision::Bf16 {
+                no_kernel(
+                    precision,
+                    isa.name().to_string(),
+                    "bf16 is measured by 512-bit vdpbf16ps dot products and AMX tiles".to_string(),
+                );
+            }
+            for (fma, form) in variants {
                 let label = format!(
                     "{} {}{}",
                     precision.name(),
-                    isa.name(),
-                    if precision.is_float() {
-                        if fma { " fma" } else { " no-fma" }
+                    if form == Form::Tile {
+                        "amx"
                     } else {
-                        ""
+                        isa.name()
+                    },
+                    match form {
+                        Form::Dot => " dot",
+                        Form::Tile => "",
+                        Form::Arith if precision.is_float() && fma => " fma",
+                        Form::Arith if precision.is_float() => " no-fma",
+                        Form::Arith => "",
                     }
                 );
-                let Some(kernel) = kernels::find(precision, isa, fma) else {
-                    notes.push(format!("{label}: no kernel (this CPU has no {} arithmetic at this width; x86 has no 8-bit float and 16-bit float needs AVX512-FP16)", precision.name()));
+                let Some(kernel) = kernels::find(precision, isa, fma, form) else {
+                    let why = match precision {
+                        Precision::F16 if isa == Isa::Avx512 => {
+                            "f16 is measured with vfmadd231ph only".to_string()
+                        }
+                        Precision::F16 => "16-bit float arithmetic needs AVX512-FP16".to_string(),
+                        p => format!("no {} kernel at this width", p.name()),
+                    };
+                    let place = label
+                        .trim_start_matches(precision.name())
+                        .trim()
+                        .to_string();
+                    no_kernel(precision, place, why);
                     continue;
                 };
                 if !kernel.supported() {
@@ -276,37 +331,65 @@ pub fn plan(options: &CpuOptions, ctx: &Context) -> (Vec<Box<dyn Case>>, Vec<Str
             }
         }
     }
+    for ((precision, why), places) in missing {
+        notes.push(format!(
+            "{} {}: no kernel ({why})",
+            precision.name(),
+            places.join(", ")
+        ));
+    }
     (cases, notes)
 }
 
 fn case_params(kernel: &Kernel, threads: usize, pinned: bool) -> Params {
-    Params {
+    let mut params = Params {
         threads: Some(threads),
         pinned: Some(pinned),
         precision: Some(kernel.precision.name().to_string()),
-        isa: Some(kernel.isa.name().to_string()),
-        fma: kernel.precision.is_float().then_some(kernel.fma),
+        isa: Some(
+            if kernel.form == Form::Tile {
+                "amx"
+            } else {
+                kernel.isa.name()
+            }
+            .to_string(),
+        ),
+        fma: (kernel.precision.is_float() && kernel.form == Form::Arith).then_some(kernel.fma),
         ..Params::default()
+    };
+    if kernel.form != Form::Arith {
+        params
+            .other
+            .insert("form".into(), kernel.form.name().into());
+        params
+            .other
+            .insert("instruction".into(), kernel.instruction.into());
     }
+    params
 }
 
 fn kernel_id(kernel: &Kernel) -> String {
-    format!(
-        "{}-{}{}",
-        kernel.precision.name(),
-        kernel.isa.name(),
-        match (kernel.precision.is_float(), kernel.fma) {
-            (false, _) => "",
-            (true, true) => "-fma",
-            (true, false) => "-nofma",
-        }
-    )
+    kernel.id()
+}
+
+/// The result's op: `flops`/`iops` for element-wise arithmetic, `dot-…` for dot products,
+/// `tile-…` for AMX, so each is its own op next to the adds.
+fn kernel_op(kernel: &Kernel) -> String {
+    let unit = if kernel.precision.is_float() {
+        "flops"
+    } else {
+        "iops"
+    };
+    match kernel.form {
+        Form::Arith => unit.to_string(),
+        form => format!("{}-{unit}", form.name()),
+    }
 }
 
 /// The peak of `kernel` on `threads` threads, from the peak table.
 fn kernel_peak(kernel: &Kernel, threads: usize, ctx: &Context) -> Option<crate::peak::PeakRef> {
     let cpu = &ctx.peaks.cpu;
-    cpu.row(kernel.precision, kernel.isa, kernel.fma)
+    cpu.form_row(kernel.precision, kernel.isa, kernel.fma, kernel.form)
         .and_then(|row| cpu.for_threads(row, threads, None))
 }
 
@@ -387,12 +470,7 @@ impl Case for ThroughputCase {
             ),
             label: format!("cpu {} {} threads", kernel_id(self.kernel), self.threads),
             subsystem: Subsystem::Cpu,
-            op: if self.kernel.precision.is_float() {
-                "flops"
-            } else {
-                "iops"
-            }
-            .to_string(),
+            op: kernel_op(self.kernel),
             params,
         }
     }
@@ -543,12 +621,7 @@ impl Case for SamplingCase {
                 self.count
             ),
             subsystem: Subsystem::Cpu,
-            op: if self.kernel.precision.is_float() {
-                "flops-series"
-            } else {
-                "iops-series"
-            }
-            .into(),
+            op: format!("{}-series", kernel_op(self.kernel)),
             params,
         }
     }

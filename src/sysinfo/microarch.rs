@@ -42,27 +42,32 @@ const TABLE: &[Microarch] = &[
     row(
         "cascadelake",
         IntelSteppings(0x55, 5..=7),
-        pipes([2., 2., 2.], NONE, [3., 3., 2.], 4.).avx512_fma_by_sku(),
+        pipes([2., 2., 2.], NONE, [3., 3., 2.], 4.)
+            .avx512_fma_by_sku()
+            .vnni(Dot::OnFmaPipes),
     ),
     row(
         "cooperlake",
         IntelSteppings(0x55, 10..=u32::MAX),
-        pipes([2., 2., 2.], NONE, [3., 3., 2.], 4.).avx512_fma_by_sku(),
+        pipes([2., 2., 2.], NONE, [3., 3., 2.], 4.)
+            .avx512_fma_by_sku()
+            .vnni(Dot::OnFmaPipes)
+            .bf16(Dot::OnFmaPipes),
     ),
     row(
         "icelake",
         Intel(&[0x7D, 0x7E]),
-        pipes([2., 2., 1.], NONE, [3., 3., 2.], 4.),
+        pipes([2., 2., 1.], NONE, [3., 3., 2.], 4.).vnni(Dot::OnFmaPipes),
     ),
     row(
         "icelake-sp",
         Intel(&[0x6A, 0x6C]),
-        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.),
+        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.).vnni(Dot::OnFmaPipes),
     ),
     row(
         "tigerlake",
         Intel(&[0x8C, 0x8D]),
-        pipes([2., 2., 1.], NONE, [3., 3., 2.], 4.),
+        pipes([2., 2., 1.], NONE, [3., 3., 2.], 4.).vnni(Dot::OnFmaPipes),
     ),
     row(
         "alderlake",
@@ -72,17 +77,26 @@ const TABLE: &[Microarch] = &[
     row(
         "sapphirerapids",
         Intel(&[0x8F]),
-        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.),
+        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.)
+            .vnni(Dot::OnFmaPipes)
+            .bf16(Dot::OnFmaPipes)
+            .amx(AMX_TILE_CYCLES),
     ),
     row(
         "emeraldrapids",
         Intel(&[0xCF]),
-        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.),
+        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.)
+            .vnni(Dot::OnFmaPipes)
+            .bf16(Dot::OnFmaPipes)
+            .amx(AMX_TILE_CYCLES),
     ),
     row(
         "graniterapids",
         Intel(&[0xAD, 0xAE]),
-        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.),
+        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.)
+            .vnni(Dot::OnFmaPipes)
+            .bf16(Dot::OnFmaPipes)
+            .amx(AMX_TILE_CYCLES),
     ),
     row(
         "zen",
@@ -102,7 +116,9 @@ const TABLE: &[Microarch] = &[
     row(
         "zen4",
         Amd(0x19, &[0x10..=0x1F, 0x60..=0x7F, 0xA0..=0xAF]),
-        pipes([2., 2., 1.], [2., 2., 1.], [4., 4., 2.], 4.),
+        pipes([2., 2., 1.], [2., 2., 1.], [4., 4., 2.], 4.)
+            .vnni(Dot::Pipes(1.))
+            .bf16(Dot::Pipes(1.)),
     ),
     row(
         "zen5",
@@ -110,6 +126,12 @@ const TABLE: &[Microarch] = &[
         pipes([2., 2., 2.], [2., 2., 2.], [4., 4., 4.], 6.),
     ),
 ];
+
+/// Cycles one AMX tile multiply (`tdpbssd`, `tdpbf16ps`, 16 × 16 results) occupies the TMUL
+/// unit on Sapphire Rapids and its successors: 16 (Intel 64 and IA-32 Architectures
+/// Optimization Reference Manual, AMX chapter). 16 × 16 results × 64 int8 pairs / 16 cycles =
+/// 1024 multiply-adds (2048 ops) per cycle per core; × 32 bf16 pairs = 512 (1024 FLOP).
+const AMX_TILE_CYCLES: f64 = 16.;
 
 /// No pipes of a kind, at any width.
 const NONE: [f64; 3] = [0.; 3];
@@ -125,6 +147,13 @@ pub struct CoreResources {
     pub vec_int_units: [f64; 3],
     /// Scalar integer ALUs.
     pub scalar_int_units: f64,
+    /// 512-bit VNNI dot products (`vpdpbusd`, `vpdpwssd`) per cycle; `None` when the table has
+    /// no figure for this microarchitecture.
+    pub vnni_units: Option<f64>,
+    /// 512-bit bf16 dot products (`vdpbf16ps`) per cycle; `None` as above.
+    pub bf16_dot_units: Option<f64>,
+    /// AMX tile multiplies per cycle (1 / cycles per instruction); `None` as above.
+    pub amx_tiles_per_cycle: Option<f64>,
     /// Where these numbers come from.
     pub reference: &'static str,
 }
@@ -175,11 +204,19 @@ pub fn resources(name: &str, model_name: &str) -> Option<(CoreResources, String)
     if pipes.avx512_fma_by_sku {
         fma_units[2] = xeon_avx512_units(model_name)?;
     }
+    let dot = |d: Dot| match d {
+        Dot::Absent => None,
+        Dot::OnFmaPipes => Some(fma_units[2]),
+        Dot::Pipes(units) => Some(units),
+    };
     let core = CoreResources {
         fma_units,
         fadd_units: pipes.fadd,
         vec_int_units: pipes.vector_int,
         scalar_int_units: pipes.int_alus,
+        vnni_units: dot(pipes.vnni),
+        bf16_dot_units: dot(pipes.bf16),
+        amx_tiles_per_cycle: (pipes.amx_cycles > 0.).then(|| 1. / pipes.amx_cycles),
         reference: row.cpuid.manual(),
     };
     let fma = fma_units.map(|units| units.to_string()).join("/");
@@ -274,6 +311,26 @@ struct Pipes {
     /// Whether the 512-bit FMA pipes differ by SKU, so that the model name must say how many;
     /// `fma` then holds the most any SKU has.
     avx512_fma_by_sku: bool,
+    /// 512-bit VNNI dot products per cycle.
+    vnni: Dot,
+    /// 512-bit bf16 dot products per cycle.
+    bf16: Dot,
+    /// Cycles per AMX tile multiply (0: no AMX in the table).
+    amx_cycles: f64,
+}
+
+/// Where a 512-bit dot-product instruction runs.
+#[derive(Clone, Copy)]
+enum Dot {
+    /// The table has no figure (the ISA is absent, or not measured on this design).
+    Absent,
+    /// On the 512-bit FMA pipes (Intel: ports 0 and 5 where the SKU has both).
+    OnFmaPipes,
+    /// This many per cycle. Zen 4: one 512-bit `vpdpbusd`/`vpdpwssd`/`vdpbf16ps` per cycle, two
+    /// 256-bit pipes working on the two halves (AMD Software Optimization Guide for Family 19h,
+    /// pub. 57647, instruction latency table; 1.0 per cycle measured by `peakbench cpu -p
+    /// i8,i16,bf16` on an EPYC 9004 vCPU).
+    Pipes(f64),
 }
 
 const fn pipes(fma: [f64; 3], fadd: [f64; 3], vector_int: [f64; 3], int_alus: f64) -> Pipes {
@@ -283,12 +340,30 @@ const fn pipes(fma: [f64; 3], fadd: [f64; 3], vector_int: [f64; 3], int_alus: f6
         vector_int,
         int_alus,
         avx512_fma_by_sku: false,
+        vnni: Dot::Absent,
+        bf16: Dot::Absent,
+        amx_cycles: 0.,
     }
 }
 
 impl Pipes {
     const fn avx512_fma_by_sku(mut self) -> Pipes {
         self.avx512_fma_by_sku = true;
+        self
+    }
+
+    const fn vnni(mut self, dot: Dot) -> Pipes {
+        self.vnni = dot;
+        self
+    }
+
+    const fn bf16(mut self, dot: Dot) -> Pipes {
+        self.bf16 = dot;
+        self
+    }
+
+    const fn amx(mut self, cycles: f64) -> Pipes {
+        self.amx_cycles = cycles;
         self
     }
 }
