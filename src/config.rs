@@ -259,4 +259,80 @@ mod tests {
             }
         }
     }
+
+    /// The cases of every `[[section]]` table of a preset, planned against the fixture machine
+    /// (disk tables with their test file in `dir`, which planning does not write to).
+    fn preset_specs(name: &str, section: &str, dir: &Path) -> Vec<crate::plan::CaseSpec> {
+        let ctx = crate::plan::Context::fixture();
+        let entries = parse(preset_text(name).unwrap(), name).unwrap();
+        let mut specs = Vec::new();
+        for mut entry in entries.into_iter().filter(|e| e.section == section) {
+            if section == "disk" {
+                entry.argv.push(format!("--dir={}", dir.display()));
+            }
+            let (workload, matches) = parse_entry(&entry, name).unwrap();
+            let plan = workload
+                .plan(&matches, &ctx)
+                .unwrap_or_else(|e| panic!("{name} {}: {e:#}", entry.name()));
+            specs.extend(plan.cases.iter().map(|c| c.spec()));
+        }
+        specs
+    }
+
+    #[test]
+    fn preset_disk_cases_are_direct_unless_the_block_is_below_a_sector() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["quick", "standard", "full"] {
+            let specs = preset_specs(name, "disk", dir.path());
+            assert!(!specs.is_empty(), "{name}");
+            for spec in &specs {
+                let block = spec.params.block_bytes.unwrap();
+                let direct = spec.params.direct.unwrap();
+                // Every logical block is 512 B to 4 KiB: at or above 4 KiB a binary size is whole
+                // sectors on any device, below 512 B it is not a sector on any.
+                if block >= 4096 {
+                    assert!(direct, "{name}: {} runs buffered", spec.id);
+                    assert!(
+                        block.is_power_of_two() || block % (1 << 20) == 0,
+                        "{}",
+                        spec.id
+                    );
+                }
+                if block < 512 {
+                    assert!(!direct, "{name}: {}", spec.id);
+                    assert!(spec.label.contains("buffered"), "{}", spec.label);
+                }
+            }
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn the_full_preset_has_the_disk_latency_sweep_and_one_byte_ops() {
+        let dir = tempfile::tempdir().unwrap();
+        let specs = preset_specs("full", "disk", dir.path());
+        let find = |op: &str, block: u64, threads: usize, by_count: bool| {
+            specs.iter().find(|s| {
+                s.op == op
+                    && s.params.block_bytes == Some(block)
+                    && s.params.threads == Some(threads)
+                    && s.params.queue_depth == Some(1)
+                    && s.params.other.contains_key("ios_per_repetition") == by_count
+            })
+        };
+        for op in ["randread", "randwrite"] {
+            for threads in [1, 2, 4, 8, 16, 32, 64, 128] {
+                let s =
+                    find(op, 1024, threads, true).unwrap_or_else(|| panic!("{op} 1KiB t{threads}"));
+                assert_eq!(s.params.other["ios_per_repetition"], 100_000, "{}", s.id);
+                assert_eq!(s.params.direct, Some(true), "{}", s.id);
+            }
+        }
+        for op in ["seqread", "seqwrite", "randread", "randwrite"] {
+            for threads in [1, 2] {
+                let s = find(op, 1, threads, false).unwrap_or_else(|| panic!("{op} 1B t{threads}"));
+                assert_eq!(s.params.direct, Some(false), "{}", s.id);
+            }
+        }
+    }
 }

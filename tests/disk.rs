@@ -628,3 +628,71 @@ fn a_colon_in_dir_reaches_fio_as_the_one_checked_file() {
     );
     assert!(leftovers(&data).is_empty(), "the test file is removed");
 }
+
+#[test]
+fn a_count_based_run_does_exactly_its_ios_at_every_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let args = [
+        "disk",
+        "--dir",
+        d,
+        "--size",
+        "4MiB",
+        "--op",
+        "randread,randwrite",
+        "-b",
+        "1KiB",
+        "-t",
+        "1,3",
+        "--ios",
+        "1000",
+        "--ramp",
+        "0",
+        "-r",
+        "2",
+    ];
+    let mut with_json = args.to_vec();
+    with_json.push("--json");
+    let doc = json(&peakbench(&with_json));
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4);
+    for r in results {
+        let other = &r["params"]["other"];
+        assert_eq!(other["ios_per_repetition"], 1000, "{}", r["id"]);
+        assert!(r["id"].as_str().unwrap().ends_with("-n1000"), "{}", r["id"]);
+        for moved in other["bytes_moved"].as_array().unwrap() {
+            assert_eq!(moved.as_u64().unwrap(), 1000 * 1024, "{}", r["id"]);
+        }
+        // Two repetitions of 1000 I/Os, each one timed.
+        assert_eq!(r["latency_ns"]["count"], 2000, "{}", r["id"]);
+        let lat = &r["latency_ns"];
+        assert!(lat["p99"].as_f64().unwrap() <= lat["p999"].as_f64().unwrap());
+        assert!(
+            r["counting"]
+                .as_str()
+                .unwrap()
+                .contains("1000 I/Os of all threads")
+        );
+    }
+    // The human table shows the percentiles of each case.
+    let text = peakbench(&args);
+    assert!(text.status.success());
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    let (_, latency) = stdout
+        .split_once("p50 µs  p99 µs  p99.9 µs\n")
+        .unwrap_or_else(|| panic!("no latency table: {stdout}"));
+    let rows: Vec<&str> = latency.lines().take_while(|l| !l.is_empty()).collect();
+    assert_eq!(rows.len(), 4, "{stdout}");
+    assert!(rows.iter().all(|r| r.contains("bs=1KiB")), "{rows:?}");
+
+    assert_refused(
+        &peakbench(&[
+            "disk", "--dir", d, "--size", "4MiB", "-t", "4", "--ios", "2",
+        ]),
+        "--ios",
+    );
+    let both = peakbench(&["disk", "--dir", d, "--ios", "10", "-d", "1s"]);
+    assert_eq!(both.status.code(), Some(2));
+    assert!(leftovers(dir.path()).is_empty());
+}

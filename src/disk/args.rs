@@ -58,11 +58,15 @@ pub struct DiskArgs {
     #[arg(long, short = 's', value_name = "SIZE", default_value = "1GiB", value_parser = positive_size)]
     pub size: u64,
     /// Length of one repetition (time-based; 3 repetitions by default)
-    #[arg(long, short = 'd', value_name = "DURATION", default_value = "3s", value_parser = positive_duration, conflicts_with = "bytes")]
+    #[arg(long, short = 'd', value_name = "DURATION", default_value = "3s", value_parser = positive_duration, conflicts_with_all = ["bytes", "ios"])]
     pub duration: Duration,
     /// Size-based instead: bytes moved by all threads in one repetition
-    #[arg(long, value_name = "SIZE", value_parser = positive_size)]
+    #[arg(long, value_name = "SIZE", value_parser = positive_size, conflicts_with = "ios")]
     pub bytes: Option<u64>,
+    /// Count-based instead: I/Os completed by all threads in one repetition (split equally),
+    /// e.g. a latency sweep with the same number of samples at every thread count
+    #[arg(long, value_name = "N", value_parser = positive_count)]
+    pub ios: Option<u64>,
     /// Unmeasured ramp-up before the repetitions of each case (default: --warmup's value)
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub ramp: Option<Duration>,

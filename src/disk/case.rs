@@ -60,6 +60,11 @@ impl DiskCase {
             humantime::format_duration(self.ramp),
             self.region
         );
+        if let Stopping::Ios(n) = self.stop {
+            text.push_str(&format!(
+                "; each repetition is {n} I/Os of all threads together, split equally"
+            ));
+        }
         if self.op == Op::Rewrite {
             text.push_str("; rewrite: each block read, then written back in place (2 I/Os)");
         }
@@ -118,6 +123,9 @@ impl Case for DiskCase {
         if let Stopping::Bytes(b) = self.stop {
             other.insert("bytes_per_repetition".into(), b.into());
         }
+        if let Stopping::Ios(n) = self.stop {
+            other.insert("ios_per_repetition".into(), n.into());
+        }
         if self.op == Op::ReadWrite {
             other.insert("rwmix_read_pct".into(), self.rwmix_read.into());
         }
@@ -125,9 +133,14 @@ impl Case for DiskCase {
             other.insert("fsync_every".into(), self.fsync_every.into());
             other.insert("end_fsync".into(), self.end_fsync().into());
         }
+        // A count-based case is another experiment than a timed one with the same parameters.
+        let (count, count_label) = match self.stop {
+            Stopping::Ios(n) => (format!("-n{n}"), format!(" {n} I/Os")),
+            _ => (String::new(), String::new()),
+        };
         CaseSpec {
             id: format!(
-                "disk-{}-b{}-t{}-qd{}-{}-{}",
+                "disk-{}-b{}-t{}-qd{}-{}-{}{count}",
                 self.op.name(),
                 self.block,
                 self.threads,
@@ -136,7 +149,7 @@ impl Case for DiskCase {
                 self.engine.name()
             ),
             label: format!(
-                "disk {} {} t{} qd{} {} {}",
+                "disk {} {} t{} qd{} {} {}{count_label}",
                 self.op.name(),
                 format_size_approx(self.block),
                 self.threads,
@@ -154,6 +167,10 @@ impl Case for DiskCase {
         let per_rep = match self.stop {
             Stopping::Duration(d) => d,
             Stopping::Bytes(b) => Duration::from_secs_f64(b as f64 / 500e6),
+            // A guess for the plan only: 10,000 IOPS per I/O in flight, at most 100,000 IOPS.
+            Stopping::Ios(n) => Duration::from_secs_f64(
+                n as f64 / (10e3 * f64::from(self.qd) * self.threads as f64).min(100e3),
+            ),
         };
         per_rep * ctx.runner.repetitions + self.ramp + Duration::from_millis(50)
     }
@@ -180,6 +197,7 @@ impl Case for DiskCase {
         let stop = match self.stop {
             Stopping::Duration(d) => Stop::Duration(d),
             Stopping::Bytes(b) => Stop::Work((b / self.block).max(1)),
+            Stopping::Ios(n) => Stop::Work(n),
         };
         let mut settings = RunSettings::new(&ctx.runner, self.threads, stop);
         settings.warmup = self.ramp;

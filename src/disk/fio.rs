@@ -120,6 +120,11 @@ impl FioJob<'_> {
                 let per_job = (total / self.threads as u64).max(self.block);
                 args.push(format!("--io_size={per_job}"));
             }
+            Stopping::Ios(total) => {
+                // fio counts bytes per job (wrapping in its region as we do): the same I/Os.
+                let per_job = (total / self.threads as u64).max(1);
+                args.push(format!("--io_size={}", per_job * self.block));
+            }
         }
         if !self.ramp.is_zero() {
             args.push(format!("--ramp_time={}ms", self.ramp.as_millis()));
@@ -149,7 +154,7 @@ impl FioJob<'_> {
     pub fn run(&self) -> anyhow::Result<Reference> {
         let limit = match self.stop {
             Stopping::Duration(d) => d + self.ramp + Duration::from_secs(60),
-            Stopping::Bytes(_) => Duration::from_secs(3600),
+            Stopping::Bytes(_) | Stopping::Ios(_) => Duration::from_secs(3600),
         };
         if self.path.to_str().is_none() {
             return Err(crate::error::UsageError(format!(

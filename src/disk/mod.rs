@@ -120,4 +120,6 @@ pub enum Stopping {
     Duration(std::time::Duration),
     /// Bytes moved by all threads together.
     Bytes(u64),
+    /// I/Os completed by all threads together, split equally among them.
+    Ios(u64),
 }

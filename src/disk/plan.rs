@@ -52,9 +52,10 @@ impl DiskOptions {
             qds: unique(&args.qd),
             batch: args.batch,
             size: args.size,
-            stop: match args.bytes {
-                Some(b) => Stopping::Bytes(b),
-                None => Stopping::Duration(args.duration),
+            stop: match (args.bytes, args.ios) {
+                (Some(b), _) => Stopping::Bytes(b),
+                (None, Some(n)) => Stopping::Ios(n),
+                (None, None) => Stopping::Duration(args.duration),
             },
             ramp,
             dir: args.dir.clone(),
@@ -208,6 +209,14 @@ pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<
             let direct = direct_for(opts.direct, block, &target.spec)?;
             for &threads in &opts.threads {
                 let region = region_bytes(target.spec.data_bytes, threads, block)?;
+                if let Stopping::Ios(n) = opts.stop
+                    && n < threads as u64
+                {
+                    return Err(usage(format!(
+                        "--ios: {n} I/Os cannot be shared by {threads} threads: give at least \
+                         {threads}, or fewer --threads"
+                    )));
+                }
                 for &qd in &qds {
                     let buffers = block * u64::from(qd) * threads as u64;
                     if available > 0 && buffers > available / 2 {

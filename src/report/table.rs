@@ -70,6 +70,55 @@ fn row(result: &BenchResult) -> [String; 9] {
     ]
 }
 
+const LATENCY_HEADERS: [&str; 4] = ["case", "p50 µs", "p99 µs", "p99.9 µs"];
+
+/// One row per result with latency percentiles (disk I/Os, network round trips): the
+/// percentiles of the histogram merged over threads and repetitions, in microseconds.
+fn latency_rows(report: &Report) -> Vec<[String; 4]> {
+    let us = |ns: f64| format_value(ns / 1e3);
+    report
+        .results
+        .iter()
+        .filter_map(|r| {
+            let l = r.latency_ns.as_ref()?;
+            Some([
+                format!("{} {}", r.op, describe_params(&r.params)),
+                us(l.p50),
+                us(l.p99),
+                us(l.p999),
+            ])
+        })
+        .collect()
+}
+
+/// The latency table under the main one, when any result has percentiles.
+fn latency_table(report: &Report, markdown: bool, out: &mut String) {
+    let rows = latency_rows(report);
+    if rows.is_empty() {
+        return;
+    }
+    if markdown {
+        out.push_str(&format!(
+            "\n## Latency\n\n| {} |\n|{}\n",
+            LATENCY_HEADERS.join(" | "),
+            "---|".repeat(LATENCY_HEADERS.len())
+        ));
+        for r in rows {
+            out.push_str(&format!("| {} |\n", r.join(" | ")));
+        }
+        return;
+    }
+    let mut table = Table::new(&LATENCY_HEADERS.map(|h| match h {
+        "case" => (h, Align::Left),
+        _ => (h, Align::Right),
+    }));
+    for r in rows {
+        table.row(r);
+    }
+    out.push_str("\nLatency (per I/O or round trip, all threads and repetitions merged):\n");
+    out.push_str(&table.render());
+}
+
 fn footer(report: &Report, out: &mut String) {
     let mut notes: Vec<String> = Vec::new();
     for result in &report.results {
@@ -121,6 +170,7 @@ pub fn render_table(report: &Report) -> String {
         status_word(report)
     );
     out.push_str(&table.render());
+    latency_table(report, false, &mut out);
     footer(report, &mut out);
     out
 }
@@ -161,6 +211,7 @@ pub fn render_markdown(report: &Report) -> String {
     for r in report.results.iter().map(row) {
         out.push_str(&format!("| {} |\n", r.join(" | ").replace("…", "–")));
     }
+    latency_table(report, true, &mut out);
     footer(report, &mut out);
     out
 }
