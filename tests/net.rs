@@ -509,3 +509,171 @@ fn a_server_with_a_key_serves_its_holders_only() {
     let reply = RawClient::connect(server.port).hello(udp_test(None, 500));
     assert_eq!(reply["type"], "refused", "{reply}");
 }
+
+/// A `net serve` on loopback with these flags and, optionally, these open-file limits (soft,
+/// hard); returns the server (killed when dropped) and its first two lines on stderr.
+fn serve_logged(flags: &[&str], nofile: Option<(u64, u64)>) -> (Server, String) {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cmd = common::command(&[]);
+    cmd.args([
+        "net",
+        "serve",
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        &port.to_string(),
+    ])
+    .args(flags)
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    if let Some((soft, hard)) = nofile {
+        // SAFETY: between fork and exec only setrlimit runs, which is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || {
+                let limit = libc::rlimit {
+                    rlim_cur: soft,
+                    rlim_max: hard,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut child = cmd.spawn().expect("the server starts");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut lines = String::new();
+    for _ in 0..2 {
+        stderr.read_line(&mut lines).unwrap();
+    }
+    // Keep reading (the server logs every connection), until it exits.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let server = Server {
+        child,
+        port,
+        ip: "127.0.0.1".into(),
+    };
+    let until = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < until, "the server did not listen: {lines}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (server, lines)
+}
+
+fn tcp_test(streams: u32, duration_ms: u64) -> serde_json::Value {
+    serde_json::json!({"proto": "tcp", "mode": "throughput", "msg_bytes": 1000, "streams": streams,
+        "omit_ms": 0, "duration_ms": duration_ms, "reverse": false, "rate_bps": null})
+}
+
+/// Issue 18, item 5: the startup line says what is open and how to close it; --allow closes
+/// the port to everyone else, before a single byte is sent.
+#[test]
+fn the_server_says_what_is_open_and_allow_closes_it() {
+    let (_open, said) = serve_logged(&[], None);
+    assert!(
+        said.contains("open to every address") && said.contains("no key"),
+        "{said}"
+    );
+    assert!(
+        said.contains("--allow") && said.contains("Ctrl-C"),
+        "{said}"
+    );
+    let (closed, said) = serve_logged(&["--allow", "192.0.2.0/24,2001:db8::/32"], None);
+    assert!(
+        said.contains("open to 192.0.2.0/24, 2001:db8::/32 only"),
+        "{said}"
+    );
+    let mut s = TcpStream::connect(("127.0.0.1", closed.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut reply = Vec::new();
+    let _ = s.read_to_end(&mut reply);
+    assert!(reply.is_empty(), "{}", String::from_utf8_lossy(&reply));
+    let (allowed, _) = serve_logged(&["--allow", "127.0.0.0/8"], None);
+    let reply = RawClient::connect(allowed.port).hello(tcp_test(1, 100));
+    assert_eq!(reply["type"], "accepted", "{reply}");
+}
+
+/// Issue 18, item 5: the operator's caps and the per-address limit.
+#[test]
+fn the_operators_caps_and_per_address_limit_refuse_with_the_reason() {
+    let (server, said) = serve_logged(
+        &[
+            "--max-duration",
+            "1s",
+            "--max-streams",
+            "2",
+            "--max-rate",
+            "1M",
+            "--max-per-address",
+            "2",
+        ],
+        None,
+    );
+    assert!(
+        said.contains("tests up to 1 s and 2 streams, 2 at once"),
+        "{said}"
+    );
+    for (test, why) in [
+        (tcp_test(1, 2000), "at most 1 s"),
+        (tcp_test(3, 100), "streams must be 1 to 2"),
+        (udp_test(None, 100), "--rate 1000000"),
+        (udp_test(Some(2_000_000), 100), "--rate 1000000"),
+    ] {
+        // The handler of the previous refusal may still hold its slot for a moment.
+        let mut reply = RawClient::connect(server.port).hello(test.clone());
+        for _ in 0..50 {
+            if !reply.to_string().contains("max-per-address") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            reply = RawClient::connect(server.port).hello(test.clone());
+        }
+        assert_eq!(reply["type"], "refused", "{reply}");
+        assert!(reply["error"].as_str().unwrap().contains(why), "{reply}");
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    // Two idle control connections hold this address's two slots (until the hello deadline).
+    let held: Vec<RawClient> = (0..2).map(|_| RawClient::connect(server.port)).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let reply = RawClient::connect(server.port).recv();
+    assert_eq!(reply["type"], "refused", "{reply}");
+    assert!(
+        reply["error"]
+            .as_str()
+            .unwrap()
+            .contains("--max-per-address"),
+        "{reply}"
+    );
+    drop(held);
+}
+
+/// Issue 18, item 5: the open-file soft limit is raised to the hard one at start, and a test
+/// whose sockets would not fit under it is refused (instead of failing half-way).
+#[test]
+fn the_open_file_limit_is_raised_and_a_test_beyond_it_refused() {
+    let (server, said) = serve_logged(&[], Some((64, 160)));
+    assert!(said.contains("open-file limit 160"), "{said}");
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", server.child.id())).unwrap();
+    let files = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    assert_eq!(files.split_whitespace().nth(3), Some("160"), "{files}");
+    let reply = RawClient::connect(server.port).hello(tcp_test(100, 100));
+    assert_eq!(reply["type"], "refused", "{reply}");
+    assert!(
+        reply["error"].as_str().unwrap().contains("files open"),
+        "{reply}"
+    );
+    let reply = RawClient::connect(server.port).hello(tcp_test(2, 100));
+    assert_eq!(reply["type"], "accepted", "{reply}");
+}

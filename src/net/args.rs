@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::server::{Cidr, DEFAULT_PER_ADDRESS, MAX_STREAMS};
 use super::{DEFAULT_PORT, Mode, Proto};
 use crate::options::{duration, positive_count, positive_duration, positive_size, thread_count};
 
@@ -79,4 +80,19 @@ pub struct ServeArgs {
     /// Serve only clients that hold this shared key, a file of at least 16 bytes readable by you alone (else $PEAKBENCH_KEY_FILE)
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
+    /// Serve only these client addresses (list of ADDRESS or ADDRESS/PREFIX); default: every address
+    #[arg(long, value_name = "CIDR", value_delimiter = ',')]
+    pub allow: Vec<Cidr>,
+    /// Tests one client address may run at once
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_PER_ADDRESS as u64, value_parser = positive_count)]
+    pub max_per_address: u64,
+    /// Longest test a client may ask for (omit + duration), at most 600s
+    #[arg(long, value_name = "DURATION", default_value = "600s", value_parser = positive_duration)]
+    pub max_duration: Duration,
+    /// Most streams in one test, at most 128
+    #[arg(long, value_name = "N", default_value_t = MAX_STREAMS as u64, value_parser = positive_count)]
+    pub max_streams: u64,
+    /// Fastest UDP rate per stream a client may ask for, in bit/s (e.g. 100M); unlimited without it
+    #[arg(long, value_name = "BITS", value_parser = positive_count)]
+    pub max_rate: Option<u64>,
 }

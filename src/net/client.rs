@@ -103,13 +103,19 @@ pub fn run_test(
         .context("waiting for the server's answer")?
     {
         Msg::Accepted { ports, token, .. } => (ports, token),
-        Msg::Refused { error } => bail!("the server at {server} refused the test: {error}"),
+        Msg::Refused { error } => bail!(
+            "the server at {server} refused the test: {}",
+            super::proto::escaped(&error)
+        ),
         _ => bail!("the server at {server} answered out of turn"),
     };
     let sockets = open_data(server.ip(), spec, &ports, token)?;
     match control.recv(Instant::now() + Duration::from_secs(10))? {
         Msg::Ready => {}
-        Msg::Refused { error } => bail!("the server at {server} gave up: {error}"),
+        Msg::Refused { error } => bail!(
+            "the server at {server} gave up: {}",
+            super::proto::escaped(&error)
+        ),
         _ => bail!("the server at {server} answered out of turn"),
     }
     let omit = Duration::from_millis(spec.omit_ms);

@@ -108,33 +108,92 @@ pub fn send(
     pin: bool,
 ) -> Result<Vec<u64>> {
     std::thread::scope(|scope| {
-        let handles: Vec<_> = match sockets {
-            Sockets::Tcp(streams) => streams
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    scope.spawn(move || {
+        let handles = match sockets {
+            Sockets::Tcp(streams) => spawn_streams(
+                scope,
+                streams.len(),
+                |i| {
+                    move || {
                         pin_stream(pin, i)?;
-                        send_tcp(s, msg, stop, deadline)
-                    })
-                })
-                .collect(),
-            Sockets::Udp(socks) => socks
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    scope.spawn(move || {
+                        send_tcp(&streams[i], msg, stop, deadline)
+                    }
+                },
+                || stop.store(true, Ordering::SeqCst),
+            )?,
+            Sockets::Udp(socks) => spawn_streams(
+                scope,
+                socks.len(),
+                |i| {
+                    move || {
                         pin_stream(pin, i)?;
-                        send_udp(s, msg, token, rate_bps, stop, deadline)
-                    })
-                })
-                .collect(),
+                        send_udp(&socks[i], msg, token, rate_bps, stop, deadline)
+                    }
+                },
+                || stop.store(true, Ordering::SeqCst),
+            )?,
         };
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("sender thread panicked"))
-            .collect()
+        handles.into_iter().map(join_stream).collect()
     })
+}
+
+/// Starts one thread per stream in `scope`, `f(i)` on the i-th. When the system refuses a
+/// thread (out of memory or of threads), `abort` is called so that the threads already started
+/// end, they are joined, and an error is returned instead of a panic.
+pub fn spawn_streams<'scope, T, F, G>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    n: usize,
+    f: F,
+    abort: impl FnOnce(),
+) -> Result<Vec<std::thread::ScopedJoinHandle<'scope, T>>>
+where
+    T: Send + 'scope,
+    F: Fn(usize) -> G,
+    G: FnOnce() -> T + Send + 'scope,
+{
+    let mut handles = Vec::with_capacity(n);
+    for i in 0..n {
+        match spawn_one(scope, f(i)) {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                abort();
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(e).with_context(|| {
+                    format!("cannot start the thread of stream {i} of {n}; the test is refused")
+                });
+            }
+        }
+    }
+    Ok(handles)
+}
+
+fn spawn_one<'scope, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    g: impl FnOnce() -> T + Send + 'scope,
+) -> std::io::Result<std::thread::ScopedJoinHandle<'scope, T>> {
+    #[cfg(test)]
+    if FAIL_SPAWN.with(|left| {
+        let n = left.get();
+        left.set(n.saturating_sub(1));
+        n == 1
+    }) {
+        return Err(std::io::Error::from_raw_os_error(libc::EAGAIN));
+    }
+    std::thread::Builder::new().spawn_scoped(scope, g)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: the n-th thread started from this thread fails (0: none does).
+    static FAIL_SPAWN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// A stream thread's result; a panic in it becomes an error.
+pub fn join_stream<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
+    handle
+        .join()
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("a stream thread panicked")))
 }
 
 fn send_tcp(stream: &TcpStream, msg: usize, stop: &AtomicBool, deadline: Instant) -> Result<u64> {
@@ -261,27 +320,33 @@ pub fn receive(
     };
     std::thread::scope(|scope| {
         let counters = &counters;
-        let handles: Vec<_> = match sockets {
-            Sockets::Tcp(streams) => streams
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    scope.spawn(move || {
+        let abort = || {
+            counters.give_up_ns.store(0, Ordering::Release);
+            counters.draining.store(true, Ordering::Release);
+        };
+        let handles = match sockets {
+            Sockets::Tcp(streams) => spawn_streams(
+                scope,
+                streams.len(),
+                |i| {
+                    move || {
                         pin_stream(pin, i)?;
-                        receive_tcp(s, i, counters).map(|()| None)
-                    })
-                })
-                .collect(),
-            Sockets::Udp(socks) => socks
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    scope.spawn(move || {
+                        receive_tcp(&streams[i], i, counters).map(|()| None)
+                    }
+                },
+                abort,
+            )?,
+            Sockets::Udp(socks) => spawn_streams(
+                scope,
+                socks.len(),
+                |i| {
+                    move || {
                         pin_stream(pin, i)?;
-                        receive_udp(s, i, token, counters).map(Some)
-                    })
-                })
-                .collect(),
+                        receive_udp(&socks[i], i, token, counters).map(Some)
+                    }
+                },
+                abort,
+            )?,
         };
         let snapshot = || -> Vec<u64> {
             counters
@@ -320,7 +385,7 @@ pub fn receive(
         let mut udp = Vec::new();
         let mut failure = ended.err();
         for h in handles {
-            match h.join().expect("receiver thread panicked") {
+            match join_stream(h) {
                 Ok(Some(counts)) => udp.push(counts),
                 Ok(None) => {}
                 Err(e) => {
@@ -605,19 +670,24 @@ pub fn prepare_ping(sockets: &Sockets) -> Result<()> {
 
 /// Echoes every message back until the peer closes, `stop` is set or `deadline` passes.
 pub fn echo(sockets: &Sockets, msg: usize, stop: &AtomicBool, deadline: Instant) -> Result<()> {
+    let abort = || stop.store(true, Ordering::SeqCst);
     std::thread::scope(|scope| {
-        let handles: Vec<_> = match sockets {
-            Sockets::Tcp(streams) => streams
-                .iter()
-                .map(|s| scope.spawn(move || echo_tcp(s, msg, stop, deadline)))
-                .collect(),
-            Sockets::Udp(socks) => socks
-                .iter()
-                .map(|s| scope.spawn(move || echo_udp(s, stop, deadline)))
-                .collect(),
+        let handles = match sockets {
+            Sockets::Tcp(streams) => spawn_streams(
+                scope,
+                streams.len(),
+                |i| move || echo_tcp(&streams[i], msg, stop, deadline),
+                abort,
+            )?,
+            Sockets::Udp(socks) => spawn_streams(
+                scope,
+                socks.len(),
+                |i| move || echo_udp(&socks[i], stop, deadline),
+                abort,
+            )?,
         };
         for h in handles {
-            h.join().expect("echo thread panicked")?;
+            join_stream(h)?;
         }
         Ok(())
     })
@@ -782,6 +852,35 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
+    }
+
+    /// Issue 18, item 5: a thread the system refuses fails the test (no panic), and the
+    /// streams already started are stopped and joined.
+    #[test]
+    fn a_refused_thread_stops_the_started_streams_and_is_an_error() {
+        let socks: Vec<UdpSocket> = (0..4)
+            .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+            .collect();
+        for s in &socks {
+            s.connect(s.local_addr().unwrap()).unwrap();
+        }
+        let sockets = Sockets::Udp(socks);
+        let stop = AtomicBool::new(false);
+        FAIL_SPAWN.with(|n| n.set(3));
+        let started = Instant::now();
+        let error = send(
+            &sockets,
+            100,
+            1,
+            Some(8000),
+            &stop,
+            started + Duration::from_secs(60),
+            false,
+        )
+        .unwrap_err();
+        assert!(format!("{error:#}").contains("stream 2 of 4"), "{error:#}");
+        assert!(stop.load(Ordering::SeqCst));
+        assert!(started.elapsed() < Duration::from_secs(5));
     }
 
     #[test]

@@ -119,6 +119,28 @@ pub fn resolve_server(text: &str) -> Result<SocketAddr, String> {
 }
 
 fn serve_command(args: &ServeArgs) -> Result<ExitCode> {
+    if args.max_duration > server::MAX_TEST {
+        return Err(usage(format!(
+            "--max-duration: at most {} s (the protocol's limit)",
+            server::MAX_TEST.as_secs()
+        )));
+    }
+    if args.max_streams > u64::from(server::MAX_STREAMS) {
+        return Err(usage(format!(
+            "--max-streams: at most {} (the protocol's limit)",
+            server::MAX_STREAMS
+        )));
+    }
+    let policy = server::Policy {
+        key: auth::Key::resolve(args.key.as_deref())?,
+        allow: args.allow.clone(),
+        per_address: usize::try_from(args.max_per_address).unwrap_or(usize::MAX),
+        max_test: args.max_duration,
+        max_streams: args.max_streams as u32,
+        max_rate_bps: args.max_rate,
+    };
+    let files = server::raise_open_file_limit();
+    eprintln!("net serve: open-file limit {files}");
     let listener = TcpListener::bind((args.bind, args.port)).map_err(|e| {
         usage(format!(
             "--bind/--port: cannot listen on {}: {e}; choose another --port or address",
@@ -134,9 +156,6 @@ fn serve_command(args: &ServeArgs) -> Result<ExitCode> {
         }
         flag.store(true, std::sync::atomic::Ordering::SeqCst);
     });
-    let policy = server::Policy {
-        key: auth::Key::resolve(args.key.as_deref())?,
-    };
     server::serve(listener, stop, true, policy)?;
     eprintln!("net serve: stopped");
     Ok(ExitCode::SUCCESS)

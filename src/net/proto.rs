@@ -199,7 +199,7 @@ impl Control {
         serde_json::from_slice(&line).with_context(|| {
             format!(
                 "malformed control message: {}",
-                String::from_utf8_lossy(&line[..line.len().min(80)])
+                escaped(&String::from_utf8_lossy(&line[..line.len().min(80)]))
             )
         })
     }
@@ -255,5 +255,21 @@ impl Control {
                 return Ok(line);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 18, item 5: bytes from a peer reach a log or an error line escaped.
+    #[test]
+    fn peer_text_is_escaped_before_it_is_shown() {
+        assert_eq!(escaped("busy, try later"), "busy, try later");
+        let shown = escaped("\u{1b}[2J\u{1b}]0;owned\u{7}\r\nx\u{9b}31m\u{202e}txt");
+        assert!(!shown.chars().any(|c| c.is_control()), "{shown}");
+        assert!(!shown.contains('\u{202e}'), "{shown}");
+        assert!(shown.contains("\\u{1b}[2J"), "{shown}");
+        assert_eq!(escaped(&"y".repeat(500)).chars().count(), 201);
     }
 }

@@ -7,11 +7,12 @@
 //! malformed line is answered with `refused` and the connection closed; each event is logged
 //! on stderr.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -30,10 +31,187 @@ pub const MAX_STREAMS: u32 = 128;
 const STEP: Duration = Duration::from_secs(5);
 
 /// What the operator allows: who may run tests, and how large.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Policy {
     /// The shared key every hello must prove; `None` serves anyone who reaches the port.
     pub key: Option<Key>,
+    /// Client addresses served (`--allow`); empty: every address.
+    pub allow: Vec<Cidr>,
+    /// Tests one client address may run at once.
+    pub per_address: usize,
+    /// Longest test (omit + duration).
+    pub max_test: Duration,
+    pub max_streams: u32,
+    /// Fastest UDP rate per stream a client may ask for; `None`: unlimited.
+    pub max_rate_bps: Option<u64>,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy {
+            key: None,
+            allow: Vec::new(),
+            per_address: DEFAULT_PER_ADDRESS,
+            max_test: MAX_TEST,
+            max_streams: MAX_STREAMS,
+            max_rate_bps: None,
+        }
+    }
+}
+
+impl Policy {
+    /// Whether a client at `ip` may connect.
+    pub fn allows(&self, ip: IpAddr) -> bool {
+        self.allow.is_empty() || self.allow.iter().any(|c| c.contains(ip))
+    }
+
+    /// What is open and how to close it: the server's first line.
+    pub fn describe(&self, addr: SocketAddr) -> String {
+        let who = if self.allow.is_empty() {
+            "open to every address that reaches it".to_string()
+        } else {
+            let list: Vec<String> = self.allow.iter().map(Cidr::to_string).collect();
+            format!("open to {} only", list.join(", "))
+        };
+        let key = if self.key.is_some() {
+            "clients must prove the shared key"
+        } else {
+            "no key"
+        };
+        let rate = match self.max_rate_bps {
+            Some(r) => format!(", UDP at most {r} bit/s per stream"),
+            None => String::new(),
+        };
+        format!(
+            "listening on {addr} (protocol v{VERSION}), {who}, {key}; tests up to {} s and {} streams, {} at once per address, {MAX_TESTS} in all{rate}. Restrict with --allow CIDR, --key FILE, --max-duration, --max-streams, --max-rate, --max-per-address; stop with Ctrl-C",
+            self.max_test.as_secs(),
+            self.max_streams,
+            self.per_address,
+        )
+    }
+}
+
+/// Tests one client address may run at once, unless `--max-per-address` says otherwise.
+pub const DEFAULT_PER_ADDRESS: usize = 8;
+
+/// An address block, `10.0.0.0/8`, `2001:db8::/32` or one address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cidr {
+    net: IpAddr,
+    prefix: u8,
+}
+
+impl std::str::FromStr for Cidr {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Cidr, String> {
+        let (ip, prefix) = match text.split_once('/') {
+            Some((ip, p)) => (ip, Some(p)),
+            None => (text, None),
+        };
+        let net: IpAddr = ip.trim().parse().map_err(|_| {
+            format!("'{text}' is not an address or ADDRESS/PREFIX (e.g. 10.0.0.0/8)")
+        })?;
+        let net = canonical(net);
+        let bits = if net.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            Some(p) => p
+                .trim()
+                .parse::<u8>()
+                .ok()
+                .filter(|&p| p <= bits)
+                .ok_or_else(|| format!("'{text}': the prefix must be 0 to {bits}"))?,
+            None => bits,
+        };
+        Ok(Cidr { net, prefix })
+    }
+}
+
+impl std::fmt::Display for Cidr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.net, self.prefix)
+    }
+}
+
+impl Cidr {
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let bits = |ip: IpAddr| -> u128 {
+            match ip {
+                IpAddr::V4(v4) => u32::from(v4) as u128,
+                IpAddr::V6(v6) => u128::from(v6),
+            }
+        };
+        let ip = canonical(ip);
+        if ip.is_ipv4() != self.net.is_ipv4() {
+            return false;
+        }
+        let width = if ip.is_ipv4() { 32 } else { 128 };
+        let shift = width - u32::from(self.prefix);
+        if shift >= 128 {
+            return true;
+        }
+        (bits(ip) >> shift) == (bits(self.net) >> shift)
+    }
+}
+
+/// An IPv4-mapped IPv6 address (a dual-stack listener's view of an IPv4 client) as IPv4.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// The tests running, in all and per client address.
+#[derive(Default)]
+struct Slots {
+    state: std::sync::Mutex<(usize, HashMap<IpAddr, usize>)>,
+}
+
+/// One test's place in [`Slots`], given back when dropped: when its handler ends, returns an
+/// error or panics.
+struct Slot {
+    slots: Arc<Slots>,
+    ip: IpAddr,
+}
+
+impl Slots {
+    fn take(slots: &Arc<Slots>, ip: IpAddr, per_address: usize) -> Result<Slot, String> {
+        let mut state = slots.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.0 >= MAX_TESTS {
+            return Err(format!("busy: {MAX_TESTS} tests running, try again later"));
+        }
+        let mine = state.1.entry(ip).or_insert(0);
+        if *mine >= per_address {
+            return Err(format!(
+                "busy: {per_address} tests from {ip} already running (the server's --max-per-address), try again later"
+            ));
+        }
+        *mine += 1;
+        state.0 += 1;
+        Ok(Slot {
+            slots: slots.clone(),
+            ip,
+        })
+    }
+
+    #[cfg(test)]
+    fn running(&self) -> usize {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).0
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut state = self.slots.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.0 -= 1;
+        if let Some(n) = state.1.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                state.1.remove(&self.ip);
+            }
+        }
+    }
 }
 
 /// Serves on `listener` until `stop` is set.
@@ -44,17 +222,14 @@ pub fn serve(
     policy: Policy,
 ) -> Result<()> {
     let policy = Arc::new(policy);
-    let active = Arc::new(AtomicUsize::new(0));
+    let slots = Arc::new(Slots::default());
     let say = move |line: String| {
         if log {
             eprintln!("net serve: {line}");
         }
     };
     if log {
-        say(format!(
-            "listening on {} (protocol version {VERSION})",
-            listener.local_addr()?
-        ));
+        say(policy.describe(listener.local_addr()?));
     }
     while !stop.load(Ordering::Relaxed) {
         if !readable(&listener, 100) {
@@ -68,26 +243,35 @@ pub fn serve(
                 continue;
             }
         };
-        if active.fetch_add(1, Ordering::SeqCst) >= MAX_TESTS {
-            active.fetch_sub(1, Ordering::SeqCst);
-            say(format!(
-                "{peer}: refused, {MAX_TESTS} tests already running"
-            ));
-            let _ = refuse(
-                stream,
-                &format!("busy: {MAX_TESTS} tests running, try again later"),
-            );
+        let ip = canonical(peer.ip());
+        if !policy.allows(ip) {
+            say(format!("{peer}: closed, not in --allow"));
             continue;
         }
-        let active = active.clone();
+        let slot = match Slots::take(&slots, ip, policy.per_address) {
+            Ok(slot) => slot,
+            Err(why) => {
+                say(format!("{peer}: refused, {why}"));
+                let _ = refuse(stream, &why);
+                continue;
+            }
+        };
+        let reply = stream.try_clone();
         let policy = policy.clone();
-        std::thread::spawn(move || {
+        let spawned = std::thread::Builder::new().spawn(move || {
+            let _slot = slot;
             match handle(stream, peer, &say, &policy) {
                 Ok(()) => say(format!("{peer}: test done")),
                 Err(e) => say(format!("{peer}: {e:#}")),
             }
-            active.fetch_sub(1, Ordering::SeqCst);
         });
+        if let Err(e) = spawned {
+            let why = format!("busy: the server cannot start a thread ({e}), try again later");
+            say(format!("{peer}: refused, {why}"));
+            if let Ok(reply) = reply {
+                let _ = refuse(reply, &why);
+            }
+        }
     }
     Ok(())
 }
@@ -114,9 +298,9 @@ fn refuse(mut stream: TcpStream, why: &str) -> Result<()> {
 }
 
 /// Why a test cannot be served, or `None`.
-fn invalid(spec: &TestSpec) -> Option<String> {
-    if spec.streams == 0 || spec.streams > MAX_STREAMS {
-        return Some(format!("streams must be 1 to {MAX_STREAMS}"));
+fn invalid(spec: &TestSpec, policy: &Policy) -> Option<String> {
+    if spec.streams == 0 || spec.streams > policy.max_streams {
+        return Some(format!("streams must be 1 to {}", policy.max_streams));
     }
     if let Err(e) = data::check_msg(spec.proto, spec.mode == Mode::Throughput, spec.msg_bytes) {
         return Some(e.to_string());
@@ -124,8 +308,20 @@ fn invalid(spec: &TestSpec) -> Option<String> {
     if spec.duration_ms == 0 {
         return Some("a zero duration measures nothing".into());
     }
-    if Duration::from_millis(spec.omit_ms.saturating_add(spec.duration_ms)) > MAX_TEST {
-        return Some(format!("tests last at most {} s", MAX_TEST.as_secs()));
+    if Duration::from_millis(spec.omit_ms.saturating_add(spec.duration_ms)) > policy.max_test {
+        return Some(format!(
+            "tests last at most {} s here",
+            policy.max_test.as_secs_f64()
+        ));
+    }
+    if let Some(max) = policy.max_rate_bps
+        && spec.proto == Proto::Udp
+        && spec.mode == Mode::Throughput
+        && spec.rate_bps.is_none_or(|r| r > max)
+    {
+        return Some(format!(
+            "this server takes UDP at most {max} bit/s per stream: give --rate {max} or less"
+        ));
     }
     if spec.rate_bps == Some(0) {
         return Some("a rate of 0 sends nothing".into());
@@ -193,7 +389,7 @@ fn handle(
             bail!("refused: {why}");
         }
     }
-    if let Some(why) = invalid(&spec) {
+    if let Some(why) = invalid(&spec, policy).or_else(|| descriptors_short(&spec)) {
         control.send(&Msg::Refused { error: why.clone() })?;
         bail!("refused: {why}");
     }
@@ -241,12 +437,14 @@ fn handle(
         (Mode::Throughput, true) => {
             let stop = AtomicBool::new(false);
             let sent = std::thread::scope(|scope| {
-                let sender = scope.spawn(|| {
-                    data::send(&sockets, msg, token, spec.rate_bps, &stop, deadline, false)
-                });
+                let sender = std::thread::Builder::new()
+                    .spawn_scoped(scope, || {
+                        data::send(&sockets, msg, token, spec.rate_bps, &stop, deadline, false)
+                    })
+                    .context("cannot start the sending thread; the test is refused")?;
                 let asked = control.recv(deadline);
                 stop.store(true, Ordering::SeqCst);
-                let sent = sender.join().expect("sender thread panicked")?;
+                let sent = data::join_stream(sender)?;
                 match asked? {
                     Msg::Stop => Ok(sent),
                     other => bail!("expected stop, got {}", kind(&other)),
@@ -257,14 +455,62 @@ fn handle(
         (Mode::Latency, _) => {
             let stop = AtomicBool::new(false);
             std::thread::scope(|scope| {
-                let echo = scope.spawn(|| data::echo(&sockets, msg, &stop, deadline));
+                let echo = std::thread::Builder::new()
+                    .spawn_scoped(scope, || data::echo(&sockets, msg, &stop, deadline))
+                    .context("cannot start the echo thread; the test is refused")?;
                 control.wait_closed(deadline);
                 stop.store(true, Ordering::SeqCst);
-                echo.join().expect("echo thread panicked")
+                data::join_stream(echo)
             })?;
         }
     }
     Ok(())
+}
+
+/// Why the test's sockets would not fit under the open-file limit, or `None`: each stream
+/// takes a socket and, on the receiving or echoing side, a clone of it; a test takes a few
+/// more (its listener and control clones), and 32 are kept for the server itself.
+fn descriptors_short(spec: &TestSpec) -> Option<String> {
+    let needed = 2 * spec.streams as u64 + 8;
+    let open = std::fs::read_dir("/proc/self/fd").ok()?.count() as u64;
+    let limit = open_file_limit().0;
+    (open + needed + 32 > limit).then(|| {
+        format!(
+            "busy: the server has {open} files open of its limit of {limit}, and {} streams need {needed} more: try fewer streams or later",
+            spec.streams
+        )
+    })
+}
+
+/// The soft and hard limits on open files.
+pub fn open_file_limit() -> (u64, u64) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return (1024, 1024);
+    }
+    (limit.rlim_cur, limit.rlim_max)
+}
+
+/// Raises the soft limit on open files to the hard one (many streams, many clients); returns
+/// the limit now in force.
+pub fn raise_open_file_limit() -> u64 {
+    let (soft, hard) = open_file_limit();
+    if soft < hard {
+        let limit = libc::rlimit {
+            rlim_cur: hard,
+            rlim_max: hard,
+        };
+        // SAFETY: setrlimit reads one valid rlimit; raising the soft limit up to the hard one
+        // needs no privilege.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } == 0 {
+            return hard;
+        }
+    }
+    soft
 }
 
 fn kind(msg: &Msg) -> String {
@@ -389,7 +635,11 @@ impl LocalServer {
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let thread = std::thread::spawn(move || serve(listener, flag, false, Policy { key }));
+        let policy = Policy {
+            key,
+            ..Policy::default()
+        };
+        let thread = std::thread::spawn(move || serve(listener, flag, false, policy));
         Ok(LocalServer {
             addr,
             stop,
@@ -427,6 +677,46 @@ mod tests {
             let _ = s.read_to_string(&mut reply);
             assert!(reply.contains("refused"), "{reply}");
         }
+    }
+
+    #[test]
+    fn address_blocks_contain_what_they_should() {
+        let net: Cidr = "10.1.0.0/16".parse().unwrap();
+        assert!(net.contains("10.1.200.3".parse().unwrap()));
+        assert!(net.contains("::ffff:10.1.0.9".parse().unwrap()));
+        assert!(!net.contains("10.2.0.1".parse().unwrap()));
+        assert!(!net.contains("::1".parse().unwrap()));
+        let one: Cidr = "2001:db8::5".parse().unwrap();
+        assert!(one.contains("2001:db8::5".parse().unwrap()));
+        assert!(!one.contains("2001:db8::6".parse().unwrap()));
+        let all: Cidr = "0.0.0.0/0".parse().unwrap();
+        assert!(all.contains("192.0.2.1".parse().unwrap()));
+        assert!("10.0.0.0/33".parse::<Cidr>().is_err());
+        assert!("example.com".parse::<Cidr>().is_err());
+    }
+
+    /// Issue 18, item 5: a handler that panics gives its slot back (it leaked for good).
+    #[test]
+    fn a_slot_is_given_back_even_when_its_handler_panics() {
+        let slots = Arc::new(Slots::default());
+        let ip: IpAddr = "192.0.2.7".parse().unwrap();
+        let taken = Slots::take(&slots, ip, 2).unwrap();
+        let held = slots.clone();
+        let panicked = std::thread::spawn(move || {
+            let _slot = Slots::take(&held, ip, 2).unwrap();
+            panic!("a handler that panics");
+        })
+        .join();
+        assert!(panicked.is_err());
+        assert_eq!(slots.running(), 1);
+        let second = Slots::take(&slots, ip, 2).unwrap();
+        let Err(why) = Slots::take(&slots, ip, 2) else {
+            panic!("a third test from one address with a limit of 2");
+        };
+        assert!(why.contains("from 192.0.2.7"), "{why}");
+        assert!(Slots::take(&slots, "192.0.2.8".parse().unwrap(), 2).is_ok());
+        drop((taken, second));
+        assert_eq!(slots.running(), 0);
     }
 
     #[test]
