@@ -147,6 +147,117 @@ pub struct Params {
     pub other: serde_json::Map<String, serde_json::Value>,
 }
 
+/// How a parameter takes part in telling results apart. The exporters that group results (the
+/// HTML report's lines, the pasted tables' parameter column) ask [`param_role`]; which
+/// parameters are bookkeeping is stated here, next to the model, and nowhere else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamRole {
+    /// Chosen by the user or the plan: where it varies among results of one op, it names a line.
+    Setting,
+    /// Follows from the settings (a working set from the block size and threads, buffered I/O
+    /// for an unaligned block, a cache level from a size): it names a line only when the
+    /// settings alone would put two results at the same point.
+    Derived,
+    /// What the measurement counted or where it ran (bytes moved, stamps checked, a path, a
+    /// measured clock): kept in the JSON, never in a chart's lines or a table's parameters.
+    Bookkeeping,
+}
+
+/// Parameters (of `params` or `params.other`) that follow from the settings.
+pub const DERIVED_PARAMS: &[&str] = &[
+    "working_set_bytes",
+    "file_bytes",
+    "direct",
+    "io",
+    "nodes",
+    "cache_level",
+    "bytes_per_repetition",
+    "submit_batch",
+];
+
+/// Parameters (of `params` or `params.other`) that are measurement bookkeeping.
+pub const BOOKKEEPING_PARAMS: &[&str] = &[
+    "bytes_moved",
+    "region_bytes",
+    "stamps_checked",
+    "path",
+    "ops_per_repetition",
+    "scaled_residual_max",
+    "library",
+    "clock_ghz_measured",
+    "step_from_previous",
+    "server",
+    "in_process_server",
+];
+
+/// The role of the parameter `name` (a field of [`Params`] or a key of `params.other`).
+pub fn param_role(name: &str) -> ParamRole {
+    let name = name.strip_prefix(OTHER_PREFIX).unwrap_or(name);
+    if BOOKKEEPING_PARAMS.contains(&name) {
+        ParamRole::Bookkeeping
+    } else if DERIVED_PARAMS.contains(&name) {
+        ParamRole::Derived
+    } else {
+        ParamRole::Setting
+    }
+}
+
+/// How [`Params::flat`] names a key of `other` that is also the name of a field.
+const OTHER_PREFIX: &str = "other.";
+
+impl Params {
+    /// Every parameter by name, those of `other` beside the fields (one that has a field's name
+    /// as `other.NAME`).
+    pub fn flat(&self) -> std::collections::BTreeMap<String, serde_json::Value> {
+        let value = serde_json::to_value(self).expect("parameters serialise");
+        let mut map = std::collections::BTreeMap::new();
+        if let serde_json::Value::Object(fields) = value {
+            for (key, value) in fields {
+                match (key.as_str(), value) {
+                    ("other", serde_json::Value::Object(other)) => {
+                        for (key, value) in other {
+                            let key = if Params::FIELDS.contains(&key.as_str()) {
+                                format!("{OTHER_PREFIX}{key}")
+                            } else {
+                                key
+                            };
+                            map.insert(key, value);
+                        }
+                    }
+                    (_, value) => {
+                        map.insert(key, value);
+                    }
+                }
+            }
+        }
+        map
+    }
+
+    /// The parameters of `flat` (as [`Params::flat`] gives them) back in their places.
+    pub fn from_flat(flat: &std::collections::BTreeMap<String, serde_json::Value>) -> Params {
+        let mut fields = serde_json::Map::new();
+        let mut other = serde_json::Map::new();
+        for (key, value) in flat {
+            if let Some(key) = key.strip_prefix(OTHER_PREFIX) {
+                other.insert(key.to_string(), value.clone());
+            } else if key != "other" && Params::FIELDS.contains(&key.as_str()) {
+                fields.insert(key.clone(), value.clone());
+            } else {
+                other.insert(key.clone(), value.clone());
+            }
+        }
+        fields.insert("other".into(), serde_json::Value::Object(other));
+        serde_json::from_value(serde_json::Value::Object(fields)).unwrap_or_default()
+    }
+
+    /// These parameters without the bookkeeping ones.
+    pub fn without_bookkeeping(&self) -> Params {
+        let mut flat = self.flat();
+        flat.retain(|k, _| param_role(k) != ParamRole::Bookkeeping);
+        Params::from_flat(&flat)
+    }
+}
+
 /// The standard tool's value for the same case.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Reference {
@@ -264,6 +375,7 @@ mod tests {
     fn every_field() -> Params {
         let mut other = serde_json::Map::new();
         other.insert("region_bytes".into(), 4096.into());
+        other.insert("scaling".into(), "strong: split".into());
         Params {
             threads: Some(2),
             scaling: Some("strong".into()),
@@ -299,5 +411,21 @@ mod tests {
         keys.sort();
         fields.sort();
         assert_eq!(keys, fields);
+    }
+
+    #[test]
+    fn flat_parameters_go_back_to_their_places_and_bookkeeping_is_dropped() {
+        let params = every_field();
+        let flat = params.flat();
+        assert_eq!(flat["region_bytes"], 4096);
+        assert_eq!(flat["threads"], 2);
+        assert_eq!(Params::from_flat(&flat), params);
+        let kept = params.without_bookkeeping();
+        assert_eq!(kept.other.len(), 1);
+        assert_eq!(flat["other.scaling"], "strong: split");
+        assert_eq!(kept.working_set_bytes, Some(1 << 30));
+        assert_eq!(param_role("bytes_moved"), ParamRole::Bookkeeping);
+        assert_eq!(param_role("working_set_bytes"), ParamRole::Derived);
+        assert_eq!(param_role("threads"), ParamRole::Setting);
     }
 }

@@ -8,27 +8,11 @@
 //! spread to judge by, and the verdict says so.
 
 use crate::report::describe_params;
-use crate::result::{BenchResult, Report};
+use crate::result::Report;
 use crate::text::{Align, Table};
 use crate::units::format_value;
 
-/// What the repetitions say about one change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    Within,
-    Beyond,
-    Unknown,
-}
-
-impl Verdict {
-    pub fn word(self) -> &'static str {
-        match self {
-            Verdict::Within => "within noise",
-            Verdict::Beyond => "BEYOND noise",
-            Verdict::Unknown => "1 repetition",
-        }
-    }
-}
+pub use crate::report::{Verdict, verdict};
 
 /// One shared result.
 #[derive(Debug, Clone)]
@@ -41,18 +25,6 @@ pub struct Change {
     /// (b − a) / a; `None` when a is 0.
     pub change: Option<f64>,
     pub verdict: Verdict,
-}
-
-/// The min–max rule of the module documentation.
-pub fn verdict(a: &BenchResult, b: &BenchResult) -> Verdict {
-    if a.stats.n < 2 || b.stats.n < 2 {
-        return Verdict::Unknown;
-    }
-    if b.stats.min > a.stats.max || b.stats.max < a.stats.min {
-        Verdict::Beyond
-    } else {
-        Verdict::Within
-    }
 }
 
 /// Every result present in both runs, in A's order, and how many are in only one of them.
@@ -149,6 +121,7 @@ fn status(report: &Report) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::result::BenchResult;
 
     fn result(samples: Vec<f64>) -> BenchResult {
         BenchResult::example("cpu-f64", "GFLOP/s", samples)

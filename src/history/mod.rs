@@ -74,9 +74,9 @@ pub struct ImportArgs {
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// The run: an id, `latest` or `previous`
-    #[arg(default_value = "latest")]
-    pub run: String,
+    /// The runs: ids, `latest`, `previous`, or JSON results files; several share the charts
+    #[arg(default_value = "latest", num_args = 1..)]
+    pub run: Vec<String>,
     /// Write a self-contained HTML report (inline SVG charts, no network needed) to FILE
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
@@ -237,9 +237,10 @@ fn compare_runs(args: &CompareArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn import(args: &ImportArgs) -> Result<ExitCode> {
-    let file = args.file.display();
-    let text = std::fs::read_to_string(&args.file).map_err(|e| {
+/// A JSON results document written by `--json` or `--output FILE.json`.
+fn read_document(path: &std::path::Path) -> Result<Report> {
+    let file = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| {
         UsageError(format!(
             "FILE: cannot read {file}: {e}; give a JSON results file"
         ))
@@ -256,6 +257,12 @@ fn import(args: &ImportArgs) -> Result<ExitCode> {
         ))
         .into());
     }
+    Ok(report)
+}
+
+fn import(args: &ImportArgs) -> Result<ExitCode> {
+    let report = read_document(&args.file)?;
+    let file = args.file.display();
     let mut store = open(&args.db, true)?;
     if let Some(id) = store.find_same(&report)? {
         eprintln!(
@@ -277,16 +284,31 @@ fn report(args: &ReportArgs) -> Result<ExitCode> {
         )
         .into());
     }
-    let store = open(&args.db, false)?;
-    let id = store.resolve(&args.run)?;
-    let report = store.load(id)?;
+    let mut runs: Vec<(i64, Report)> = Vec::new();
+    let mut store = None;
+    for name in &args.run {
+        let path = std::path::Path::new(name);
+        if name.ends_with(".json") || path.is_file() {
+            // A results file is shown as run 0: it has no id in a history.
+            runs.push((0, read_document(path)?));
+            continue;
+        }
+        if store.is_none() {
+            store = Some(open(&args.db, false)?);
+        }
+        let store = store.as_ref().expect("opened above");
+        let id = store.resolve(name)?;
+        runs.push((id, store.load(id)?));
+    }
+    let id = runs[0].0;
+    let shown: Vec<(i64, &Report)> = runs.iter().map(|(id, r)| (*id, r)).collect();
     let outputs = [
         (
             &args.html,
             "--html",
             args.html
                 .as_ref()
-                .map(|_| crate::report::html::render(id, &report))
+                .map(|_| crate::report::html::render_runs(&shown))
                 .unwrap_or_default(),
         ),
         (
@@ -294,7 +316,13 @@ fn report(args: &ReportArgs) -> Result<ExitCode> {
             "--markdown",
             args.markdown
                 .as_ref()
-                .map(|_| crate::report::render_markdown_tables(&report))
+                .map(|_| {
+                    shown
+                        .iter()
+                        .map(|(_, r)| crate::report::render_markdown_tables(r))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                })
                 .unwrap_or_default(),
         ),
     ];

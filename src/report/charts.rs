@@ -1,8 +1,11 @@
 //! Inline SVG charts, drawn in Rust: no script, no network, readable when printed.
 //!
 //! Two kinds: a line chart (x and y axes, each linear or logarithmic, with ticks, units, a
-//! legend and optional vertical markers such as cache sizes) and a horizontal bar chart for
-//! efficiencies. Every data point is also drawn as a circle, so a line of one point shows.
+//! legend, optional vertical markers such as cache sizes, labelled horizontal lines such as a
+//! peak, and a shaded band such as a spread) and a horizontal bar chart for efficiencies. Every
+//! data point is also drawn as a marker, so a line of one point shows. Sixteen colours and four
+//! marker shapes keep sixteen lines apart; a series may be dashed (the standard tool's values
+//! beside ours, in the same colour) or dotted (a peak that changes along the x axis).
 
 use std::fmt::Write;
 
@@ -22,7 +25,21 @@ pub enum Scale {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ticks {
     Number,
+    /// Whole numbers only (threads, streams, queue depth).
+    Count,
     Bytes,
+}
+
+/// How a series is stroked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stroke {
+    Solid,
+    /// The standard tool's values, beside the solid line of the same colour.
+    Dashed,
+    /// A theoretical peak that changes along the x axis.
+    Dotted,
+    /// A further run drawn on the same chart (the n-th pattern).
+    Run(usize),
 }
 
 /// One line of a chart.
@@ -30,6 +47,32 @@ pub enum Ticks {
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
+    /// Index into the palette and marker shapes: a companion series (the tool's, the peak)
+    /// shares its line's.
+    pub style: usize,
+    pub stroke: Stroke,
+    /// Whether the series has its own legend entry (companions are explained once).
+    pub legend: bool,
+}
+
+impl Series {
+    /// A solid line with its own legend entry.
+    pub fn line(name: String, points: Vec<(f64, f64)>, style: usize) -> Series {
+        Series {
+            name,
+            points,
+            style,
+            stroke: Stroke::Solid,
+            legend: true,
+        }
+    }
+}
+
+/// A labelled horizontal line (e.g. a theoretical peak or a median).
+#[derive(Clone, Debug)]
+pub struct HLine {
+    pub y: f64,
+    pub label: String,
 }
 
 /// A vertical line at `x` with a label (e.g. a cache size).
@@ -51,11 +94,89 @@ pub struct LineChart {
     pub y_from_zero: bool,
     pub series: Vec<Series>,
     pub markers: Vec<Marker>,
+    pub hlines: Vec<HLine>,
+    /// A shaded band between two y values, with its label (e.g. the interquartile range).
+    pub band: Option<(f64, f64, String)>,
+    /// Lines of text under the legend (what dashed and dotted lines mean).
+    pub notes: Vec<String>,
 }
 
-const PALETTE: [&str; 8] = [
+impl LineChart {
+    /// A chart with no markers, horizontal lines, band or notes.
+    pub fn new(title: String, x_label: String, y_label: String, series: Vec<Series>) -> Self {
+        LineChart {
+            title,
+            x_label,
+            y_label,
+            x_scale: Scale::Linear,
+            y_scale: Scale::Linear,
+            x_ticks: Ticks::Number,
+            y_from_zero: true,
+            series,
+            markers: Vec::new(),
+            hlines: Vec::new(),
+            band: None,
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// Sixteen colours that stay apart on white (and from each other when printed in grey, with
+/// the marker shapes).
+pub const PALETTE: [&str; 16] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+    "#7f7f7f", "#bcbd22", "#393b79", "#ad494a", "#637939", "#8c6d31", "#7b4173", "#00a087",
 ];
+
+/// The colour and marker shape (0 circle, 1 square, 2 triangle, 3 diamond) of style `i`: the
+/// colour alone tells sixteen apart, the shape changes with it and again past sixteen.
+pub fn style_of(i: usize) -> (&'static str, usize) {
+    (PALETTE[i % PALETTE.len()], (i + i / PALETTE.len()) % 4)
+}
+
+fn marker_svg(out: &mut String, shape: usize, x: f64, y: f64, color: &str, class: &str) {
+    let _ = match shape {
+        0 => write!(
+            out,
+            r#"<circle class="{class}" cx="{x:.1}" cy="{y:.1}" r="3.2" fill="{color}"/>"#
+        ),
+        1 => write!(
+            out,
+            r#"<rect class="{class}" x="{a:.1}" y="{b:.1}" width="6" height="6" fill="{color}"/>"#,
+            a = x - 3.0,
+            b = y - 3.0
+        ),
+        2 => write!(
+            out,
+            r#"<path class="{class}" d="M{x:.1} {a:.1}L{b:.1} {c:.1}L{d:.1} {c:.1}Z" fill="{color}"/>"#,
+            a = y - 4.0,
+            b = x + 4.0,
+            c = y + 3.0,
+            d = x - 4.0
+        ),
+        _ => write!(
+            out,
+            r#"<path class="{class}" d="M{x:.1} {a:.1}L{b:.1} {y:.1}L{x:.1} {c:.1}L{d:.1} {y:.1}Z" fill="{color}"/>"#,
+            a = y - 4.5,
+            b = x + 4.5,
+            c = y + 4.5,
+            d = x - 4.5
+        ),
+    };
+}
+
+fn dash(stroke: Stroke) -> &'static str {
+    match stroke {
+        Stroke::Solid | Stroke::Run(0) => "",
+        Stroke::Dashed => r#" stroke-dasharray="7 4""#,
+        Stroke::Dotted => r#" stroke-dasharray="2 3""#,
+        Stroke::Run(n) => [
+            r#" stroke-dasharray="12 3 2 3""#,
+            r#" stroke-dasharray="1 2""#,
+            r#" stroke-dasharray="12 6""#,
+        ][(n - 1) % 3],
+    }
+}
 const WIDTH: f64 = 760.0;
 const PLOT_LEFT: f64 = 80.0;
 const PLOT_RIGHT: f64 = 720.0;
@@ -143,10 +264,13 @@ impl Axis {
         self.from + f * (self.to - self.from)
     }
 
-    fn ticks(&self) -> Vec<f64> {
+    fn ticks(&self, whole: bool) -> Vec<f64> {
         match self.scale {
             Scale::Linear => {
-                let step = nice_step(self.hi - self.lo);
+                let mut step = nice_step(self.hi - self.lo);
+                if whole {
+                    step = step.max(1.0).round();
+                }
                 let mut ticks = Vec::new();
                 let mut t = (self.lo / step).ceil() * step;
                 while t <= self.hi + step * 1e-9 {
@@ -191,6 +315,7 @@ fn nice_step(span: f64) -> f64 {
 fn tick_label(value: f64, ticks: Ticks) -> String {
     match ticks {
         Ticks::Bytes => format_size_approx(value.round() as u64),
+        Ticks::Count => format!("{value:.0}"),
         Ticks::Number if value.fract() == 0.0 && value.abs() < 1e15 => format!("{value:.0}"),
         Ticks::Number => format_value(value),
     }
@@ -205,7 +330,8 @@ fn svg_open(out: &mut String, height: f64, title: &str, kind: &str) {
     );
 }
 
-/// The chart as an `<svg>` element.
+/// The chart as an `<svg>` element. Each series is a `<g class="series">` carrying its name and
+/// its number of points (`data-name`, `data-points`), so a test can count what was drawn.
 pub fn line_chart(chart: &LineChart) -> String {
     let x = Axis::new(
         chart.x_scale,
@@ -224,15 +350,20 @@ pub fn line_chart(chart: &LineChart) -> String {
             .series
             .iter()
             .flat_map(|s| s.points.iter().map(|p| p.1))
+            .chain(chart.hlines.iter().map(|h| h.y))
+            .chain(chart.band.iter().flat_map(|b| [b.0, b.1]))
             .filter(|v| v.is_finite() && (chart.y_scale == Scale::Linear || *v > 0.0)),
         chart.y_from_zero,
         (PLOT_BOTTOM, PLOT_TOP),
     );
-    let height = PLOT_BOTTOM + 50.0 + LEGEND_LINE * chart.series.len() as f64 + 10.0;
+    let entries: Vec<&Series> = chart.series.iter().filter(|s| s.legend).collect();
+    let columns = if entries.len() > 8 { 2 } else { 1 };
+    let legend_rows = entries.len().div_ceil(columns) + chart.notes.len();
+    let height = PLOT_BOTTOM + 50.0 + LEGEND_LINE * legend_rows as f64 + 10.0;
     let mut out = String::new();
     svg_open(&mut out, height, &chart.title, "line");
     // Grid and ticks.
-    for t in x.ticks() {
+    for t in x.ticks(chart.x_ticks == Ticks::Count) {
         let px = x.map(t);
         let _ = write!(
             out,
@@ -241,7 +372,7 @@ pub fn line_chart(chart: &LineChart) -> String {
             l = escape(&tick_label(t, chart.x_ticks)),
         );
     }
-    for t in y.ticks() {
+    for t in y.ticks(false) {
         let py = y.map(t);
         let _ = write!(
             out,
@@ -253,8 +384,13 @@ pub fn line_chart(chart: &LineChart) -> String {
     }
     let scale_note = |s: Scale| match s {
         Scale::Linear => "",
-        Scale::Log2 => " (log₂ scale)",
-        Scale::Log10 => " (log scale)",
+        Scale::Log2 => ", log₂ scale",
+        Scale::Log10 => ", log scale",
+    };
+    let with_scale = |label: &str, s: Scale| match (label.strip_suffix(')'), s) {
+        (_, Scale::Linear) => label.to_string(),
+        (Some(open), _) => format!("{open}{})", scale_note(s)),
+        (None, _) => format!("{label} ({})", &scale_note(s)[2..]),
     };
     let _ = write!(
         out,
@@ -264,9 +400,24 @@ pub fn line_chart(chart: &LineChart) -> String {
         cx = (PLOT_LEFT + PLOT_RIGHT) / 2.0,
         xl = PLOT_BOTTOM + 36.0,
         cy = (PLOT_TOP + PLOT_BOTTOM) / 2.0,
-        xt = escape(&format!("{}{}", chart.x_label, scale_note(chart.x_scale))),
-        yt = escape(&format!("{}{}", chart.y_label, scale_note(chart.y_scale))),
+        xt = escape(&with_scale(&chart.x_label, chart.x_scale)),
+        yt = escape(&with_scale(&chart.y_label, chart.y_scale)),
     );
+    if let Some((lo, hi, label)) = &chart.band
+        && y.contains(*lo)
+        && y.contains(*hi)
+    {
+        let (top, bottom) = (y.map(*hi), y.map(*lo));
+        let _ = write!(
+            out,
+            r##"<rect class="band" x="{PLOT_LEFT}" y="{top:.1}" width="{w}" height="{h:.1}" fill="#1f77b4" fill-opacity="0.12"/><text x="{tx}" y="{ty:.1}" text-anchor="end" class="marker-label">{l}</text>"##,
+            w = PLOT_RIGHT - PLOT_LEFT,
+            h = (bottom - top).max(0.5),
+            tx = PLOT_RIGHT - 4.0,
+            ty = bottom - 3.0,
+            l = escape(label),
+        );
+    }
     for (i, marker) in chart.markers.iter().enumerate() {
         if !x.contains(marker.x) {
             continue;
@@ -280,39 +431,94 @@ pub fn line_chart(chart: &LineChart) -> String {
             l = escape(&marker.label),
         );
     }
-    for (i, series) in chart.series.iter().enumerate() {
-        let color = PALETTE[i % PALETTE.len()];
+    for hline in &chart.hlines {
+        if !y.contains(hline.y) {
+            continue;
+        }
+        let py = y.map(hline.y);
+        let _ = write!(
+            out,
+            r##"<line class="hline" x1="{PLOT_LEFT}" y1="{py:.1}" x2="{PLOT_RIGHT}" y2="{py:.1}" stroke="#333" stroke-width="1.5" stroke-dasharray="2 3"/><text x="{tx}" y="{ty:.1}" class="marker-label">{l}</text>"##,
+            tx = PLOT_LEFT + 4.0,
+            ty = py - 4.0,
+            l = escape(&hline.label),
+        );
+    }
+    for series in &chart.series {
+        let (color, shape) = style_of(series.style);
         let points: Vec<(f64, f64)> = series
             .points
             .iter()
             .filter(|(px, py)| x.contains(*px) && y.contains(*py))
             .map(|(px, py)| (x.map(*px), y.map(*py)))
             .collect();
+        let class = match series.stroke {
+            Stroke::Dashed => "series reference",
+            Stroke::Dotted => "series peak",
+            Stroke::Solid | Stroke::Run(_) => "series",
+        };
+        let _ = write!(
+            out,
+            r#"<g class="{class}" data-name="{n}" data-points="{c}">"#,
+            n = escape(&series.name),
+            c = points.len()
+        );
         if points.len() > 1 {
             let list: Vec<String> = points
                 .iter()
                 .map(|(a, b)| format!("{a:.1},{b:.1}"))
                 .collect();
+            let width = if series.stroke == Stroke::Dotted {
+                1.5
+            } else {
+                2.0
+            };
             let _ = write!(
                 out,
-                r#"<polyline class="series" points="{}" fill="none" stroke="{color}" stroke-width="2"/>"#,
-                list.join(" ")
+                r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="{width}"{}/>"#,
+                list.join(" "),
+                dash(series.stroke)
             );
         }
-        for (a, b) in &points {
-            let _ = write!(
-                out,
-                r#"<circle class="point" cx="{a:.1}" cy="{b:.1}" r="3" fill="{color}"/>"#
-            );
+        if series.stroke != Stroke::Dotted {
+            let class = if series.stroke == Stroke::Dashed {
+                "reference-point"
+            } else {
+                "point"
+            };
+            for (a, b) in &points {
+                marker_svg(&mut out, shape, *a, *b, color, class);
+            }
         }
-        let ly = PLOT_BOTTOM + 56.0 + LEGEND_LINE * i as f64;
+        out.push_str("</g>");
+    }
+    let rows = entries.len().div_ceil(columns);
+    let column_width = (PLOT_RIGHT - PLOT_LEFT) / columns as f64;
+    for (i, series) in entries.iter().enumerate() {
+        let (color, shape) = style_of(series.style);
+        let lx = PLOT_LEFT + column_width * (i / rows) as f64;
+        let ly = PLOT_BOTTOM + 56.0 + LEGEND_LINE * (i % rows) as f64;
         let _ = write!(
             out,
-            r#"<line x1="{PLOT_LEFT}" y1="{l:.1}" x2="{x2}" y2="{l:.1}" stroke="{color}" stroke-width="3"/><text x="{tx}" y="{ly:.1}" class="legend">{name}</text>"#,
+            r#"<line x1="{lx}" y1="{l:.1}" x2="{x2}" y2="{l:.1}" stroke="{color}" stroke-width="3"{d}/>"#,
             l = ly - 4.0,
-            x2 = PLOT_LEFT + 24.0,
-            tx = PLOT_LEFT + 30.0,
+            x2 = lx + 24.0,
+            d = dash(series.stroke),
+        );
+        marker_svg(&mut out, shape, lx + 12.0, ly - 4.0, color, "legend-marker");
+        let _ = write!(
+            out,
+            r#"<text x="{tx}" y="{ly:.1}" class="legend">{name}</text>"#,
+            tx = lx + 30.0,
             name = escape(&series.name),
+        );
+    }
+    for (i, note) in chart.notes.iter().enumerate() {
+        let _ = write!(
+            out,
+            r#"<text x="{PLOT_LEFT}" y="{ly:.1}" class="note">{n}</text>"#,
+            ly = PLOT_BOTTOM + 56.0 + LEGEND_LINE * (rows + i) as f64,
+            n = escape(note),
         );
     }
     out.push_str("</svg>");
@@ -334,7 +540,7 @@ pub fn bar_chart(title: &str, x_label: &str, bars: &[(String, f64)]) -> String {
     );
     let mut out = String::new();
     svg_open(&mut out, bottom + 50.0, title, "bar");
-    for t in x.ticks() {
+    for t in x.ticks(false) {
         let px = x.map(t);
         let _ = write!(
             out,
@@ -386,7 +592,7 @@ mod tests {
     #[test]
     fn log_axes_tick_at_powers() {
         let axis = Axis::new(Scale::Log2, [3000.0, 70e6].into_iter(), false, (0.0, 1.0));
-        let ticks = axis.ticks();
+        let ticks = axis.ticks(false);
         assert_eq!(ticks[0], 2048.0);
         assert!(ticks.iter().all(|t| t.log2().fract() == 0.0));
         assert!(*ticks.last().unwrap() >= 70e6);
@@ -403,16 +609,32 @@ mod tests {
             y_scale: Scale::Linear,
             x_ticks: Ticks::Number,
             y_from_zero: true,
-            series: vec![Series {
-                name: "<script>".into(),
-                points: vec![(1.0, 5.0), (2.0, 9.0), (4.0, 12.0)],
-            }],
+            series: vec![Series::line(
+                "<script>".into(),
+                vec![(1.0, 5.0), (2.0, 9.0), (4.0, 12.0)],
+                0,
+            )],
             markers: Vec::new(),
+            hlines: Vec::new(),
+            band: None,
+            notes: Vec::new(),
         };
         let svg = line_chart(&chart);
         assert!(!svg.contains("<script>") && !svg.contains("<b>"));
         assert!(svg.contains("&lt;script&gt;"));
-        assert_eq!(svg.matches("<circle").count(), 3);
+        assert_eq!(svg.matches("class=\"point\"").count(), 3);
         assert_eq!(svg.matches("<polyline").count(), 1);
+        assert!(svg.contains("data-points=\"3\""));
+    }
+
+    #[test]
+    fn sixteen_lines_have_sixteen_colours_and_count_axes_whole_ticks() {
+        let styles: Vec<(&str, usize)> = (0..16).map(style_of).collect();
+        for (i, a) in styles.iter().enumerate() {
+            assert!(styles[i + 1..].iter().all(|b| b.0 != a.0), "{i}");
+        }
+        assert_ne!(style_of(0), style_of(16));
+        let axis = Axis::new(Scale::Linear, [1.0, 2.0].into_iter(), false, (0.0, 1.0));
+        assert_eq!(axis.ticks(true), vec![1.0, 2.0]);
     }
 }

@@ -16,9 +16,50 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::result::Report;
+use crate::result::{BenchResult, Report};
 
 pub use table::{describe_params, render_markdown, render_markdown_tables, render_table};
+
+/// What the repetitions of two runs say about one change (the rule of `peakbench compare`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Within,
+    Beyond,
+    Unknown,
+}
+
+impl Verdict {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Within => "within noise",
+            Verdict::Beyond => "BEYOND noise",
+            Verdict::Unknown => "1 repetition",
+        }
+    }
+}
+
+/// The min–max rule: a change is beyond the noise only when the ranges of the two runs'
+/// repetitions do not overlap; with one repetition on either side there is nothing to judge by.
+pub fn verdict(a: &BenchResult, b: &BenchResult) -> Verdict {
+    if a.stats.n < 2 || b.stats.n < 2 {
+        return Verdict::Unknown;
+    }
+    if b.stats.min > a.stats.max || b.stats.max < a.stats.min {
+        Verdict::Beyond
+    } else {
+        Verdict::Within
+    }
+}
+
+/// B against A in a table cell: the change in % and the verdict.
+pub fn change_cell(a: &BenchResult, b: &BenchResult) -> String {
+    let change = if a.value != 0.0 {
+        format!("{:+.1}% ", (b.value - a.value) / a.value * 100.0)
+    } else {
+        String::new()
+    };
+    format!("{change}{}", verdict(a, b).word())
+}
 
 /// An output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -217,25 +217,74 @@ pub fn render_markdown(report: &Report) -> String {
 }
 
 /// Headers of the tables users paste into their reports, one per subsystem.
-pub const PASTE_HEADERS: [&str; 10] = [
+pub const PASTE_HEADERS: [&str; 14] = [
     "workload",
     "parameters",
     "concurrency",
     "measured",
     "unit",
     "cv",
-    "reference",
-    "ratio",
+    "tool",
+    "tool's value",
+    "ours / tool",
     "peak",
     "efficiency",
+    "tool's efficiency",
+    "latency p50",
+    "latency p99",
 ];
 
-/// One row of a pasted table: workload, parameters but concurrency, concurrency (threads or
-/// streams), the measured
-/// value, the reference tool's value and our ratio to it, the theoretical peak and the
-/// efficiency against it.
-pub fn paste_row(result: &BenchResult) -> [String; 10] {
-    let [_, value, unit, cv, _, peak, eff, reference, ratio] = row(result);
+/// The parameters (by their [`Params::flat`] names, bookkeeping left out) every one of
+/// `results` has with the same value, but concurrency, and their description: what a table
+/// states once instead of on every row.
+pub fn shared_params(results: &[&BenchResult]) -> (Vec<String>, String) {
+    let flats: Vec<_> = results
+        .iter()
+        .map(|r| r.params.without_bookkeeping().flat())
+        .collect();
+    let Some(first) = flats.first().filter(|_| flats.len() > 1) else {
+        return (Vec::new(), String::new());
+    };
+    let shared: std::collections::BTreeMap<String, serde_json::Value> = first
+        .iter()
+        .filter(|(k, v)| {
+            !matches!(k.as_str(), "threads" | "streams")
+                && flats.iter().all(|f| f.get(*k) == Some(v))
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let params = Params::from_flat(&shared);
+    let mut described = vec![describe_params(&params)];
+    described.extend(params.other.iter().filter(|(k, _)| k.as_str() != "nt").map(
+        |(k, v)| match v {
+            serde_json::Value::String(s) => format!("{k}={}", s.split(':').next().unwrap_or(s)),
+            other => format!("{k}={other}"),
+        },
+    ));
+    described.retain(|d| !d.is_empty());
+    (shared.into_keys().collect(), described.join(" "))
+}
+
+/// A latency in nanoseconds in the unit that keeps it short.
+fn format_ns(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{} ms", format_value(ns / 1e6))
+    } else if ns >= 1e3 {
+        format!("{} µs", format_value(ns / 1e3))
+    } else {
+        format!("{} ns", format_value(ns))
+    }
+}
+
+/// One row of a pasted table: workload, the parameters but concurrency and bookkeeping (kept
+/// in the JSON), concurrency (threads or streams), the measured value and its spread, the
+/// tool's value and our ratio to it, the theoretical peak, both efficiencies, and the latency
+/// percentiles where the case has them.
+///
+/// The parameters named in `hide` (by their [`Params::flat`] names) are left out, for a table
+/// that states once what every row shares.
+pub fn paste_row(result: &BenchResult, hide: &[String]) -> [String; 14] {
+    let [_, value, unit, cv, _, peak, eff, _, ratio] = row(result);
     let p = &result.params;
     let concurrency = match (p.threads, p.streams) {
         (Some(t), Some(s)) => format!("{t} × {s} streams"),
@@ -243,14 +292,34 @@ pub fn paste_row(result: &BenchResult) -> [String; 10] {
         (None, Some(s)) => format!("{s} streams"),
         (None, None) => "-".into(),
     };
+    let mut flat = p.without_bookkeeping().flat();
+    flat.retain(|k, _| !hide.contains(k));
     let params = Params {
         threads: None,
         streams: None,
-        ..p.clone()
+        ..Params::from_flat(&flat)
     };
     let mut described = vec![describe_params(&params)];
-    described.extend(p.other.iter().map(|(k, v)| format!("{k}={v}")));
+    described.extend(params.other.iter().filter(|(k, _)| k.as_str() != "nt").map(
+        |(k, v)| match v {
+            serde_json::Value::String(s) => format!("{k}={}", s.split(':').next().unwrap_or(s)),
+            other => format!("{k}={other}"),
+        },
+    ));
     described.retain(|d| !d.is_empty());
+    let reference = result.reference.as_ref();
+    let dash = || "-".to_string();
+    let tool_efficiency = reference
+        .and_then(|r| Some(r.value? / result.peak.as_ref()?.value))
+        .map(|e| format!("{:.1}%", e * 100.0))
+        .unwrap_or_else(dash);
+    let latency = |pick: fn(&crate::stats::LatencySummary) -> f64| {
+        result
+            .latency_ns
+            .as_ref()
+            .map(|l| format_ns(pick(l)))
+            .unwrap_or_else(dash)
+    };
     [
         result.op.clone(),
         described.join(" "),
@@ -258,10 +327,16 @@ pub fn paste_row(result: &BenchResult) -> [String; 10] {
         value,
         unit,
         cv,
-        reference,
+        reference.map(|r| r.tool.clone()).unwrap_or_else(dash),
+        reference
+            .map(|r| r.value.map(format_value).unwrap_or_else(|| "n/a".into()))
+            .unwrap_or_else(dash),
         ratio,
         peak,
         eff,
+        tool_efficiency,
+        latency(|l| l.p50),
+        latency(|l| l.p99),
     ]
 }
 
@@ -290,10 +365,19 @@ pub fn render_markdown_tables(report: &Report) -> String {
     );
     for subsystem in subsystems(report) {
         out.push_str(&format!("\n## {}\n\n", subsystem.name()));
+        let results: Vec<&BenchResult> = report
+            .results
+            .iter()
+            .filter(|r| r.subsystem == subsystem)
+            .collect();
+        let (shared, described) = shared_params(&results);
+        if !described.is_empty() {
+            out.push_str(&format!("Every row: {}\n\n", cell(&described)));
+        }
         out.push_str(&format!("| {} |\n", PASTE_HEADERS.join(" | ")));
-        out.push_str("|---|---|--:|--:|---|--:|---|--:|--:|--:|\n");
-        for r in report.results.iter().filter(|r| r.subsystem == subsystem) {
-            let cells: Vec<String> = paste_row(r).iter().map(|c| cell(c)).collect();
+        out.push_str("|---|---|--:|--:|---|--:|---|--:|--:|--:|--:|--:|--:|--:|\n");
+        for r in results {
+            let cells: Vec<String> = paste_row(r, &shared).iter().map(|c| cell(c)).collect();
             out.push_str(&format!("| {} |\n", cells.join(" | ")));
         }
     }

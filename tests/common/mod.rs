@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 /// A fresh directory for one run's home and history, under cargo's target dir.
 fn sandbox() -> PathBuf {
@@ -177,4 +178,76 @@ impl Drop for LoopDevice {
     fn drop(&mut self) {
         let _ = Command::new("losetup").arg("-d").arg(&self.path).status();
     }
+}
+
+/// Runs `command` with a deadline, its output going through files in `dir` (a pipe left
+/// undrained would block a large --dump-dom); `None` when it did not finish in time (it is
+/// killed).
+pub fn bounded(command: &mut Command, dir: &Path, limit: Duration) -> Option<Output> {
+    let out_path = dir.join("chromium.out");
+    let err_path = dir.join("chromium.err");
+    let mut child = command
+        .stdout(std::fs::File::create(&out_path).ok()?)
+        .stderr(std::fs::File::create(&err_path).ok()?)
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().ok()? {
+            return Some(Output {
+                status,
+                stdout: std::fs::read(&out_path).ok()?,
+                stderr: std::fs::read(&err_path).ok()?,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// A Chromium on PATH.
+pub fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|name| on_path(name).is_ok())
+}
+
+/// Flags for a headless Chromium that logs the page's console on stderr.
+pub const CHROMIUM_FLAGS: [&str; 6] = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--enable-logging=stderr",
+    "--v=0",
+];
+
+/// The DOM of `html` after headless Chromium `browser` loaded it, and the page's console
+/// messages (Chromium logs them as ":CONSOLE" lines; its own noise never carries that tag).
+pub fn chromium_dom(browser: &str, html: &Path, dir: &Path) -> (String, Vec<String>) {
+    let profile = format!("--user-data-dir={}", dir.join("profile").display());
+    let url = format!("file://{}", html.display());
+    let Some(output) = bounded(
+        Command::new(browser)
+            .args(CHROMIUM_FLAGS)
+            .arg(&profile)
+            .args(["--dump-dom", &url]),
+        dir,
+        Duration::from_secs(90),
+    ) else {
+        panic!("{browser} did not finish within 90 s");
+    };
+    let log = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{browser} failed: {log}");
+    let console = log
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect();
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        console,
+    )
 }
