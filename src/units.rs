@@ -104,6 +104,7 @@ pub fn parse_count(text: &str) -> Result<u64, UnitError> {
         Some('k' | 'K') => (&text[..text.len() - 1], 1_000),
         Some('M') => (&text[..text.len() - 1], 1_000_000),
         Some('G') => (&text[..text.len() - 1], 1_000_000_000),
+        Some('T') => (&text[..text.len() - 1], 1_000_000_000_000),
         _ => (text, 1),
     };
     number
@@ -112,7 +113,7 @@ pub fn parse_count(text: &str) -> Result<u64, UnitError> {
         .and_then(|n| n.checked_mul(multiplier))
         .ok_or_else(|| {
             UnitError(format!(
-                "'{text}' is not a count: write a whole number, e.g. 1000, 10k or 1M"
+                "'{text}' is not a count: write a whole number, e.g. 1000, 10k, 1M, 1G or 1T (decimal)"
             ))
         })
 }
@@ -248,6 +249,9 @@ mod tests {
         assert_eq!(parse_count("1000").unwrap(), 1000);
         assert_eq!(parse_count("10k").unwrap(), 10_000);
         assert_eq!(parse_count("1M").unwrap(), 1_000_000);
+        assert_eq!(parse_count("2G").unwrap(), 2_000_000_000);
+        assert_eq!(parse_count("1T").unwrap(), 1_000_000_000_000);
+        assert!(parse_count("20000000T").is_err(), "beyond 64 bits");
         assert!(parse_count("1.5").is_err());
         assert!(parse_count("x").is_err());
     }

@@ -476,11 +476,21 @@ impl Case for ThroughputCase {
     }
 
     fn estimate(&self, ctx: &Context) -> Duration {
-        let per_rep = match self.scaling {
-            Scaling::Strong => self
+        // Fixed work: the ops of all threads at the peak of this kernel (a lower bound).
+        let fixed = self.ops.and_then(|ops| {
+            let peak = kernel_peak(self.kernel, self.threads, ctx)?.value * 1e9;
+            let total = match self.scaling {
+                Scaling::Strong => ops as f64,
+                Scaling::Weak => ops as f64 * self.threads as f64,
+            };
+            (peak > 0.0).then(|| Duration::from_secs_f64(total / peak))
+        });
+        let per_rep = match (fixed, self.scaling) {
+            (Some(time), _) => time,
+            (None, Scaling::Strong) => self
                 .duration
                 .div_f64(self.threads.min(runner::num_cpus()) as f64),
-            Scaling::Weak => self
+            (None, Scaling::Weak) => self
                 .duration
                 .mul_f64((self.threads as f64 / runner::num_cpus() as f64).max(1.0)),
         };
@@ -752,6 +762,32 @@ mod tests {
         assert!(
             refused.to_string().starts_with("--precision/--isa"),
             "{refused}"
+        );
+    }
+
+    #[test]
+    fn the_estimate_of_fixed_work_follows_the_ops_at_the_peak() {
+        let ctx = Context::fixture();
+        let estimate = |argv: &[&str]| {
+            plan_for::<Cpu>(argv, &ctx).unwrap().cases[0]
+                .estimate(&ctx)
+                .as_secs_f64()
+        };
+        let base = ["cpu", "-p", "f64", "--isa", "avx512", "-t", "1"];
+        let small = estimate(&[&base[..], &["--ops", "1G"]].concat());
+        let large = estimate(&[&base[..], &["--ops", "1T"]].concat());
+        let peak = ctx
+            .peaks
+            .cpu
+            .row(Precision::F64, Isa::Avx512, true)
+            .and_then(|row| ctx.peaks.cpu.for_threads(row, 1, None))
+            .unwrap()
+            .value;
+        let reps = ctx.runner.repetitions as f64;
+        // 1T ops take 1000 times as long as 1G at the same peak (less the fixed warmup).
+        assert!(
+            ((large - small) - reps * 999e9 / (peak * 1e9)).abs() < 1e-6,
+            "{small} {large} {peak}"
         );
     }
 
