@@ -72,4 +72,7 @@ pub struct ServeArgs {
     /// Control port
     #[arg(long, short = 'p', default_value_t = DEFAULT_PORT, value_name = "PORT")]
     pub port: u16,
+    /// Print "port N" on stdout once listening, log nothing (the loopback child of `net`)
+    #[arg(long, hide = true)]
+    pub announce: bool,
 }

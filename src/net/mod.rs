@@ -15,6 +15,7 @@ mod plan;
 pub mod proto;
 pub mod reference;
 pub mod server;
+pub mod child;
 
 use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
 use std::process::ExitCode;
@@ -22,7 +23,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use anyhow::Result;
+use std::io::Write as _;
+
+use anyhow::{Context as _, Result};
 use clap::{ArgMatches, Args, FromArgMatches};
 
 use crate::error::usage;
@@ -132,6 +135,16 @@ fn serve_command(args: &ServeArgs) -> Result<ExitCode> {
         }
         flag.store(true, std::sync::atomic::Ordering::SeqCst);
     });
+    if args.announce {
+        // For the parent that started this server: its port, then nothing more on stdout.
+        let port = listener.local_addr().context("the bound port")?.port();
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "port {port}")
+            .and_then(|_| out.flush())
+            .context("announcing the port")?;
+        server::serve(listener, stop, false)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     server::serve(listener, stop, true)?;
     eprintln!("net serve: stopped");
     Ok(ExitCode::SUCCESS)
