@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""peakbench cpu against likwid-bench's peakflops kernels and hpcc's HPL, side by side.
+"""peakbench cpu against likwid-bench's peakflops kernels, OpenBLAS's DGEMM and hpcc's HPL.
 
 Alternates the tools round by round with the same threads (and the same n for the solve), then
 prints the median of each, the ratio of the medians, peakbench's CV, and its efficiency against
@@ -24,6 +24,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pair import ci_note, paired_text  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEAKBENCH = os.environ.get("PEAKBENCH", os.path.join(HERE, "..", "target", "release", "peakbench"))
@@ -121,8 +124,19 @@ def hpcc_linpack(n, threads):
 
 def summary(label, ours, theirs, unit, extra=""):
     mo, mt = statistics.median(ours), statistics.median(theirs)
+    paired = paired_text([o / t for o, t in zip(ours, theirs)])
     print(f"{label:<34} peakbench {mo:9.1f} {unit}  reference {mt:9.1f} {unit}  "
-          f"ratio {mo / mt:5.2f}{extra}")
+          f"ratio {mo / mt:5.2f}  paired {paired}{extra}")
+
+
+def peakbench_gemm(n, threads):
+    """One round: peakbench's DGEMM and, right after it in the same run, the reference
+    peakbench itself ran (OpenBLAS cblas_dgemm); the command comes from the JSON."""
+    doc = json.loads(run([PEAKBENCH, "cpu", "gemm", "-n", str(n), "-t", str(threads),
+                          "-r", "3", "--reference", "--json", "--no-history"]))
+    r = doc["results"][0]
+    ref = r.get("reference") or {}
+    return r["value"], ref.get("value"), ref.get("command", ""), r["params"]["other"].get("library")
 
 
 def main():
@@ -130,6 +144,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--n", type=int, default=10000, help="order of the Linpack/HPL solve")
+    ap.add_argument("--gemm-n", type=int, default=4000, help="order of the DGEMM comparison")
     ap.add_argument("--skip-linpack", action="store_true")
     args = ap.parse_args()
     if not os.path.exists(PEAKBENCH):
@@ -156,11 +171,25 @@ def main():
     else:
         print("likwid-bench not installed (apt-get install likwid): peakflops comparison skipped")
 
+    for threads in sorted({1, args.threads}):
+        ours, theirs, command, library = [], [], "", ""
+        for _ in range(args.rounds):
+            value, reference, command, library = peakbench_gemm(args.gemm_n, threads)
+            if reference:
+                ours.append(value)
+                theirs.append(reference)
+        if theirs:
+            summary(f"gemm n={args.gemm_n} {threads}T vs cblas_dgemm", ours, theirs, "GFLOP/s",
+                    f"  ({library}; reference: {command})")
+        else:
+            print(f"gemm: no reference value ({command or 'OpenBLAS not installed'})")
+    print(f"[paired]: {ci_note(args.rounds)}")
+
     if args.skip_linpack:
         return
     if shutil.which("hpcc") and shutil.which("mpirun"):
         ours, theirs = [], []
-        for _ in range(max(1, args.rounds // 2)):
+        for _ in range(args.rounds):
             ours.append(peakbench_linpack(args.n, args.threads))
             theirs.append(hpcc_linpack(args.n, args.threads))
         summary(f"linpack n={args.n} {args.threads}T vs hpcc HPL", ours, theirs, "GFLOP/s")

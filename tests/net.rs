@@ -677,3 +677,87 @@ fn the_open_file_limit_is_raised_and_a_test_beyond_it_refused() {
     let reply = RawClient::connect(server.port).hello(tcp_test(2, 100));
     assert_eq!(reply["type"], "accepted", "{reply}");
 }
+
+/// The children of process `pid`, from /proc (every thread's list).
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|s| {
+            s.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+#[test]
+fn the_loopback_server_is_a_child_process_unless_asked_for_a_thread() {
+    let doc = net(&["--mode", "latency", "--duration", "100ms"]);
+    let other = &doc["results"][0]["params"]["other"];
+    assert_eq!(other["loopback_server"], "process", "{other}");
+    let output = common::command(&["net", "--json", "--mode", "latency", "--duration", "100ms"])
+        .args(SHORT)
+        .env("PEAKBENCH_LOOPBACK_SERVER", "thread")
+        .output()
+        .unwrap();
+    assert_eq!(
+        json(&output)["results"][0]["params"]["other"]["loopback_server"],
+        "thread"
+    );
+    let bad = common::command(&["net", "--mode", "latency"])
+        .env("PEAKBENCH_LOOPBACK_SERVER", "fiber")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("PEAKBENCH_LOOPBACK_SERVER"), "{stderr}");
+}
+
+#[test]
+fn a_killed_peakbench_leaves_no_loopback_server_behind() {
+    let mut client = common::command(&[])
+        .args([
+            "net",
+            "--no-history",
+            "--mode",
+            "throughput",
+            "--duration",
+            "20s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let server = loop {
+        if let Some(&pid) = children(client.id()).first() {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "no loopback server started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    client.kill().unwrap(); // SIGKILL: peakbench cannot stop it, the kernel must
+    client.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(server) {
+        assert!(
+            Instant::now() < deadline,
+            "the loopback server {server} outlived its parent"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

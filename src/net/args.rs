@@ -95,4 +95,10 @@ pub struct ServeArgs {
     /// Fastest UDP rate per stream a client may ask for, in bit/s (e.g. 100M); unlimited without it
     #[arg(long, value_name = "BITS", value_parser = positive_count)]
     pub max_rate: Option<u64>,
+    /// Print "port N" on stdout once listening, log nothing (the loopback child of `net`)
+    #[arg(long, hide = true)]
+    pub announce: bool,
+    /// Read the key as one hex line on stdin (the loopback child of `net`)
+    #[arg(long, hide = true, requires = "announce", conflicts_with = "key")]
+    pub key_stdin: bool,
 }

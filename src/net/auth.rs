@@ -135,6 +135,18 @@ impl Key {
         Ok(Key(bytes))
     }
 
+    /// The key as hex, for handing it to a child server over a pipe (never on a command line).
+    pub fn to_hex(&self) -> String {
+        hex(&self.0)
+    }
+
+    /// A key handed over by [`Key::to_hex`].
+    pub fn from_hex(text: &str) -> Result<Key> {
+        let bytes = unhex(text.trim())
+            .ok_or_else(|| anyhow::anyhow!("the key handed to the server is not hex"))?;
+        Key::from_bytes(&bytes)
+    }
+
     /// The key of `--key FILE`, else of the file named by `$PEAKBENCH_KEY_FILE`, else none.
     pub fn resolve(flag: Option<&Path>) -> Result<Option<Key>> {
         if let Some(path) = flag {

@@ -40,6 +40,13 @@ impl Case for NetCase {
         params
             .other
             .insert("in_process_server".into(), self.target.in_process().into());
+        if self.target.in_process()
+            && let Ok(placement) = super::plan::Target::placement()
+        {
+            params
+                .other
+                .insert("loopback_server".into(), placement.name().into());
+        }
         if s.mode == Mode::Throughput {
             params
                 .other

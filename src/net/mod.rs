@@ -16,6 +16,7 @@ mod plan;
 pub mod proto;
 pub mod reference;
 pub mod server;
+pub mod child;
 
 use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
 use std::process::ExitCode;
@@ -23,7 +24,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use anyhow::Result;
+use std::io::Write as _;
+
+use anyhow::{Context as _, Result};
 use clap::{ArgMatches, Args, FromArgMatches};
 
 use crate::error::usage;
@@ -132,7 +135,15 @@ fn serve_command(args: &ServeArgs) -> Result<ExitCode> {
         )));
     }
     let policy = server::Policy {
-        key: auth::Key::resolve(args.key.as_deref())?,
+        key: if args.key_stdin {
+            let mut line = String::new();
+            std::io::stdin()
+                .read_line(&mut line)
+                .context("reading the key on stdin")?;
+            Some(auth::Key::from_hex(&line)?)
+        } else {
+            auth::Key::resolve(args.key.as_deref())?
+        },
         allow: args.allow.clone(),
         per_address: usize::try_from(args.max_per_address).unwrap_or(usize::MAX),
         max_test: args.max_duration,
@@ -140,7 +151,9 @@ fn serve_command(args: &ServeArgs) -> Result<ExitCode> {
         max_rate_bps: args.max_rate,
     };
     let files = server::raise_open_file_limit();
-    eprintln!("net serve: open-file limit {files}");
+    if !args.announce {
+        eprintln!("net serve: open-file limit {files}");
+    }
     let listener = TcpListener::bind((args.bind, args.port)).map_err(|e| {
         usage(format!(
             "--bind/--port: cannot listen on {}: {e}; choose another --port or address",
@@ -156,6 +169,16 @@ fn serve_command(args: &ServeArgs) -> Result<ExitCode> {
         }
         flag.store(true, std::sync::atomic::Ordering::SeqCst);
     });
+    if args.announce {
+        // For the parent that started this server: its port, then nothing more on stdout.
+        let port = listener.local_addr().context("the bound port")?.port();
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "port {port}")
+            .and_then(|_| out.flush())
+            .context("announcing the port")?;
+        server::serve(listener, stop, false, policy)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     server::serve(listener, stop, true, policy)?;
     eprintln!("net serve: stopped");
     Ok(ExitCode::SUCCESS)

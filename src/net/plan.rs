@@ -4,11 +4,12 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use super::auth::Key;
 use super::case::NetCase;
+use super::child::{ChildServer, Placement};
 use super::server::{self, LocalServer};
 use super::{Mode, Proto, data, proto};
 use crate::error::usage;
@@ -53,12 +54,28 @@ impl NetOptions {
     }
 }
 
-/// Where the tests go: a remote server, or the in-process one on loopback, started when the
-/// first case needs it and stopped when the last case that shares it is dropped.
+/// The loopback server: a child process (the default) or a thread of this process.
+enum Loopback {
+    Thread(LocalServer),
+    Process(ChildServer),
+}
+
+impl Loopback {
+    fn addr(&self) -> SocketAddr {
+        match self {
+            Loopback::Thread(s) => s.addr,
+            Loopback::Process(s) => s.addr,
+        }
+    }
+}
+
+/// Where the tests go: a remote server, or the loopback one (a child process, see
+/// [`super::child`]), started when the first case needs it and stopped when the last case that
+/// shares it is dropped.
 pub struct Target {
     remote: Option<SocketAddr>,
-    local: Mutex<Option<LocalServer>>,
-    /// The remote server's key, or a random one shared with the in-process server, so no
+    local: Mutex<Option<Loopback>>,
+    /// The remote server's key, or a random one shared with the loopback server, so no
     /// other local user can run tests on it.
     key: Option<Key>,
 }
@@ -87,9 +104,24 @@ impl Target {
         }
         let mut local = self.local.lock().unwrap_or_else(|p| p.into_inner());
         if local.is_none() {
-            *local = Some(LocalServer::start(self.key.clone())?);
+            *local = Some(match Self::placement()? {
+                Placement::Thread => Loopback::Thread(LocalServer::start(self.key.clone())?),
+                Placement::Process => {
+                    let program = std::env::current_exe().context("peakbench's own path")?;
+                    Loopback::Process(ChildServer::start(&program, self.key.as_ref())?)
+                }
+            });
         }
-        Ok(local.as_ref().expect("started above").addr)
+        Ok(local.as_ref().expect("started above").addr())
+    }
+
+    /// Where the loopback server runs: `PEAKBENCH_LOOPBACK_SERVER`, a child process by
+    /// default; a thread in unit tests, whose executable is not peakbench.
+    pub fn placement() -> Result<Placement> {
+        if cfg!(test) {
+            return Ok(Placement::Thread);
+        }
+        Placement::from_env()
     }
 
     pub fn loopback(&self) -> bool {
