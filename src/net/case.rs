@@ -77,7 +77,11 @@ impl Case for NetCase {
     fn estimate(&self, ctx: &Context) -> Duration {
         let per = match self.spec.mode {
             Mode::Throughput => Duration::from_millis(self.spec.omit_ms + self.spec.duration_ms),
-            Mode::Latency => ctx.runner.warmup + Duration::from_millis(self.spec.duration_ms),
+            // With a count, a guess for the plan only: 100 µs per round trip.
+            Mode::Latency => match self.count {
+                Some(n) => ctx.runner.warmup + Duration::from_micros(100) * n as u32,
+                None => ctx.runner.warmup + Duration::from_millis(self.spec.duration_ms),
+            },
         };
         let warmup = if ctx.runner.warmup.is_zero() {
             Duration::ZERO
@@ -257,10 +261,21 @@ impl NetCase {
                 ""
             }
         );
+        let counting = format!(
+            "{counting}; ping-pong throughput = 2 × {} B × round trips ÷ each stream's timed \
+             wall time, summed over streams (2 × message ÷ mean RTT for one stream); 1 Mb = \
+             10^6 bits",
+            self.spec.msg_bytes
+        );
+        let pingpong_mbps: Vec<f64> = rate
+            .iter()
+            .map(|trips| 2.0 * self.spec.msg_bytes as f64 * 8.0 * trips / 1e6)
+            .collect();
         let mut result = self
             .measured(ctx, "rtt", "µs", counting, p50)?
             .latency([&merged])
-            .extra("round trips", "1/s", &rate);
+            .extra("round trips", "1/s", &rate)
+            .extra("ping-pong throughput", "Mb/s", &pingpong_mbps);
         if self.spec.proto == Proto::Udp {
             result = result.extra("requests lost", "packets", &lost);
         }

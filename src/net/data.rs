@@ -472,6 +472,11 @@ pub fn ping_pong(
     let mut warm = warmup.is_zero();
     let mut timed_start = Instant::now();
     let mut seq = 0u64;
+    // A counted test lasts as long as its round trips take, at most the server's longest test.
+    let limit = match count {
+        Some(_) => warm_end + super::server::MAX_TEST,
+        None => deadline + Duration::from_secs(60),
+    };
     loop {
         if !warm && Instant::now() >= warm_end {
             warm = true;
@@ -483,7 +488,7 @@ pub fn ping_pong(
         {
             break;
         }
-        if crate::interrupt::requested() || Instant::now() >= deadline + Duration::from_secs(60) {
+        if crate::interrupt::requested() || Instant::now() >= limit {
             break;
         }
         seq += 1;

@@ -198,6 +198,7 @@ mod tests {
             duration_ms: 200,
             reverse: false,
             rate_bps: None,
+            count: None,
         };
         let Outcome::Throughput { window, sent, .. } =
             client::run_test(server.addr, &spec, Duration::ZERO, None, false).unwrap()
