@@ -129,6 +129,11 @@ impl Case for NetCase {
 }
 
 impl NetCase {
+    /// Whether UDP datagrams carry the sequence header (messages of at least its size).
+    fn sequenced(&self) -> bool {
+        self.spec.msg_bytes >= super::data::UDP_HEADER as u64
+    }
+
     fn measured(
         &self,
         ctx: &Context,
@@ -188,6 +193,17 @@ impl NetCase {
                 self.spec.omit_ms,
                 self.spec.msg_bytes
             ),
+            Proto::Udp if !self.sequenced() => format!(
+                "UDP payload bytes (whole {}-byte datagrams, below the {}-byte sequence header, so sent without one) received by the {} in the window after {} ms, on its clock; lost = sent − received counts over the whole test only; reordering, duplicates and jitter unknown; 1 Mb = 10^6 bits",
+                self.spec.msg_bytes,
+                super::data::UDP_HEADER,
+                if self.spec.reverse {
+                    "client"
+                } else {
+                    "server"
+                },
+                self.spec.omit_ms
+            ),
             Proto::Udp => format!(
                 "UDP payload bytes (whole {}-byte datagrams, the 20-byte sequence header included) received by the {} in the window after {} ms, on its clock; lost = sent − received over the whole test; 1 Mb = 10^6 bits",
                 self.spec.msg_bytes,
@@ -208,6 +224,11 @@ impl NetCase {
             for (i, values) in per_stream.iter().enumerate() {
                 result = result.extra(format!("stream {i} throughput"), "Mb/s", values);
             }
+        }
+        if !self.sequenced() {
+            // Without sequence numbers there is nothing to tell order or timing by.
+            reordered.clear();
+            jitter.clear();
         }
         for (metric, unit, values) in [
             ("packets sent", "packets", &sent),
