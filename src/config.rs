@@ -335,4 +335,21 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn the_standard_and_full_presets_time_round_trips_at_one_to_eight_streams() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["standard", "full"] {
+            let specs = preset_specs(name, "net", dir.path());
+            for proto in ["tcp", "udp"] {
+                for streams in [1, 2, 4, 8] {
+                    assert!(
+                        specs.iter().any(|s| s.op == format!("{proto}-latency")
+                            && s.params.streams == Some(streams)),
+                        "{name}: no {proto} RTT at {streams} streams"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -190,9 +190,31 @@ fn reverse_mode_and_parallel_streams_count_per_stream() {
 
 #[test]
 fn count_gives_that_many_round_trips() {
-    let doc = net(&["--mode", "latency", "--count", "500", "--streams", "2"]);
+    // The count, not the (much shorter) duration, ends the test: the server is told the count.
+    let doc = net(&[
+        "--mode",
+        "latency",
+        "--count",
+        "500",
+        "--streams",
+        "2",
+        "--msg",
+        "64",
+        "--duration",
+        "1ms",
+    ]);
     let r = &doc["results"][0];
     assert_eq!(r["latency_ns"]["count"], 1000);
+    assert_eq!(r["params"]["other"]["round_trips"], 500);
+    // Ping-pong throughput as users compute it: 2 × message bytes per round trip.
+    let trips = extra(r, "round trips")["value"].as_f64().unwrap();
+    let mbps = extra(r, "ping-pong throughput")["value"].as_f64().unwrap();
+    assert!(trips > 0.0);
+    assert!(
+        (mbps - 2.0 * 64.0 * 8.0 * trips / 1e6).abs() <= 1e-9 * mbps.max(1.0),
+        "{r}"
+    );
+    assert!(r["counting"].as_str().unwrap().contains("2 × 64 B"), "{r}");
 }
 
 #[test]

@@ -84,7 +84,11 @@ impl Case for NetCase {
     fn estimate(&self, ctx: &Context) -> Duration {
         let per = match self.spec.mode {
             Mode::Throughput => Duration::from_millis(self.spec.omit_ms + self.spec.duration_ms),
-            Mode::Latency => ctx.runner.warmup + Duration::from_millis(self.spec.duration_ms),
+            // With a count, a guess for the plan only: 100 µs per round trip.
+            Mode::Latency => match self.count {
+                Some(n) => ctx.runner.warmup + Duration::from_micros(100) * n as u32,
+                None => ctx.runner.warmup + Duration::from_millis(self.spec.duration_ms),
+            },
         };
         let warmup = if ctx.runner.warmup.is_zero() {
             Duration::ZERO
@@ -139,6 +143,11 @@ impl Case for NetCase {
 }
 
 impl NetCase {
+    /// Whether UDP datagrams carry the sequence header (messages of at least its size).
+    fn sequenced(&self) -> bool {
+        self.spec.msg_bytes >= super::data::UDP_HEADER as u64
+    }
+
     fn measured(
         &self,
         ctx: &Context,
@@ -198,6 +207,17 @@ impl NetCase {
                 self.spec.omit_ms,
                 self.spec.msg_bytes
             ),
+            Proto::Udp if !self.sequenced() => format!(
+                "UDP payload bytes (whole {}-byte datagrams, below the {}-byte sequence header, so sent without one) received by the {} in the window after {} ms, on its clock; lost = sent − received counts over the whole test only; reordering, duplicates and jitter unknown; 1 Mb = 10^6 bits",
+                self.spec.msg_bytes,
+                super::data::UDP_HEADER,
+                if self.spec.reverse {
+                    "client"
+                } else {
+                    "server"
+                },
+                self.spec.omit_ms
+            ),
             Proto::Udp => format!(
                 "UDP payload bytes (whole {}-byte datagrams, the 20-byte sequence header included) received by the {} in the window after {} ms, on its clock; lost = sent − received over the whole test; 1 Mb = 10^6 bits",
                 self.spec.msg_bytes,
@@ -218,6 +238,11 @@ impl NetCase {
             for (i, values) in per_stream.iter().enumerate() {
                 result = result.extra(format!("stream {i} throughput"), "Mb/s", values);
             }
+        }
+        if !self.sequenced() {
+            // Without sequence numbers there is nothing to tell order or timing by.
+            reordered.clear();
+            jitter.clear();
         }
         for (metric, unit, values) in [
             ("packets sent", "packets", &sent),
@@ -271,10 +296,21 @@ impl NetCase {
                 ""
             }
         );
+        let counting = format!(
+            "{counting}; ping-pong throughput = 2 × {} B × round trips ÷ each stream's timed \
+             wall time, summed over streams (2 × message ÷ mean RTT for one stream); 1 Mb = \
+             10^6 bits",
+            self.spec.msg_bytes
+        );
+        let pingpong_mbps: Vec<f64> = rate
+            .iter()
+            .map(|trips| 2.0 * self.spec.msg_bytes as f64 * 8.0 * trips / 1e6)
+            .collect();
         let mut result = self
             .measured(ctx, "rtt", "µs", counting, p50)?
             .latency([&merged])
-            .extra("round trips", "1/s", &rate);
+            .extra("round trips", "1/s", &rate)
+            .extra("ping-pong throughput", "Mb/s", &pingpong_mbps);
         if self.spec.proto == Proto::Udp {
             result = result.extra("requests lost", "packets", &lost);
         }

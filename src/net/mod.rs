@@ -247,6 +247,7 @@ mod tests {
             duration_ms: 50,
             reverse: false,
             rate_bps: None,
+            count: None,
         };
         let run = |k: Option<&auth::Key>| {
             client::run_test(server.addr, &spec, k, Duration::ZERO, Some(10), false)
@@ -277,6 +278,7 @@ mod tests {
             duration_ms: 200,
             reverse: false,
             rate_bps: None,
+            count: None,
         };
         let Outcome::Throughput { window, sent, .. } =
             client::run_test(server.addr, &spec, Some(&key), Duration::ZERO, None, false).unwrap()

@@ -200,6 +200,7 @@ pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
                         duration_ms: opts.duration.as_millis().max(1) as u64,
                         reverse: opts.reverse && mode == Mode::Throughput,
                         rate_bps: opts.rate_bps.filter(|_| proto == Proto::Udp),
+                        count: opts.count.filter(|_| mode == Mode::Latency),
                     };
                     cases.push(Box::new(NetCase {
                         spec,

@@ -57,6 +57,12 @@ pub struct TestSpec {
     pub reverse: bool,
     /// UDP sending rate per stream in bits per second; `None` is as fast as possible.
     pub rate_bps: Option<u64>,
+    /// Latency: round trips per stream after the warm-up; the test then lasts as long as they
+    /// take (at most the server's longest test) instead of `duration_ms`. Left out of the
+    /// message when `None`, so an older client's hello (which has no such field) is still
+    /// accepted; an older server refuses a hello that has it, naming the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
 }
 
 /// Counts of one UDP stream, kept by its receiver over the whole test.

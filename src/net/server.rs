@@ -333,7 +333,21 @@ fn invalid(spec: &TestSpec, policy: &Policy) -> Option<String> {
     {
         return Some(format!("rate: {e}"));
     }
+    if spec.count == Some(0) {
+        return Some("a count of 0 round trips measures nothing".into());
+    }
     None
+}
+
+/// How long the server serves a test once it is ready: its length plus a margin, or for a
+/// latency test with a round-trip count the longest test the operator allows (the client ends
+/// it when its count is done, by closing the control connection).
+fn serving_time(spec: &TestSpec, max_test: Duration) -> Duration {
+    let length = match (spec.mode, spec.count) {
+        (Mode::Latency, Some(_)) => max_test,
+        _ => Duration::from_millis(spec.omit_ms + spec.duration_ms),
+    };
+    length + Duration::from_secs(10)
 }
 
 fn handle(
@@ -411,8 +425,7 @@ fn handle(
     })?;
     let sockets = collect_data(pending, &spec, token, peer.ip())?;
     control.send(&Msg::Ready)?;
-    let length = Duration::from_millis(spec.omit_ms + spec.duration_ms);
-    let deadline = Instant::now() + length + Duration::from_secs(10);
+    let deadline = Instant::now() + serving_time(&spec, policy.max_test);
     let msg = spec.msg_bytes as usize;
     match (spec.mode, spec.reverse) {
         (Mode::Throughput, false) => {
@@ -661,6 +674,39 @@ impl Drop for LocalServer {
 mod tests {
     use super::super::proto::MAX_LINE;
     use super::*;
+
+    #[test]
+    fn a_counted_ping_pong_is_served_until_the_client_is_done_not_until_its_duration() {
+        let mut spec = TestSpec {
+            proto: Proto::Tcp,
+            mode: Mode::Latency,
+            msg_bytes: 1,
+            streams: 1,
+            omit_ms: 0,
+            duration_ms: 2000,
+            reverse: false,
+            rate_bps: None,
+            count: None,
+        };
+        assert_eq!(serving_time(&spec, MAX_TEST), Duration::from_secs(12));
+        spec.count = Some(1_000_000);
+        assert_eq!(
+            serving_time(&spec, MAX_TEST),
+            MAX_TEST + Duration::from_secs(10)
+        );
+        spec.count = Some(0);
+        assert!(
+            invalid(&spec, &Policy::default())
+                .unwrap()
+                .contains("count")
+        );
+        // An older client's hello has no count and is still understood.
+        let old = r#"{"type":"hello","peakbench":1,"test":{"proto":"tcp","mode":"latency","msg_bytes":1,"streams":1,"omit_ms":0,"duration_ms":5,"reverse":false,"rate_bps":null}}"#;
+        let Msg::Hello { test, .. } = serde_json::from_str(old).unwrap() else {
+            panic!("not a hello");
+        };
+        assert_eq!(test.count, None);
+    }
 
     #[test]
     fn garbage_and_overlong_lines_are_refused_and_the_server_goes_on() {
