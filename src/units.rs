@@ -78,8 +78,24 @@ pub fn parse_size(text: &str) -> Result<u64, UnitError> {
     Ok(bytes)
 }
 
-/// Parses a duration such as `10s`, `500ms`, `2m`, `1.5s` or a bare number of seconds.
+/// Longest duration any flag takes: a day. Longer is a typo (and `1e20` s overflowed a
+/// `Duration` and panicked).
+pub const MAX_DURATION: Duration = Duration::from_secs(86_400);
+
+/// Parses a duration such as `10s`, `500ms`, `2m`, `1.5s` or a bare number of seconds, at most
+/// [`MAX_DURATION`].
 pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
+    let parsed = parse_any_duration(text)?;
+    if parsed > MAX_DURATION {
+        return Err(UnitError(format!(
+            "'{}' is longer than a day, the longest duration peakbench takes: give e.g. 10s or 5m",
+            text.trim()
+        )));
+    }
+    Ok(parsed)
+}
+
+fn parse_any_duration(text: &str) -> Result<Duration, UnitError> {
     let text = text.trim();
     // A bare number is seconds; so is a decimal number of seconds ("1.5s"), which humantime
     // does not read.
@@ -88,7 +104,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
         .ok()
         .or_else(|| text.strip_suffix('s')?.parse::<f64>().ok());
     if let Some(seconds) = seconds.filter(|s| s.is_finite() && *s >= 0.0) {
-        return Ok(Duration::from_secs_f64(seconds));
+        return Duration::try_from_secs_f64(seconds).map_err(|_| {
+            UnitError(format!(
+                "'{text}' is longer than a day, the longest duration peakbench takes: give e.g. 10s or 5m"
+            ))
+        });
     }
     humantime::parse_duration(text).map_err(|_| {
         UnitError(format!(

@@ -65,6 +65,10 @@ fn bad_input_exits_2_with_one_line_naming_the_flag() {
         (&["cpu", "--threads", "1,,2"], "--threads"),
         (&["cpu", "--duration", "0"], "--duration"),
         (&["cpu", "--duration", "ten"], "--duration"),
+        // Issue 18, item 9: 1e20 s overflowed a Duration and panicked (exit 101).
+        (&["cpu", "--duration", "1e20"], "--duration"),
+        (&["cpu", "--duration", "3000years"], "--duration"),
+        (&["cpu", "--warmup", "1e300"], "--warmup"),
         (&["cpu", "--precision", "f128"], "--precision"),
         (&["cpu", "--isa", "neon2"], "--isa"),
         (&["cpu", "--repetitions", "0"], "--repetitions"),

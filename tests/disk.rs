@@ -696,3 +696,33 @@ fn a_count_based_run_does_exactly_its_ios_at_every_thread_count() {
     assert_eq!(both.status.code(), Some(2));
     assert!(leftovers(dir.path()).is_empty());
 }
+
+/// Issue 18, item 6: a fill cut short by Ctrl-C was kept with --keep and labelled complete, and
+/// every later --keep run failed on it. It is removed now, --keep or not.
+#[test]
+fn an_unfinished_fill_is_removed_even_with_keep() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = command(&["disk", "--dir", dir.path().to_str().unwrap()])
+        .args(["--size", "2GiB", "-d", "100ms", "--keep", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while leftovers(dir.path()).is_empty() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: sending SIGINT to our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("fill did not finish"), "{stderr}");
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "{:?}",
+        leftovers(dir.path())
+    );
+}

@@ -363,6 +363,12 @@ fn bad_input_is_exit_2_naming_the_flag() {
         (vec!["net", "--server", "no.such.host.invalid"], "--server"),
         // Issue 18, item 4: 1 bit/s put the sender to sleep for hours per datagram.
         (vec!["net", "--proto", "udp", "--rate", "1"], "--rate"),
+        // Issue 18, item 9: refused at the flag, not at run time after earlier cases ran.
+        (vec!["net", "--duration", "601s"], "--duration"),
+        (
+            vec!["net", "--omit", "5s", "--duration", "598s"],
+            "--duration",
+        ),
     ] {
         let out = peakbench(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -29,7 +29,8 @@ pub fn io_error(e: std::io::Error, what: &str, offset: u64) -> anyhow::Error {
     if e.raw_os_error() == Some(libc::ENOSPC) {
         anyhow!(
             "the disk is full (ENOSPC) {what} at offset {offset}: the run stops and the test \
-             file is removed; free some space or give a smaller --size"
+             file is removed (with --keep, kept only if its fill had finished); free some space \
+             or give a smaller --size"
         )
     } else {
         anyhow!("{what} at offset {offset}: {e}")

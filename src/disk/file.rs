@@ -74,6 +74,8 @@ pub struct TestFile {
     foreign_writes: AtomicBool,
     remove_on_drop: bool,
     keep: bool,
+    /// The data region holds the whole fill: only then may `--keep` keep the file.
+    filled: AtomicBool,
 }
 
 impl TestFile {
@@ -114,7 +116,16 @@ impl Drop for TestFile {
         if self.is_device {
             return;
         }
-        if self.keep {
+        let filled = self.filled.load(Ordering::SeqCst);
+        if self.keep && !filled {
+            // A fill cut short (Ctrl-C, ENOSPC, EIO) is not a test file to reuse.
+            let _ = std::fs::remove_file(&self.path);
+            interrupt::unregister_temporary(&self.path);
+            eprintln!(
+                "removed the test file {}: its fill did not finish, so --keep does not keep it",
+                self.path.display()
+            );
+        } else if self.keep {
             // Record whether the content can still be checked, for the run that reuses it.
             let _ = write_header(
                 &self.path,
@@ -553,6 +564,7 @@ pub fn open(spec: &TargetSpec) -> Result<TestFile> {
                 foreign_writes: AtomicBool::new(false),
                 remove_on_drop: false,
                 keep: false,
+                filled: AtomicBool::new(false),
             };
             fill(&file, spec.direct_fill)?;
             Ok(file)
@@ -593,6 +605,7 @@ fn reuse(path: &Path, spec: &TargetSpec) -> Result<TestFile> {
         foreign_writes: AtomicBool::new(!header.verifiable),
         remove_on_drop: true,
         keep: spec.keep,
+        filled: AtomicBool::new(true),
     })
 }
 
@@ -615,6 +628,7 @@ fn create(path: PathBuf, spec: &TargetSpec) -> Result<TestFile> {
         foreign_writes: AtomicBool::new(false),
         remove_on_drop: true,
         keep: spec.keep,
+        filled: AtomicBool::new(false),
     };
     let (tag, data_offset, data_bytes) = (file.tag, file.data_offset, file.data_bytes);
     let header = |filled| Header {
@@ -627,6 +641,7 @@ fn create(path: PathBuf, spec: &TargetSpec) -> Result<TestFile> {
     write_header(&file.path, &header(false))?;
     fill(&file, spec.direct_fill)?;
     write_header(&file.path, &header(true))?;
+    file.filled.store(true, Ordering::SeqCst);
     Ok(file)
 }
 

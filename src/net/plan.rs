@@ -162,6 +162,14 @@ pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
             "--count: counts round trips of latency tests; throughput runs by --duration",
         ));
     }
+    if (opts.modes.contains(&Mode::Throughput) && opts.omit + opts.duration > server::MAX_TEST)
+        || opts.duration > server::MAX_TEST
+    {
+        return Err(usage(format!(
+            "--duration: a test lasts at most {} s with --omit (the server's limit): give a shorter --duration",
+            server::MAX_TEST.as_secs()
+        )));
+    }
     let mut cases: Vec<Box<dyn Case>> = Vec::new();
     for &mode in &opts.modes {
         for &proto in &opts.protos {
