@@ -51,8 +51,14 @@ fn in_ns(ns: &str, args: &[&str]) -> Result<(), String> {
     }
 }
 
+/// One lab at a time: the shaped and delayed links measure rates and delays to 1 % and 5 %,
+/// which a second lab's bridge and streams on the same 2 cores would disturb.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Namespaces and processes of one test, removed when dropped.
 struct Lab {
+    // Released after `drop` has removed the namespaces (fields drop after the body).
+    _turn: std::sync::MutexGuard<'static, ()>,
     tag: String,
     namespaces: Vec<String>,
     children: Vec<Child>,
@@ -68,6 +74,7 @@ impl Lab {
             return Err("not root: network namespaces need CAP_SYS_ADMIN".into());
         }
         let mut lab = Lab {
+            _turn: ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner()),
             tag: tag.to_string(),
             namespaces: Vec::new(),
             children: Vec::new(),
