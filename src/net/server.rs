@@ -331,8 +331,14 @@ pub struct LocalServer {
 
 impl LocalServer {
     pub fn start() -> Result<LocalServer> {
-        let listener =
-            TcpListener::bind("127.0.0.1:0").context("opening a loopback port for the server")?;
+        Self::start_on(IpAddr::from([127, 0, 0, 1]))
+    }
+
+    /// A server on a free port of `ip` (the unspecified address for every interface), in this
+    /// process, until dropped.
+    pub fn start_on(ip: IpAddr) -> Result<LocalServer> {
+        let listener = TcpListener::bind((ip, 0))
+            .with_context(|| format!("opening a port on {ip} for the server"))?;
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
