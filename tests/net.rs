@@ -329,6 +329,8 @@ fn bad_input_is_exit_2_naming_the_flag() {
             "--count",
         ),
         (vec!["net", "--server", "no.such.host.invalid"], "--server"),
+        // Issue 18, item 4: 1 bit/s put the sender to sleep for hours per datagram.
+        (vec!["net", "--proto", "udp", "--rate", "1"], "--rate"),
     ] {
         let out = peakbench(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -352,4 +354,113 @@ fn reference_tools_run_beside_when_installed() {
         assert!(reference["value"].as_f64().unwrap() > 0.0, "{reference}");
         assert!(reference["ratio"].as_f64().unwrap() > 0.0);
     }
+}
+
+/// A control connection spoken by hand, as a hostile client would.
+struct RawClient {
+    writer: TcpStream,
+    reader: std::io::BufReader<TcpStream>,
+}
+
+impl RawClient {
+    fn connect(port: u16) -> RawClient {
+        let writer = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        writer
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let reader = std::io::BufReader::new(writer.try_clone().unwrap());
+        RawClient { writer, reader }
+    }
+
+    fn send(&mut self, line: &str) {
+        self.writer.write_all(line.as_bytes()).unwrap();
+        self.writer.write_all(b"\n").unwrap();
+    }
+
+    /// The next message other than the server's challenge.
+    fn recv(&mut self) -> serde_json::Value {
+        use std::io::BufRead;
+        loop {
+            let mut line = String::new();
+            self.reader.read_line(&mut line).unwrap();
+            assert!(!line.is_empty(), "the server closed the control connection");
+            let msg: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if msg["type"] != "challenge" {
+                return msg;
+            }
+        }
+    }
+
+    fn hello(&mut self, test: serde_json::Value) -> serde_json::Value {
+        let hello = serde_json::json!({"type": "hello", "peakbench": 1, "test": test});
+        self.send(&hello.to_string());
+        self.recv()
+    }
+}
+
+fn udp_test(rate_bps: Option<u64>, duration_ms: u64) -> serde_json::Value {
+    serde_json::json!({"proto": "udp", "mode": "throughput", "msg_bytes": 100, "streams": 1,
+        "omit_ms": 0, "duration_ms": duration_ms, "reverse": false, "rate_bps": rate_bps})
+}
+
+#[test]
+fn a_rate_below_one_datagram_per_100_ms_is_refused_by_the_server() {
+    let server = Server::start();
+    let reply = RawClient::connect(server.port).hello(udp_test(Some(1), 500));
+    assert_eq!(reply["type"], "refused", "{reply}");
+    assert!(
+        reply["error"].as_str().unwrap().contains("100 ms"),
+        "{reply}"
+    );
+    // 100-byte datagrams at 8000 bit/s: exactly one per 100 ms is still accepted.
+    let reply = RawClient::connect(server.port).hello(udp_test(Some(8000), 500));
+    assert_eq!(reply["type"], "accepted", "{reply}");
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Issue 18, item 3: the duplicate bitmap grew to the sequence number a datagram claimed, so
+/// one datagram with sequence 2^32 − 1 made the server allocate 512 MiB.
+#[test]
+fn a_crafted_sequence_number_leaves_the_server_memory_alone() {
+    let server = Server::start();
+    let mut client = RawClient::connect(server.port);
+    let accepted = client.hello(udp_test(None, 1500));
+    assert_eq!(accepted["type"], "accepted", "{accepted}");
+    let port = accepted["ports"][0].as_u64().unwrap() as u16;
+    let token = accepted["token"].as_u64().unwrap();
+    let data = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    data.connect(("127.0.0.1", port)).unwrap();
+    data.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    data.send(&token.to_le_bytes()).unwrap();
+    let mut ack = [0u8; 8];
+    data.recv(&mut ack).unwrap();
+    assert_eq!(client.recv()["type"], "ready");
+    std::thread::sleep(Duration::from_millis(100));
+    let before = rss_kib(server.child.id());
+    for seq in [(1u64 << 32) - 1, u64::MAX, 5] {
+        let mut datagram = vec![0u8; 100];
+        datagram[0..4].copy_from_slice(&(token as u32).to_le_bytes());
+        datagram[4..12].copy_from_slice(&seq.to_le_bytes());
+        data.send(&datagram).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let after = rss_kib(server.child.id());
+    assert!(
+        after < before + 8 * 1024,
+        "the server grew from {before} KiB to {after} KiB"
+    );
+    let window = client.recv();
+    assert_eq!(window["type"], "window", "{window}");
+    client.send(r#"{"type":"sent","per_stream":[3]}"#);
+    let last = client.recv();
+    assert_eq!(last["type"], "final", "{last}");
+    assert_eq!(last["udp"][0]["received"], 3, "{last}");
 }

@@ -9,7 +9,9 @@
 //! A UDP datagram carries a 20-byte header inside its payload: the low 32 bits of the test's
 //! token, a sequence number and the sender's clock in nanoseconds. The receiver counts every
 //! datagram with the right token: received, reordered (a sequence number below the highest one
-//! seen), duplicates, and the interarrival jitter of RFC 3550 §6.4.1
+//! seen), duplicates (among the last 65 536 sequence numbers: a fixed window behind the highest
+//! one, so no datagram sizes the receiver's memory; an older one counts as reordered), and the
+//! interarrival jitter of RFC 3550 §6.4.1
 //! (J += (|D| − J) / 16 with D the change in transit time between consecutive arrivals).
 //! Only differences of the sender's clock are used, so the two clocks need not agree.
 
@@ -200,7 +202,12 @@ fn send_udp(
             let due = start + Duration::from_secs_f64((seq * msg as u64 * 8) as f64 / rate as f64);
             let now = Instant::now();
             if due > now {
-                std::thread::sleep(due - now);
+                // In slices, so that stop and the deadline are seen within one POLL.
+                if now >= deadline {
+                    break;
+                }
+                std::thread::sleep((due - now).min(POLL));
+                continue;
             }
         }
         buf[4..12].copy_from_slice(&seq.to_le_bytes());
@@ -385,7 +392,7 @@ fn receive_udp(
                 idle_since = Instant::now();
                 let seq = u64::from_le_bytes(buf[4..12].try_into().expect("8 bytes"));
                 let sent_ns = u64::from_le_bytes(buf[12..20].try_into().expect("8 bytes"));
-                if !seen.insert(seq) {
+                if seen.insert(seq) == Seen::Duplicate {
                     counts.duplicates += 1;
                     continue;
                 }
@@ -421,25 +428,73 @@ fn receive_udp(
     Ok(counts)
 }
 
-/// Which sequence numbers arrived, as a bitmap that grows with the highest one.
-#[derive(Default)]
+/// Sequence numbers tracked behind the highest one seen, for duplicates: 2^16 (an 8 KiB
+/// bitmap), whatever the sender claims. At 10 Gb/s of 1470-byte datagrams that is 77 ms of
+/// reordering.
+const SEEN_WINDOW: u64 = 1 << 16;
+
+/// Which of the last [`SEEN_WINDOW`] sequence numbers arrived: a fixed ring of bits that slides
+/// with the highest number seen. Its size never depends on what a datagram says (a crafted
+/// sequence number of 2^32 − 1 made the old bitmap grow to 512 MiB).
 struct SeenSet {
     words: Vec<u64>,
+    highest: Option<u64>,
+}
+
+/// What [`SeenSet::insert`] found.
+#[derive(Debug, PartialEq)]
+enum Seen {
+    New,
+    Duplicate,
+    /// Older than the window: it cannot be checked for a duplicate; counted as reordered.
+    Late,
+}
+
+impl Default for SeenSet {
+    fn default() -> SeenSet {
+        SeenSet {
+            words: vec![0; (SEEN_WINDOW / 64) as usize],
+            highest: None,
+        }
+    }
 }
 
 impl SeenSet {
-    /// Marks `seq`; false when it was already marked. Numbers beyond 2^32 are not tracked.
-    fn insert(&mut self, seq: u64) -> bool {
-        if seq >= 1 << 32 {
-            return true;
+    fn bit(seq: u64) -> (usize, u64) {
+        let slot = seq % SEEN_WINDOW;
+        ((slot / 64) as usize, 1 << (slot % 64))
+    }
+
+    fn insert(&mut self, seq: u64) -> Seen {
+        match self.highest {
+            Some(h) if seq <= h => {
+                if h - seq >= SEEN_WINDOW {
+                    return Seen::Late;
+                }
+            }
+            _ => {
+                // Slide: forget the slots that now stand for the numbers after the old highest.
+                let from = self.highest.map_or(0, |h| h + 1);
+                if seq - from >= SEEN_WINDOW {
+                    self.words.fill(0);
+                } else {
+                    for n in from..seq {
+                        let (word, bit) = Self::bit(n);
+                        self.words[word] &= !bit;
+                    }
+                }
+                self.highest = Some(seq);
+                let (word, bit) = Self::bit(seq);
+                self.words[word] |= bit;
+                return Seen::New;
+            }
         }
-        let (word, bit) = ((seq / 64) as usize, seq % 64);
-        if word >= self.words.len() {
-            self.words.resize((word + 1).next_power_of_two(), 0);
+        let (word, bit) = Self::bit(seq);
+        if self.words[word] & bit != 0 {
+            return Seen::Duplicate;
         }
-        let was = self.words[word] & (1 << bit) != 0;
-        self.words[word] |= 1 << bit;
-        !was
+        self.words[word] |= bit;
+        Seen::New
     }
 }
 
@@ -611,6 +666,22 @@ fn echo_udp(sock: &UdpSocket, stop: &AtomicBool, deadline: Instant) -> Result<()
     }
 }
 
+/// Slowest pacing accepted: one datagram per this long. A slower rate would have the sender
+/// wait between datagrams longer than a test can usefully last (1 bit/s of 1470-byte datagrams
+/// is one every 3 hours).
+pub const SLOWEST_DATAGRAM: Duration = Duration::from_millis(100);
+
+/// Whether `rate_bps` sends at least one `msg`-byte datagram per [`SLOWEST_DATAGRAM`].
+pub fn check_rate(msg: u64, rate_bps: u64) -> Result<(), String> {
+    let least = msg.saturating_mul(8).saturating_mul(10);
+    if rate_bps < least {
+        return Err(format!(
+            "{rate_bps} bit/s sends less than one {msg}-byte datagram per 100 ms: give at least {least} bit/s"
+        ));
+    }
+    Ok(())
+}
+
 /// Checks that `msg` fits the protocol and mode, in the words of the flag.
 pub fn check_msg(proto: super::proto::Proto, throughput: bool, msg: u64) -> Result<()> {
     use super::proto::Proto;
@@ -638,11 +709,79 @@ mod tests {
     #[test]
     fn seen_set_finds_duplicates() {
         let mut s = SeenSet::default();
-        assert!(s.insert(5));
-        assert!(s.insert(1000));
-        assert!(!s.insert(5));
-        assert!(s.insert(4));
-        assert!(!s.insert(1000));
+        assert_eq!(s.insert(5), Seen::New);
+        assert_eq!(s.insert(1000), Seen::New);
+        assert_eq!(s.insert(5), Seen::Duplicate);
+        assert_eq!(s.insert(4), Seen::New);
+        assert_eq!(s.insert(1000), Seen::Duplicate);
+        // Sliding past the window forgets what it held: slot 5 now stands for 5 + 2^16.
+        assert_eq!(s.insert(5 + SEEN_WINDOW), Seen::New);
+        assert_eq!(s.insert(5), Seen::Late);
+        assert_eq!(s.insert(1000 + SEEN_WINDOW), Seen::New);
+        assert_eq!(s.insert(1000 + SEEN_WINDOW), Seen::Duplicate);
+    }
+
+    /// Issue 18, item 3: a datagram's sequence number never sizes the receiver's memory.
+    #[test]
+    fn a_huge_sequence_number_keeps_the_seen_set_at_its_size() {
+        let mut s = SeenSet::default();
+        let size = s.words.len();
+        for seq in [1, (1 << 32) - 1, u64::MAX, 7] {
+            s.insert(seq);
+            assert_eq!(s.words.len(), size);
+        }
+        assert_eq!(s.insert(u64::MAX), Seen::Duplicate);
+        assert_eq!(s.insert(u64::MAX - 1), Seen::New);
+        assert_eq!(s.insert(3), Seen::Late);
+        assert_eq!(size * 8, 8192);
+    }
+
+    /// Issue 18, item 4: a tiny rate put the sender to sleep for hours, deaf to stop.
+    #[test]
+    fn a_slow_sender_still_stops_within_its_poll() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.connect(rx.local_addr().unwrap()).unwrap();
+        let stop = AtomicBool::new(false);
+        let started = Instant::now();
+        let sent = std::thread::scope(|scope| {
+            let sender = scope.spawn(|| {
+                send_udp(
+                    &tx,
+                    1470,
+                    1,
+                    Some(1),
+                    &stop,
+                    started + Duration::from_secs(60),
+                )
+            });
+            std::thread::sleep(Duration::from_millis(150));
+            stop.store(true, Ordering::SeqCst);
+            sender.join().unwrap().unwrap()
+        });
+        assert_eq!(sent, 1);
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        // And the deadline alone ends it too.
+        let started = Instant::now();
+        let never = AtomicBool::new(false);
+        send_udp(
+            &tx,
+            1470,
+            1,
+            Some(1),
+            &never,
+            started + Duration::from_millis(150),
+        )
+        .unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[test]

@@ -124,6 +124,13 @@ pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
                 if let Err(e) = data::check_msg(proto, mode == Mode::Throughput, msg) {
                     return Err(usage(format!("--msg: {e}")));
                 }
+                if let Some(rate) = opts.rate_bps
+                    && proto == Proto::Udp
+                    && mode == Mode::Throughput
+                    && let Err(e) = data::check_rate(msg, rate)
+                {
+                    return Err(usage(format!("--rate: {e}")));
+                }
                 for &streams in &opts.streams {
                     if streams as u32 > server::MAX_STREAMS {
                         return Err(usage(format!(

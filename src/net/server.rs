@@ -115,6 +115,13 @@ fn invalid(spec: &TestSpec) -> Option<String> {
     if spec.rate_bps == Some(0) {
         return Some("a rate of 0 sends nothing".into());
     }
+    if let Some(rate) = spec.rate_bps
+        && spec.proto == Proto::Udp
+        && spec.mode == Mode::Throughput
+        && let Err(e) = data::check_rate(spec.msg_bytes, rate)
+    {
+        return Some(format!("rate: {e}"));
+    }
     None
 }
 
