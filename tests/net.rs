@@ -53,8 +53,17 @@ impl Server {
         Server::on("127.0.0.1").expect("a loopback server")
     }
 
+    /// A loopback server with these extra flags.
+    fn with(flags: &[&str]) -> Server {
+        Server::on_with("127.0.0.1", flags).expect("a loopback server")
+    }
+
     /// A server on `ip`, or `None` where this machine cannot listen there (no IPv6).
     fn on(ip: &str) -> Option<Server> {
+        Server::on_with(ip, &[])
+    }
+
+    fn on_with(ip: &str, flags: &[&str]) -> Option<Server> {
         let port = TcpListener::bind((ip, 0))
             .ok()?
             .local_addr()
@@ -62,6 +71,7 @@ impl Server {
             .port();
         let child = common::command(&[])
             .args(["net", "serve", "--bind", ip, "--port", &port.to_string()])
+            .args(flags)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -274,8 +284,8 @@ fn garbage_on_the_control_port_is_refused_and_the_server_goes_on() {
     let server = Server::start();
     for garbage in [
         b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\n".to_vec(),
-        b"{\"type\":\"hello\",\"peakbench\":1,\"test\":{\"proto\":\"tcp\",\"mode\":\"throughput\",\"msg_bytes\":0,\"streams\":1,\"omit_ms\":0,\"duration_ms\":1,\"reverse\":false,\"rate_bps\":null}}\n".to_vec(),
-        b"{\"type\":\"hello\",\"peakbench\":1,\"test\":{\"proto\":\"tcp\",\"mode\":\"throughput\",\"msg_bytes\":1,\"streams\":1,\"omit_ms\":0,\"duration_ms\":99999999,\"reverse\":false,\"rate_bps\":null}}\n".to_vec(),
+        b"{\"type\":\"hello\",\"peakbench\":2,\"test\":{\"proto\":\"tcp\",\"mode\":\"throughput\",\"msg_bytes\":0,\"streams\":1,\"omit_ms\":0,\"duration_ms\":1,\"reverse\":false,\"rate_bps\":null}}\n".to_vec(),
+        b"{\"type\":\"hello\",\"peakbench\":2,\"test\":{\"proto\":\"tcp\",\"mode\":\"throughput\",\"msg_bytes\":1,\"streams\":1,\"omit_ms\":0,\"duration_ms\":99999999,\"reverse\":false,\"rate_bps\":null}}\n".to_vec(),
         vec![b'{'; 100_000],
     ] {
         let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
@@ -392,7 +402,7 @@ impl RawClient {
     }
 
     fn hello(&mut self, test: serde_json::Value) -> serde_json::Value {
-        let hello = serde_json::json!({"type": "hello", "peakbench": 1, "test": test});
+        let hello = serde_json::json!({"type": "hello", "peakbench": 2, "test": test});
         self.send(&hello.to_string());
         self.recv()
     }
@@ -463,4 +473,39 @@ fn a_crafted_sequence_number_leaves_the_server_memory_alone() {
     let last = client.recv();
     assert_eq!(last["type"], "final", "{last}");
     assert_eq!(last["udp"][0]["received"], 3, "{last}");
+}
+
+/// Issue 18, item 5: `net serve --key FILE` serves only clients given the same key; the client
+/// without it is told which flag to give (exit 2).
+#[test]
+fn a_server_with_a_key_serves_its_holders_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    std::fs::write(&key, b"0123456789abcdef0123456789abcdef\n").unwrap();
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let key = key.to_str().unwrap();
+    let server = Server::with(&["--key", key]);
+    let out = peakbench(&[
+        "net",
+        "--server",
+        &server.addr(),
+        "--mode",
+        "latency",
+        "-d",
+        "100ms",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--key") && err.contains("requires"), "{err}");
+    let doc = net(&[
+        "--server",
+        &server.addr(),
+        "--mode",
+        "latency",
+        "--key",
+        key,
+    ]);
+    assert_eq!(doc["results"].as_array().unwrap().len(), 1);
+    let reply = RawClient::connect(server.port).hello(udp_test(None, 500));
+    assert_eq!(reply["type"], "refused", "{reply}");
 }

@@ -25,6 +25,7 @@ use super::analysis;
 use super::schedule;
 use super::{ClusterRunArgs, Phase, plan_local};
 use crate::error::{Exit, UsageError};
+use crate::net::auth::{Key, Nonce};
 use crate::net::proto::TestSpec;
 use crate::net::server::LocalServer;
 use crate::net::{Mode, NetCase, Proto, Target};
@@ -179,10 +180,13 @@ struct Inventory {
     peaks: Peaks,
 }
 
-/// Rank 0's plan for the leaders: the node-local cases in order, each with its deadline.
+/// Rank 0's plan for the leaders: the node-local cases in order, each with its deadline, and
+/// the run's shared key for the matrix's servers (random, new for every run, sent only through
+/// MPI: a server accepts no client but this job's).
 #[derive(Serialize, Deserialize)]
 struct Cases {
     cases: Vec<(String, f64)>,
+    key: Vec<u8>,
 }
 
 /// "Ready for case i", "go", and the end of the run.
@@ -308,6 +312,7 @@ fn job(universe: &Universe, args: &ClusterRunArgs) -> Result<ExitCode> {
         me,
         session: None,
         html: args.html.clone(),
+        key: None,
     };
     if comm.rank == 0 {
         leader.root(plan, start)
@@ -332,6 +337,8 @@ struct Leader<'a> {
     /// Rank 0's document.
     session: Option<Session>,
     html: Option<std::path::PathBuf>,
+    /// The run's shared key, from rank 0.
+    key: Option<Key>,
 }
 
 impl Leader<'_> {
@@ -440,7 +447,11 @@ impl Leader<'_> {
         } else {
             Vec::new()
         };
-        let list = Cases { cases };
+        let list = Cases {
+            cases,
+            key: Nonce::random().0.to_vec(),
+        };
+        self.key = Some(Key::from_bytes(&list.key)?);
         for &r in &others {
             comm.send(r, TAG, &list, far());
         }
@@ -494,6 +505,7 @@ impl Leader<'_> {
         };
         comm.send(0, TAG, &inventory, start + SETUP);
         let list: Cases = comm.recv_root(far(), "list of cases");
+        self.key = Some(Key::from_bytes(&list.key)?);
         let mut cases: HashMap<String, Box<dyn Case>> =
             plan.cases.into_iter().map(|c| (c.spec().id, c)).collect();
         for phase in &self.args.phases {
@@ -673,7 +685,7 @@ impl Leader<'_> {
         let peer_rank = self.leaders[peer];
         let deadline = Instant::now() + Duration::from_secs_f64(role.deadline_s);
         if role.server {
-            let server = LocalServer::start_on(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+            let server = LocalServer::start_on(IpAddr::V4(Ipv4Addr::UNSPECIFIED), self.key.clone());
             let at = match &server {
                 Ok(s) => Some(ServerAt {
                     port: s.addr.port(),
@@ -723,7 +735,7 @@ impl Leader<'_> {
             peaks: self.ctx.peaks.clone(),
             runner,
         };
-        let target = Arc::new(Target::new(Some(addr)));
+        let target = Arc::new(Target::new(Some(addr), self.key.clone()));
         let duration_ms = self.args.matrix_duration.as_millis().max(1) as u64;
         let tests = [
             (Mode::Throughput, false, 128 * 1024),

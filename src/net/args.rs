@@ -1,6 +1,7 @@
 //! The flags of `peakbench net` and `peakbench net serve`.
 
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
@@ -62,6 +63,9 @@ pub struct NetArgs {
     /// Unmeasured start of each throughput repetition (TCP slow start)
     #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = duration)]
     pub omit: Duration,
+    /// The server's shared key, a file of at least 16 bytes readable by you alone (else $PEAKBENCH_KEY_FILE)
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -72,4 +76,7 @@ pub struct ServeArgs {
     /// Control port
     #[arg(long, short = 'p', default_value_t = DEFAULT_PORT, value_name = "PORT")]
     pub port: u16,
+    /// Serve only clients that hold this shared key, a file of at least 16 bytes readable by you alone (else $PEAKBENCH_KEY_FILE)
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
 }

@@ -87,12 +87,17 @@ impl Key {
         use std::io::Read;
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
         let shown = path.display();
-        let usage = |why: String| -> anyhow::Error { UsageError(format!("{source}: {why}")).into() };
+        let usage =
+            |why: String| -> anyhow::Error { UsageError(format!("{source}: {why}")).into() };
         let file = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(path)
-            .map_err(|e| usage(format!("cannot read {shown}: {e}; give a readable key file")))?;
+            .map_err(|e| {
+                usage(format!(
+                    "cannot read {shown}: {e}; give a readable key file"
+                ))
+            })?;
         let meta = file
             .metadata()
             .map_err(|e| usage(format!("cannot stat {shown}: {e}")))?;
@@ -171,11 +176,7 @@ fn random_bytes() -> [u8; 32] {
     while filled < bytes.len() {
         // SAFETY: writes at most the remaining bytes into the rest of the buffer.
         let n = unsafe {
-            libc::getrandom(
-                bytes[filled..].as_mut_ptr().cast(),
-                bytes.len() - filled,
-                0,
-            )
+            libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0)
         };
         if n > 0 {
             filled += n as usize;

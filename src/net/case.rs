@@ -102,7 +102,14 @@ impl Case for NetCase {
                 }
                 Round::Measured(_) => (self.spec.clone(), self.count),
             };
-            client::run_test(addr, &spec, ctx.runner.warmup, count, self.pin)
+            client::run_test(
+                addr,
+                &spec,
+                self.target.key(),
+                ctx.runner.warmup,
+                count,
+                self.pin,
+            )
         })?;
         let (walls, outcomes): (Vec<Duration>, Vec<Outcome>) =
             outcomes.into_iter().map(|o| (o.wall, o.value)).unzip();

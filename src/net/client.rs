@@ -7,8 +7,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use super::auth::{Key, Nonce};
 use super::data::{self, PingPong, Sockets};
-use super::proto::{Control, Mode, Msg, Proto, TestSpec, UdpCounts, VERSION, Window};
+use super::proto::{
+    Control, Mode, Msg, Proto, TestSpec, UdpCounts, VERSION, Window, hello_message,
+};
 
 /// How long a connection to the server may take before it counts as unreachable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -35,11 +38,52 @@ fn connect(addr: SocketAddr) -> Result<TcpStream> {
     })
 }
 
+/// Reads the server's challenge; returns the hello's proof when the server wants the key.
+pub fn handshake(
+    control: &mut Control,
+    server: SocketAddr,
+    spec: &TestSpec,
+    key: Option<&Key>,
+) -> Result<Option<String>> {
+    let challenge = control
+        .recv(Instant::now() + Duration::from_secs(10))
+        .with_context(|| {
+            format!(
+                "waiting for the server's challenge (a peakbench server older than protocol v{VERSION} sends none: use the same peakbench on both sides)"
+            )
+        })?;
+    match challenge {
+        Msg::Challenge { version, .. } if version != VERSION => bail!(
+            "the server at {server} speaks protocol v{version}, this peakbench v{VERSION}: use the same peakbench on both sides"
+        ),
+        Msg::Challenge { key: false, .. } => Ok(None),
+        Msg::Challenge {
+            nonce, key: true, ..
+        } => {
+            let Some(key) = key else {
+                return Err(crate::error::usage(format!(
+                    "--key: the server at {server} requires a shared key: give its key file with --key FILE or ${}",
+                    super::auth::KEY_ENV
+                )));
+            };
+            let nonce = Nonce::from_hex(&nonce)
+                .with_context(|| format!("the server at {server} sent a malformed nonce"))?;
+            Ok(Some(key.prove(&nonce, &hello_message(spec))))
+        }
+        Msg::Refused { error } => bail!(
+            "the server at {server} refused the test: {}",
+            super::proto::escaped(&error)
+        ),
+        _ => bail!("the server at {server} answered out of turn"),
+    }
+}
+
 /// Runs one test; `warmup` and `count` apply to latency tests; with `pin`, stream i runs on
 /// the i-th CPU.
 pub fn run_test(
     server: SocketAddr,
     spec: &TestSpec,
+    key: Option<&Key>,
     warmup: Duration,
     count: Option<u64>,
     pin: bool,
@@ -47,9 +91,11 @@ pub fn run_test(
     let stream = connect(server)?;
     stream.set_nodelay(true)?;
     let mut control = Control::new(stream)?;
+    let auth = handshake(&mut control, server, spec, key)?;
     control.send(&Msg::Hello {
         peakbench: VERSION,
         test: spec.clone(),
+        auth,
     })?;
     let step = Instant::now() + Duration::from_secs(10);
     let (ports, token) = match control

@@ -8,6 +8,7 @@
 //! start (`--omit`, TCP slow start) for throughput and the runner's `--warmup` for latency.
 
 pub mod args;
+pub mod auth;
 mod case;
 pub mod client;
 pub mod data;
@@ -63,6 +64,7 @@ impl Benchmark for Net {
             reverse: args.reverse,
             rate_bps: args.rate,
             omit: args.omit,
+            key: auth::Key::resolve(args.key.as_deref())?,
         };
         let cases = plan::plan(&opts, ctx)?;
         Plan::new(cases, Vec::new(), &opts)
@@ -132,7 +134,10 @@ fn serve_command(args: &ServeArgs) -> Result<ExitCode> {
         }
         flag.store(true, std::sync::atomic::Ordering::SeqCst);
     });
-    server::serve(listener, stop, true)?;
+    let policy = server::Policy {
+        key: auth::Key::resolve(args.key.as_deref())?,
+    };
+    server::serve(listener, stop, true, policy)?;
     eprintln!("net serve: stopped");
     Ok(ExitCode::SUCCESS)
 }
@@ -158,7 +163,7 @@ mod tests {
         let plan = crate::workload::plan_for::<Net>(&args, &ctx).unwrap();
         let ids: Vec<String> = plan.cases.iter().map(|c| c.spec().id).collect();
         assert_eq!(ids, ["net-tcp-latency-m1-s1", "net-udp-latency-m1-s1"]);
-        let target = plan::Target::new(None);
+        let target = plan::Target::new(None, None);
         assert!(
             !target.started(),
             "a target starts nothing until a case asks for it"
@@ -186,9 +191,41 @@ mod tests {
         assert!(data::check_msg(Proto::Udp, false, 1).is_ok());
     }
 
+    /// A server with a key serves its holders only; the key never crosses the wire.
+    #[test]
+    fn a_keyed_server_refuses_a_client_without_its_key() {
+        let key = auth::Key::from_bytes(b"a shared key of 32 bytes or so!!").unwrap();
+        let server = LocalServer::start(Some(key.clone())).unwrap();
+        let spec = proto::TestSpec {
+            proto: Proto::Tcp,
+            mode: Mode::Latency,
+            msg_bytes: 1,
+            streams: 1,
+            omit_ms: 0,
+            duration_ms: 50,
+            reverse: false,
+            rate_bps: None,
+        };
+        let run = |k: Option<&auth::Key>| {
+            client::run_test(server.addr, &spec, k, Duration::ZERO, Some(10), false)
+                .map(|_| ())
+                .map_err(|e| format!("{e:#}"))
+        };
+        let none = run(None).unwrap_err();
+        assert!(
+            none.contains("--key") && none.contains("requires"),
+            "{none}"
+        );
+        let wrong = auth::Key::from_bytes(b"another key of 32 bytes or so!!!").unwrap();
+        let refused = run(Some(&wrong)).unwrap_err();
+        assert!(refused.contains("does not match"), "{refused}");
+        run(Some(&key)).unwrap();
+    }
+
     #[test]
     fn a_test_runs_against_the_in_process_server() {
-        let server = LocalServer::start().unwrap();
+        let key = auth::Key::random();
+        let server = LocalServer::start(Some(key.clone())).unwrap();
         let spec = proto::TestSpec {
             proto: Proto::Tcp,
             mode: Mode::Throughput,
@@ -200,7 +237,7 @@ mod tests {
             rate_bps: None,
         };
         let Outcome::Throughput { window, sent, .. } =
-            client::run_test(server.addr, &spec, Duration::ZERO, None, false).unwrap()
+            client::run_test(server.addr, &spec, Some(&key), Duration::ZERO, None, false).unwrap()
         else {
             panic!("throughput outcome expected");
         };

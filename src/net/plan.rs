@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
+use super::auth::Key;
 use super::case::NetCase;
 use super::server::{self, LocalServer};
 use super::{Mode, Proto, data, proto};
@@ -28,6 +29,9 @@ pub struct NetOptions {
     pub reverse: bool,
     pub rate_bps: Option<u64>,
     pub omit: Duration,
+    /// The remote server's shared key (`--key`); never written out.
+    #[serde(skip)]
+    pub key: Option<Key>,
 }
 
 impl NetOptions {
@@ -44,6 +48,7 @@ impl NetOptions {
             reverse: false,
             rate_bps: None,
             omit: Duration::from_millis(200),
+            key: None,
         }
     }
 }
@@ -53,14 +58,26 @@ impl NetOptions {
 pub struct Target {
     remote: Option<SocketAddr>,
     local: Mutex<Option<LocalServer>>,
+    /// The remote server's key, or a random one shared with the in-process server, so no
+    /// other local user can run tests on it.
+    key: Option<Key>,
 }
 
 impl Target {
-    pub fn new(remote: Option<SocketAddr>) -> Target {
+    pub fn new(remote: Option<SocketAddr>, key: Option<Key>) -> Target {
+        let key = match remote {
+            Some(_) => key,
+            None => Some(key.unwrap_or_else(Key::random)),
+        };
         Target {
             remote,
             local: Mutex::new(None),
+            key,
         }
+    }
+
+    pub fn key(&self) -> Option<&Key> {
+        self.key.as_ref()
     }
 
     /// The server's address, starting the in-process server if this is its first use.
@@ -70,7 +87,7 @@ impl Target {
         }
         let mut local = self.local.lock().unwrap_or_else(|p| p.into_inner());
         if local.is_none() {
-            *local = Some(LocalServer::start()?);
+            *local = Some(LocalServer::start(self.key.clone())?);
         }
         Ok(local.as_ref().expect("started above").addr)
     }
@@ -107,7 +124,7 @@ fn default_msg(proto: Proto, mode: Mode) -> u64 {
 /// The cases of `opts`, in the order they run. Nothing starts here: the in-process server
 /// (when there is no `server`) starts with the first case that runs.
 pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
-    let target = Arc::new(Target::new(opts.server));
+    let target = Arc::new(Target::new(opts.server, opts.key.clone()));
     if opts.count.is_some() && !opts.modes.contains(&Mode::Latency) {
         return Err(usage(
             "--count: counts round trips of latency tests; throughput runs by --duration",

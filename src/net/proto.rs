@@ -1,7 +1,9 @@
 //! The control protocol: one JSON object per line, each line at most [`MAX_LINE`] bytes.
 //!
-//! The client opens a control connection and sends [`Msg::Hello`] with its version and the test;
-//! the server answers [`Msg::Accepted`] (the data ports and a token the data connections must
+//! The server opens every control connection with [`Msg::Challenge`]: its version, a fresh
+//! nonce, and whether it requires the shared key (`super::auth`). The client sends
+//! [`Msg::Hello`] with its version, the test and, for a server with a key, the proof (an HMAC
+//! of the nonce and the test, never the key); the server answers [`Msg::Accepted`] (the data ports and a token the data connections must
 //! present) or [`Msg::Refused`] with the reason. Once every data connection is in, the server
 //! sends [`Msg::Ready`] and the test runs. The receiver of the data ends the window with
 //! [`Msg::Window`] (forward) or [`Msg::Stop`] (reverse); the sender answers [`Msg::Sent`]; in
@@ -16,8 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::names::named_enum;
 
-/// Version of the control protocol; a server refuses any other.
-pub const VERSION: u32 = 1;
+/// Version of the control protocol; a server refuses any other. Version 2 added the challenge.
+pub const VERSION: u32 = 2;
 /// Longest control line accepted, newline included.
 pub const MAX_LINE: usize = 4096;
 
@@ -81,9 +83,20 @@ pub struct Window {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Msg {
+    /// The server's first line on every control connection.
+    Challenge {
+        version: u32,
+        /// 32 random bytes in hex, new for this connection.
+        nonce: String,
+        /// Whether the hello must carry `auth`.
+        key: bool,
+    },
     Hello {
         peakbench: u32,
         test: TestSpec,
+        /// With a shared key: [`super::auth::Key::prove`] of the nonce and [`hello_message`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auth: Option<String>,
     },
     Accepted {
         version: u32,
@@ -103,6 +116,31 @@ pub enum Msg {
     Final {
         udp: Vec<UdpCounts>,
     },
+}
+
+/// The bytes a hello's proof covers: the test as JSON (`TestSpec` refuses unknown fields, so
+/// both sides serialize it to the same bytes).
+pub fn hello_message(test: &TestSpec) -> Vec<u8> {
+    serde_json::to_vec(test).expect("a test spec serializes")
+}
+
+/// Text that came from the peer, made safe to print: control characters (ESC and the C1
+/// range included, so no terminal sequence gets through) and bidirectional overrides are
+/// written as escapes, and the text is cut at 200 characters.
+pub fn escaped(text: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == 200 {
+            out.push('…');
+            break;
+        }
+        if c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Whether the peer of `stream` has closed (or reset) it, without reading anything.

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use super::auth::{Key, Nonce};
 use super::data::{self, Sockets};
 use super::proto::{self, Control, Mode, Msg, Proto, TestSpec, VERSION};
 
@@ -28,8 +29,21 @@ pub const MAX_STREAMS: u32 = 128;
 /// Time a client has for each handshake step.
 const STEP: Duration = Duration::from_secs(5);
 
+/// What the operator allows: who may run tests, and how large.
+#[derive(Clone, Debug, Default)]
+pub struct Policy {
+    /// The shared key every hello must prove; `None` serves anyone who reaches the port.
+    pub key: Option<Key>,
+}
+
 /// Serves on `listener` until `stop` is set.
-pub fn serve(listener: TcpListener, stop: Arc<AtomicBool>, log: bool) -> Result<()> {
+pub fn serve(
+    listener: TcpListener,
+    stop: Arc<AtomicBool>,
+    log: bool,
+    policy: Policy,
+) -> Result<()> {
+    let policy = Arc::new(policy);
     let active = Arc::new(AtomicUsize::new(0));
     let say = move |line: String| {
         if log {
@@ -66,8 +80,9 @@ pub fn serve(listener: TcpListener, stop: Arc<AtomicBool>, log: bool) -> Result<
             continue;
         }
         let active = active.clone();
+        let policy = policy.clone();
         std::thread::spawn(move || {
-            match handle(stream, peer, &say) {
+            match handle(stream, peer, &say, &policy) {
                 Ok(()) => say(format!("{peer}: test done")),
                 Err(e) => say(format!("{peer}: {e:#}")),
             }
@@ -125,12 +140,27 @@ fn invalid(spec: &TestSpec) -> Option<String> {
     None
 }
 
-fn handle(stream: TcpStream, peer: SocketAddr, say: &impl Fn(String)) -> Result<()> {
+fn handle(
+    stream: TcpStream,
+    peer: SocketAddr,
+    say: &impl Fn(String),
+    policy: &Policy,
+) -> Result<()> {
     stream.set_nodelay(true)?;
     let local = stream.local_addr()?.ip();
     let mut control = Control::new(stream)?;
-    let spec = match control.recv(Instant::now() + STEP) {
-        Ok(Msg::Hello { peakbench, test }) if peakbench == VERSION => test,
+    let nonce = Nonce::random();
+    control.send(&Msg::Challenge {
+        version: VERSION,
+        nonce: nonce.to_hex(),
+        key: policy.key.is_some(),
+    })?;
+    let (spec, auth) = match control.recv(Instant::now() + STEP) {
+        Ok(Msg::Hello {
+            peakbench,
+            test,
+            auth,
+        }) if peakbench == VERSION => (test, auth),
         Ok(Msg::Hello { peakbench, .. }) => {
             let why = format!(
                 "protocol version {peakbench} is not {VERSION}: use the same peakbench on both sides"
@@ -149,6 +179,20 @@ fn handle(stream: TcpStream, peer: SocketAddr, say: &impl Fn(String)) -> Result<
             bail!("refused: {why}");
         }
     };
+    if let Some(key) = &policy.key {
+        let proven = auth
+            .as_deref()
+            .is_some_and(|proof| key.verify(&nonce, &proto::hello_message(&spec), proof));
+        if !proven {
+            let why = if auth.is_none() {
+                "this server requires its shared key: give the same key file with --key FILE or $PEAKBENCH_KEY_FILE"
+            } else {
+                "the hello's proof does not match this server's key: give the same key file with --key FILE or $PEAKBENCH_KEY_FILE"
+            };
+            control.send(&Msg::Refused { error: why.into() })?;
+            bail!("refused: {why}");
+        }
+    }
     if let Some(why) = invalid(&spec) {
         control.send(&Msg::Refused { error: why.clone() })?;
         bail!("refused: {why}");
@@ -337,19 +381,21 @@ pub struct LocalServer {
 }
 
 impl LocalServer {
-    pub fn start() -> Result<LocalServer> {
-        Self::start_on(IpAddr::from([127, 0, 0, 1]))
+    /// Starts serving on a free loopback port; with `key`, only clients holding it are served
+    /// (a per-run [`Key::random`] keeps other local users out).
+    pub fn start(key: Option<Key>) -> Result<LocalServer> {
+        Self::start_on(IpAddr::from([127, 0, 0, 1]), key)
     }
 
     /// A server on a free port of `ip` (the unspecified address for every interface), in this
-    /// process, until dropped.
-    pub fn start_on(ip: IpAddr) -> Result<LocalServer> {
+    /// process, until dropped; with `key`, only clients holding it are served.
+    pub fn start_on(ip: IpAddr, key: Option<Key>) -> Result<LocalServer> {
         let listener = TcpListener::bind((ip, 0))
             .with_context(|| format!("opening a port on {ip} for the server"))?;
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let thread = std::thread::spawn(move || serve(listener, flag, false));
+        let thread = std::thread::spawn(move || serve(listener, flag, false, Policy { key }));
         Ok(LocalServer {
             addr,
             stop,
@@ -374,7 +420,7 @@ mod tests {
 
     #[test]
     fn garbage_and_overlong_lines_are_refused_and_the_server_goes_on() {
-        let server = LocalServer::start().unwrap();
+        let server = LocalServer::start(None).unwrap();
         for garbage in [
             b"GET / HTTP/1.0\r\n\r\n".to_vec(),
             vec![b'x'; MAX_LINE * 3],
@@ -391,7 +437,7 @@ mod tests {
 
     #[test]
     fn beyond_the_limit_a_test_is_refused_politely() {
-        let server = LocalServer::start().unwrap();
+        let server = LocalServer::start(None).unwrap();
         // Idle control connections hold their slot until the hello deadline (5 s).
         let idle: Vec<TcpStream> = (0..MAX_TESTS)
             .map(|_| TcpStream::connect(server.addr).unwrap())
