@@ -33,6 +33,8 @@ pub enum TopCommand {
     Sysinfo(SysinfoArgs),
     /// Runs a preset of every benchmark peakbench has
     Run(RunArgs),
+    /// Every host of an MPI job at once: the node-local suite, the all-pairs network matrix, the slow node (build with --features mpi)
+    Cluster(crate::cluster::ClusterArgs),
     #[command(flatten)]
     History(HistoryCommand),
 }

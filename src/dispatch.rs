@@ -93,6 +93,7 @@ fn run(matches: &clap::ArgMatches) -> Result<ExitCode> {
         Parsed::Top(top) => match *top {
             TopCommand::Sysinfo(args) => sysinfo(&args),
             TopCommand::Run(args) => run_matrix(&args),
+            TopCommand::Cluster(args) => crate::cluster::run(&args),
             TopCommand::History(command) => crate::history::run(&command),
         },
     }

@@ -24,8 +24,9 @@
 //! 6. planning: the [`plan`] types and the [`workload`] trait;
 //! 7. the workloads: [`cpu`], [`memory`], [`disk`], [`net`], each one folder;
 //! 8. the [`registry`] of workloads (one line each);
-//! 9. running: the [`session`], `peakbench run`'s [`config`], the [`cli`] tree and the
-//!    [`dispatch`]er, which only `main.rs` names.
+//! 9. running: the [`session`], `peakbench run`'s [`config`], `peakbench cluster` ([`cluster`],
+//!    its MPI part behind the cargo feature `mpi`), the [`cli`] tree and the [`dispatch`]er,
+//!    which only `main.rs` names.
 //!
 //! Adding a workload is a folder under `src/`, a `pub mod` line here and a line in
 //! [`registry`] (see `docs/architecture.md`).
@@ -62,5 +63,6 @@ pub mod registry;
 
 pub mod session;
 pub mod config;
+pub mod cluster;
 pub mod cli;
 pub mod dispatch;

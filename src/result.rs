@@ -14,8 +14,10 @@ use crate::peak::{PeakRef, Peaks};
 use crate::stats::{LatencySummary, Summary};
 use crate::sysinfo::SysInfo;
 
-/// Version of the JSON layout; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the JSON layout; bumped on any incompatible change. Version 2 added the `hosts`
+/// map and the `cluster` section of `peakbench cluster run`; a version 1 document reads as a
+/// version 2 document of one host ([`Report::parse`]).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One run: everything measured by one invocation.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -40,6 +42,47 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// One entry per measured case, in the order they ran.
     pub results: Vec<BenchResult>,
+    /// Every host's inventory by host name, for documents measured on several hosts at once
+    /// (`peakbench cluster run`); each result's `host` is a key. Empty for one machine, whose
+    /// inventory is `host`.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub hosts: std::collections::BTreeMap<String, SysInfo>,
+    /// What only a cluster run has: the hosts and their ranks, the spread of every node-local
+    /// case, the network matrices, the collectives, the failures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<Cluster>,
+}
+
+impl Report {
+    /// Reads a document of any schema version this peakbench knows, upgraded to the current
+    /// one: a version 1 document is a version 2 document of one host (no `hosts`, no
+    /// `cluster`), so upgrading it only sets the version.
+    pub fn parse(text: &str) -> Result<Report, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let version = value
+            .get("schema_version")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or("no schema_version: not a peakbench results document")?;
+        if version == 0 || version > u64::from(SCHEMA_VERSION) {
+            return Err(format!(
+                "results schema v{version}, this peakbench reads v1 to v{SCHEMA_VERSION}: use \
+                 the peakbench that wrote it"
+            ));
+        }
+        let mut report: Report = serde_json::from_value(value)
+            .map_err(|e| format!("not a v{version} results document: {e}"))?;
+        report.schema_version = SCHEMA_VERSION;
+        Ok(report)
+    }
+
+    /// The inventory of the host named `name`: its entry in `hosts`, else `host` if it is
+    /// that host.
+    pub fn inventory(&self, name: &str) -> Option<&SysInfo> {
+        self.hosts
+            .get(name)
+            .or((self.host.hostname == name).then_some(&self.host))
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -332,6 +375,125 @@ pub struct BenchResult {
     /// What to be careful about with this value, each with a remedy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+/// What a cluster run adds to the document (schema version 2).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Cluster {
+    /// MPI ranks in the job.
+    pub ranks: usize,
+    /// The hosts in the order of their first rank, each with its ranks; the first rank of each
+    /// runs the node-local suite and the host's side of the matrix.
+    pub hosts: Vec<ClusterHost>,
+    /// The phase the run was in when the document was last written: `local`, `matrix`,
+    /// `collectives`, `done`.
+    pub phase: String,
+    /// A host is flagged where a case's value / the cluster median is below this.
+    pub threshold: f64,
+    /// Every node-local case: the value of each host, the median, each host's ratio.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spread: Vec<Spread>,
+    /// Hosts below the threshold, each with the cases that flagged it.
+    #[serde(default)]
+    pub flagged: Vec<Flagged>,
+    /// Inventory fields that differ between hosts.
+    #[serde(default)]
+    pub differences: Vec<Difference>,
+    /// The all-pairs network matrices, one per metric.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matrices: Vec<Matrix>,
+    /// Collective operations over all ranks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collectives: Vec<Collective>,
+    /// Hosts that failed or did not answer in time, with the case and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<Failure>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClusterHost {
+    pub name: String,
+    pub ranks: Vec<usize>,
+}
+
+/// One node-local case across the hosts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub id: String,
+    pub metric: String,
+    pub unit: String,
+    /// Whether a larger value is better (throughput) or worse (latency, time).
+    pub higher_is_better: bool,
+    pub median: f64,
+    /// Host name → its value.
+    pub values: std::collections::BTreeMap<String, f64>,
+    /// Host name → its performance relative to the median (value / median, or median / value
+    /// where lower is better): below 1 is slower.
+    pub ratios: std::collections::BTreeMap<String, f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Flagged {
+    pub host: String,
+    /// The lowest ratio among the cases that flagged it.
+    pub worst_ratio: f64,
+    /// The cases whose ratio is below the threshold.
+    pub cases: Vec<String>,
+}
+
+/// An inventory field that is not the same on every host.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Difference {
+    pub field: String,
+    /// Host name → its value.
+    pub values: std::collections::BTreeMap<String, String>,
+}
+
+/// One metric of the network matrix: `values[i][j]` from host i (client, sender) to host j
+/// (server), `null` on the diagonal and where not measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Matrix {
+    pub metric: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+    /// How the value is counted.
+    pub counting: String,
+    /// Row and column order.
+    pub hosts: Vec<String>,
+    pub values: Vec<Vec<Option<f64>>>,
+    /// The median of the measured links.
+    pub median: Option<f64>,
+    /// Links below the threshold relative to the median, as `[from, to]`.
+    #[serde(default)]
+    pub flagged: Vec<[String; 2]>,
+    /// The link peak from the NIC speed (or `--nic-gbps`), in `unit`, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak: Option<f64>,
+}
+
+/// One collective at one message size.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Collective {
+    pub op: String,
+    pub message_bytes: u64,
+    pub ranks: usize,
+    /// Median time of one operation, microseconds (slowest rank of each repetition).
+    pub time_us: f64,
+    /// message_bytes / time.
+    pub algbw_gbs: f64,
+    /// algbw × the operation's bus factor (nccl-tests' definition).
+    pub busbw_gbs: f64,
+    pub samples_us: Vec<f64>,
+}
+
+/// A host that failed a case or did not answer within the case's deadline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub host: String,
+    pub rank: usize,
+    /// The case (or phase step) it was in.
+    pub case: String,
+    pub why: String,
 }
 
 /// RFC 3339 UTC timestamp of now, to the second.

@@ -148,13 +148,16 @@ impl Session {
             config,
             warnings,
             results: Vec::new(),
+            hosts: Default::default(),
+            cluster: None,
         };
         let session = Session { report, output };
         session.save()?;
         Ok(session)
     }
 
-    fn save(&self) -> Result<()> {
+    /// Writes the document to the output file, if any.
+    pub fn save(&self) -> Result<()> {
         match &self.output {
             Some(file) => file.write(&self.report),
             None => Ok(()),
@@ -212,7 +215,8 @@ impl Session {
         Ok(ending)
     }
 
-    fn finish(&mut self, status: RunStatus) -> Result<()> {
+    /// Sets how the run ended and writes the document.
+    pub fn finish(&mut self, status: RunStatus) -> Result<()> {
         self.report.status = status;
         self.report.finished_at = Some(now_rfc3339());
         self.save()
@@ -232,7 +236,8 @@ impl Session {
     }
 }
 
-fn output_file(args: &OutputArgs) -> Result<Option<OutputFile>> {
+/// The `--output` file, created (a bad path is a usage error before anything runs).
+pub fn output_file(args: &OutputArgs) -> Result<Option<OutputFile>> {
     let Some(path) = &args.output else {
         return Ok(None);
     };
@@ -306,7 +311,12 @@ pub fn execute(
 
 /// Writes the run's HTML report and names it, with the run id, as the last line on stderr.
 /// A report that cannot be written is a warning: the results are already printed and stored.
-fn write_html_report(html: &HtmlReport, run_id: Option<i64>, report: &Report, output: &OutputArgs) {
+pub fn write_html_report(
+    html: &HtmlReport,
+    run_id: Option<i64>,
+    report: &Report,
+    output: &OutputArgs,
+) {
     let path = match (html, run_id) {
         (HtmlReport::None, _) => return,
         (HtmlReport::At(path), _) => path.clone(),

@@ -11,7 +11,7 @@ use common::{json, run as peakbench, run_json as peakbench_json};
 #[test]
 fn sysinfo_json_has_the_inventory_and_sourced_peaks() {
     let doc = peakbench_json(&["sysinfo", "--json"]);
-    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["schema_version"], 2);
     assert_eq!(doc["tool"]["name"], "peakbench");
     let cpu = &doc["host"]["cpu"];
     assert_eq!(
@@ -463,4 +463,16 @@ fn ctrl_c_during_a_reference_tool_interrupts_the_run_and_keeps_earlier_results()
         "{}",
         results[0]["reference"]
     );
+}
+
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn cluster_without_mpi_says_in_one_line_how_to_build_it() {
+    for args in [&["cluster"][..], &["cluster", "run", "--preset", "quick"]] {
+        let out = peakbench(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(text.trim().lines().count(), 1, "{text}");
+        assert!(text.contains("--features mpi"), "{text}");
+    }
 }

@@ -8,7 +8,7 @@
 //! spread to judge by, and the verdict says so.
 
 use crate::report::describe_params;
-use crate::result::Report;
+use crate::result::{BenchResult, Report};
 use crate::text::{Align, Table};
 use crate::units::format_value;
 
@@ -28,20 +28,30 @@ pub struct Change {
 }
 
 /// Every result present in both runs, in A's order, and how many are in only one of them.
+///
+/// Results match on their case id and unit; where either run measured several hosts at once
+/// (a cluster run, schema version 2), also on the host, so that a cluster run compares host by
+/// host with another cluster run or with a single-host run (of either schema version) of one
+/// of its hosts.
 pub fn compare(a: &Report, b: &Report) -> (Vec<Change>, usize, usize) {
+    let by_host = a.hosts.len() > 1 || b.hosts.len() > 1;
+    let same = |ra: &BenchResult, rb: &BenchResult| {
+        ra.id == rb.id && ra.unit == rb.unit && (!by_host || ra.host == rb.host)
+    };
     let mut changes = Vec::new();
     for ra in &a.results {
-        let Some(rb) = b
-            .results
-            .iter()
-            .find(|r| r.id == ra.id && r.unit == ra.unit)
-        else {
+        let Some(rb) = b.results.iter().find(|rb| same(ra, rb)) else {
             continue;
+        };
+        let on = if by_host {
+            format!(" on {}", ra.host)
+        } else {
+            String::new()
         };
         changes.push(Change {
             id: ra.id.clone(),
             label: format!(
-                "{} {} {}",
+                "{} {} {}{on}",
                 ra.subsystem.name(),
                 ra.op,
                 describe_params(&ra.params)
@@ -57,11 +67,7 @@ pub fn compare(a: &Report, b: &Report) -> (Vec<Change>, usize, usize) {
     let only_b = b
         .results
         .iter()
-        .filter(|rb| {
-            !a.results
-                .iter()
-                .any(|ra| ra.id == rb.id && ra.unit == rb.unit)
-        })
+        .filter(|rb| !a.results.iter().any(|ra| same(ra, rb)))
         .count();
     (changes, only_a, only_b)
 }

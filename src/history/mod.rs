@@ -245,18 +245,12 @@ fn read_document(path: &std::path::Path) -> Result<Report> {
             "FILE: cannot read {file}: {e}; give a JSON results file"
         ))
     })?;
-    let report: Report = serde_json::from_str(&text).map_err(|e| {
+    // A version 1 document is upgraded (it is a version 2 document of one host).
+    let report = Report::parse(&text).map_err(|e| {
         UsageError(format!(
-            "FILE: {file} is not a peakbench JSON results document ({e}); write one with --json or --output FILE.json"
+            "FILE: {file}: {e}; give a JSON results document written with --json or --output FILE.json (schema v1 to v{SCHEMA_VERSION})"
         ))
     })?;
-    if report.schema_version != SCHEMA_VERSION {
-        return Err(UsageError(format!(
-            "FILE: {file} has results schema v{}, this peakbench reads v{SCHEMA_VERSION}: import it with the peakbench that wrote it",
-            report.schema_version
-        ))
-        .into());
-    }
     Ok(report)
 }
 

@@ -264,7 +264,7 @@ impl Store {
                     self.path.display()
                 ))
             })?;
-        serde_json::from_str(&text).with_context(|| format!("run {id}'s document does not parse"))
+        Report::parse(&text).map_err(|e| anyhow::anyhow!("run {id}'s document does not parse: {e}"))
     }
 
     /// A run name: a numeric id, `latest` or `previous`.
@@ -414,8 +414,8 @@ fn migrate(conn: &mut Connection, from: u32) -> Result<()> {
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
         for (id, text) in documents {
-            let report: Report = serde_json::from_str(&text)
-                .with_context(|| format!("run {id}'s document does not parse"))?;
+            let report = Report::parse(&text)
+                .map_err(|e| anyhow::anyhow!("run {id}'s document does not parse: {e}"))?;
             tx.execute(
                 "UPDATE runs SET preset = ?1 WHERE id = ?2",
                 params![preset_of(&report), id],

@@ -643,8 +643,14 @@ impl LocalServer {
     /// Starts serving on a free loopback port; with `key`, only clients holding it are served
     /// (a per-run [`Key::random`] keeps other local users out).
     pub fn start(key: Option<Key>) -> Result<LocalServer> {
-        let listener =
-            TcpListener::bind("127.0.0.1:0").context("opening a loopback port for the server")?;
+        Self::start_on(IpAddr::from([127, 0, 0, 1]), key)
+    }
+
+    /// A server on a free port of `ip` (the unspecified address for every interface), in this
+    /// process, until dropped; with `key`, only clients holding it are served.
+    pub fn start_on(ip: IpAddr, key: Option<Key>) -> Result<LocalServer> {
+        let listener = TcpListener::bind((ip, 0))
+            .with_context(|| format!("opening a port on {ip} for the server"))?;
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();

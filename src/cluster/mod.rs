@@ -1,0 +1,208 @@
+//! `peakbench cluster run`: the whole suite on every host of an MPI job at once, the all-pairs
+//! network matrix, and the slow node found.
+//!
+//! Launched by `mpirun` (or `srun`), one process per rank. Ranks are grouped by host name; the
+//! first rank of each host (its leader) runs the node-local suite (the same presets and config
+//! tables as `peakbench run`, network tables left to the matrix), all leaders starting each case
+//! together, and the host's side of the network matrix; rank 0 gathers every host's inventory and
+//! results into one document (schema version 2: a `hosts` map, each result tied to its host, and
+//! the `cluster` section). The MPI part is behind the cargo feature `mpi` ([`mpi`]); what does not
+//! need MPI (the options, the schedule, the analysis) is here, tested without it.
+
+pub mod analysis;
+#[cfg(feature = "mpi")]
+mod mpi;
+pub mod schedule;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::{Args, Subcommand};
+
+use crate::config;
+use crate::error::UsageError;
+use crate::names::named_enum;
+use crate::options::{OutputArgs, PeakArgs, RunnerArgs, duration};
+use crate::plan::{Context, Plan};
+
+/// `peakbench cluster`.
+#[derive(Args, Debug)]
+pub struct ClusterArgs {
+    #[command(subcommand)]
+    pub command: Option<ClusterCommand>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ClusterCommand {
+    /// Run under mpirun or srun: the node-local suite on every host at once, the all-pairs network matrix, the slow node found
+    Run(Box<ClusterRunArgs>),
+}
+
+named_enum! {
+    /// A part of a cluster run.
+    pub enum Phase {
+        /// the node-local suite (CPU, memory, disk) on every host at once
+        Local = "local",
+        /// the all-pairs network matrix (TCP and MPI point-to-point)
+        Matrix = "matrix",
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct ClusterRunArgs {
+    /// The node-local matrix to run on every host (that of 'peakbench run')
+    #[arg(long, value_parser = ["quick", "standard", "full"], conflicts_with = "config")]
+    pub preset: Option<String>,
+    /// A TOML file of node-local experiments, as for 'peakbench run --config'
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Directory for the disk tables' test file on every host (default: the current one)
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// The phases to run, in this order
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "local,matrix"
+    )]
+    pub phases: Vec<Phase>,
+    /// Flag a host (or link) whose value / the cluster median is below this
+    #[arg(long, default_value = "0.9", value_name = "RATIO", value_parser = ratio)]
+    pub threshold: f64,
+    /// Length of each TCP throughput test of the matrix (one per direction of each pair)
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = duration)]
+    pub matrix_duration: Duration,
+    /// The longest a host may take for one case (or matrix round) before the job is ended
+    /// (default: 3 × the case's estimate + 30 s)
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub case_deadline: Option<Duration>,
+    /// Write the HTML report here
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub runner: RunnerArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub peak: PeakArgs,
+}
+
+fn ratio(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 1.0 => Ok(v),
+        _ => Err(format!("'{text}' is not a ratio in (0, 1], e.g. 0.9")),
+    }
+}
+
+/// How to get the command where the binary was built without MPI.
+pub const BUILD_HINT: &str = "peakbench cluster needs MPI: build with 'cargo build --release \
+     --features mpi' (needs openmpi-bin, libopenmpi-dev and libclang-dev), then launch with \
+     'mpirun -np N --host a,b,… peakbench cluster run'";
+
+/// `peakbench cluster …`.
+pub fn run(args: &ClusterArgs) -> Result<ExitCode> {
+    if !cfg!(feature = "mpi") {
+        return Err(UsageError(BUILD_HINT.into()).into());
+    }
+    match &args.command {
+        Some(ClusterCommand::Run(run)) => run_job(run),
+        None => Err(UsageError(
+            "cluster: give a command: 'peakbench cluster run' under mpirun or srun (see --help)"
+                .into(),
+        )
+        .into()),
+    }
+}
+
+#[cfg(feature = "mpi")]
+fn run_job(args: &ClusterRunArgs) -> Result<ExitCode> {
+    mpi::run(args)
+}
+
+#[cfg(not(feature = "mpi"))]
+fn run_job(_: &ClusterRunArgs) -> Result<ExitCode> {
+    Err(UsageError(BUILD_HINT.into()).into())
+}
+
+/// The node-local suite of this host: every table of the preset or config except the network
+/// ones (the network is the matrix's), with notes on what was left out. Each host plans from
+/// its own context; rank 0's plan decides which cases run, in which order.
+pub fn plan_local(args: &ClusterRunArgs, ctx: &Context) -> Result<Plan> {
+    let preset = args.preset.as_deref().unwrap_or("quick");
+    let (origin, mut entries) = match &args.config {
+        Some(path) => (format!("--config {}", path.display()), config::load(path)?),
+        None => {
+            let text = config::preset_text(preset).expect("every preset has a config");
+            (format!("preset {preset}"), config::parse(text, preset)?)
+        }
+    };
+    let mut plan = Plan::empty(serde_json::Value::Null);
+    let before = entries.len();
+    entries.retain(|e| e.section != "net");
+    if entries.len() < before {
+        plan.notes.push(format!(
+            "{origin}: the [[net]] tables are left out: the network matrix measures every pair"
+        ));
+    }
+    if let Some(dir) = &args.dir {
+        for entry in entries.iter_mut().filter(|e| e.section == "disk") {
+            if !entry.argv.iter().any(|a| a.starts_with("--dir=")) {
+                entry.argv.push(format!("--dir={}", dir.display()));
+            }
+        }
+    }
+    let parsed = entries
+        .iter()
+        .map(|entry| config::parse_entry(entry, &origin))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut experiments = Vec::new();
+    for (entry, (workload, matches)) in entries.iter().zip(&parsed) {
+        match workload.plan(matches, ctx) {
+            Ok(table) => {
+                let options = table.config.clone();
+                let added = plan.absorb(table, &entry.name());
+                experiments.push(serde_json::json!({
+                    "table": entry.name(), "options": options, "cases": added,
+                }));
+            }
+            Err(e) => plan.notes.push(format!("{} skipped: {e:#}", entry.name())),
+        }
+    }
+    plan.config = serde_json::json!({ "experiments": experiments, "runner": ctx.runner });
+    match &args.config {
+        Some(path) => plan.config["config"] = path.display().to_string().into(),
+        None => plan.config["preset"] = preset.into(),
+    }
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        args: ClusterRunArgs,
+    }
+
+    #[test]
+    fn the_local_suite_leaves_the_network_to_the_matrix() {
+        let args = Wrap::parse_from(["x", "--preset", "quick"]).args;
+        let plan = plan_local(&args, &Context::fixture()).unwrap();
+        assert!(!plan.cases.is_empty());
+        assert!(plan.cases.iter().all(|c| !c.spec().id.starts_with("net-")));
+        assert!(plan.notes.iter().any(|n| n.contains("[[net]]")));
+    }
+
+    #[test]
+    fn thresholds_are_ratios() {
+        assert!(ratio("0.9").is_ok());
+        assert!(ratio("0").is_err());
+        assert!(ratio("1.5").is_err());
+    }
+}

@@ -1,0 +1,346 @@
+//! A real cluster on one machine: network namespaces joined by a bridge (only the test's own
+//! addresses), each "host" with its own host name (a UTS namespace), launched with the real
+//! `mpirun` through an rsh agent script that runs each host's daemon with `ip netns exec`.
+//! Ground truths are imposed and peakbench must read them.
+//!
+//! Built only with the cargo feature `mpi` (`cargo test --release --features mpi --test
+//! cluster`, which `.ci/run` runs). Each test needs root, `ip`, `tc`, `unshare` and `mpirun`;
+//! without them it prints why and passes, except in CI's strict mode, where it fails. Every
+//! namespace, link and file is removed by a guard, on success and on failure.
+#![cfg(feature = "mpi")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+mod common;
+
+fn sh(program: &str, args: &[&str]) -> Result<(), String> {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{program}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{program} {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// The namespaces of one test, removed when dropped.
+struct Lab {
+    bridge: String,
+    subnet: String,
+    hosts: Vec<String>,
+    namespaces: Vec<String>,
+    veths: Vec<String>,
+    dir: PathBuf,
+}
+
+impl Lab {
+    /// `count` hosts on the bridge of subnet 10.231.`net`.0/24; `cgroup(i)` is the cpuset and
+    /// cpu cgroup directory (under the v1 hierarchies) host i's processes join, if any.
+    fn new(net: u8, count: usize, cgroups: &[Option<String>]) -> Result<Lab, String> {
+        common::root()?;
+        for tool in ["ip", "tc", "unshare", "mpirun"] {
+            common::on_path(tool)?;
+        }
+        let id = std::process::id() % 100_000;
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cluster-{id}-{net}"));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let mut lab = Lab {
+            bridge: format!("pbcb{id}n{net}"),
+            subnet: format!("10.231.{net}.0/24"),
+            hosts: Vec::new(),
+            namespaces: Vec::new(),
+            veths: Vec::new(),
+            dir,
+        };
+        lab.bridge.truncate(15);
+        sh("ip", &["link", "add", &lab.bridge, "type", "bridge"])?;
+        sh(
+            "ip",
+            &[
+                "addr",
+                "add",
+                &format!("10.231.{net}.254/24"),
+                "dev",
+                &lab.bridge,
+            ],
+        )?;
+        sh("ip", &["link", "set", &lab.bridge, "up"])?;
+        let mut cases = String::new();
+        for i in 0..count {
+            let ns = format!("pbc{id}n{net}h{i}");
+            let host = format!("pbc{net}h{i}");
+            let veth = format!("pbv{id}n{net}h{i}");
+            sh("ip", &["netns", "add", &ns])?;
+            lab.namespaces.push(ns.clone());
+            sh(
+                "ip",
+                &[
+                    "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", &ns,
+                ],
+            )?;
+            lab.veths.push(veth.clone());
+            sh("ip", &["link", "set", &veth, "master", &lab.bridge, "up"])?;
+            let addr = format!("10.231.{net}.{}/24", i + 1);
+            sh("ip", &["-n", &ns, "addr", "add", &addr, "dev", "eth0"])?;
+            sh("ip", &["-n", &ns, "link", "set", "eth0", "up"])?;
+            sh("ip", &["-n", &ns, "link", "set", "lo", "up"])?;
+            let join = match cgroups.get(i).cloned().flatten() {
+                Some(group) => format!(
+                    "echo $$ > /sys/fs/cgroup/cpuset/{group}/tasks; \
+                     echo $$ > /sys/fs/cgroup/cpu/{group}/tasks; "
+                ),
+                None => String::new(),
+            };
+            cases.push_str(&format!("  {host}) {join}ns={ns} ;;\n"));
+            lab.hosts.push(host);
+        }
+        // Open MPI runs `agent HOST COMMAND…` for each host's daemon, as it would run ssh:
+        // here the host's processes join its cgroups, then its network namespace, then a UTS
+        // namespace of its own named after it.
+        let agent = format!(
+            "#!/bin/sh\nhost=$1; shift\ncase \"$host\" in\n{cases}  *) echo \"no host $host\" >&2; \
+             exit 1 ;;\nesac\nexec ip netns exec \"$ns\" unshare --uts sh -c 'hostname \"$0\"; \
+             eval \"$1\"' \"$host\" \"$*\"\n"
+        );
+        let path = lab.agent();
+        std::fs::write(&path, agent).map_err(|e| e.to_string())?;
+        sh("chmod", &["+x", path.to_str().unwrap()])?;
+        Ok(lab)
+    }
+
+    fn agent(&self) -> PathBuf {
+        self.dir.join("agent.sh")
+    }
+
+    /// `peakbench cluster run ARGS` on every host, one rank each, with a deadline; the document
+    /// it wrote and the output.
+    fn run(&self, args: &[&str], deadline: Duration) -> (Option<serde_json::Value>, Output) {
+        let out_file = self.dir.join("out.json");
+        let _ = std::fs::remove_file(&out_file);
+        let mut cmd = Command::new("mpirun");
+        cmd.args(["--allow-run-as-root", "-np"])
+            .arg(self.hosts.len().to_string())
+            .arg("--host")
+            .arg(self.hosts.join(","))
+            .args(["--mca", "plm_rsh_agent"])
+            .arg(self.agent())
+            .args(["--mca", "btl", "tcp,self"])
+            .args(["--mca", "btl_tcp_if_include", &self.subnet])
+            .args(["--mca", "oob_tcp_if_include", &self.subnet])
+            .arg(common::binary())
+            .args(["cluster", "run", "--no-history", "-o"])
+            .arg(&out_file)
+            .args(args);
+        common::isolate(&mut cmd);
+        let child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("mpirun starts");
+        let pid = child.id();
+        let start = Instant::now();
+        let watchdog = std::thread::spawn(move || {
+            while start.elapsed() < deadline {
+                std::thread::sleep(Duration::from_millis(200));
+                // SAFETY: signal 0 only checks that the process exists.
+                if unsafe { libc::kill(pid as i32, 0) } != 0 {
+                    return;
+                }
+            }
+            // SAFETY: ends mpirun (this test's child), which ends its ranks.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        });
+        let output = child.wait_with_output().expect("mpirun ends");
+        let _ = watchdog.join();
+        let doc = std::fs::read(&out_file)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        (doc, output)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for ns in &self.namespaces {
+            let _ = sh("ip", &["netns", "del", ns]);
+        }
+        for veth in &self.veths {
+            let _ = sh("ip", &["link", "del", veth]);
+        }
+        let _ = sh("ip", &["link", "del", &self.bridge]);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn lab(net: u8, count: usize, cgroups: &[Option<String>]) -> Option<Lab> {
+    let lab = Lab::new(net, count, cgroups);
+    match lab {
+        Ok(lab) => Some(lab),
+        Err(why) => {
+            common::prerequisite(Err(why));
+            None
+        }
+    }
+}
+
+fn tiny_config(lab: &Lab) -> PathBuf {
+    let path = lab.dir.join("tiny.toml");
+    std::fs::write(
+        &path,
+        "[[cpu]]\nprecision = [\"f64\"]\nthreads = [1]\nduration = \"200ms\"\n",
+    )
+    .unwrap();
+    path
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn three_hosts_run_the_suite_at_once_and_every_pair_of_the_matrix() {
+    let Some(lab) = lab(41, 3, &[]) else { return };
+    let config = tiny_config(&lab);
+    let (doc, out) = lab.run(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "-r",
+            "2",
+            "--warmup",
+            "0",
+            "--matrix-duration",
+            "300ms",
+        ],
+        Duration::from_secs(150),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = doc.expect("the output file");
+    assert_eq!(doc["schema_version"], 2);
+    let hosts: Vec<&String> = doc["hosts"].as_object().unwrap().keys().collect();
+    assert_eq!(hosts, lab.hosts.iter().collect::<Vec<_>>());
+    let cluster = &doc["cluster"];
+    assert_eq!(cluster["phase"], "done");
+    assert_eq!(cluster["ranks"], 3);
+    // The node-local case once per host, each tied to its host.
+    let results = doc["results"].as_array().unwrap();
+    let local: Vec<&str> = results
+        .iter()
+        .filter(|r| r["subsystem"] == "cpu")
+        .map(|r| r["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(local.len(), 3, "{local:?}");
+    for host in &lab.hosts {
+        assert!(local.contains(&host.as_str()));
+    }
+    let spread = &cluster["spread"][0];
+    assert_eq!(spread["values"].as_object().unwrap().len(), 3);
+    // Every metric of the matrix: every ordered pair measured, the diagonal empty.
+    let matrices = cluster["matrices"].as_array().unwrap();
+    let metrics: Vec<&str> = matrices
+        .iter()
+        .map(|m| m["metric"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        metrics,
+        [
+            "TCP throughput",
+            "TCP round trip",
+            "MPI one-way latency",
+            "MPI ping-pong bandwidth"
+        ]
+    );
+    for m in matrices {
+        for (i, row) in m["values"].as_array().unwrap().iter().enumerate() {
+            for (j, v) in row.as_array().unwrap().iter().enumerate() {
+                assert_eq!(v.is_null(), i == j, "{} [{i}][{j}]", m["metric"]);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_link_shaped_to_300_mbits_reads_its_goodput_and_only_its_links_are_flagged() {
+    let Some(lab) = lab(42, 4, &[]) else { return };
+    // Both directions of host 1's link: its namespace's eth0 and the bridge's port.
+    let shaped = &lab.hosts[1];
+    let tbf = ["rate", "300mbit", "burst", "64kb", "latency", "50ms"];
+    let mut inside = vec![
+        "-n",
+        &lab.namespaces[1],
+        "qdisc",
+        "add",
+        "dev",
+        "eth0",
+        "root",
+        "tbf",
+    ];
+    inside.extend(tbf);
+    sh("tc", &inside).unwrap();
+    let mut outside = vec!["qdisc", "add", "dev", &lab.veths[1], "root", "tbf"];
+    outside.extend(tbf);
+    sh("tc", &outside).unwrap();
+    let (doc, out) = lab.run(
+        &[
+            "--phases",
+            "matrix",
+            "-r",
+            "2",
+            "--warmup",
+            "0",
+            "--matrix-duration",
+            "1s",
+        ],
+        Duration::from_secs(200),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = doc.expect("the output file");
+    let matrix = doc["cluster"]["matrices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "TCP throughput")
+        .expect("the TCP throughput matrix")
+        .clone();
+    // The TCP goodput of a 300 Mbit/s link: 1448 payload bytes per 1514-byte frame.
+    let goodput = 300.0 * 1448.0 / 1514.0;
+    let hosts: Vec<String> = serde_json::from_value(matrix["hosts"].clone()).unwrap();
+    let mut expected = Vec::new();
+    for (i, row) in matrix["values"].as_array().unwrap().iter().enumerate() {
+        for (j, v) in row.as_array().unwrap().iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            let v = v.as_f64().unwrap();
+            if hosts[i] == *shaped || hosts[j] == *shaped {
+                assert!(
+                    (v / goodput - 1.0).abs() < 0.05,
+                    "{} → {}: {v:.1} Mb/s, expected {goodput:.1} ± 5 %",
+                    hosts[i],
+                    hosts[j]
+                );
+                expected.push([hosts[i].clone(), hosts[j].clone()]);
+            } else {
+                assert!(
+                    v > 2.0 * goodput,
+                    "{} → {}: {v:.1} Mb/s",
+                    hosts[i],
+                    hosts[j]
+                );
+            }
+        }
+    }
+    let flagged: Vec<[String; 2]> = serde_json::from_value(matrix["flagged"].clone()).unwrap();
+    assert_eq!(
+        flagged, expected,
+        "exactly the shaped host's links are flagged"
+    );
+}
