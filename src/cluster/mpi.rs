@@ -758,6 +758,7 @@ impl Leader<'_> {
                     },
                     reverse,
                     rate_bps: None,
+                    count: None,
                 },
                 count: None,
                 pin: false,
