@@ -512,3 +512,37 @@ fn the_reading_commands_never_create_or_migrate() {
     refused(&["show", "--db", missing.to_str().unwrap()]);
     assert!(!missing.exists());
 }
+
+#[test]
+fn two_runs_share_the_charts_each_in_its_style_with_the_compare_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    ok(&["import", FIXTURE, "--db", &db]);
+    let html = dir.path().join("two.html");
+    // A stored run and a results file, as before and after a change.
+    ok(&[
+        "report",
+        "1",
+        FIXTURE,
+        "--db",
+        &db,
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        text.contains("<th>against the first run</th>"),
+        "no verdicts"
+    );
+    assert!(text.contains("+0.0% within noise"));
+    for name in ["run 1 f64", "run 2 f64"] {
+        assert!(text.contains(&format!("data-name=\"{name}\"")), "{name}");
+    }
+    assert!(
+        text.contains("stroke-dasharray=\"12 3 2 3\""),
+        "run 2's style"
+    );
+    // Twice the lines: more than 16 on a chart splits it per op, every chart still drawn.
+    assert!(text.contains("disk randread: latency against threads</title>"));
+    assert!(charts(&text).iter().all(|c| c.contains("class=\"point\"")));
+}
