@@ -150,6 +150,8 @@ impl RunSettings {
 pub struct Repetition {
     /// From the earliest thread start to the latest thread end.
     pub wall: Duration,
+    /// The elapsed times of all threads added up (each from its start to its end).
+    pub thread_time: Duration,
     /// Sum over threads.
     pub units: u64,
     /// Sum over threads.
@@ -306,9 +308,11 @@ fn assemble(round: Vec<Option<Stamped>>) -> Option<Repetition> {
             latency.get_or_insert_with(LatencyHistogram::new).merge(h);
         }
     }
+    let thread_time = round.iter().map(|r| r.1.duration_since(r.0)).sum();
     let tallies: Vec<Tally> = round.into_iter().map(|r| r.2).collect();
     Some(Repetition {
         wall: end.duration_since(start),
+        thread_time,
         units: tallies.iter().map(|t| t.units).sum(),
         ops: tallies.iter().map(|t| t.ops).sum(),
         latency,

@@ -253,7 +253,9 @@ pub fn plan(options: &CpuOptions, ctx: &Context) -> (Vec<Box<dyn Case>>, Vec<Str
                 if matches!(precision, Precision::I8 | Precision::I16 | Precision::Bf16) {
                     variants.push((false, Form::Dot));
                 }
-                if matches!(precision, Precision::I8 | Precision::Bf16) {
+                // AMX tiles where the CPU has AMX; bf16, which has no adds, says so otherwise.
+                let amx = ctx.host.cpu.simd.iter().any(|f| f == "amx_tile");
+                if precision == Precision::Bf16 || (precision == Precision::I8 && amx) {
                     variants.push((false, Form::Tile));
                 }
             } else if precision == Precision::Bf16 {

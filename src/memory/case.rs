@@ -87,6 +87,11 @@ impl BandwidthCase {
         if self.op.random() {
             text.push_str("; offsets from wyrand, block-aligned, generated in the loop but not counted as bytes");
         }
+        if self.block.is_some() {
+            text.push_str(
+                "; access_time = elapsed times of all threads added up / accesses of all threads",
+            );
+        }
         text
     }
 
@@ -180,7 +185,7 @@ impl Case for BandwidthCase {
             .peak(ctx.peaks.memory.as_ref())
             .warn(runner::oversubscription_warning(self.threads));
         if self.block.is_some() {
-            result = result.extra("access_time", "ns", &access_times(&reps, self.threads));
+            result = result.extra("access_time", "ns", &access_times(&reps));
         }
         if ctx.runner.reference {
             result = result.reference(super::reference::for_case(self)?);
@@ -189,11 +194,12 @@ impl Case for BandwidthCase {
     }
 }
 
-/// Time per access of one thread: the wall time × threads / accesses, per repetition.
-fn access_times(reps: &[Repetition], threads: usize) -> Vec<f64> {
+/// Access time as users count it: the elapsed times of all threads added up ÷ the accesses of
+/// all threads, per repetition.
+fn access_times(reps: &[Repetition]) -> Vec<f64> {
     reps.iter()
         .filter(|r| r.ops > 0)
-        .map(|r| r.wall.as_secs_f64() * 1e9 * threads as f64 / r.ops as f64)
+        .map(|r| r.thread_time.as_secs_f64() * 1e9 / r.ops as f64)
         .collect()
 }
 
@@ -507,6 +513,20 @@ impl Drop for StreamWorker {
 mod tests {
     use super::*;
     use crate::names::Named;
+
+    #[test]
+    fn access_time_is_the_threads_time_added_up_over_all_accesses() {
+        // Two threads, 1 s and 3 s, 2·10^9 accesses together: 4 s / 2·10^9 = 2 ns.
+        let rep = Repetition {
+            wall: Duration::from_secs(3),
+            thread_time: Duration::from_secs(1) + Duration::from_secs(3),
+            units: 0,
+            ops: 2_000_000_000,
+            latency: None,
+            threads: Vec::new(),
+        };
+        assert_eq!(access_times(&[rep]), [2.0]);
+    }
 
     #[test]
     fn op_names_and_aliases() {
