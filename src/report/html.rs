@@ -309,7 +309,7 @@ fn text_tables(out: &mut String, text: &str) {
 }
 
 fn section(out: &mut String, subsystem: Subsystem, items: &[Item], runs: &[(i64, &Report)]) {
-    let _ = write!(out, "<h2 id=\"{s}\">{s}</h2>\n", s = subsystem.name());
+    let _ = writeln!(out, "<h2 id=\"{s}\">{s}</h2>", s = subsystem.name());
     // What every row shares is said once, above the table.
     let results: Vec<&BenchResult> = items.iter().map(|i| i.result).collect();
     let (shared, described) = shared_params(&results);
