@@ -394,10 +394,17 @@ mod tests {
         assert!(start.elapsed() < std::time::Duration::from_secs(5), "{e}");
         assert_eq!(e, "sh did not finish within 300ms and was killed");
         let pid = std::fs::read_to_string(&pid_file).unwrap();
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
-        let gone = stat.map_or(true, |s| {
-            s.rsplit(')').next().unwrap().trim_start().starts_with('Z')
-        });
+        // SIGKILL is delivered asynchronously: give the kernel up to 5 s to end it.
+        let dead = || {
+            std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).map_or(true, |s| {
+                s.rsplit(')').next().unwrap().trim_start().starts_with('Z')
+            })
+        };
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !dead() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let gone = dead();
         assert!(gone, "its child {} survived", pid.trim());
         let out = run_for_at_most("/bin/sh", &["-c", "echo out"], DMIDECODE_TIMEOUT).unwrap();
         assert_eq!(out.stdout, b"out\n");
