@@ -89,13 +89,13 @@ pub struct StoreArgs {
 #[command(next_help_heading = "Peak factors")]
 pub struct PeakArgs {
     /// Nominal CPU clock in GHz for the peak (e.g. 2.5)
-    #[arg(long, allow_negative_numbers = true, value_name = "GHZ", value_parser = positive_f64)]
+    #[arg(long, allow_negative_numbers = true, value_name = "GHZ", value_parser = peak_factor)]
     pub cpu_ghz: Option<f64>,
     /// Physical cores for the peak
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = positive_u32)]
     pub cores: Option<u32>,
     /// FMA units per core at the widest vector ISA (e.g. 2 on a Xeon Platinum)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = positive_f64)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = peak_factor)]
     pub fma_units: Option<f64>,
     /// Populated memory channels
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = positive_u32)]
@@ -104,13 +104,13 @@ pub struct PeakArgs {
     #[arg(long, allow_negative_numbers = true, value_name = "MTS", value_parser = positive_u32)]
     pub mem_mts: Option<u32>,
     /// NIC link speed in Gb/s
-    #[arg(long, allow_negative_numbers = true, value_name = "GBPS", value_parser = positive_f64)]
+    #[arg(long, allow_negative_numbers = true, value_name = "GBPS", value_parser = peak_factor)]
     pub nic_gbps: Option<f64>,
     /// Rated disk throughput in MB/s
-    #[arg(long, allow_negative_numbers = true, value_name = "MBPS", value_parser = positive_f64)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MBPS", value_parser = peak_factor)]
     pub disk_mbps: Option<f64>,
     /// Rated disk IOPS
-    #[arg(long, allow_negative_numbers = true, value_name = "IOPS", value_parser = positive_f64)]
+    #[arg(long, allow_negative_numbers = true, value_name = "IOPS", value_parser = peak_factor)]
     pub disk_iops: Option<f64>,
 }
 
@@ -216,6 +216,20 @@ pub fn positive_f64(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
         _ => Err(format!("'{text}' is not a positive number: give e.g. 2.5")),
+    }
+}
+
+/// The largest peak factor a flag takes: with it, every product of factors (clock × cores ×
+/// lanes × FMA units …) stays finite, so a peak is never infinite (and stored as null).
+pub const PEAK_FACTOR_MAX: f64 = 1e9;
+
+/// A peak factor flag: a positive number up to [`PEAK_FACTOR_MAX`].
+pub fn peak_factor(text: &str) -> Result<f64, String> {
+    match positive_f64(text)? {
+        v if v <= PEAK_FACTOR_MAX => Ok(v),
+        _ => Err(format!(
+            "'{text}' is beyond any machine (at most {PEAK_FACTOR_MAX:.0}): give the real figure, e.g. 2.5"
+        )),
     }
 }
 

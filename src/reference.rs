@@ -14,17 +14,20 @@
 //!   run it again.
 //! - Ctrl-C while a tool (or its server) runs kills it and interrupts the run: `run` returns
 //!   [`Interrupted`], so the case ends as any case interrupted in peakbench's own loops does,
-//!   instead of being kept with a reference cut short. A tool that exits by itself on the
-//!   terminal's SIGINT (which reaches the whole process group) counts as interrupted too.
+//!   instead of being kept with a reference cut short.
+//! - A tool and its server each run in a process group of their own ([`Group`]): a timeout,
+//!   Ctrl-C, a second Ctrl-C or the tool's normal end kills the whole group, so nothing the
+//!   tool started (mpirun's ranks, fio's job processes) outlives it, and the terminal's SIGINT
+//!   reaches peakbench alone. If peakbench itself dies, the kernel kills each group's leader.
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::interrupt::{self, Interrupted};
+use crate::interrupt::{self, Group, Interrupted};
 use crate::result::Reference;
 
 /// A standard tool: the program to look for and how to get it.
@@ -371,31 +374,21 @@ impl Stop for CtrlC {
     }
 }
 
-/// A process killed (and reaped) when dropped.
-struct Spawned(Child);
-
-impl Drop for Spawned {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 impl Server {
     /// Starts the server and waits until it is ready.
-    fn start(&self, program: &Path, name: &str, stop: &dyn Stop) -> Result<Spawned, NoValue> {
+    fn start(&self, program: &Path, name: &str, stop: &dyn Stop) -> Result<Group, NoValue> {
         let shown = match self.args.first() {
             Some(first) => format!("{name} {first}"),
             None => name.to_string(),
         };
-        let child = Command::new(program)
-            .args(&self.args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| NoValue::Why(format!("cannot start {shown}: {e}")))?;
-        let mut server = Spawned(child);
+        let mut server = Group::spawn(
+            Command::new(program)
+                .args(&self.args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        )
+        .map_err(|e| NoValue::Why(format!("cannot start {shown}: {e}")))?;
         let until = Instant::now() + SERVER_START;
         loop {
             let ready = match self.ready {
@@ -411,7 +404,8 @@ impl Server {
             if ready {
                 return Ok(server);
             }
-            if let Ok(Some(status)) = server.0.try_wait() {
+            if server.exited().unwrap_or(false) {
+                let status = server.end().map_err(|e| NoValue::Why(e.to_string()))?;
                 return Err(NoValue::Why(format!(
                     "{shown} ended ({status}) before it was ready"
                 )));
@@ -494,14 +488,14 @@ fn run_bounded(
     timeout: Duration,
     stop: &dyn Stop,
 ) -> Result<ToolOutput, NoValue> {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| NoValue::Why(format!("cannot start {name}: {e}")))?;
-    let mut out = child.stdout.take().expect("piped stdout");
-    let mut err = child.stderr.take().expect("piped stderr");
+    let mut group = Group::spawn(
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .map_err(|e| NoValue::Why(format!("cannot start {name}: {e}")))?;
+    let mut out = group.child().stdout.take().expect("piped stdout");
+    let mut err = group.child().stderr.take().expect("piped stderr");
     let out_reader = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = out.read_to_string(&mut s);
@@ -512,11 +506,14 @@ fn run_bounded(
         let _ = err.read_to_string(&mut s);
         s
     });
-    let status = match wait_until(&mut child, Instant::now() + timeout, stop) {
-        Ok(Some(status)) => status,
+    // Whatever happens, the whole group is killed before the leader is reaped: a process the
+    // tool left behind would hold the output pipes open (and the readers with them).
+    let status = match wait_until(&mut group, Instant::now() + timeout, stop) {
+        Ok(true) => group
+            .end()
+            .map_err(|e| NoValue::Why(format!("waiting for {name}: {e}")))?,
         ended => {
-            let _ = child.kill();
-            let _ = child.wait();
+            let _ = group.end();
             if stop.requested() {
                 return Err(NoValue::Interrupted);
             }
@@ -536,30 +533,27 @@ fn run_bounded(
     })
 }
 
-/// Waits until the child exits (its status), or `deadline` passes or a stop is requested
-/// (`None`, the child still running).
+/// Waits until the group's leader exits (`true`, not yet reaped), or `deadline` passes or a
+/// stop is requested (`false`, the leader still running).
 ///
 /// It sleeps in one poll(2) on the child's pidfd and the stop's eventfd rather than waking
 /// every few milliseconds to look: such a wake-up is a timer firing on some CPU for the tool's
 /// whole run, and on a VM a periodic timer on the CPU where a thread waits for I/O changes how
 /// fast that thread wakes (docs/disk.md), so it would change what fio measures at QD 1.
 /// Kernels without pidfd_open (before 5.3) get the 20 ms look instead.
-fn wait_until(
-    child: &mut Child,
-    deadline: Instant,
-    stop: &dyn Stop,
-) -> std::io::Result<Option<ExitStatus>> {
+fn wait_until(group: &mut Group, deadline: Instant, stop: &dyn Stop) -> std::io::Result<bool> {
+    let leader = group.child().id() as libc::pid_t;
     // SAFETY: pidfd_open takes a pid and flags; a non-negative result is a descriptor we own.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id() as libc::pid_t, 0) };
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, leader, 0) };
     // SAFETY: as above, the descriptor is new and ours alone.
     let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd as i32) });
     loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(Some(status));
+        if group.exited()? {
+            return Ok(true);
         }
         let now = Instant::now();
         if stop.requested() || now >= deadline {
-            return Ok(None);
+            return Ok(false);
         }
         let left = deadline - now;
         match (&pidfd, stop.wake_fd()) {
@@ -802,6 +796,126 @@ mod tests {
         assert!(
             start.elapsed() < Duration::from_secs(5),
             "the tool was not killed at once"
+        );
+    }
+
+    /// Whether process `pid` is alive (and not a zombie).
+    fn alive(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|stat| {
+                let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+                !state.starts_with('Z') && !state.starts_with('X')
+            })
+            .unwrap_or(false)
+    }
+
+    /// Waits up to 5 s for process `pid` to be gone.
+    fn gone(pid: i32) -> bool {
+        let until = Instant::now() + Duration::from_secs(5);
+        while alive(pid) {
+            if Instant::now() > until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    }
+
+    /// A tool that starts a sleeping grandchild, writes its pid to a file and waits for it.
+    fn forking_tool(pid_file: &Path) -> Invocation<'static> {
+        sh(
+            &format!("sleep 30 & echo $! > {}; wait", pid_file.display()),
+            |_| panic!("nothing to parse"),
+        )
+    }
+
+    fn read_pid(pid_file: &Path) -> i32 {
+        let until = Instant::now() + Duration::from_secs(5);
+        loop {
+            let text = std::fs::read_to_string(pid_file).unwrap_or_default();
+            if let Ok(pid) = text.trim().parse() {
+                return pid;
+            }
+            assert!(Instant::now() < until, "the tool wrote no pid");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_timeout_ends_everything_the_tool_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("grandchild.pid");
+        let mut run = forking_tool(&pid_file);
+        run.timeout = Duration::from_millis(300);
+        let start = Instant::now();
+        let r = run.run_with(&never()).unwrap();
+        assert!(start.elapsed() < Duration::from_secs(5), "the wait hung");
+        assert!(r.note.unwrap().contains("did not finish"));
+        let grandchild = read_pid(&pid_file);
+        assert!(
+            gone(grandchild),
+            "the tool's child {grandchild} survived the timeout"
+        );
+    }
+
+    #[test]
+    fn a_stop_ends_everything_the_tool_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("grandchild.pid");
+        let stop = TestStop::new();
+        let r = std::thread::scope(|s| {
+            s.spawn(|| {
+                read_pid(&pid_file);
+                stop.request();
+            });
+            forking_tool(&pid_file).run_with(&stop)
+        });
+        assert!(r.unwrap_err().is::<Interrupted>());
+        let grandchild = read_pid(&pid_file);
+        assert!(
+            gone(grandchild),
+            "the tool's child {grandchild} survived the stop"
+        );
+    }
+
+    #[test]
+    fn a_tools_leftovers_are_ended_when_it_exits() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("grandchild.pid");
+        let script = format!(
+            "sleep 30 > /dev/null 2>&1 & echo $! > {}; echo 'rate: 1'",
+            pid_file.display()
+        );
+        let start = Instant::now();
+        let r = sh(&script, rate).run_with(&never()).unwrap();
+        assert_eq!(r.value, Some(1.0));
+        assert!(start.elapsed() < Duration::from_secs(5), "the wait hung");
+        let grandchild = read_pid(&pid_file);
+        assert!(
+            gone(grandchild),
+            "the tool's child {grandchild} outlived it"
+        );
+    }
+
+    #[test]
+    fn the_leader_dies_with_the_thread_that_started_it() {
+        // peakbench's death, as the kernel sees it: the thread that forked the leader ends.
+        let leader = std::thread::spawn(|| {
+            let sh = find_program("sh").unwrap();
+            let mut group = Group::spawn(Command::new(sh).args(["-c", "sleep 30"])).unwrap();
+            let pid = group.child().id() as i32;
+            std::mem::forget(group);
+            pid
+        })
+        .join()
+        .unwrap();
+        let mut status = 0;
+        // SAFETY: waits for our own child `leader`, writing its status into a live int.
+        let r = unsafe { libc::waitpid(leader, &mut status, 0) };
+        assert_eq!(r, leader);
+        assert!(
+            libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL,
+            "the leader was not killed when its parent died: status {status:#x}"
         );
     }
 

@@ -84,6 +84,12 @@ fn bad_input_exits_2_with_one_line_naming_the_flag() {
         (&["cpu", "linpack", "-n", "10000000"], "--n"),
         (&["cpu", "linpack", "--blas", "atlas"], "--blas"),
         (&["sysinfo", "--cpu-ghz", "-1"], "--cpu-ghz"),
+        // Issue 18, item 8: 1e308 GHz made an infinite peak, stored as null.
+        (&["sysinfo", "--cpu-ghz", "1e308"], "--cpu-ghz"),
+        (&["sysinfo", "--fma-units", "1e300"], "--fma-units"),
+        (&["sysinfo", "--nic-gbps", "1e308"], "--nic-gbps"),
+        (&["sysinfo", "--disk-mbps", "1e308"], "--disk-mbps"),
+        (&["sysinfo", "--disk-iops", "1e308"], "--disk-iops"),
     ];
     for (args, flag) in cases {
         let output = peakbench(args);

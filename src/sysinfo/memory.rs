@@ -9,6 +9,7 @@ use std::str::FromStr;
 
 use super::collect::Root;
 use super::{Dimm, Fact, MemoryInfo};
+use crate::interrupt::Group;
 
 /// What a user can do when the DIMM inventory cannot be read.
 const MEM_ADVICE: &str = "give --mem-channels and --mem-mts";
@@ -278,6 +279,78 @@ pub(super) fn read_memory(root: Root, dmidecode: &Result<String, String>) -> Mem
     }
 }
 
+/// How long `dmidecode` may take (it reads firmware tables, which a broken BIOS or a stuck
+/// /dev/mem read can make hang).
+const DMIDECODE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs `program` with `args` in a process group of its own; its output, or why there is none
+/// (it and everything it started are killed after `timeout`).
+fn run_for_at_most(
+    program: &str,
+    args: &[&str],
+    timeout: std::time::Duration,
+) -> Result<std::process::Output, String> {
+    use std::io::Read;
+    let shown = Path::new(program)
+        .file_name()
+        .map_or(program.into(), |n| n.to_string_lossy());
+    let mut group = Group::spawn(
+        Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => format!("{shown} not installed"),
+        _ => format!("cannot run {shown}: {e}"),
+    })?;
+    let readers = [
+        group
+            .child()
+            .stdout
+            .take()
+            .map(|o| Box::new(o) as Box<dyn Read + Send>),
+        group
+            .child()
+            .stderr
+            .take()
+            .map(|e| Box::new(e) as Box<dyn Read + Send>),
+    ]
+    .map(|pipe| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    });
+    let until = std::time::Instant::now() + timeout;
+    while !group
+        .exited()
+        .map_err(|e| format!("waiting for {shown}: {e}"))?
+    {
+        if std::time::Instant::now() >= until {
+            let _ = group.end();
+            return Err(format!(
+                "{shown} did not finish within {} and was killed",
+                humantime::format_duration(timeout)
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let status = group
+        .end()
+        .map_err(|e| format!("waiting for {shown}: {e}"))?;
+    let [stdout, stderr] = readers.map(|r| r.join().unwrap_or_default());
+    Ok(std::process::Output {
+        status,
+        stdout,
+        stderr,
+    })
+}
+
 /// Runs `dmidecode -t 17`: its output, or why there is none.
 pub(super) fn run_dmidecode() -> Result<String, String> {
     let program = [
@@ -288,14 +361,7 @@ pub(super) fn run_dmidecode() -> Result<String, String> {
     .into_iter()
     .find(|p| Path::new(p).exists())
     .unwrap_or("dmidecode");
-    let output = Command::new(program)
-        .args(["-t", "17"])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => "dmidecode not installed".to_string(),
-            _ => format!("cannot run dmidecode: {e}"),
-        })?;
+    let output = run_for_at_most(program, &["-t", "17"], DMIDECODE_TIMEOUT)?;
     if output.status.success() {
         return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
     }
@@ -312,6 +378,42 @@ pub(super) fn run_dmidecode() -> Result<String, String> {
 mod tests {
     use super::super::collect::write_fixture as write;
     use super::*;
+
+    #[test]
+    fn a_hung_dmidecode_is_killed_with_everything_it_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("child.pid");
+        let script = format!("sleep 30 & echo $! > {}; wait", pid_file.display());
+        let start = std::time::Instant::now();
+        let e = run_for_at_most(
+            "/bin/sh",
+            &["-c", &script],
+            std::time::Duration::from_millis(300),
+        )
+        .unwrap_err();
+        assert!(start.elapsed() < std::time::Duration::from_secs(5), "{e}");
+        assert_eq!(e, "sh did not finish within 300ms and was killed");
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        // SIGKILL is delivered asynchronously: give the kernel up to 5 s to end it.
+        let dead = || {
+            std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).map_or(true, |s| {
+                s.rsplit(')').next().unwrap().trim_start().starts_with('Z')
+            })
+        };
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !dead() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let gone = dead();
+        assert!(gone, "its child {} survived", pid.trim());
+        let out = run_for_at_most("/bin/sh", &["-c", "echo out"], DMIDECODE_TIMEOUT).unwrap();
+        assert_eq!(out.stdout, b"out\n");
+        assert!(
+            run_for_at_most("/nonexistent/dmidecode", &[], DMIDECODE_TIMEOUT)
+                .unwrap_err()
+                .ends_with("dmidecode not installed")
+        );
+    }
 
     /// `dmidecode -t 17` with two populated and two empty slots.
     const DMIDECODE_T17: &str = "# dmidecode 3.4
