@@ -75,7 +75,7 @@ impl BandwidthCase {
             }
             (MemOp::Copy, _) => "bytes read + bytes written: 2·B per access of a B-byte block",
             (MemOp::RandRw, _) => {
-                "bytes read + bytes written: one B-byte read and one B-byte write per access"
+                "bytes read + bytes written: 2·B per access, a B-byte block copied from one random offset to another"
             }
         };
         let writes = !matches!(self.op, MemOp::Read | MemOp::RandRead);
@@ -266,7 +266,7 @@ impl BlockWorker {
     fn check(&self) -> Option<String> {
         let dst = self.dst.as_ref()?;
         let used = &dst.as_slice()[..self.blocks * self.block];
-        let expected = if self.op == MemOp::Copy {
+        let expected = if matches!(self.op, MemOp::Copy | MemOp::RandRw) {
             FILL
         } else {
             WRITTEN
@@ -335,14 +335,13 @@ impl Worker for BlockWorker {
                     }
                 }
                 MemOp::RandRw => {
+                    // A random copy: the block read at one random offset of the source is
+                    // written at another, independently drawn offset of the destination.
                     for _ in 0..n {
                         let from = self.next_offset();
                         let to = self.next_offset();
-                        // SAFETY: an offset of this worker's regions (see above).
-                        let sum = unsafe { kernels::read(isa, src.add(from), block) };
-                        checksum = checksum.wrapping_add(sum);
-                        // SAFETY: an offset of this worker's regions (see above).
-                        unsafe { kernels::write(isa, dst.add(to), block, WRITTEN, false) };
+                        // SAFETY: offsets of this worker's regions (see above).
+                        unsafe { kernels::copy(isa, dst.add(to), src.add(from), block, false) };
                     }
                 }
                 _ => unreachable!("STREAM ops run in StreamWorker"),
@@ -351,7 +350,7 @@ impl Worker for BlockWorker {
         }
         kernels::store_fence();
         let reads = match self.op {
-            MemOp::Read | MemOp::RandRead | MemOp::RandRw => done,
+            MemOp::Read | MemOp::RandRead => done,
             _ => 0,
         };
         let expected = kernels::checksum_of_constant(FILL, block).wrapping_mul(reads);
@@ -592,7 +591,9 @@ mod tests {
                             assert_eq!(t.units, accesses * op.bytes_per_access(block));
                             if op.random() && op != MemOp::RandRead {
                                 let dst = w.dst.as_ref().unwrap().as_slice();
-                                let written = dst.iter().filter(|&&b| b == WRITTEN).count() as u64;
+                                // randrw copies the source's bytes; randwrite stores its own.
+                                let stored = if op == MemOp::RandRw { FILL } else { WRITTEN };
+                                let written = dst.iter().filter(|&&b| b == stored).count() as u64;
                                 // 2 × blocks random draws leave about 1 − e^-2 = 86 % written.
                                 assert!(written > c.slice / 2, "{op:?} {block}: {written}");
                             }
@@ -608,6 +609,48 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// randrw copies: each destination block it writes holds the bytes of some source block,
+    /// and the two offsets are drawn apart (not one offset used for both).
+    #[test]
+    fn randrw_copies_a_random_block_to_another_random_offset() {
+        let block = 64usize;
+        let c = case(MemOp::RandRw, block as u64, 64 * 1024, 1);
+        let blocks = c.slice as usize / block;
+        // Byte of source block k: 32 + k mod 200, never INIT.
+        let tag = |k: usize| (32 + k % 200) as u8;
+        let failures = Arc::new(Mutex::new(Vec::new()));
+        let mut w = BlockWorker::prepare(&c, 0, failures).unwrap();
+        for (k, chunk) in w.src.as_mut().unwrap().as_mut_slice()[..blocks * block]
+            .chunks_mut(block)
+            .enumerate()
+        {
+            chunk.fill(tag(k));
+        }
+        let t = w.run(&Quota::units(blocks as u64)).unwrap();
+        assert_eq!(t.units, 2 * blocks as u64 * block as u64);
+        let dst = w.dst.as_ref().unwrap().as_slice();
+        let (mut written, mut moved) = (0, 0);
+        for (k, chunk) in dst[..blocks * block].chunks(block).enumerate() {
+            assert!(
+                chunk.iter().all(|&b| b == chunk[0]),
+                "block {k} mixes sources"
+            );
+            if chunk[0] == INIT {
+                continue;
+            }
+            assert!((32..232).contains(&chunk[0]), "block {k}: {:#x}", chunk[0]);
+            written += 1;
+            if chunk[0] != tag(k) {
+                moved += 1;
+            }
+        }
+        // blocks random draws leave about 1 − 1/e = 63 % of the blocks written, nearly all of
+        // them from another offset.
+        assert!(written > blocks / 2, "{written} of {blocks}");
+        assert!(moved > written * 9 / 10, "{moved} of {written}");
+        w.dst = None; // the bytes are not FILL: skip the drop check
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! of all threads divided by the group's wall time.
 //!
 //! **How bytes are counted.** Bytes read plus bytes written by the program: a read or write
-//! access of B bytes is B, a copy is 2·B, randrw is one read and one write of B. STREAM kernels
+//! access of B bytes is B, a copy is 2·B, randrw (a random copy: one block read at a random offset, written at another) is 2·B too. STREAM kernels
 //! are counted as STREAM counts them: copy and scale 16 B per element, add and triad 24 B.
 //! Ordinary stores make the CPU read each written line first (write-allocate); that traffic is
 //! real on the bus but is not counted (the `counting` field says how much it adds); `--nt`
@@ -102,7 +102,7 @@ named_enum! {
         RandRead = "randread",
         /// write of random blocks
         RandWrite = "randwrite",
-        /// a random block read, another random block written (alias RWR)
+        /// a random copy: a block read at a random offset, written at another (alias RWR)
         RandRw = "randrw" | "rwr",
         /// STREAM copy, c = a
         StreamCopy = "stream-copy",
