@@ -7,6 +7,7 @@ use anyhow::{Result, bail};
 
 use super::MemOp;
 use super::kernels::{self, Isa, Stream};
+use super::plan::Work;
 use super::region::{HugePages, Region};
 use crate::plan::{Case, CaseSpec, Context};
 use crate::result::{BenchResult, Params, Subsystem};
@@ -33,6 +34,8 @@ pub struct BandwidthCase {
     pub slice: u64,
     pub nt: bool,
     pub duration: Duration,
+    /// Fixed work per repetition instead of `duration`.
+    pub work: Option<Work>,
     pub isa: Isa,
     /// Threads pinned to CPUs (`--pin`), for the record.
     pub pin: bool,
@@ -52,6 +55,21 @@ impl BandwidthCase {
     /// Bytes of all threads' regions together: the working set actually used.
     pub fn working_set(&self) -> u64 {
         self.slice * self.regions() * self.threads as u64
+    }
+
+    /// Bytes counted per access (block ops) or per element (STREAM).
+    fn bytes_per_unit(&self) -> u64 {
+        match (self.op.stream(), self.block) {
+            (Some(kernel), _) => kernel.bytes_per_element(),
+            (None, block) => self.op.bytes_per_access(block.unwrap_or(1)),
+        }
+    }
+
+    fn stop(&self) -> Stop {
+        match self.work {
+            None => Stop::Duration(self.duration),
+            Some(work) => Stop::Work(work.units(self.bytes_per_unit())),
+        }
     }
 
     fn counting(&self) -> String {
@@ -134,9 +152,19 @@ impl Case for BandwidthCase {
             isa: Some(self.isa.name().to_string()),
             block_bytes: self.block,
             working_set_bytes: Some(self.working_set()),
-            duration_s: Some(self.duration.as_secs_f64()),
+            duration_s: self.work.is_none().then_some(self.duration.as_secs_f64()),
             ..Params::default()
         };
+        if let Some(work) = self.work {
+            let units = work.units(self.bytes_per_unit());
+            params
+                .other
+                .insert("ops_per_repetition".into(), units.into());
+            params.other.insert(
+                "bytes_per_repetition".into(),
+                (units * self.bytes_per_unit()).into(),
+            );
+        }
         params.other.insert("nt".into(), self.nt.into());
         params.other.insert(
             "scaling".into(),
@@ -154,11 +182,18 @@ impl Case for BandwidthCase {
     fn estimate(&self, ctx: &Context) -> Duration {
         // Touching the pages before timing runs at roughly 4 GB/s.
         let prepare = Duration::from_secs_f64(self.working_set() as f64 / 4e9);
-        prepare + ctx.runner.warmup + self.duration * ctx.runner.repetitions
+        // Fixed work is guessed at 10 GB/s.
+        let rep = match self.work {
+            None => self.duration,
+            Some(work) => Duration::from_secs_f64(
+                (work.units(self.bytes_per_unit()) * self.bytes_per_unit()) as f64 / 10e9,
+            ),
+        };
+        prepare + ctx.runner.warmup + rep * ctx.runner.repetitions
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {
-        let settings = RunSettings::new(&ctx.runner, self.threads, Stop::Duration(self.duration));
+        let settings = RunSettings::new(&ctx.runner, self.threads, self.stop());
         let failures = Arc::new(Mutex::new(Vec::<String>::new()));
         let reps = match self.op.stream() {
             Some(kernel) => runner::measure(&settings, |_| {
@@ -556,6 +591,7 @@ mod tests {
             slice,
             nt: false,
             duration: Duration::from_millis(1),
+            work: None,
             isa: Isa::detect(),
             pin: false,
         }
