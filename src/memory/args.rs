@@ -5,7 +5,9 @@ use std::time::Duration;
 use clap::Args;
 
 use super::MemOp;
-use crate::options::{OrAll, or_all, positive_duration, positive_size, thread_count};
+use crate::options::{
+    OrAll, or_all, positive_count, positive_duration, positive_size, thread_count,
+};
 
 #[derive(Args, Debug)]
 pub struct MemArgs {
@@ -24,9 +26,15 @@ pub struct MemArgs {
     /// Non-temporal (streaming) stores for write, copy and the STREAM kernels
     #[arg(long)]
     pub nt: bool,
-    /// Length of one repetition
-    #[arg(long, short = 'd', default_value = "300ms", value_name = "DURATION", value_parser = positive_duration)]
+    /// Length of one repetition (time-based)
+    #[arg(long, short = 'd', default_value = "300ms", value_name = "DURATION", value_parser = positive_duration, conflicts_with_all = ["bytes", "ops"])]
     pub duration: Duration,
+    /// Size-based instead: bytes counted (by the stated rule) of all threads in one repetition
+    #[arg(long, value_name = "SIZE", value_parser = positive_size, conflicts_with = "ops")]
+    pub bytes: Option<u64>,
+    /// Count-based instead: accesses (STREAM: elements) of all threads in one repetition
+    #[arg(long, value_name = "N", value_parser = positive_count)]
+    pub ops: Option<u64>,
 }
 
 #[derive(Args, Debug)]

@@ -7,6 +7,7 @@ use anyhow::{Result, bail};
 
 use super::MemOp;
 use super::kernels::{self, Isa, Stream};
+use super::plan::Work;
 use super::region::{HugePages, Region};
 use crate::plan::{Case, CaseSpec, Context};
 use crate::result::{BenchResult, Params, Subsystem};
@@ -33,6 +34,8 @@ pub struct BandwidthCase {
     pub slice: u64,
     pub nt: bool,
     pub duration: Duration,
+    /// Fixed work per repetition instead of `duration`.
+    pub work: Option<Work>,
     pub isa: Isa,
     /// Threads pinned to CPUs (`--pin`), for the record.
     pub pin: bool,
@@ -52,6 +55,21 @@ impl BandwidthCase {
     /// Bytes of all threads' regions together: the working set actually used.
     pub fn working_set(&self) -> u64 {
         self.slice * self.regions() * self.threads as u64
+    }
+
+    /// Bytes counted per access (block ops) or per element (STREAM).
+    fn bytes_per_unit(&self) -> u64 {
+        match (self.op.stream(), self.block) {
+            (Some(kernel), _) => kernel.bytes_per_element(),
+            (None, block) => self.op.bytes_per_access(block.unwrap_or(1)),
+        }
+    }
+
+    fn stop(&self) -> Stop {
+        match self.work {
+            None => Stop::Duration(self.duration),
+            Some(work) => Stop::Work(work.units(self.bytes_per_unit())),
+        }
     }
 
     fn counting(&self) -> String {
@@ -75,7 +93,7 @@ impl BandwidthCase {
             }
             (MemOp::Copy, _) => "bytes read + bytes written: 2·B per access of a B-byte block",
             (MemOp::RandRw, _) => {
-                "bytes read + bytes written: one B-byte read and one B-byte write per access"
+                "bytes read + bytes written: 2·B per access, a B-byte block copied from one random offset to another"
             }
         };
         let writes = !matches!(self.op, MemOp::Read | MemOp::RandRead);
@@ -134,9 +152,19 @@ impl Case for BandwidthCase {
             isa: Some(self.isa.name().to_string()),
             block_bytes: self.block,
             working_set_bytes: Some(self.working_set()),
-            duration_s: Some(self.duration.as_secs_f64()),
+            duration_s: self.work.is_none().then_some(self.duration.as_secs_f64()),
             ..Params::default()
         };
+        if let Some(work) = self.work {
+            let units = work.units(self.bytes_per_unit());
+            params
+                .other
+                .insert("ops_per_repetition".into(), units.into());
+            params.other.insert(
+                "bytes_per_repetition".into(),
+                (units * self.bytes_per_unit()).into(),
+            );
+        }
         params.other.insert("nt".into(), self.nt.into());
         params.other.insert(
             "scaling".into(),
@@ -154,11 +182,18 @@ impl Case for BandwidthCase {
     fn estimate(&self, ctx: &Context) -> Duration {
         // Touching the pages before timing runs at roughly 4 GB/s.
         let prepare = Duration::from_secs_f64(self.working_set() as f64 / 4e9);
-        prepare + ctx.runner.warmup + self.duration * ctx.runner.repetitions
+        // Fixed work is guessed at 10 GB/s.
+        let rep = match self.work {
+            None => self.duration,
+            Some(work) => Duration::from_secs_f64(
+                (work.units(self.bytes_per_unit()) * self.bytes_per_unit()) as f64 / 10e9,
+            ),
+        };
+        prepare + ctx.runner.warmup + rep * ctx.runner.repetitions
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {
-        let settings = RunSettings::new(&ctx.runner, self.threads, Stop::Duration(self.duration));
+        let settings = RunSettings::new(&ctx.runner, self.threads, self.stop());
         let failures = Arc::new(Mutex::new(Vec::<String>::new()));
         let reps = match self.op.stream() {
             Some(kernel) => runner::measure(&settings, |_| {
@@ -266,7 +301,7 @@ impl BlockWorker {
     fn check(&self) -> Option<String> {
         let dst = self.dst.as_ref()?;
         let used = &dst.as_slice()[..self.blocks * self.block];
-        let expected = if self.op == MemOp::Copy {
+        let expected = if matches!(self.op, MemOp::Copy | MemOp::RandRw) {
             FILL
         } else {
             WRITTEN
@@ -335,14 +370,13 @@ impl Worker for BlockWorker {
                     }
                 }
                 MemOp::RandRw => {
+                    // A random copy: the block read at one random offset of the source is
+                    // written at another, independently drawn offset of the destination.
                     for _ in 0..n {
                         let from = self.next_offset();
                         let to = self.next_offset();
-                        // SAFETY: an offset of this worker's regions (see above).
-                        let sum = unsafe { kernels::read(isa, src.add(from), block) };
-                        checksum = checksum.wrapping_add(sum);
-                        // SAFETY: an offset of this worker's regions (see above).
-                        unsafe { kernels::write(isa, dst.add(to), block, WRITTEN, false) };
+                        // SAFETY: offsets of this worker's regions (see above).
+                        unsafe { kernels::copy(isa, dst.add(to), src.add(from), block, false) };
                     }
                 }
                 _ => unreachable!("STREAM ops run in StreamWorker"),
@@ -351,7 +385,7 @@ impl Worker for BlockWorker {
         }
         kernels::store_fence();
         let reads = match self.op {
-            MemOp::Read | MemOp::RandRead | MemOp::RandRw => done,
+            MemOp::Read | MemOp::RandRead => done,
             _ => 0,
         };
         let expected = kernels::checksum_of_constant(FILL, block).wrapping_mul(reads);
@@ -557,6 +591,7 @@ mod tests {
             slice,
             nt: false,
             duration: Duration::from_millis(1),
+            work: None,
             isa: Isa::detect(),
             pin: false,
         }
@@ -592,7 +627,9 @@ mod tests {
                             assert_eq!(t.units, accesses * op.bytes_per_access(block));
                             if op.random() && op != MemOp::RandRead {
                                 let dst = w.dst.as_ref().unwrap().as_slice();
-                                let written = dst.iter().filter(|&&b| b == WRITTEN).count() as u64;
+                                // randrw copies the source's bytes; randwrite stores its own.
+                                let stored = if op == MemOp::RandRw { FILL } else { WRITTEN };
+                                let written = dst.iter().filter(|&&b| b == stored).count() as u64;
                                 // 2 × blocks random draws leave about 1 − e^-2 = 86 % written.
                                 assert!(written > c.slice / 2, "{op:?} {block}: {written}");
                             }
@@ -608,6 +645,48 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// randrw copies: each destination block it writes holds the bytes of some source block,
+    /// and the two offsets are drawn apart (not one offset used for both).
+    #[test]
+    fn randrw_copies_a_random_block_to_another_random_offset() {
+        let block = 64usize;
+        let c = case(MemOp::RandRw, block as u64, 64 * 1024, 1);
+        let blocks = c.slice as usize / block;
+        // Byte of source block k: 32 + k mod 200, never INIT.
+        let tag = |k: usize| (32 + k % 200) as u8;
+        let failures = Arc::new(Mutex::new(Vec::new()));
+        let mut w = BlockWorker::prepare(&c, 0, failures).unwrap();
+        for (k, chunk) in w.src.as_mut().unwrap().as_mut_slice()[..blocks * block]
+            .chunks_mut(block)
+            .enumerate()
+        {
+            chunk.fill(tag(k));
+        }
+        let t = w.run(&Quota::units(blocks as u64)).unwrap();
+        assert_eq!(t.units, 2 * blocks as u64 * block as u64);
+        let dst = w.dst.as_ref().unwrap().as_slice();
+        let (mut written, mut moved) = (0, 0);
+        for (k, chunk) in dst[..blocks * block].chunks(block).enumerate() {
+            assert!(
+                chunk.iter().all(|&b| b == chunk[0]),
+                "block {k} mixes sources"
+            );
+            if chunk[0] == INIT {
+                continue;
+            }
+            assert!((32..232).contains(&chunk[0]), "block {k}: {:#x}", chunk[0]);
+            written += 1;
+            if chunk[0] != tag(k) {
+                moved += 1;
+            }
+        }
+        // blocks random draws leave about 1 − 1/e = 63 % of the blocks written, nearly all of
+        // them from another offset.
+        assert!(written > blocks / 2, "{written} of {blocks}");
+        assert!(moved > written * 9 / 10, "{moved} of {written}");
+        w.dst = None; // the bytes are not FILL: skip the drop check
     }
 
     #[test]

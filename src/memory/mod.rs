@@ -5,10 +5,11 @@
 //! slice and writes it before timing (so its pages come from its own NUMA node and no page fault
 //! is timed), then accesses it in blocks of `--block` bytes, sequentially or at block-aligned
 //! offsets drawn from a wyrand generator. A repetition lasts `--duration`; its rate is the bytes
-//! of all threads divided by the group's wall time.
+//! of all threads divided by the group's wall time (or, with `--bytes`/`--ops`, a fixed
+//! work is shared by the threads).
 //!
 //! **How bytes are counted.** Bytes read plus bytes written by the program: a read or write
-//! access of B bytes is B, a copy is 2·B, randrw is one read and one write of B. STREAM kernels
+//! access of B bytes is B, a copy is 2·B, randrw (a random copy: one block read at a random offset, written at another) is 2·B too. STREAM kernels
 //! are counted as STREAM counts them: copy and scale 16 B per element, add and triad 24 B.
 //! Ordinary stores make the CPU read each written line first (write-allocate); that traffic is
 //! real on the bus but is not counted (the `counting` field says how much it adds); `--nt`
@@ -59,6 +60,11 @@ impl Benchmark for Mem {
         options.size = args.size;
         options.nt = args.nt;
         options.duration = args.duration;
+        options.work = match (args.bytes, args.ops) {
+            (Some(b), _) => Some(plan::Work::Bytes(b)),
+            (None, Some(n)) => Some(plan::Work::Ops(n)),
+            (None, None) => None,
+        };
         let (cases, notes) = plan::plan(&options, ctx)?;
         let working_set = options.size.unwrap_or_else(|| plan::default_size(ctx).0);
         let mut config = serde_json::to_value(&options)?;
@@ -102,7 +108,7 @@ named_enum! {
         RandRead = "randread",
         /// write of random blocks
         RandWrite = "randwrite",
-        /// a random block read, another random block written (alias RWR)
+        /// a random copy: a block read at a random offset, written at another (alias RWR)
         RandRw = "randrw" | "rwr",
         /// STREAM copy, c = a
         StreamCopy = "stream-copy",
@@ -216,6 +222,52 @@ mod tests {
         );
         let all = ids(&["mem", "--op", "all", "-b", "8KB", "-t", "1", "-s", "64MiB"]);
         assert_eq!(all.len(), MemOp::ALL.len());
+    }
+
+    /// `--bytes` and `--ops` fix the work of a repetition: the case records it and runs with it
+    /// (the runner's own tests check that `Stop::Work` does exactly that many units), and work
+    /// too small to share is refused.
+    #[test]
+    fn bytes_or_ops_give_a_fixed_amount_of_work() {
+        let mut ctx = Context::fixture();
+        ctx.runner.repetitions = 2;
+        ctx.runner.warmup = std::time::Duration::ZERO;
+        let argv = |work: &[&'static str]| {
+            let mut v = vec!["mem", "--op", "copy,stream-triad", "-b", "1KB", "-t", "1"];
+            v.extend(["-s", "8MiB"]);
+            v.extend(work);
+            v
+        };
+        let plan = plan_for::<Mem>(&argv(&["--bytes", "1MB"]), &ctx).unwrap();
+        let expect = [(1_000_000 / 2000, 2000), (1_000_000 / 24, 24)];
+        for (case, (ops, per)) in plan.cases.iter().zip(expect) {
+            let spec = case.spec();
+            assert_eq!(spec.params.duration_s, None);
+            assert_eq!(spec.params.other["ops_per_repetition"], ops);
+            assert_eq!(spec.params.other["bytes_per_repetition"], ops * per);
+            let result = case.run(&ctx).unwrap();
+            assert_eq!(result.samples.len(), 2, "{}", spec.id);
+        }
+        let plan = plan_for::<Mem>(&argv(&["--ops", "300"]), &ctx).unwrap();
+        assert_eq!(plan.cases[0].spec().params.other["ops_per_repetition"], 300);
+        assert_eq!(plan.cases[1].spec().params.other["ops_per_repetition"], 300);
+
+        let e = plan_for::<Mem>(
+            &["mem", "--op", "read", "-t", "2", "-s", "8MiB", "--ops", "1"],
+            &ctx,
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().starts_with("--ops: 1 accesses cannot"), "{e}");
+        let e = plan_for::<Mem>(
+            &[
+                "mem", "--op", "copy", "-b", "1KB", "-t", "1", "-s", "8MiB", "--bytes", "1KB",
+            ],
+            &ctx,
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().starts_with("--bytes: 1 KB is fewer"), "{e}");
     }
 
     #[test]

@@ -24,8 +24,48 @@ pub struct MemOptions {
     pub size: Option<u64>,
     /// Non-temporal stores for the ops that have them.
     pub nt: bool,
-    /// Length of one repetition.
+    /// Length of one repetition (when `work` is `None`).
     pub duration: Duration,
+    /// Fixed work per repetition instead of a duration (`--bytes`, `--ops`).
+    pub work: Option<Work>,
+}
+
+/// A fixed amount of work for one repetition of a case, shared by its threads (strong scaling).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Work {
+    /// Bytes as the case counts them (`--bytes`), rounded down to whole accesses.
+    Bytes(u64),
+    /// Accesses of a block op, elements of a STREAM kernel (`--ops`).
+    Ops(u64),
+}
+
+impl Work {
+    /// Accesses (or elements) for a case that counts `per_access` bytes per access.
+    pub fn units(self, per_access: u64) -> u64 {
+        match self {
+            Work::Bytes(b) => b / per_access,
+            Work::Ops(n) => n,
+        }
+    }
+}
+
+/// Refuses fixed work that leaves a thread nothing to do.
+fn check_work(work: Option<Work>, per_access: u64, threads: usize, what: &str) -> Result<()> {
+    let Some(work) = work else { return Ok(()) };
+    if work.units(per_access) >= threads as u64 {
+        return Ok(());
+    }
+    Err(usage(match work {
+        Work::Bytes(b) => format!(
+            "--bytes: {} is fewer than one {per_access}-byte access of {what} per thread for {threads} threads: give at least {} B",
+            format_size(b),
+            per_access * threads as u64
+        ),
+        Work::Ops(n) => format!(
+            "--ops: {n} accesses cannot be shared by {threads} threads: give at least {threads}, or fewer --threads"
+        ),
+    }))
 }
 
 impl MemOptions {
@@ -49,6 +89,7 @@ impl MemOptions {
             size: None,
             nt: false,
             duration: Duration::from_millis(300),
+            work: None,
         }
     }
 }
@@ -128,6 +169,7 @@ pub fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<String>)>
                         kernel.arrays()
                     )));
                 }
+                check_work(options.work, kernel.bytes_per_element(), threads, op.name())?;
                 cases.push(Box::new(BandwidthCase {
                     op,
                     block: None,
@@ -135,6 +177,7 @@ pub fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<String>)>
                     slice: elements * 8,
                     nt: options.nt && isa.has_nt(),
                     duration: options.duration,
+                    work: options.work,
                     isa,
                     pin: ctx.runner.pin,
                 }));
@@ -173,6 +216,7 @@ pub fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<String>)>
                         if regions == 2 { " / 2 regions" } else { "" }
                     )));
                 }
+                check_work(options.work, op.bytes_per_access(block), threads, op.name())?;
                 cases.push(Box::new(BandwidthCase {
                     op,
                     block: Some(block),
@@ -180,6 +224,7 @@ pub fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<String>)>
                     slice: slice / block * block,
                     nt: options.nt && op.has_nt() && isa.has_nt(),
                     duration: options.duration,
+                    work: options.work,
                     isa,
                     pin: ctx.runner.pin,
                 }));
