@@ -291,6 +291,8 @@ pub struct MemoryPeak {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct NicPeak {
     pub interface: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub loopback: bool,
     pub gbps: Factor,
 }
 
@@ -706,12 +708,21 @@ fn nic_peaks(info: &SysInfo, flags: &PeakArgs) -> Vec<NicPeak> {
         .iter()
         .map(|nic| {
             let fact = &nic.speed_mbps;
-            let gbps = if nic.loopback {
-                Factor::unknown(
-                    "loopback has no link speed; its bound is the memory copy bandwidth",
+            let gbps = if let Some(g) = flags.nic_gbps {
+                Factor::known(
+                    g,
+                    "flag",
+                    if nic.loopback {
+                        "--nic-gbps, the user's assumed peak (loopback has no link speed)"
+                    } else {
+                        "--nic-gbps"
+                    },
                 )
-            } else if let Some(g) = flags.nic_gbps {
-                Factor::known(g, "flag", "--nic-gbps")
+            } else if nic.loopback {
+                Factor::unknown(
+                    "loopback has no link speed; its bound is the memory copy bandwidth (or give \
+                     --nic-gbps)",
+                )
             } else if let (Some(mbps), Some(source)) = (fact.value, &fact.source) {
                 Factor::known(mbps as f64 / 1000.0, "sysfs", source.clone())
             } else {
@@ -722,6 +733,7 @@ fn nic_peaks(info: &SysInfo, flags: &PeakArgs) -> Vec<NicPeak> {
             };
             NicPeak {
                 interface: nic.name.clone(),
+                loopback: nic.loopback,
                 gbps,
             }
         })

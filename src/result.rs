@@ -231,6 +231,7 @@ pub const BOOKKEEPING_PARAMS: &[&str] = &[
     "step_from_previous",
     "server",
     "in_process_server",
+    "loopback",
 ];
 
 /// The role of the parameter `name` (a field of [`Params`] or a key of `params.other`).

@@ -128,9 +128,14 @@ fn loopback_tcp_and_udp_in_both_modes() {
     let tcp = &results[0];
     assert_eq!(tcp["unit"], "Mb/s");
     assert_eq!(tcp["params"]["message_bytes"], 131072);
-    // Loopback has no link speed: no peak, and a warning that says so.
+    // Loopback has no link speed and no copy ran: no peak, and a note naming the bound.
     assert!(tcp["peak"].is_null());
-    assert!(tcp["warnings"].to_string().contains("loopback"));
+    assert!(
+        tcp["warnings"]
+            .to_string()
+            .contains("memory copy bandwidth, which was not measured"),
+        "{tcp}"
+    );
     let gbps = extra(tcp, "throughput")["value"].as_f64().unwrap();
     assert!((gbps * 1e3 - tcp["value"].as_f64().unwrap()).abs() < 1e-6);
     let udp = &results[1];
@@ -154,6 +159,20 @@ fn loopback_tcp_and_udp_in_both_modes() {
         // The headline value is the p50 in µs (one repetition).
         assert!((r["value"].as_f64().unwrap() * 1e3 - p50).abs() < 1.0);
     }
+}
+
+#[test]
+fn nic_gbps_is_the_assumed_loopback_peak() {
+    let doc = net(&["--proto", "tcp", "--mode", "throughput", "--nic-gbps", "25"]);
+    let r = &doc["results"][0];
+    assert_eq!(r["peak"]["value"], 25_000.0, "{r}");
+    assert!(
+        r["peak"]["source"].as_str().unwrap().contains("--nic-gbps"),
+        "{r}"
+    );
+    let eff = r["efficiency"].as_f64().unwrap();
+    assert!((eff - r["value"].as_f64().unwrap() / 25_000.0).abs() < 1e-9);
+    assert!(!r["warnings"].to_string().contains("memory copy"), "{r}");
 }
 
 #[test]

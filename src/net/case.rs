@@ -47,6 +47,9 @@ impl Case for NetCase {
                 .other
                 .insert("loopback_server".into(), placement.name().into());
         }
+        if self.target.loopback() {
+            params.other.insert("loopback".into(), true.into());
+        }
         if s.mode == Mode::Throughput {
             params
                 .other
@@ -230,9 +233,13 @@ impl NetCase {
             ),
         };
         let gbps: Vec<f64> = total.iter().map(|v| v / 1e3).collect();
+        let peak = nic_peak(ctx, &self.target);
+        // Bounded after the run by a memory copy result, if one is measured (see
+        // `super::bound_loopback`).
+        let unbound = self.target.loopback() && peak.is_none();
         let mut result = self
             .measured(ctx, "throughput", "Mb/s", counting, total)?
-            .peak(nic_peak(ctx, &self.target))
+            .peak(peak)
             .extra("throughput", "Gb/s", &gbps);
         if streams > 1 {
             for (i, values) in per_stream.iter().enumerate() {
@@ -254,9 +261,7 @@ impl NetCase {
         ] {
             result = result.extra(metric, unit, values);
         }
-        let loopback = self.target.loopback().then(|| {
-            "loopback has no link speed, so no peak: its bound is the memory copy bandwidth (see 'peakbench sysinfo')".to_string()
-        });
+        let loopback = unbound.then(|| super::LOOPBACK_UNBOUND.to_string());
         let lossy = (loss_pct.iter().any(|&l| l > 1.0) && self.spec.rate_bps.is_none()).then(|| {
             "UDP at unlimited rate loses datagrams at the receiver: give --rate to measure loss at a chosen load".to_string()
         });
@@ -318,10 +323,19 @@ impl NetCase {
     }
 }
 
-/// The peak of the interface the traffic leaves by; `None` on loopback or when unknown.
+/// The peak of the interface the traffic leaves by (on loopback, the `--nic-gbps` the user
+/// assumed); `None` when unknown.
 fn nic_peak(ctx: &Context, target: &Target) -> Option<PeakRef> {
     if target.loopback() {
-        return None;
+        let lo = ctx.peaks.nics.iter().find(|n| n.loopback)?;
+        return Some(PeakRef {
+            value: lo.gbps.value? * 1e3,
+            unit: "Mb/s".into(),
+            source: format!(
+                "assumed loopback peak ({}: {})",
+                lo.gbps.source, lo.gbps.detail
+            ),
+        });
     }
     let addr = target.addr().ok()?;
     let probe = std::net::UdpSocket::bind(match addr {
