@@ -216,6 +216,8 @@ pub const DERIVED_PARAMS: &[&str] = &[
     "cache_level",
     "bytes_per_repetition",
     "submit_batch",
+    "instruction",
+    "form",
 ];
 
 /// Parameters (of `params` or `params.other`) that are measurement bookkeeping.
@@ -232,6 +234,12 @@ pub const BOOKKEEPING_PARAMS: &[&str] = &[
     "server",
     "in_process_server",
     "loopback",
+    "checked_error_of_bound_max",
+    "library_kernel",
+    "library_path",
+    "library_version",
+    "solver",
+    "ios_per_repetition",
 ];
 
 /// The role of the parameter `name` (a field of [`Params`] or a key of `params.other`).

@@ -58,9 +58,10 @@ pub struct NetArgs {
     /// The server sends and this side receives
     #[arg(long, short = 'R')]
     pub reverse: bool,
-    /// UDP sending rate per stream in bit/s (e.g. 500M); unlimited without it
-    #[arg(long, value_name = "BITS", value_parser = positive_count)]
-    pub rate: Option<u64>,
+    /// UDP sending rates per stream in bit/s (list, e.g. 100M,500M,1G: the loss against the
+    /// offered rate); unlimited without it
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = positive_count)]
+    pub rate: Vec<u64>,
     /// Unmeasured start of each throughput repetition (TCP slow start)
     #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = duration)]
     pub omit: Duration,

@@ -63,20 +63,24 @@ impl Case for NetCase {
         }
         CaseSpec {
             id: format!(
-                "net-{}-{}-m{}-s{}{}",
+                "net-{}-{}-m{}-s{}{}{}",
                 s.proto.name(),
                 s.mode.name(),
                 s.msg_bytes,
                 s.streams,
-                if s.reverse { "-reverse" } else { "" }
+                if s.reverse { "-reverse" } else { "" },
+                s.rate_bps.map(|r| format!("-r{r}")).unwrap_or_default()
             ),
             label: format!(
-                "net {} {} {} ×{}{}",
+                "net {} {} {} ×{}{}{}",
                 s.proto.name(),
                 s.mode.name(),
                 format_size(s.msg_bytes),
                 s.streams,
-                if s.reverse { " reverse" } else { "" }
+                if s.reverse { " reverse" } else { "" },
+                s.rate_bps
+                    .map(|r| format!(" at {r} bit/s"))
+                    .unwrap_or_default()
             ),
             subsystem: Subsystem::Network,
             op: format!("{}-{}", s.proto.name(), s.mode.name()),

@@ -117,7 +117,7 @@ impl Benchmark for Net {
             duration: args.duration,
             count: args.count,
             reverse: args.reverse,
-            rate_bps: args.rate,
+            rates_bps: unique(&args.rate),
             omit: args.omit,
             key: auth::Key::resolve(args.key.as_deref())?,
         };

@@ -28,7 +28,8 @@ pub struct NetOptions {
     pub duration: Duration,
     pub count: Option<u64>,
     pub reverse: bool,
-    pub rate_bps: Option<u64>,
+    /// UDP sending rates per stream; empty: unlimited.
+    pub rates_bps: Vec<u64>,
     pub omit: Duration,
     /// The remote server's shared key (`--key`); never written out.
     #[serde(skip)]
@@ -47,7 +48,7 @@ impl NetOptions {
             duration: Duration::from_millis(500),
             count: None,
             reverse: false,
-            rate_bps: None,
+            rates_bps: Vec::new(),
             omit: Duration::from_millis(200),
             key: None,
         }
@@ -181,14 +182,24 @@ pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
                 if let Err(e) = data::check_msg(proto, mode == Mode::Throughput, msg) {
                     return Err(usage(format!("--msg: {e}")));
                 }
-                if let Some(rate) = opts.rate_bps
-                    && proto == Proto::Udp
-                    && mode == Mode::Throughput
-                    && let Err(e) = data::check_rate(msg, rate)
-                {
-                    return Err(usage(format!("--rate: {e}")));
+                if proto == Proto::Udp && mode == Mode::Throughput {
+                    for &rate in &opts.rates_bps {
+                        if let Err(e) = data::check_rate(msg, rate) {
+                            return Err(usage(format!("--rate: {e}")));
+                        }
+                    }
                 }
-                for &streams in &opts.streams {
+                // A rate limits UDP only; TCP and UDP latency run once, unlimited.
+                let rates: Vec<Option<u64>> = if proto == Proto::Udp && !opts.rates_bps.is_empty() {
+                    opts.rates_bps.iter().copied().map(Some).collect()
+                } else {
+                    vec![None]
+                };
+                for (&streams, rate_bps) in opts
+                    .streams
+                    .iter()
+                    .flat_map(|s| rates.iter().map(move |r| (s, *r)))
+                {
                     if streams as u32 > server::MAX_STREAMS {
                         return Err(usage(format!(
                             "--streams: at most {} per test",
@@ -207,7 +218,7 @@ pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
                         },
                         duration_ms: opts.duration.as_millis().max(1) as u64,
                         reverse: opts.reverse && mode == Mode::Throughput,
-                        rate_bps: opts.rate_bps.filter(|_| proto == Proto::Udp),
+                        rate_bps,
                         count: opts.count.filter(|_| mode == Mode::Latency),
                     };
                     cases.push(Box::new(NetCase {

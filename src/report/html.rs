@@ -551,6 +551,8 @@ struct Line {
     run: usize,
     op: String,
     points: Vec<Point>,
+    /// Indices in the group of the results drawn as this line's points.
+    members: Vec<usize>,
 }
 
 /// Splits `group` into lines: one per combination of the settings that vary in it (the op
@@ -578,7 +580,7 @@ fn lines(group: &[(&Item, Measure, f64)], axis: &str) -> Vec<Line> {
     let settings = by_role(ParamRole::Setting);
     let split = |keys: &[String]| -> Vec<Line> {
         let mut lines: Vec<(Vec<String>, Line)> = Vec::new();
-        for (item, measure, x) in group {
+        for (index, (item, measure, x)) in group.iter().enumerate() {
             let mut key: Vec<String> = keys
                 .iter()
                 .map(|k| item.flat.get(k).map(|v| v.to_string()).unwrap_or_default())
@@ -595,7 +597,10 @@ fn lines(group: &[(&Item, Measure, f64)], axis: &str) -> Vec<Line> {
                 peak: measure.peak,
             };
             match lines.iter_mut().find(|l| l.0 == key) {
-                Some(line) => line.1.points.push(point),
+                Some(line) => {
+                    line.1.points.push(point);
+                    line.1.members.push(index);
+                }
                 None => {
                     let shown: BTreeMap<String, serde_json::Value> = keys
                         .iter()
@@ -623,6 +628,7 @@ fn lines(group: &[(&Item, Measure, f64)], axis: &str) -> Vec<Line> {
                             run: item.run,
                             op: item.result.op.clone(),
                             points: vec![point],
+                            members: vec![index],
                         },
                     ));
                 }
@@ -883,15 +889,22 @@ fn charts(items: &[Item], report: &Report, runs: usize) -> Vec<String> {
         }
         for ((metric, _), mut group) in groups {
             let mut all = lines(&group, axis.key);
-            // An op that shares a chart with others but has one point per line on this axis
-            // (a single Linpack size among the thread sweeps) is in the table, not on the chart.
-            let swept: BTreeSet<String> = all
-                .iter()
-                .filter(|l| l.points.len() > 1)
-                .map(|l| l.op.clone())
-                .collect();
-            if swept.len() < all.iter().map(|l| &l.op).collect::<BTreeSet<_>>().len() {
-                group.retain(|g| swept.contains(&g.0.result.op));
+            // A case whose table did not sweep this axis (a single Linpack size among the
+            // thread sweeps, the 1 KiB latency-against-threads table on the block-size chart) is
+            // a line of one point here beside swept lines: it is in the table and on the charts
+            // of the axes its table swept, not on this one.
+            if all.iter().any(|l| l.points.len() > 1) && all.iter().any(|l| l.points.len() == 1) {
+                let kept: BTreeSet<usize> = all
+                    .iter()
+                    .filter(|l| l.points.len() > 1)
+                    .flat_map(|l| l.members.iter().copied())
+                    .collect();
+                group = group
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(index, _)| kept.contains(index))
+                    .map(|(_, g)| g)
+                    .collect();
                 all = lines(&group, axis.key);
             }
             if !all.iter().any(|l| l.points.len() > 1) {
