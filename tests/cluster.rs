@@ -213,6 +213,8 @@ fn three_hosts_run_the_suite_at_once_and_every_pair_of_the_matrix() {
         &[
             "--config",
             config.to_str().unwrap(),
+            "--phases",
+            "local,matrix",
             "-r",
             "2",
             "--warmup",
@@ -343,4 +345,52 @@ fn a_link_shaped_to_300_mbits_reads_its_goodput_and_only_its_links_are_flagged()
         flagged, expected,
         "exactly the shaped host's links are flagged"
     );
+}
+
+#[test]
+fn collectives_over_all_ranks_give_time_and_bus_bandwidth_per_size() {
+    // Two hosts: three ranks whose collectives all spin would share 2 cores.
+    let Some(lab) = lab(43, 2, &[]) else { return };
+    let (doc, out) = lab.run(
+        &[
+            "--phases",
+            "collectives",
+            "-r",
+            "2",
+            "--warmup",
+            "0",
+            "--collective-max-bytes",
+            "1MiB",
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = doc.expect("the output file");
+    let results = doc["results"].as_array().unwrap();
+    let ops: Vec<&str> = results.iter().map(|r| r["op"].as_str().unwrap()).collect();
+    assert_eq!(ops, ["mpi-allreduce", "mpi-allgather", "mpi-alltoall"]);
+    let n = 2.0;
+    for r in results {
+        assert_eq!(r["params"]["other"]["ranks"], 2);
+        let curve = r["params"]["other"]["curve"].as_array().unwrap();
+        // 8 B … 1 MiB doubling: 18 sizes (the gathered ones rounded down to n parts).
+        assert_eq!(curve.len(), 18, "{}", r["op"]);
+        let factor = if r["op"] == "mpi-allreduce" {
+            2.0 * (n - 1.0) / n
+        } else {
+            (n - 1.0) / n
+        };
+        for p in curve {
+            let (bytes, t) = (p["bytes"].as_f64().unwrap(), p["time_us"].as_f64().unwrap());
+            assert!(t > 0.0 && t.is_finite(), "{p}");
+            let algbw = bytes / (t * 1e-6) / 1e9;
+            let rel = |a: f64, b: f64| ((a - b) / b).abs() < 1e-9;
+            assert!(rel(p["algbw_gbs"].as_f64().unwrap(), algbw), "{p}");
+            assert!(rel(p["busbw_gbs"].as_f64().unwrap(), algbw * factor), "{p}");
+        }
+        let last = curve.last().unwrap();
+        assert_eq!(r["params"]["message_bytes"], last["bytes"]);
+        assert!(r["value"].as_f64().unwrap() > 0.0);
+        assert!(r["counting"].as_str().unwrap().contains("busbw"));
+    }
 }

@@ -47,6 +47,8 @@ named_enum! {
         Local = "local",
         /// the all-pairs network matrix (TCP and MPI point-to-point)
         Matrix = "matrix",
+        /// MPI's collectives (allreduce, allgather, alltoall) over all ranks
+        Collectives = "collectives",
     }
 }
 
@@ -66,9 +68,14 @@ pub struct ClusterRunArgs {
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "local,matrix"
+        default_value = "local,matrix,collectives"
     )]
     pub phases: Vec<Phase>,
+    /// The largest message of the collectives (from 8 B, doubling; nccl-tests' sizes: the
+    /// buffer of allreduce, the whole gathered buffer of allgather, a rank's send buffer of
+    /// alltoall)
+    #[arg(long, default_value = "64MiB", value_name = "BYTES", value_parser = collective_bytes)]
+    pub collective_max_bytes: usize,
     /// Flag a host (or link) whose value / the cluster median is below this
     #[arg(long, default_value = "0.9", value_name = "RATIO", value_parser = ratio)]
     pub threshold: f64,
@@ -94,6 +101,15 @@ fn ratio(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(v) if v > 0.0 && v <= 1.0 => Ok(v),
         _ => Err(format!("'{text}' is not a ratio in (0, 1], e.g. 0.9")),
+    }
+}
+
+fn collective_bytes(text: &str) -> Result<usize, String> {
+    match crate::units::parse_size(text) {
+        Ok(b) if (8..=1 << 30).contains(&b) => Ok(b as usize),
+        _ => Err(format!(
+            "'{text}' is not a message size from 8 B to 1 GiB, e.g. 64MiB"
+        )),
     }
 }
 

@@ -189,11 +189,13 @@ struct Cases {
     key: Vec<u8>,
 }
 
-/// "Ready for case i", "go", and the end of the run.
+/// "Ready for case i", "go", the collectives (to the ranks that are not leaders), and the end
+/// of the run.
 #[derive(Serialize, Deserialize, PartialEq)]
 enum Step {
     Ready(usize),
     Go(usize),
+    Collectives,
     Done,
 }
 
@@ -295,9 +297,18 @@ fn job(universe: &Universe, args: &ClusterRunArgs) -> Result<ExitCode> {
         .expect("every rank has a host");
     let leaders: Vec<usize> = layout.hosts.iter().map(|h| h.ranks[0]).collect();
     if leaders[me] != comm.rank {
-        // Not a leader: nothing to measure; wait for the end without taking a core.
-        let step: Step = comm.recv_root(far(), "end of the run");
-        debug_assert!(step == Step::Done);
+        // Not a leader: nothing to measure but the collectives, over all ranks; wait for them
+        // and for the end without taking a core.
+        loop {
+            match comm.recv_root(far(), "end of the run") {
+                Step::Collectives => {
+                    let reps = args.runner.repetitions as usize;
+                    let _ = collectives(&comm, args.collective_max_bytes, reps, &name);
+                }
+                Step::Done => break,
+                _ => {}
+            }
+        }
         comm.barrier(far());
         return Ok(ExitCode::SUCCESS);
     }
@@ -463,6 +474,7 @@ impl Leader<'_> {
             match phase {
                 Phase::Local => self.local(&mut cases, &list),
                 Phase::Matrix => self.matrix(),
+                Phase::Collectives => self.collectives(),
             }
         }
         drop(cases);
@@ -512,6 +524,7 @@ impl Leader<'_> {
             match phase {
                 Phase::Local => self.local(&mut cases, &list),
                 Phase::Matrix => self.matrix(),
+                Phase::Collectives => self.collectives(),
             }
         }
         drop(cases);
@@ -600,7 +613,9 @@ impl Leader<'_> {
         let local: Vec<BenchResult> = report
             .results
             .iter()
-            .filter(|r| r.params.other.get("peer").is_none())
+            .filter(|r| {
+                r.params.other.get("peer").is_none() && r.params.other.get("ranks").is_none()
+            })
             .cloned()
             .collect();
         let spread = analysis::spread(&local);
@@ -674,6 +689,39 @@ impl Leader<'_> {
             self.analyse();
             self.save();
         }
+    }
+
+    /// The collectives over all ranks (the ranks that are not leaders told to join); rank 0
+    /// records them.
+    fn collectives(&mut self) {
+        let comm = self.comm;
+        if comm.rank == 0 {
+            for r in (1..comm.size).filter(|r| !self.leaders.contains(r)) {
+                comm.send(r, TAG, &Step::Collectives, far());
+            }
+        }
+        let reps = self.args.runner.repetitions as usize;
+        let host = self.ctx.host.hostname.clone();
+        let outcomes = collectives(comm, self.args.collective_max_bytes, reps, &host);
+        if comm.rank != 0 {
+            return;
+        }
+        for outcome in outcomes {
+            match outcome {
+                Ok(result) => self.session().report.results.push(result),
+                Err(e) => {
+                    let failure = Failure {
+                        host: host.clone(),
+                        rank: 0,
+                        case: "collectives".into(),
+                        why: format!("{e:#}"),
+                    };
+                    eprintln!("peakbench cluster: collectives failed: {}", failure.why);
+                    self.cluster().failures.push(failure);
+                }
+            }
+        }
+        self.save();
     }
 
     /// This host's part of a round.
@@ -1098,4 +1146,239 @@ fn choose(server: &[(IpAddr, u8)], client: &[(IpAddr, u8)]) -> Option<IpAddr> {
         })
         .or(server.first())
         .map(|&(ip, _)| ip)
+}
+
+/// A collective of MPI over all ranks.
+#[derive(Clone, Copy)]
+enum Collective {
+    Reduce,
+    Gather,
+    ToAll,
+}
+
+impl Collective {
+    fn name(self) -> &'static str {
+        match self {
+            Collective::Reduce => "allreduce",
+            Collective::Gather => "allgather",
+            Collective::ToAll => "alltoall",
+        }
+    }
+
+    /// Bus bandwidth / algorithm bandwidth for `n` ranks (nccl-tests' factors).
+    fn bus_factor(self, n: usize) -> f64 {
+        let n = n as f64;
+        match self {
+            Collective::Reduce => 2.0 * (n - 1.0) / n,
+            Collective::Gather | Collective::ToAll => (n - 1.0) / n,
+        }
+    }
+
+    fn rule(self) -> &'static str {
+        match self {
+            Collective::Reduce => {
+                "bytes = one rank's buffer of f32 summed (MPI_Allreduce, MPI_SUM); \
+                 busbw = algbw × 2(n − 1)/n"
+            }
+            Collective::Gather => {
+                "bytes = the whole gathered buffer (n × each rank's part, MPI_Allgather); \
+                 busbw = algbw × (n − 1)/n"
+            }
+            Collective::ToAll => {
+                "bytes = one rank's send buffer (n × the part for each rank, MPI_Alltoall); \
+                 busbw = algbw × (n − 1)/n"
+            }
+        }
+    }
+}
+
+/// The collectives' message sizes: 8 B to `max`, doubling.
+pub fn collective_sizes(max: usize) -> Vec<usize> {
+    (3..=30)
+        .map(|k| 1usize << k)
+        .take_while(|&s| s <= max)
+        .collect()
+}
+
+/// The operations in one timed batch of a size, from the warm-up's time per operation: the
+/// same on every rank (each must call the collective as often), about [`PING_BATCH`] long,
+/// between 1 and 200.
+fn collective_iterations(op_s: f64) -> usize {
+    (PING_BATCH / op_s.max(1e-9)).clamp(1.0, 200.0) as usize
+}
+
+/// One size of a collective: the bytes (nccl-tests' size), the operations per batch, and each
+/// timed batch's time per operation (the slowest rank's), seconds.
+struct CollectivePoint {
+    bytes: usize,
+    iterations: usize,
+    op_s: Vec<f64>,
+}
+
+/// Every rank: one collective at every size, `reps` timed batches after an untimed warm-up
+/// batch; a batch starts after a barrier and its time per operation is the slowest rank's
+/// (the operation is over when every rank has its data). Returns the curve on rank 0 (the
+/// others get the same, unused). MPI's blocking calls spin here: every rank is busy.
+fn collective(
+    comm: &Comm,
+    op: Collective,
+    max_bytes: usize,
+    reps: usize,
+) -> Result<Vec<CollectivePoint>> {
+    use mpi::collective::SystemOperation;
+    let world = &comm.world;
+    let n = comm.size;
+    let mut curve = Vec::new();
+    let mut wrong = None;
+    for size in collective_sizes(max_bytes) {
+        // The element counts: f32 for the sum, bytes for the others, each rank's part at least one.
+        let (count, bytes) = match op {
+            Collective::Reduce => {
+                let count = (size / 4).max(1);
+                (count, count * 4)
+            }
+            Collective::Gather | Collective::ToAll => {
+                let part = (size / n).max(1);
+                (part, part * n)
+            }
+        };
+        let mut floats_in = vec![0f32; 0];
+        let mut floats_out = vec![0f32; 0];
+        let mut bytes_in = vec![0u8; 0];
+        let mut bytes_out = vec![0u8; 0];
+        match op {
+            Collective::Reduce => {
+                floats_in = vec![1.0; count];
+                floats_out = vec![0.0; count];
+            }
+            Collective::Gather => {
+                bytes_in = vec![comm.rank as u8; count];
+                bytes_out = vec![0; count * n];
+            }
+            Collective::ToAll => {
+                bytes_in = (0..count * n).map(|i| (i / count) as u8).collect();
+                bytes_out = vec![0; count * n];
+            }
+        }
+        let mut op_s = Vec::with_capacity(reps);
+        // The untimed warm-up is one operation; its slowest time (the same on every rank)
+        // sets the batch: as many operations as fill PING_BATCH, from 1 to 200.
+        let mut iterations = 1;
+        for batch in 0..=reps {
+            world.barrier();
+            let t0 = mpi::time();
+            for _ in 0..iterations {
+                match op {
+                    Collective::Reduce => world.all_reduce_into(
+                        &floats_in[..],
+                        &mut floats_out[..],
+                        SystemOperation::sum(),
+                    ),
+                    Collective::Gather => world.all_gather_into(&bytes_in[..], &mut bytes_out[..]),
+                    Collective::ToAll => world.all_to_all_into(&bytes_in[..], &mut bytes_out[..]),
+                }
+            }
+            let mine = (mpi::time() - t0) / iterations as f64;
+            let mut slowest = 0.0f64;
+            world.all_reduce_into(&mine, &mut slowest, SystemOperation::max());
+            if batch > 0 {
+                op_s.push(slowest);
+            } else {
+                iterations = collective_iterations(slowest);
+            }
+        }
+        // The data arrived: the sum is n everywhere, each rank's part where it belongs.
+        let right = match op {
+            Collective::Reduce => floats_out.iter().all(|&v| v == n as f32),
+            Collective::Gather => bytes_out
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b == (i / count) as u8),
+            Collective::ToAll => bytes_out.iter().all(|&b| b == comm.rank as u8),
+        };
+        // Every rank goes on through the sizes, as the others do, and reports at the end.
+        if !right && wrong.is_none() {
+            wrong = Some(format!("{} of {bytes} B delivered wrong data", op.name()));
+        }
+        curve.push(CollectivePoint {
+            bytes,
+            iterations,
+            op_s,
+        });
+    }
+    match wrong {
+        Some(why) => Err(anyhow!(why)),
+        None => Ok(curve),
+    }
+}
+
+/// Rank 0: a collective's result: the bus bandwidth at the largest size as the value, the
+/// curve (time per operation, algorithm and bus bandwidth per size) in params.curve.
+fn collective_result(
+    curve: &[CollectivePoint],
+    op: Collective,
+    ranks: usize,
+    host: &str,
+) -> Result<BenchResult> {
+    let Some(last) = curve.last() else {
+        anyhow::bail!("no size of {} measured", op.name());
+    };
+    let factor = op.bus_factor(ranks);
+    let table: Vec<serde_json::Value> = curve
+        .iter()
+        .map(|p| {
+            let t = analysis::median(&p.op_s).unwrap_or(f64::NAN);
+            let algbw = p.bytes as f64 / t / 1e9;
+            serde_json::json!({
+                "bytes": p.bytes,
+                "iterations": p.iterations,
+                "time_us": t * 1e6,
+                "algbw_gbs": algbw,
+                "busbw_gbs": algbw * factor,
+            })
+        })
+        .collect();
+    let mut params = Params {
+        protocol: Some("mpi".into()),
+        message_bytes: Some(last.bytes as u64),
+        ..Params::default()
+    };
+    params.other.insert("ranks".into(), ranks.into());
+    params.other.insert("curve".into(), table.into());
+    let spec = crate::plan::CaseSpec {
+        id: format!("collective-{}-n{ranks}", op.name()),
+        label: format!("MPI {} over {ranks} ranks", op.name()),
+        subsystem: Subsystem::Network,
+        op: format!("mpi-{}", op.name()),
+        params,
+    };
+    Ok(spec
+        .measured(
+            host,
+            "bus bandwidth",
+            "GB/s",
+            format!(
+                "{}; algbw = bytes / the time of one operation (a batch of {} after a barrier, \
+                 the slowest rank's time / the count; params.curve has every size from 8 B), \
+                 1 GB = 10^9 B, n = {ranks} ranks, as nccl-tests",
+                op.rule(),
+                last.iterations
+            ),
+            last.op_s
+                .iter()
+                .map(|t| last.bytes as f64 / t / 1e9 * factor)
+                .collect(),
+        )?
+        .finish())
+}
+
+/// Every rank: the three collectives; rank 0 gets their results.
+fn collectives(comm: &Comm, max_bytes: usize, reps: usize, host: &str) -> Vec<Result<BenchResult>> {
+    [Collective::Reduce, Collective::Gather, Collective::ToAll]
+        .into_iter()
+        .map(|op| {
+            collective(comm, op, max_bytes, reps)
+                .and_then(|curve| collective_result(&curve, op, comm.size, host))
+        })
+        .collect()
 }
