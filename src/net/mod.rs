@@ -82,10 +82,9 @@ pub fn bound_loopback(results: &mut [crate::result::BenchResult]) {
             value: peak,
             unit: "Mb/s".into(),
             source: format!(
-                "memory copy bandwidth measured in this run ({id}: {} GB/s, bytes read + \
+                "memory copy bandwidth measured in this run ({id}: {gbs:.2} GB/s, bytes read + \
                  written) × 8000 Mb/s per GB/s; loopback moves every byte by memory copies, \
-                 so this bounds it",
-                format!("{gbs:.2}")
+                 so this bounds it"
             ),
         });
         r.efficiency = Some(r.value / peak);
