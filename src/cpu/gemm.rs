@@ -17,7 +17,6 @@ use faer::{Accum, MatMut, MatRef, Par};
 
 use super::blas::{self, Blas, Vendor};
 use super::linpack::{LAPACK_STACK, library_params};
-use crate::peak::{Isa, Precision};
 use crate::plan::{Case, CaseSpec, Context};
 use crate::reference::{Invocation, Reading, Tool};
 use crate::result::{BenchResult, Params, Reference, Subsystem};
@@ -223,11 +222,7 @@ impl Case for GemmCase {
         })?;
         let samples: Vec<f64> = rounds.iter().map(|r| r.value.0).collect();
         let worst = rounds.iter().map(|r| r.value.1).fold(0.0, f64::max);
-        let cpu = &ctx.peaks.cpu;
-        let widest = *cpu.isas.last().unwrap_or(&Isa::Scalar);
-        let peak = cpu
-            .row(Precision::F64, widest, true)
-            .and_then(|row| cpu.for_threads(row, self.threads, None));
+        let peak = super::f64_fma_peak(ctx, self.threads);
         let mut result = self
             .spec()
             .measured(

@@ -20,7 +20,6 @@ use faer::linalg::solvers::Solve as _;
 use faer::{Mat, Par};
 
 use super::blas::{self, Blas, Vendor};
-use crate::peak::{Isa, Precision};
 use crate::plan::{Case, CaseSpec, Context};
 use crate::result::{BenchResult, Params, Subsystem};
 use crate::rng::Rng;
@@ -280,12 +279,7 @@ impl Case for LinpackCase {
         };
         let samples: Vec<f64> = rounds.iter().map(|r| r.value.0).collect();
         let residual_max = rounds.iter().map(|r| r.value.1).fold(0.0, f64::max);
-        // The peak of a DP solve: f64 FMA at the widest ISA the CPU has.
-        let cpu = &ctx.peaks.cpu;
-        let widest = *cpu.isas.last().unwrap_or(&Isa::Scalar);
-        let peak = cpu
-            .row(Precision::F64, widest, true)
-            .and_then(|row| cpu.for_threads(row, self.threads, None));
+        let peak = super::f64_fma_peak(ctx, self.threads);
         let mut result = self
             .spec()
             .measured(

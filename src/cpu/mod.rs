@@ -22,7 +22,7 @@ use anyhow::{Result, bail};
 
 use crate::error::usage;
 use crate::options::unique;
-use crate::peak::{Form, Isa, Precision, Probes};
+use crate::peak::{Form, Isa, PeakRef, Precision, Probes};
 use crate::plan::{Case, CaseSpec, Context, Plan};
 use crate::result::{BenchResult, Params, Subsystem, TimePoint};
 use crate::runner::{self, Quota, Round, RunSettings, Scaling, Stop, Tally, Worker};
@@ -101,14 +101,7 @@ impl Benchmark for Linpack {
         let solver = blas::choose(args.blas)?;
         let mut cases: Vec<Box<dyn Case>> = Vec::new();
         for &n in &orders {
-            let needed = linpack::memory_needed(n);
-            if available > 0 && needed > available {
-                return Err(usage(format!(
-                    "--n: {n} needs {} of memory and {} is available: give a smaller order",
-                    crate::units::format_size_approx(needed),
-                    crate::units::format_size_approx(available)
-                )));
-            }
+            check_fits(n, linpack::memory_needed(n), available)?;
             for &t in &threads {
                 cases.push(Box::new(linpack::LinpackCase {
                     n,
@@ -131,6 +124,27 @@ impl Benchmark for Linpack {
     }
 }
 
+/// The peak of a dense f64 solve or multiply on `threads` cores: f64 FMA at the widest ISA the
+/// CPU has (what HPL and DGEMM kernels run).
+pub(crate) fn f64_fma_peak(ctx: &Context, threads: usize) -> Option<PeakRef> {
+    let cpu = &ctx.peaks.cpu;
+    let widest = *cpu.isas.last().unwrap_or(&Isa::Scalar);
+    cpu.row(Precision::F64, widest, true)
+        .and_then(|row| cpu.for_threads(row, threads, None))
+}
+
+/// Refuses an order `n` whose matrices (`needed` bytes) do not fit in the available memory.
+fn check_fits(n: u64, needed: u64, available: u64) -> Result<()> {
+    if available > 0 && needed > available {
+        return Err(usage(format!(
+            "--n: {n} needs {} of memory and {} is available: give a smaller order",
+            crate::units::format_size_approx(needed),
+            crate::units::format_size_approx(available)
+        )));
+    }
+    Ok(())
+}
+
 /// `peakbench cpu gemm`.
 pub struct Gemm;
 
@@ -147,14 +161,7 @@ impl Benchmark for Gemm {
         let solver = blas::choose(args.blas)?;
         let mut cases: Vec<Box<dyn Case>> = Vec::new();
         for &n in &orders {
-            let needed = gemm::memory_needed(n);
-            if available > 0 && needed > available {
-                return Err(usage(format!(
-                    "--n: {n} needs {} of memory and {} is available: give a smaller order",
-                    crate::units::format_size_approx(needed),
-                    crate::units::format_size_approx(available)
-                )));
-            }
+            check_fits(n, gemm::memory_needed(n), available)?;
             for &t in &threads {
                 cases.push(Box::new(gemm::GemmCase {
                     n,

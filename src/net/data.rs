@@ -791,13 +791,20 @@ pub fn check_msg(proto: super::proto::Proto, _throughput: bool, msg: u64) -> Res
 mod tests {
     use super::*;
 
-    #[test]
-    fn one_byte_datagrams_go_without_a_header_and_are_all_counted() {
+    /// A receiving and a sending UDP socket on loopback, connected to each other, the receiver
+    /// with 4 MiB of buffer.
+    fn udp_pair() -> (UdpSocket, UdpSocket) {
         let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
         let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
         tx.connect(rx.local_addr().unwrap()).unwrap();
         rx.connect(tx.local_addr().unwrap()).unwrap();
         set_buffers(&rx, 4 << 20);
+        (rx, tx)
+    }
+
+    #[test]
+    fn one_byte_datagrams_go_without_a_header_and_are_all_counted() {
+        let (rx, tx) = udp_pair();
         let token = 0x1234_5678_u64;
         let stop = AtomicBool::new(false);
         let (rx_sockets, tx_sockets) = (Sockets::Udp(vec![rx]), Sockets::Udp(vec![tx]));
@@ -940,11 +947,7 @@ mod tests {
 
     #[test]
     fn udp_loopback_counts_every_datagram() {
-        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
-        tx.connect(rx.local_addr().unwrap()).unwrap();
-        rx.connect(tx.local_addr().unwrap()).unwrap();
-        set_buffers(&rx, 4 << 20);
+        let (rx, tx) = udp_pair();
         let token = 0xfeed_beef_u64;
         let stop = AtomicBool::new(false);
         let rx_sockets = Sockets::Udp(vec![rx]);
