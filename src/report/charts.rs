@@ -9,7 +9,7 @@
 
 use std::fmt::Write;
 
-use crate::units::{format_size_approx, format_value};
+use crate::units::{format_bitrate, format_size_approx, format_value};
 
 /// How an axis maps values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +28,8 @@ pub enum Ticks {
     /// Whole numbers only (threads, streams, queue depth).
     Count,
     Bytes,
+    /// Bits per second with their decimal unit (100 Mbit/s).
+    BitRate,
 }
 
 /// How a series is stroked.
@@ -318,6 +320,7 @@ fn tick_label(value: f64, ticks: Ticks) -> String {
         Ticks::Count => format!("{value:.0}"),
         Ticks::Number if value.fract() == 0.0 && value.abs() < 1e15 => format!("{value:.0}"),
         Ticks::Number => format_value(value),
+        Ticks::BitRate => format_bitrate(value),
     }
 }
 
