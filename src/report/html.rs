@@ -694,6 +694,32 @@ fn describe_swept(shown: &BTreeMap<String, serde_json::Value>) -> String {
     parts.join(" ")
 }
 
+/// Times in nanoseconds in the unit that keeps the axis readable: µs from 10 µs, ms from 10 ms
+/// (a disk latency of 100 ms read as 100000000 ns). Other units are left as they are.
+fn readable_time(mut lines: Vec<Line>, unit: String) -> (Vec<Line>, String) {
+    if unit != "ns" {
+        return (lines, unit);
+    }
+    let most = lines
+        .iter()
+        .flat_map(|l| l.points.iter().flat_map(|p| [Some(p.y), p.reference]))
+        .flatten()
+        .fold(0f64, f64::max);
+    let (factor, unit) = if most >= 1e7 {
+        (1e-6, "ms")
+    } else if most >= 1e4 {
+        (1e-3, "µs")
+    } else {
+        return (lines, unit);
+    };
+    for point in lines.iter_mut().flat_map(|l| l.points.iter_mut()) {
+        point.y *= factor;
+        point.reference = point.reference.map(|v| v * factor);
+        point.peak = point.peak.map(|v| v * factor);
+    }
+    (lines, unit.to_string())
+}
+
 /// The scale of an axis of counts or sizes: logarithmic when they span a factor of 8 or more.
 fn x_scale_for(ticks: Ticks, lines: &[Line]) -> Scale {
     let xs = lines.iter().flat_map(|l| l.points.iter().map(|p| p.x));
@@ -984,7 +1010,7 @@ fn charts(items: &[Item], report: &Report, runs: usize) -> Vec<String> {
                         units.push(&m.unit);
                     }
                 }
-                let unit = units.join(" or ");
+                let (lines, unit) = readable_time(lines, units.join(" or "));
                 let part_ops: BTreeSet<&str> =
                     part.iter().map(|g| g.0.result.op.as_str()).collect();
                 let title = if part_ops.len() == 1 {
@@ -1188,6 +1214,33 @@ mod tests {
         );
         assert_eq!(curve.len(), 1, "{curve:?}");
         assert_eq!(curve[0].1, 9);
+    }
+
+    #[test]
+    fn latencies_of_milliseconds_are_drawn_in_milliseconds() {
+        let point = |y| Point {
+            x: 1.0,
+            y,
+            reference: None,
+            peak: None,
+        };
+        let line = Line {
+            name: "randread p99".into(),
+            run: 0,
+            op: "randread".into(),
+            points: vec![point(50_000.0), point(30_000_000.0)],
+            members: vec![0, 1],
+        };
+        let (lines, unit) = readable_time(vec![line.clone()], "ns".into());
+        assert_eq!(unit, "ms");
+        assert_eq!(lines[0].points[1].y, 30.0);
+        let (_, unit) = readable_time(vec![line.clone()], "GB/s".into());
+        assert_eq!(unit, "GB/s");
+        let small = Line {
+            points: vec![point(80.0)],
+            ..line
+        };
+        assert_eq!(readable_time(vec![small], "ns".into()).1, "ns");
     }
 
     #[test]

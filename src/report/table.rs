@@ -2,7 +2,7 @@
 
 use crate::result::{BenchResult, Params, Report};
 use crate::text::{Align, Table};
-use crate::units::{format_bitrate, format_size, format_value};
+use crate::units::{format_bitrate, format_size, format_size_approx, format_value};
 
 /// A compact description of a case's parameters, e.g. "f64 avx512 fma 2T".
 pub fn describe_params(p: &Params) -> String {
@@ -21,10 +21,20 @@ pub fn describe_params(p: &Params) -> String {
         p.message_bytes
             .map(|b| format!("msg={}", format_size(b).replace(' ', ""))),
     );
-    push(
-        p.working_set_bytes
-            .map(|b| format!("ws={}", format_size(b).replace(' ', ""))),
-    );
+    // A working set split among threads is rarely a round size: 2097125KiB reads as ≈2.0GiB.
+    push(p.working_set_bytes.map(|b| {
+        let exact = format_size(b);
+        let short = exact
+            .split(' ')
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .is_some_and(|n| n < 10_000);
+        if short {
+            format!("ws={}", exact.replace(' ', ""))
+        } else {
+            format!("ws≈{}", format_size_approx(b).replace(' ', ""))
+        }
+    }));
     push((p.other.get("nt") == Some(&serde_json::Value::Bool(true))).then(|| "nt".to_string()));
     push(p.queue_depth.map(|q| format!("qd={q}")));
     push(
