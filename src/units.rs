@@ -202,6 +202,24 @@ pub fn format_duration(duration: Duration) -> String {
     }
 }
 
+/// Formats a rate in bits per second with its decimal unit ("100 Mbit/s", "1.5 Gbit/s").
+pub fn format_bitrate(bps: f64) -> String {
+    let (value, unit) = [
+        (1e12, "Tbit/s"),
+        (1e9, "Gbit/s"),
+        (1e6, "Mbit/s"),
+        (1e3, "kbit/s"),
+    ]
+    .into_iter()
+    .find(|(m, _)| bps.abs() >= *m)
+    .map_or((bps, "bit/s"), |(m, u)| (bps / m, u));
+    if value.fract() == 0.0 {
+        format!("{value:.0} {unit}")
+    } else {
+        format!("{} {unit}", format_value(value))
+    }
+}
+
 /// Formats a value with three significant figures or more, keeping integers whole.
 pub fn format_value(value: f64) -> String {
     let magnitude = value.abs();
@@ -234,6 +252,15 @@ mod tests {
         assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
         assert_eq!(parse_size("10GB").unwrap(), 10_000_000_000);
         assert_eq!(parse_size("2TiB").unwrap(), 2 << 40);
+    }
+
+    #[test]
+    fn bit_rates_read_with_their_unit() {
+        assert_eq!(format_bitrate(100e6), "100 Mbit/s");
+        assert_eq!(format_bitrate(1e9), "1 Gbit/s");
+        assert_eq!(format_bitrate(1.5e9), "1.50 Gbit/s");
+        assert_eq!(format_bitrate(64e3), "64 kbit/s");
+        assert_eq!(format_bitrate(500.0), "500 bit/s");
     }
 
     #[test]

@@ -91,8 +91,14 @@ fn lines(document: &str) -> BTreeMap<String, Vec<(String, usize)>> {
 }
 
 fn run_everything(dir: &Path) -> (std::path::PathBuf, serde_json::Value) {
+    run_config(dir, CONFIG)
+}
+
+/// Runs the tables of `config` through `peakbench run --config` (history in `dir`), and returns
+/// the HTML report's path and the results document.
+fn run_config(dir: &Path, config_text: &str) -> (std::path::PathBuf, serde_json::Value) {
     let config = dir.join("short.toml");
-    std::fs::write(&config, CONFIG).unwrap();
+    std::fs::write(&config, config_text).unwrap();
     let html = dir.join("report.html");
     let json = dir.join("results.json");
     let db = dir.join("history.db");
@@ -170,4 +176,160 @@ fn the_report_of_real_short_runs_has_every_chart_with_every_point() {
     // The tables carry latency where the case has it, and no bookkeeping.
     assert!(dom.contains("<th>latency p99</th>"));
     assert!(!dom.contains("stamps_checked="));
+}
+
+/// The charts of the other tables users run: Linpack and DGEMM at two sizes and two thread
+/// counts, the disk latency sweep (1 KiB random reads and writes, the same I/Os at 1 and 2
+/// threads) and UDP at two offered rates.
+const MORE: &str = r#"
+[[linpack]]
+n = [200, 400]
+threads = [1, 2]
+
+[[gemm]]
+n = [128, 256]
+threads = [1, 2]
+
+[[disk]]
+op = ["randread", "randwrite"]
+block = ["1KiB"]
+buffered-if-unaligned = true
+threads = [1, 2]
+ios = 2000
+size = "16MiB"
+
+[[net]]
+proto = "udp"
+mode = "throughput"
+msg = "1KB"
+rate = ["100M", "200M"]
+duration = "60ms"
+omit = "0s"
+"#;
+
+/// Chart title, the lines it must have (by name, the solid ones), and their points.
+const MORE_EXPECTED: [(&str, &[&str], usize); 8] = [
+    (
+        "cpu: throughput against threads",
+        &["linpack n=200", "linpack n=400", "gemm n=128", "gemm n=256"],
+        2,
+    ),
+    (
+        "cpu: throughput against threads: efficiency against the theoretical peak",
+        &["linpack n=200", "linpack n=400", "gemm n=128", "gemm n=256"],
+        2,
+    ),
+    (
+        "cpu: throughput against n",
+        &["linpack 1T", "linpack 2T", "gemm 1T", "gemm 2T"],
+        2,
+    ),
+    (
+        "disk: latency against threads",
+        &[
+            "randread p50",
+            "randread p99",
+            "randwrite p50",
+            "randwrite p99",
+        ],
+        2,
+    ),
+    ("disk: iops against threads", &["randread", "randwrite"], 2),
+    (
+        "disk: throughput against threads",
+        &["randread", "randwrite"],
+        2,
+    ),
+    (
+        "network udp-throughput: throughput against offered rate",
+        &["udp-throughput"],
+        2,
+    ),
+    (
+        "network udp-throughput: loss against offered rate",
+        &["udp-throughput"],
+        2,
+    ),
+];
+
+#[test]
+fn linpack_gemm_the_disk_latency_sweep_and_udp_rates_have_their_charts() {
+    let Some(browser) = common::chromium() else {
+        common::prerequisite(Err(
+            "no chromium on PATH (CI installs Debian's chromium)".into()
+        ));
+        return;
+    };
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (html, _) = run_config(dir.path(), MORE);
+    let (dom, console) = common::chromium_dom(browser, &html, dir.path());
+    assert!(console.is_empty(), "console messages: {console:?}");
+    let charts = lines(&dom);
+    for (title, names, points) in MORE_EXPECTED {
+        let lines = charts
+            .get(title)
+            .unwrap_or_else(|| panic!("no chart '{title}' in {:?}", charts.keys()));
+        for name in names {
+            let found = lines.iter().find(|(n, _)| n == name);
+            let (_, count) =
+                found.unwrap_or_else(|| panic!("{title}: no line '{name}' in {lines:?}"));
+            assert_eq!(*count, points, "{title}: line '{name}'");
+        }
+    }
+    // The offered rate reads with its unit on the axis, in the legends and in the table.
+    assert!(dom.contains(">100 Mbit/s</text>"), "no rate tick in Mbit/s");
+    assert!(dom.contains("at 200 Mbit/s"), "no rate in the table");
+    assert!(!dom.contains("rate_bps"), "an unformatted rate is shown");
+}
+
+/// A real mixed network run: TCP and UDP throughput at two message sizes, UDP at one offered
+/// rate at the same sizes, round trips. UDP unlimited and UDP at the rate are two lines of two
+/// points each (they were one line of four, two per message size, and the run of one stream
+/// drew a chart "against streams" with every point at 1), and per-stream shares get no charts.
+#[test]
+fn a_mixed_network_run_draws_tcp_udp_and_the_paced_udp_as_their_own_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = r#"
+[[net]]
+proto = ["tcp", "udp"]
+mode = "throughput"
+msg = ["1KB", "32KB"]
+duration = "60ms"
+omit = "0s"
+
+[[net]]
+proto = "udp"
+mode = "throughput"
+msg = ["1KB", "32KB"]
+rate = "1G"
+duration = "60ms"
+omit = "0s"
+
+[[net]]
+proto = ["tcp", "udp"]
+mode = "latency"
+msg = ["1B", "64B"]
+duration = "60ms"
+"#;
+    let (html, _) = run_config(dir.path(), config);
+    let charts = lines(&std::fs::read_to_string(html).unwrap());
+    let throughput = &charts["network: throughput against message size"];
+    let names: Vec<&str> = throughput.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "tcp-throughput tcp",
+            "udp-throughput udp",
+            "udp-throughput udp at 1 Gbit/s"
+        ]
+    );
+    assert!(throughput.iter().all(|(_, p)| *p == 2), "{throughput:?}");
+    assert_eq!(charts["network: rtt against message size"].len(), 2);
+    assert!(
+        !charts
+            .keys()
+            .any(|t| t.contains("against streams") || t.contains("stream 0")),
+        "{:?}",
+        charts.keys()
+    );
 }

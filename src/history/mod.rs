@@ -310,13 +310,7 @@ fn report(args: &ReportArgs) -> Result<ExitCode> {
             "--markdown",
             args.markdown
                 .as_ref()
-                .map(|_| {
-                    shown
-                        .iter()
-                        .map(|(_, r)| crate::report::render_markdown_tables(r))
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                })
+                .map(|_| crate::report::render_markdown_runs(&shown))
                 .unwrap_or_default(),
         ),
     ];

@@ -9,7 +9,7 @@
 
 use std::fmt::Write;
 
-use crate::units::{format_size_approx, format_value};
+use crate::units::{format_bitrate, format_size_approx, format_value};
 
 /// How an axis maps values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +28,8 @@ pub enum Ticks {
     /// Whole numbers only (threads, streams, queue depth).
     Count,
     Bytes,
+    /// Bits per second with their decimal unit (100 Mbit/s).
+    BitRate,
 }
 
 /// How a series is stroked.
@@ -317,7 +319,14 @@ fn tick_label(value: f64, ticks: Ticks) -> String {
         Ticks::Bytes => format_size_approx(value.round() as u64),
         Ticks::Count => format!("{value:.0}"),
         Ticks::Number if value.fract() == 0.0 && value.abs() < 1e15 => format!("{value:.0}"),
+        // Below 0.001 three decimals would print 0.000: as many decimals as the value needs.
+        Ticks::Number if value != 0.0 && value.abs() < 1e-3 => {
+            let decimals = (-value.abs().log10()).ceil() as usize + 1;
+            let text = format!("{value:.decimals$}");
+            text.trim_end_matches('0').to_string()
+        }
         Ticks::Number => format_value(value),
+        Ticks::BitRate => format_bitrate(value),
     }
 }
 
@@ -581,6 +590,14 @@ pub fn bar_chart(title: &str, x_label: &str, bars: &[(String, f64)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_ticks_keep_their_digits() {
+        assert_eq!(tick_label(1e-4, Ticks::Number), "0.0001");
+        assert_eq!(tick_label(2.5e-4, Ticks::Number), "0.00025");
+        assert_eq!(tick_label(0.01, Ticks::Number), "0.010");
+        assert_eq!(tick_label(100e6, Ticks::BitRate), "100 Mbit/s");
+    }
 
     #[test]
     fn steps_are_one_two_five() {

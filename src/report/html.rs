@@ -19,7 +19,8 @@ use std::fmt::Write;
 
 use super::charts::{HLine, LineChart, Marker, Scale, Series, Stroke, Ticks, escape, line_chart};
 use super::table::{
-    PASTE_HEADERS, all_warnings, describe_params, paste_row, shared_params, subsystems,
+    PASTE_HEADERS, all_warnings, describe_other, describe_params, paste_row, shared_params,
+    subsystems,
 };
 use crate::result::{BenchResult, ParamRole, Params, Report, Subsystem, param_role};
 use crate::units::format_value;
@@ -442,8 +443,8 @@ const X_PARAMS: [XParam; 7] = [
     XParam {
         key: "rate_bps",
         name: "offered rate",
-        label: "offered rate (bit/s)",
-        ticks: Ticks::Number,
+        label: "offered rate per stream (bit/s)",
+        ticks: Ticks::BitRate,
     },
 ];
 
@@ -481,6 +482,15 @@ struct Measure {
 /// Units of counts that are not worth a chart of their own (the loss has its percentage).
 const UNCHARTED_UNITS: [&str; 1] = ["packets"];
 
+/// Whether an extra metric is one stream's share of a result ("stream 3 throughput"): it is in
+/// the JSON, but a chart per stream number would bury the charts users draw.
+fn is_per_stream(metric: &str) -> bool {
+    metric
+        .strip_prefix("stream ")
+        .and_then(|rest| rest.split_once(' '))
+        .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
+}
+
 /// Metrics that are the same work counted two ways, so that the tool's value in one converts to
 /// the other in the proportion of ours (IOPS × block size = bytes per second).
 const PROPORTIONAL: [&str; 2] = ["throughput", "iops"];
@@ -496,7 +506,10 @@ fn measures(r: &BenchResult) -> Vec<Measure> {
         stat: "",
     }];
     for extra in &r.extra {
-        if extra.metric == r.metric || UNCHARTED_UNITS.contains(&extra.unit.as_str()) {
+        if extra.metric == r.metric
+            || UNCHARTED_UNITS.contains(&extra.unit.as_str())
+            || is_per_stream(&extra.metric)
+        {
             continue;
         }
         let proportional = PROPORTIONAL.contains(&extra.metric.as_str())
@@ -555,14 +568,34 @@ struct Line {
     members: Vec<usize>,
 }
 
+impl Line {
+    /// Whether the line spans the axis: two points at different x (its points are sorted by x).
+    /// Points at one x only say nothing against that axis.
+    fn spans(&self) -> bool {
+        match (self.points.first(), self.points.last()) {
+            (Some(a), Some(b)) => a.x != b.x,
+            _ => false,
+        }
+    }
+}
+
 /// Splits `group` into lines: one per combination of the settings that vary in it (the op
 /// and the run when they vary too), the axis left out. A derived parameter joins the key only
 /// where the settings alone would put two points of a line at the same x; bookkeeping never does.
 fn lines(group: &[(&Item, Measure, f64)], axis: &str) -> Vec<Line> {
-    // A parameter varies when it takes two values; one result without it (another op's) does
-    // not make it vary.
+    // A parameter varies when it takes two values among the results of the ops that have it:
+    // a result of another op without it does not make it vary, but a case of the same op
+    // without it does (UDP unlimited beside UDP at one offered rate are two lines).
     let varies = |key: &str| {
-        let mut values = group.iter().filter_map(|(i, _, _)| i.flat.get(key));
+        let ops: BTreeSet<&str> = group
+            .iter()
+            .filter(|(i, _, _)| i.flat.contains_key(key))
+            .map(|(i, _, _)| i.result.op.as_str())
+            .collect();
+        let mut values = group
+            .iter()
+            .filter(|(i, _, _)| ops.contains(i.result.op.as_str()))
+            .map(|(i, _, _)| i.flat.get(key));
         let first = values.next();
         values.any(|v| Some(v) != first)
     };
@@ -656,23 +689,35 @@ fn lines(group: &[(&Item, Measure, f64)], axis: &str) -> Vec<Line> {
 fn describe_swept(shown: &BTreeMap<String, serde_json::Value>) -> String {
     let params = Params::from_flat(shown);
     let mut parts = vec![describe_params(&params)];
-    parts.extend(
-        params
-            .other
-            .iter()
-            .filter(|(k, _)| k.as_str() != "nt")
-            .map(|(k, v)| format!("{k}={}", short_value(v))),
-    );
+    parts.extend(describe_other(&params));
     parts.retain(|p| !p.is_empty());
     parts.join(" ")
 }
 
-/// A parameter's value in a few characters: strings up to their first explanation.
-fn short_value(value: &serde_json::Value) -> String {
-    match value {
-        serde_json::Value::String(s) => s.split(':').next().unwrap_or(s).to_string(),
-        other => other.to_string(),
+/// Times in nanoseconds in the unit that keeps the axis readable: µs from 10 µs, ms from 10 ms
+/// (a disk latency of 100 ms read as 100000000 ns). Other units are left as they are.
+fn readable_time(mut lines: Vec<Line>, unit: String) -> (Vec<Line>, String) {
+    if unit != "ns" {
+        return (lines, unit);
     }
+    let most = lines
+        .iter()
+        .flat_map(|l| l.points.iter().flat_map(|p| [Some(p.y), p.reference]))
+        .flatten()
+        .fold(0f64, f64::max);
+    let (factor, unit) = if most >= 1e7 {
+        (1e-6, "ms")
+    } else if most >= 1e4 {
+        (1e-3, "µs")
+    } else {
+        return (lines, unit);
+    };
+    for point in lines.iter_mut().flat_map(|l| l.points.iter_mut()) {
+        point.y *= factor;
+        point.reference = point.reference.map(|v| v * factor);
+        point.peak = point.peak.map(|v| v * factor);
+    }
+    (lines, unit.to_string())
 }
 
 /// The scale of an axis of counts or sizes: logarithmic when they span a factor of 8 or more.
@@ -682,7 +727,7 @@ fn x_scale_for(ticks: Ticks, lines: &[Line]) -> Scale {
     match ticks {
         Ticks::Bytes => Scale::Log2,
         Ticks::Count if lo > 0.0 && hi / lo >= 8.0 => Scale::Log2,
-        Ticks::Number if lo > 0.0 && hi / lo >= 100.0 => Scale::Log10,
+        Ticks::Number | Ticks::BitRate if lo > 0.0 && hi / lo >= 100.0 => Scale::Log10,
         _ => Scale::Linear,
     }
 }
@@ -893,10 +938,10 @@ fn charts(items: &[Item], report: &Report, runs: usize) -> Vec<String> {
             // thread sweeps, the 1 KiB latency-against-threads table on the block-size chart) is
             // a line of one point here beside swept lines: it is in the table and on the charts
             // of the axes its table swept, not on this one.
-            if all.iter().any(|l| l.points.len() > 1) && all.iter().any(|l| l.points.len() == 1) {
+            if all.iter().any(Line::spans) && !all.iter().all(Line::spans) {
                 let kept: BTreeSet<usize> = all
                     .iter()
-                    .filter(|l| l.points.len() > 1)
+                    .filter(|l| l.spans())
                     .flat_map(|l| l.members.iter().copied())
                     .collect();
                 group = group
@@ -907,7 +952,7 @@ fn charts(items: &[Item], report: &Report, runs: usize) -> Vec<String> {
                     .collect();
                 all = lines(&group, axis.key);
             }
-            if !all.iter().any(|l| l.points.len() > 1) {
+            if !all.iter().any(Line::spans) {
                 continue;
             }
             // More lines than colours: one chart per op.
@@ -956,7 +1001,7 @@ fn charts(items: &[Item], report: &Report, runs: usize) -> Vec<String> {
                 } else {
                     all.clone()
                 };
-                if !lines.iter().any(|l| l.points.len() > 1) {
+                if !lines.iter().any(Line::spans) {
                     continue;
                 }
                 let mut units: Vec<&str> = Vec::new();
@@ -965,7 +1010,7 @@ fn charts(items: &[Item], report: &Report, runs: usize) -> Vec<String> {
                         units.push(&m.unit);
                     }
                 }
-                let unit = units.join(" or ");
+                let (lines, unit) = readable_time(lines, units.join(" or "));
                 let part_ops: BTreeSet<&str> =
                     part.iter().map(|g| g.0.result.op.as_str()).collect();
                 let title = if part_ops.len() == 1 {
@@ -1169,6 +1214,33 @@ mod tests {
         );
         assert_eq!(curve.len(), 1, "{curve:?}");
         assert_eq!(curve[0].1, 9);
+    }
+
+    #[test]
+    fn latencies_of_milliseconds_are_drawn_in_milliseconds() {
+        let point = |y| Point {
+            x: 1.0,
+            y,
+            reference: None,
+            peak: None,
+        };
+        let line = Line {
+            name: "randread p99".into(),
+            run: 0,
+            op: "randread".into(),
+            points: vec![point(50_000.0), point(30_000_000.0)],
+            members: vec![0, 1],
+        };
+        let (lines, unit) = readable_time(vec![line.clone()], "ns".into());
+        assert_eq!(unit, "ms");
+        assert_eq!(lines[0].points[1].y, 30.0);
+        let (_, unit) = readable_time(vec![line.clone()], "GB/s".into());
+        assert_eq!(unit, "GB/s");
+        let small = Line {
+            points: vec![point(80.0)],
+            ..line
+        };
+        assert_eq!(readable_time(vec![small], "ns".into()).1, "ns");
     }
 
     #[test]

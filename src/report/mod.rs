@@ -18,7 +18,9 @@ use anyhow::{Context, Result};
 
 use crate::result::{BenchResult, Report};
 
-pub use table::{describe_params, render_markdown, render_markdown_tables, render_table};
+pub use table::{
+    describe_params, render_markdown, render_markdown_runs, render_markdown_tables, render_table,
+};
 
 /// What the repetitions of two runs say about one change (the rule of `peakbench compare`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,5 +173,79 @@ mod snapshots {
     #[test]
     fn markdown_tables() {
         insta::assert_snapshot!(render_markdown_tables(&fixture()));
+    }
+}
+
+#[cfg(test)]
+mod multi_run {
+    use super::*;
+
+    fn fixture() -> Report {
+        serde_json::from_str(include_str!("../../tests/fixtures/report.json"))
+            .expect("the fixture is a results document")
+    }
+
+    #[test]
+    fn two_runs_in_markdown_are_one_document_with_columns_side_by_side_and_verdicts() {
+        let before = fixture();
+        let mut after = fixture();
+        // The second run: every case 50 % faster, its repetitions well apart from the first's.
+        for r in &mut after.results {
+            r.value *= 1.5;
+            r.stats.min *= 1.5;
+            r.stats.max *= 1.5;
+        }
+        let first_id = after.results[0].id.clone();
+        after.results.retain(|r| r.id != first_id);
+        let text = render_markdown_runs(&[(7, &before), (9, &after)]);
+        assert_eq!(
+            text.matches("\n# ").count() + usize::from(text.starts_with("# ")),
+            1
+        );
+        assert!(text.starts_with("# peakbench runs 7, 9\n"), "{text}");
+        for subsystem in subsystems_of(&before) {
+            assert_eq!(
+                text.matches(&format!("\n## {subsystem}\n")).count(),
+                1,
+                "one section per subsystem: {subsystem}"
+            );
+        }
+        let header = text
+            .lines()
+            .find(|l| l.starts_with("| workload |"))
+            .expect("a results table");
+        assert!(header.contains("| run 7 | run 7 cv |"), "{header}");
+        assert!(header.contains("| run 9 | run 9 cv |"), "{header}");
+        assert!(header.ends_with("| run 9 against run 7 |"), "{header}");
+        // Every case is one row: as many rows as the first run has results.
+        let rows = text
+            .lines()
+            .filter(|l| {
+                l.starts_with("| ") && !l.starts_with("| workload") && !l.starts_with("| run")
+            })
+            .filter(|l| !l.starts_with("| 7 ") && !l.starts_with("| 9 "))
+            .count();
+        assert_eq!(rows, before.results.len(), "{text}");
+        let with_verdict = text
+            .lines()
+            .filter(|l| l.ends_with("+50.0% BEYOND noise |"));
+        assert_eq!(with_verdict.count(), before.results.len() - 1, "{text}");
+        // The case run 9 lacks has a dash in its columns and no verdict.
+        assert!(text.lines().any(|l| l.ends_with("| - | - |")), "{text}");
+        // One run is the single-run document.
+        assert_eq!(
+            render_markdown_runs(&[(7, &before)]),
+            render_markdown_tables(&before)
+        );
+    }
+
+    fn subsystems_of(report: &Report) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        for r in &report.results {
+            if !names.contains(&r.subsystem.name()) {
+                names.push(r.subsystem.name());
+            }
+        }
+        names
     }
 }

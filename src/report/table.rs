@@ -2,7 +2,7 @@
 
 use crate::result::{BenchResult, Params, Report};
 use crate::text::{Align, Table};
-use crate::units::{format_size, format_value};
+use crate::units::{format_bitrate, format_size, format_size_approx, format_value};
 
 /// A compact description of a case's parameters, e.g. "f64 avx512 fma 2T".
 pub fn describe_params(p: &Params) -> String {
@@ -21,10 +21,20 @@ pub fn describe_params(p: &Params) -> String {
         p.message_bytes
             .map(|b| format!("msg={}", format_size(b).replace(' ', ""))),
     );
-    push(
-        p.working_set_bytes
-            .map(|b| format!("ws={}", format_size(b).replace(' ', ""))),
-    );
+    // A working set split among threads is rarely a round size: 2097125KiB reads as ≈2.0GiB.
+    push(p.working_set_bytes.map(|b| {
+        let exact = format_size(b);
+        let short = exact
+            .split(' ')
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .is_some_and(|n| n < 10_000);
+        if short {
+            format!("ws={}", exact.replace(' ', ""))
+        } else {
+            format!("ws≈{}", format_size_approx(b).replace(' ', ""))
+        }
+    }));
     push((p.other.get("nt") == Some(&serde_json::Value::Bool(true))).then(|| "nt".to_string()));
     push(p.queue_depth.map(|q| format!("qd={q}")));
     push(
@@ -33,9 +43,29 @@ pub fn describe_params(p: &Params) -> String {
     );
     push(p.engine.clone());
     push(p.streams.map(|s| format!("{s} streams")));
+    push(
+        p.other
+            .get("rate_bps")
+            .and_then(serde_json::Value::as_f64)
+            .map(|r| format!("at {}", format_bitrate(r))),
+    );
     push(p.threads.map(|t| format!("{t}T")));
     push(p.scaling.clone());
     parts.join(" ")
+}
+
+/// The parameters outside the named fields (`params.other`) that [`describe_params`] does not
+/// name (it names `nt` and the offered rate), each as `key=value`, a string up to its first
+/// explanation.
+pub fn describe_other(p: &Params) -> Vec<String> {
+    p.other
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "nt" | "rate_bps"))
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => format!("{k}={}", s.split(':').next().unwrap_or(s)),
+            other => format!("{k}={other}"),
+        })
+        .collect()
 }
 
 fn row(result: &BenchResult) -> [String; 9] {
@@ -255,12 +285,7 @@ pub fn shared_params(results: &[&BenchResult]) -> (Vec<String>, String) {
         .collect();
     let params = Params::from_flat(&shared);
     let mut described = vec![describe_params(&params)];
-    described.extend(params.other.iter().filter(|(k, _)| k.as_str() != "nt").map(
-        |(k, v)| match v {
-            serde_json::Value::String(s) => format!("{k}={}", s.split(':').next().unwrap_or(s)),
-            other => format!("{k}={other}"),
-        },
-    ));
+    described.extend(describe_other(&params));
     described.retain(|d| !d.is_empty());
     (shared.into_keys().collect(), described.join(" "))
 }
@@ -300,12 +325,7 @@ pub fn paste_row(result: &BenchResult, hide: &[String]) -> [String; 14] {
         ..Params::from_flat(&flat)
     };
     let mut described = vec![describe_params(&params)];
-    described.extend(params.other.iter().filter(|(k, _)| k.as_str() != "nt").map(
-        |(k, v)| match v {
-            serde_json::Value::String(s) => format!("{k}={}", s.split(':').next().unwrap_or(s)),
-            other => format!("{k}={other}"),
-        },
-    ));
+    described.extend(describe_other(&params));
     described.retain(|d| !d.is_empty());
     let reference = result.reference.as_ref();
     let dash = || "-".to_string();
@@ -421,4 +441,173 @@ pub fn all_warnings(report: &Report) -> Vec<String> {
             })
         }))
         .collect()
+}
+
+/// Several runs (two machines, or before and after a change) as one Markdown document: per
+/// subsystem one row per case, each run's measured value, spread, efficiency (and the tool's
+/// ratio and the latency where any case has them) side by side, and for every run after the
+/// first its change against the first with the verdict of `peakbench compare`. One run is
+/// [`render_markdown_tables`].
+pub fn render_markdown_runs(runs: &[(i64, &Report)]) -> String {
+    if let [(_, report)] = runs {
+        return render_markdown_tables(report);
+    }
+    let cell = |text: &str| text.replace('|', "\\|").replace("…", "–");
+    let ids: Vec<String> = runs.iter().map(|(id, _)| id.to_string()).collect();
+    let mut out = format!("# peakbench runs {}\n\n", ids.join(", "));
+    out.push_str(
+        "| run | host | CPU | started | peakbench | status |\n|--:|---|---|---|---|---|\n",
+    );
+    for (id, r) in runs {
+        out.push_str(&format!(
+            "| {id} | {} | {} | {} | {} | {} |\n",
+            cell(&r.host.hostname),
+            cell(&r.host.cpu.model_name),
+            r.started_at,
+            cell(&r.tool.version),
+            status_word(r)
+        ));
+    }
+    let first = runs[0].0;
+    let mut order: Vec<crate::result::Subsystem> = Vec::new();
+    for (_, r) in runs {
+        for s in subsystems(r) {
+            if !order.contains(&s) {
+                order.push(s);
+            }
+        }
+    }
+    for subsystem in order {
+        out.push_str(&format!("\n## {}\n\n", subsystem.name()));
+        let all: Vec<&BenchResult> = runs
+            .iter()
+            .flat_map(|(_, r)| r.results.iter().filter(|x| x.subsystem == subsystem))
+            .collect();
+        let (shared, described) = shared_params(&all);
+        if !described.is_empty() {
+            out.push_str(&format!("Every row: {}\n\n", cell(&described)));
+        }
+        let latency = all.iter().any(|r| r.latency_ns.is_some());
+        let tool = all.iter().any(|r| r.reference.is_some());
+        // Per run: measured, cv, efficiency, [ours / tool], [p50, p99], [against the first].
+        let mut headers = vec!["workload", "parameters", "concurrency", "unit"]
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>();
+        let mut align = vec!["---", "---", "--:", "---"];
+        for (index, (id, _)) in runs.iter().enumerate() {
+            headers.extend([
+                format!("run {id}"),
+                format!("run {id} cv"),
+                format!("run {id} efficiency"),
+            ]);
+            align.extend(["--:", "--:", "--:"]);
+            if tool {
+                headers.push(format!("run {id} ours / tool"));
+                align.push("--:");
+            }
+            if latency {
+                headers.extend([format!("run {id} p50"), format!("run {id} p99")]);
+                align.extend(["--:", "--:"]);
+            }
+            if index > 0 {
+                headers.push(format!("run {id} against run {first}"));
+                align.push("---");
+            }
+        }
+        out.push_str(&format!(
+            "| {} |\n|{}|\n",
+            headers.join(" | "),
+            align.join("|")
+        ));
+        let mut cases: Vec<&str> = Vec::new();
+        for r in &all {
+            if !cases.contains(&r.id.as_str()) {
+                cases.push(&r.id);
+            }
+        }
+        for case in cases {
+            let found: Vec<Option<&BenchResult>> = runs
+                .iter()
+                .map(|(_, r)| r.results.iter().find(|x| x.id == case))
+                .collect();
+            let Some(model) = found.iter().flatten().next() else {
+                continue;
+            };
+            let row = paste_row(model, &shared);
+            let mut cells = vec![
+                row[0].clone(),
+                row[1].clone(),
+                row[2].clone(),
+                row[4].clone(),
+            ];
+            for (index, result) in found.iter().enumerate() {
+                let own = result.map(|r| paste_row(r, &shared));
+                let pick = |i: usize| own.as_ref().map_or("-".to_string(), |c| c[i].clone());
+                cells.extend([pick(3), pick(5), pick(10)]);
+                if tool {
+                    cells.push(pick(8));
+                }
+                if latency {
+                    cells.extend([pick(12), pick(13)]);
+                }
+                if index > 0 {
+                    cells.push(match (found[0], result) {
+                        (Some(a), Some(b)) => super::change_cell(a, b),
+                        (None, Some(_)) => format!("not in run {first}"),
+                        _ => "-".into(),
+                    });
+                }
+            }
+            let cells: Vec<String> = cells.iter().map(|c| cell(c)).collect();
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+    }
+    let mut counting: Vec<String> = Vec::new();
+    for (_, report) in runs {
+        for r in &report.results {
+            let note = format!("- {}: {}", r.op, r.counting);
+            if !counting.contains(&note) {
+                counting.push(note);
+            }
+        }
+    }
+    if !counting.is_empty() {
+        out.push_str(&format!(
+            "\n## How work is counted\n\n{}\n",
+            counting.join("\n")
+        ));
+    }
+    let warnings: Vec<String> = runs
+        .iter()
+        .flat_map(|(id, r)| {
+            all_warnings(r)
+                .into_iter()
+                .map(move |w| format!("- run {id}: {w}"))
+        })
+        .collect();
+    if !warnings.is_empty() {
+        out.push_str(&format!("\n## Warnings\n\n{}\n", warnings.join("\n")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_offered_rate_reads_with_its_unit_in_tables_and_legends() {
+        let mut p = Params {
+            protocol: Some("udp".into()),
+            message_bytes: Some(1000),
+            ..Params::default()
+        };
+        p.other.insert("rate_bps".into(), 100_000_000u64.into());
+        assert_eq!(describe_params(&p), "udp msg=1KB at 100 Mbit/s");
+        assert!(
+            describe_other(&p).is_empty(),
+            "said once, by describe_params"
+        );
+    }
 }
