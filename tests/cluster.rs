@@ -123,6 +123,16 @@ impl Lab {
     /// `peakbench cluster run ARGS` on every host, one rank each, with a deadline; the document
     /// it wrote and the output.
     fn run(&self, args: &[&str], deadline: Duration) -> (Option<serde_json::Value>, Output) {
+        self.run_with(args, &[], deadline)
+    }
+
+    /// As [`Lab::run`], with environment variables set on every rank (`mpirun -x`).
+    fn run_with(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        deadline: Duration,
+    ) -> (Option<serde_json::Value>, Output) {
         let out_file = self.dir.join("out.json");
         let _ = std::fs::remove_file(&out_file);
         let mut cmd = Command::new("mpirun");
@@ -134,8 +144,11 @@ impl Lab {
             .arg(self.agent())
             .args(["--mca", "btl", "tcp,self"])
             .args(["--mca", "btl_tcp_if_include", &self.subnet])
-            .args(["--mca", "oob_tcp_if_include", &self.subnet])
-            .arg(common::binary())
+            .args(["--mca", "oob_tcp_if_include", &self.subnet]);
+        for (name, value) in env {
+            cmd.arg("-x").arg(name).env(name, value);
+        }
+        cmd.arg(common::binary())
             .args(["cluster", "run", "--no-history", "-o"])
             .arg(&out_file)
             .args(args);
@@ -393,4 +406,73 @@ fn collectives_over_all_ranks_give_time_and_bus_bandwidth_per_size() {
         assert!(r["value"].as_f64().unwrap() > 0.0);
         assert!(r["counting"].as_str().unwrap().contains("busbw"));
     }
+}
+
+/// Runs the lab's job with host `host` told to stop answering at `step`
+/// (`PEAKBENCH_CLUSTER_FAULT`) and a case deadline of 4 s: the job must end by itself, soon
+/// after the deadline, with exit status non-zero and the document naming the host and step.
+fn stalls(lab: &Lab, host: &str, step: &str, args: &[&str]) -> serde_json::Value {
+    let fault = format!("{host}:{step}");
+    let mut all = vec!["-r", "1", "--warmup", "0", "--case-deadline", "4s"];
+    all.extend(args);
+    let start = Instant::now();
+    let (doc, out) = lab.run_with(
+        &all,
+        &[("PEAKBENCH_CLUSTER_FAULT", &fault)],
+        Duration::from_secs(90),
+    );
+    let took = start.elapsed();
+    assert!(!out.status.success(), "{}", stderr(&out));
+    // Launch, the steps before the fault, the 4 s deadline (+ 5 s for a matrix round): the
+    // test's own limit (90 s, which kills mpirun) is far.
+    assert!(
+        took < Duration::from_secs(60),
+        "took {took:?}: {}",
+        stderr(&out)
+    );
+    let doc = doc.expect("the partial output file");
+    assert_eq!(doc["status"], "failed", "{}", stderr(&out));
+    let failures = doc["cluster"]["failures"].as_array().unwrap().clone();
+    assert!(
+        failures
+            .iter()
+            .any(|f| f["host"] == host && f["case"].as_str().unwrap().starts_with(step)),
+        "{host} at {step} not among {failures:?}; {}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains(host), "{}", stderr(&out));
+    doc
+}
+
+#[test]
+fn a_host_that_stops_answering_ends_the_job_by_the_deadline_with_host_and_case_named() {
+    let Some(lab) = lab(44, 3, &[]) else { return };
+    let config = tiny_config(&lab);
+    let config = config.to_str().unwrap();
+    // In a node-local case: the others' results of the cases before are kept.
+    let hung = lab.hosts[2].clone();
+    let doc = stalls(
+        &lab,
+        &hung,
+        "cpu",
+        &["--config", config, "--phases", "local"],
+    );
+    assert_eq!(doc["cluster"]["phase"], "local");
+    // In the first matrix round, whose pair is hosts 1 and 2 (host 0 sits it out): host 2
+    // tells rank 0 that host 1 stopped answering.
+    let hung = lab.hosts[1].clone();
+    let doc = stalls(&lab, &hung, "matrix", &["--phases", "matrix"]);
+    let seen = doc["cluster"]["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["host"] == hung.as_str() && f["why"].as_str().unwrap().contains("seen from"));
+    assert!(seen, "{}", doc["cluster"]["failures"]);
+    // Before a collective.
+    stalls(
+        &lab,
+        &hung,
+        "collective",
+        &["--phases", "collectives", "--collective-max-bytes", "64KiB"],
+    );
 }
