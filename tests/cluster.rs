@@ -476,3 +476,118 @@ fn a_host_that_stops_answering_ends_the_job_by_the_deadline_with_host_and_case_n
         &["--phases", "collectives", "--collective-max-bytes", "64KiB"],
     );
 }
+
+/// Cgroup v1 directories (cpuset and cpu) made for a test, removed when dropped (after the
+/// processes in them ended).
+struct Cgroups(Vec<PathBuf>);
+
+impl Cgroups {
+    /// One cgroup named `name` in the cpuset and cpu hierarchies, on CPU `cpu`, with a CPU
+    /// quota of `quota_us` per 100 ms if given.
+    fn add(&mut self, name: &str, cpu: usize, quota_us: Option<u64>) -> Result<(), String> {
+        let write = |path: &Path, value: &str| {
+            std::fs::write(path, value).map_err(|e| format!("{}: {e}", path.display()))
+        };
+        let cpuset = Path::new("/sys/fs/cgroup/cpuset").join(name);
+        std::fs::create_dir_all(&cpuset).map_err(|e| format!("{}: {e}", cpuset.display()))?;
+        self.0.push(cpuset.clone());
+        write(&cpuset.join("cpuset.cpus"), &cpu.to_string())?;
+        write(&cpuset.join("cpuset.mems"), "0")?;
+        let cpu_group = Path::new("/sys/fs/cgroup/cpu").join(name);
+        std::fs::create_dir_all(&cpu_group).map_err(|e| format!("{}: {e}", cpu_group.display()))?;
+        self.0.push(cpu_group.clone());
+        // The most weight against the machine's other processes (1024 each), so that the
+        // host's core is its own while it measures, also on a busy machine.
+        write(&cpu_group.join("cpu.shares"), "262144")?;
+        if let Some(quota) = quota_us {
+            write(&cpu_group.join("cpu.cfs_period_us"), "100000")?;
+            write(&cpu_group.join("cpu.cfs_quota_us"), &quota.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Cgroups {
+    fn drop(&mut self) {
+        for dir in &self.0 {
+            // The job's processes are gone (mpirun ended); a moment for the kernel to see it.
+            for _ in 0..50 {
+                if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_host_held_to_half_a_core_reads_half_the_cpu_result_and_is_flagged() {
+    let cgroup_v1 = if Path::new("/sys/fs/cgroup/cpuset/cpuset.cpus").exists()
+        && Path::new("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").exists()
+    {
+        Ok(())
+    } else {
+        Err("no cgroup v1 cpuset and cpu hierarchies under /sys/fs/cgroup".to_string())
+    };
+    if !common::prerequisite(cgroup_v1) {
+        return;
+    }
+    let id = std::process::id() % 100_000;
+    let names = [format!("pbcg{id}h0"), format!("pbcg{id}h1")];
+    let mut groups = Cgroups(Vec::new());
+    // Each host on a core of its own (hosts measured at once must not share one), host 1
+    // allowed 50 ms of CPU time per 100 ms.
+    let made = groups
+        .add(&names[0], 0, None)
+        .and_then(|()| groups.add(&names[1], 1, Some(50_000)));
+    if !common::prerequisite(made) {
+        return;
+    }
+    let Some(lab) = lab(45, 2, &[Some(names[0].clone()), Some(names[1].clone())]) else {
+        return;
+    };
+    let config = lab.dir.join("cpu.toml");
+    std::fs::write(
+        &config,
+        "[[cpu]]\nprecision = [\"f64\"]\nthreads = [1]\nduration = \"1s\"\n",
+    )
+    .unwrap();
+    let (doc, out) = lab.run(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--phases",
+            "local",
+            "-r",
+            "3",
+            "--warmup",
+            "0",
+        ],
+        Duration::from_secs(120),
+    );
+    drop(lab);
+    drop(groups);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = doc.expect("the output file");
+    let cluster = &doc["cluster"];
+    let spread = &cluster["spread"][0];
+    let value = |h: usize| {
+        spread["values"][format!("pbc45h{h}")]
+            .as_f64()
+            .unwrap_or_else(|| panic!("host {h} in {spread}"))
+    };
+    let ratio = value(1) / value(0);
+    eprintln!("the half-core host reads {ratio:.3} × the other");
+    assert!(
+        (ratio / 0.5 - 1.0).abs() < 0.12,
+        "the half-core host reads {ratio:.3} × the other, expected 0.5 ± 12 %: {spread}"
+    );
+    let flagged: Vec<&str> = cluster["flagged"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(flagged, ["pbc45h1"], "{}", cluster["flagged"]);
+}
