@@ -222,8 +222,11 @@ fn stderr(out: &Output) -> String {
 fn three_hosts_run_the_suite_at_once_and_every_pair_of_the_matrix() {
     let Some(lab) = lab(41, 3, &[]) else { return };
     let config = tiny_config(&lab);
+    let html = lab.dir.join("report.html");
     let (doc, out) = lab.run(
         &[
+            "--html",
+            html.to_str().unwrap(),
             "--config",
             config.to_str().unwrap(),
             "--phases",
@@ -279,6 +282,30 @@ fn three_hosts_run_the_suite_at_once_and_every_pair_of_the_matrix() {
                 assert_eq!(v.is_null(), i == j, "{} [{i}][{j}]", m["metric"]);
             }
         }
+    }
+    // The HTML report's cluster section: the hosts, the differences, a heat map per metric
+    // with a cell per measured link (3 × 2), loaded by Chromium without console messages.
+    let page = std::fs::read_to_string(&html).expect("the HTML report");
+    assert!(
+        page.contains("<h2 id=\"cluster\">Cluster: 3 hosts"),
+        "{page}"
+    );
+    assert!(page.contains("<h3>Hosts</h3>") && page.contains("Inventory differences"));
+    for host in &lab.hosts {
+        assert!(page.contains(&format!("<tr><td>{host}</td>")), "{host}");
+    }
+    assert_eq!(
+        page.matches("<svg class=\"heat-map\"").count(),
+        metrics.len()
+    );
+    assert_eq!(
+        page.matches("× the median)</title>").count(),
+        6 * metrics.len()
+    );
+    if let Some(browser) = common::chromium() {
+        let (dom, console) = common::chromium_dom(browser, &html, &lab.dir);
+        assert!(console.is_empty(), "{console:?}");
+        assert!(dom.contains("heat-map"));
     }
 }
 
@@ -364,8 +391,11 @@ fn a_link_shaped_to_300_mbits_reads_its_goodput_and_only_its_links_are_flagged()
 fn collectives_over_all_ranks_give_time_and_bus_bandwidth_per_size() {
     // Two hosts: three ranks whose collectives all spin would share 2 cores.
     let Some(lab) = lab(43, 2, &[]) else { return };
+    let html = lab.dir.join("report.html");
     let (doc, out) = lab.run(
         &[
+            "--html",
+            html.to_str().unwrap(),
             "--phases",
             "collectives",
             "-r",
@@ -405,6 +435,13 @@ fn collectives_over_all_ranks_give_time_and_bus_bandwidth_per_size() {
         assert_eq!(r["params"]["message_bytes"], last["bytes"]);
         assert!(r["value"].as_f64().unwrap() > 0.0);
         assert!(r["counting"].as_str().unwrap().contains("busbw"));
+    }
+    // The report's chart of bus bandwidth against size: a line of 18 points per collective.
+    let page = std::fs::read_to_string(&html).expect("the HTML report");
+    assert!(page.contains("<svg class=\"collectives\""), "{page}");
+    assert_eq!(page.matches("<polyline").count(), 3);
+    for op in ["allreduce", "allgather", "alltoall"] {
+        assert!(page.contains(&format!(">{op}</text>")), "{op}");
     }
 }
 
