@@ -123,6 +123,16 @@ impl Lab {
     /// `peakbench cluster run ARGS` on every host, one rank each, with a deadline; the document
     /// it wrote and the output.
     fn run(&self, args: &[&str], deadline: Duration) -> (Option<serde_json::Value>, Output) {
+        self.run_with(args, &[], deadline)
+    }
+
+    /// As [`Lab::run`], with environment variables set on every rank (`mpirun -x`).
+    fn run_with(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        deadline: Duration,
+    ) -> (Option<serde_json::Value>, Output) {
         let out_file = self.dir.join("out.json");
         let _ = std::fs::remove_file(&out_file);
         let mut cmd = Command::new("mpirun");
@@ -134,8 +144,11 @@ impl Lab {
             .arg(self.agent())
             .args(["--mca", "btl", "tcp,self"])
             .args(["--mca", "btl_tcp_if_include", &self.subnet])
-            .args(["--mca", "oob_tcp_if_include", &self.subnet])
-            .arg(common::binary())
+            .args(["--mca", "oob_tcp_if_include", &self.subnet]);
+        for (name, value) in env {
+            cmd.arg("-x").arg(name).env(name, value);
+        }
+        cmd.arg(common::binary())
             .args(["cluster", "run", "--no-history", "-o"])
             .arg(&out_file)
             .args(args);
@@ -209,8 +222,11 @@ fn stderr(out: &Output) -> String {
 fn three_hosts_run_the_suite_at_once_and_every_pair_of_the_matrix() {
     let Some(lab) = lab(41, 3, &[]) else { return };
     let config = tiny_config(&lab);
+    let html = lab.dir.join("report.html");
     let (doc, out) = lab.run(
         &[
+            "--html",
+            html.to_str().unwrap(),
             "--config",
             config.to_str().unwrap(),
             "--phases",
@@ -266,6 +282,30 @@ fn three_hosts_run_the_suite_at_once_and_every_pair_of_the_matrix() {
                 assert_eq!(v.is_null(), i == j, "{} [{i}][{j}]", m["metric"]);
             }
         }
+    }
+    // The HTML report's cluster section: the hosts, the differences, a heat map per metric
+    // with a cell per measured link (3 × 2), loaded by Chromium without console messages.
+    let page = std::fs::read_to_string(&html).expect("the HTML report");
+    assert!(
+        page.contains("<h2 id=\"cluster\">Cluster: 3 hosts"),
+        "{page}"
+    );
+    assert!(page.contains("<h3>Hosts</h3>") && page.contains("Inventory differences"));
+    for host in &lab.hosts {
+        assert!(page.contains(&format!("<tr><td>{host}</td>")), "{host}");
+    }
+    assert_eq!(
+        page.matches("<svg class=\"heat-map\"").count(),
+        metrics.len()
+    );
+    assert_eq!(
+        page.matches("× the median)</title>").count(),
+        6 * metrics.len()
+    );
+    if let Some(browser) = common::chromium() {
+        let (dom, console) = common::chromium_dom(browser, &html, &lab.dir);
+        assert!(console.is_empty(), "{console:?}");
+        assert!(dom.contains("heat-map"));
     }
 }
 
@@ -351,8 +391,11 @@ fn a_link_shaped_to_300_mbits_reads_its_goodput_and_only_its_links_are_flagged()
 fn collectives_over_all_ranks_give_time_and_bus_bandwidth_per_size() {
     // Two hosts: three ranks whose collectives all spin would share 2 cores.
     let Some(lab) = lab(43, 2, &[]) else { return };
+    let html = lab.dir.join("report.html");
     let (doc, out) = lab.run(
         &[
+            "--html",
+            html.to_str().unwrap(),
             "--phases",
             "collectives",
             "-r",
@@ -393,4 +436,195 @@ fn collectives_over_all_ranks_give_time_and_bus_bandwidth_per_size() {
         assert!(r["value"].as_f64().unwrap() > 0.0);
         assert!(r["counting"].as_str().unwrap().contains("busbw"));
     }
+    // The report's chart of bus bandwidth against size: a line of 18 points per collective.
+    let page = std::fs::read_to_string(&html).expect("the HTML report");
+    assert!(page.contains("<svg class=\"collectives\""), "{page}");
+    assert_eq!(page.matches("<polyline").count(), 3);
+    for op in ["allreduce", "allgather", "alltoall"] {
+        assert!(page.contains(&format!(">{op}</text>")), "{op}");
+    }
+}
+
+/// Runs the lab's job with host `host` told to stop answering at `step`
+/// (`PEAKBENCH_CLUSTER_FAULT`) and a case deadline of 4 s: the job must end by itself, soon
+/// after the deadline, with exit status non-zero and the document naming the host and step.
+fn stalls(lab: &Lab, host: &str, step: &str, args: &[&str]) -> serde_json::Value {
+    let fault = format!("{host}:{step}");
+    let mut all = vec!["-r", "1", "--warmup", "0", "--case-deadline", "4s"];
+    all.extend(args);
+    let start = Instant::now();
+    let (doc, out) = lab.run_with(
+        &all,
+        &[("PEAKBENCH_CLUSTER_FAULT", &fault)],
+        Duration::from_secs(90),
+    );
+    let took = start.elapsed();
+    assert!(!out.status.success(), "{}", stderr(&out));
+    // Launch, the steps before the fault, the 4 s deadline (+ 5 s for a matrix round): the
+    // test's own limit (90 s, which kills mpirun) is far.
+    assert!(
+        took < Duration::from_secs(60),
+        "took {took:?}: {}",
+        stderr(&out)
+    );
+    let doc = doc.expect("the partial output file");
+    assert_eq!(doc["status"], "failed", "{}", stderr(&out));
+    let failures = doc["cluster"]["failures"].as_array().unwrap().clone();
+    assert!(
+        failures
+            .iter()
+            .any(|f| f["host"] == host && f["case"].as_str().unwrap().starts_with(step)),
+        "{host} at {step} not among {failures:?}; {}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains(host), "{}", stderr(&out));
+    doc
+}
+
+#[test]
+fn a_host_that_stops_answering_ends_the_job_by_the_deadline_with_host_and_case_named() {
+    let Some(lab) = lab(44, 3, &[]) else { return };
+    let config = tiny_config(&lab);
+    let config = config.to_str().unwrap();
+    // In a node-local case: the others' results of the cases before are kept.
+    let hung = lab.hosts[2].clone();
+    let doc = stalls(
+        &lab,
+        &hung,
+        "cpu",
+        &["--config", config, "--phases", "local"],
+    );
+    assert_eq!(doc["cluster"]["phase"], "local");
+    // In the first matrix round, whose pair is hosts 1 and 2 (host 0 sits it out): host 2
+    // tells rank 0 that host 1 stopped answering.
+    let hung = lab.hosts[1].clone();
+    let doc = stalls(&lab, &hung, "matrix", &["--phases", "matrix"]);
+    let seen = doc["cluster"]["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["host"] == hung.as_str() && f["why"].as_str().unwrap().contains("seen from"));
+    assert!(seen, "{}", doc["cluster"]["failures"]);
+    // Before a collective.
+    stalls(
+        &lab,
+        &hung,
+        "collective",
+        &["--phases", "collectives", "--collective-max-bytes", "64KiB"],
+    );
+}
+
+/// Cgroup v1 directories (cpuset and cpu) made for a test, removed when dropped (after the
+/// processes in them ended).
+struct Cgroups(Vec<PathBuf>);
+
+impl Cgroups {
+    /// One cgroup named `name` in the cpuset and cpu hierarchies, on CPU `cpu`, with a CPU
+    /// quota of `quota_us` per 100 ms if given.
+    fn add(&mut self, name: &str, cpu: usize, quota_us: Option<u64>) -> Result<(), String> {
+        let write = |path: &Path, value: &str| {
+            std::fs::write(path, value).map_err(|e| format!("{}: {e}", path.display()))
+        };
+        let cpuset = Path::new("/sys/fs/cgroup/cpuset").join(name);
+        std::fs::create_dir_all(&cpuset).map_err(|e| format!("{}: {e}", cpuset.display()))?;
+        self.0.push(cpuset.clone());
+        write(&cpuset.join("cpuset.cpus"), &cpu.to_string())?;
+        write(&cpuset.join("cpuset.mems"), "0")?;
+        let cpu_group = Path::new("/sys/fs/cgroup/cpu").join(name);
+        std::fs::create_dir_all(&cpu_group).map_err(|e| format!("{}: {e}", cpu_group.display()))?;
+        self.0.push(cpu_group.clone());
+        // The most weight against the machine's other processes (1024 each), so that the
+        // host's core is its own while it measures, also on a busy machine.
+        write(&cpu_group.join("cpu.shares"), "262144")?;
+        if let Some(quota) = quota_us {
+            write(&cpu_group.join("cpu.cfs_period_us"), "100000")?;
+            write(&cpu_group.join("cpu.cfs_quota_us"), &quota.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Cgroups {
+    fn drop(&mut self) {
+        for dir in &self.0 {
+            // The job's processes are gone (mpirun ended); a moment for the kernel to see it.
+            for _ in 0..50 {
+                if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_host_held_to_half_a_core_reads_half_the_cpu_result_and_is_flagged() {
+    let cgroup_v1 = if Path::new("/sys/fs/cgroup/cpuset/cpuset.cpus").exists()
+        && Path::new("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").exists()
+    {
+        Ok(())
+    } else {
+        Err("no cgroup v1 cpuset and cpu hierarchies under /sys/fs/cgroup".to_string())
+    };
+    if !common::prerequisite(cgroup_v1) {
+        return;
+    }
+    let id = std::process::id() % 100_000;
+    let names = [format!("pbcg{id}h0"), format!("pbcg{id}h1")];
+    let mut groups = Cgroups(Vec::new());
+    // Each host on a core of its own (hosts measured at once must not share one), host 1
+    // allowed 50 ms of CPU time per 100 ms.
+    let made = groups
+        .add(&names[0], 0, None)
+        .and_then(|()| groups.add(&names[1], 1, Some(50_000)));
+    if !common::prerequisite(made) {
+        return;
+    }
+    let Some(lab) = lab(45, 2, &[Some(names[0].clone()), Some(names[1].clone())]) else {
+        return;
+    };
+    let config = lab.dir.join("cpu.toml");
+    std::fs::write(
+        &config,
+        "[[cpu]]\nprecision = [\"f64\"]\nthreads = [1]\nduration = \"1s\"\n",
+    )
+    .unwrap();
+    let (doc, out) = lab.run(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--phases",
+            "local",
+            "-r",
+            "3",
+            "--warmup",
+            "0",
+        ],
+        Duration::from_secs(120),
+    );
+    drop(lab);
+    drop(groups);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = doc.expect("the output file");
+    let cluster = &doc["cluster"];
+    let spread = &cluster["spread"][0];
+    let value = |h: usize| {
+        spread["values"][format!("pbc45h{h}")]
+            .as_f64()
+            .unwrap_or_else(|| panic!("host {h} in {spread}"))
+    };
+    let ratio = value(1) / value(0);
+    eprintln!("the half-core host reads {ratio:.3} × the other");
+    assert!(
+        (ratio / 0.5 - 1.0).abs() < 0.12,
+        "the half-core host reads {ratio:.3} × the other, expected 0.5 ± 12 %: {spread}"
+    );
+    let flagged: Vec<&str> = cluster["flagged"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(flagged, ["pbc45h1"], "{}", cluster["flagged"]);
 }

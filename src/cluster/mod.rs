@@ -82,8 +82,9 @@ pub struct ClusterRunArgs {
     /// Length of each TCP throughput test of the matrix (one per direction of each pair)
     #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = duration)]
     pub matrix_duration: Duration,
-    /// The longest a host may take for one case (or matrix round) before the job is ended
-    /// (default: 3 × the case's estimate + 30 s)
+    /// The longest a host may take for one case, matrix round or collective before the job is
+    /// ended (default: 3 × the case's or round's estimate + 30 s; a collective 60 s + 1 s per
+    /// timed batch)
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub case_deadline: Option<Duration>,
     /// Write the HTML report here

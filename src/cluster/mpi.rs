@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, anyhow};
 use mpi::environment::Universe;
+use mpi::request::{Request, Scope};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use serde::de::DeserializeOwned;
@@ -37,6 +38,10 @@ use crate::result::{
 };
 use crate::session::{self, HtmlReport, Session};
 use crate::sysinfo::SysInfo;
+
+/// What a handler of a stuck step returns: nothing (it ends the job), as `!` can't be named in
+/// a closure's type on stable Rust.
+type Never = std::convert::Infallible;
 
 /// How long a waiting rank sleeps between two probes.
 const POLL: Duration = Duration::from_micros(500);
@@ -64,6 +69,27 @@ impl Comm {
     /// Sends `value` to `to`; a send that cannot complete before `deadline` (the peer gone)
     /// ends the job.
     fn send<T: Serialize>(&self, to: usize, tag: i32, value: &T, deadline: Instant) {
+        self.send_or(to, tag, value, deadline, &mut || {
+            eprintln!(
+                "peakbench cluster: rank {}: rank {to} took no message within its deadline; \
+                 ending the job",
+                self.rank
+            );
+            self.world.abort(Exit::Failed as i32)
+        });
+    }
+
+    /// Sends `value` to `to`, testing between sleeps; a send that cannot complete before
+    /// `deadline` (the peer gone: even a small message waits for a peer that never made its
+    /// connection) calls `stuck`, the request still pending.
+    fn send_or<T: Serialize>(
+        &self,
+        to: usize,
+        tag: i32,
+        value: &T,
+        deadline: Instant,
+        stuck: &mut dyn FnMut() -> Never,
+    ) {
         let bytes = serde_json::to_vec(value).expect("messages serialise");
         let process = self.process(to);
         mpi::request::scope(|scope| {
@@ -74,12 +100,7 @@ impl Comm {
                     Err(pending) => request = pending,
                 }
                 if Instant::now() > deadline {
-                    eprintln!(
-                        "peakbench cluster: rank {}: rank {to} took no message within its \
-                         deadline; ending the job",
-                        self.rank
-                    );
-                    self.world.abort(Exit::Failed as i32);
+                    stuck();
                 }
                 std::thread::sleep(POLL);
             }
@@ -164,6 +185,46 @@ impl Comm {
     }
 }
 
+/// Spins on `request` (testing it, no sleep: the timed parts, where every rank of the
+/// operation is busy) until it completes or `deadline` passes; then `stuck` is called with the
+/// request still pending (it never returns: the request is never dropped incomplete).
+fn spin<'a, D: ?Sized, S: Scope<'a>>(
+    mut request: Request<'a, D, S>,
+    deadline: Instant,
+    stuck: &mut dyn FnMut() -> Never,
+) {
+    let mut tests = 0u32;
+    loop {
+        match request.test() {
+            Ok(_) => return,
+            Err(pending) => request = pending,
+        }
+        tests = tests.wrapping_add(1);
+        if tests.is_multiple_of(256) && Instant::now() > deadline {
+            stuck();
+        }
+    }
+}
+
+/// For the tests of the deadlines only: `PEAKBENCH_CLUSTER_FAULT=HOST:STEP` makes the ranks of
+/// host HOST stop answering (sleep for good) when they reach the first step that starts with
+/// STEP: a node-local case id (`cpu` for the first CPU case), `matrix` (the first round) or
+/// `collectives`.
+fn fault(host: &str, step: &str) {
+    let Ok(fault) = std::env::var("PEAKBENCH_CLUSTER_FAULT") else {
+        return;
+    };
+    if fault
+        .split_once(':')
+        .is_some_and(|(h, s)| h == host && !s.is_empty() && step.starts_with(s))
+    {
+        eprintln!("peakbench cluster: PEAKBENCH_CLUSTER_FAULT: {host} stops answering at {step}");
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 struct Hello {
     host: String,
@@ -225,6 +286,8 @@ struct ServerAt {
 struct RoundReport {
     results: Vec<BenchResult>,
     error: Option<String>,
+    /// The rank whose silence is the error (the peer that stopped answering), if so.
+    silent: Option<usize>,
 }
 
 /// The host name the kernel gives this process (its UTS namespace's).
@@ -303,7 +366,15 @@ fn job(universe: &Universe, args: &ClusterRunArgs) -> Result<ExitCode> {
             match comm.recv_root(far(), "end of the run") {
                 Step::Collectives => {
                     let reps = args.runner.repetitions as usize;
-                    let _ = collectives(&comm, args.collective_max_bytes, reps, &name);
+                    let limit = collective_deadline(args);
+                    let _ = collectives(
+                        &comm,
+                        args.collective_max_bytes,
+                        reps,
+                        &name,
+                        limit,
+                        &mut |_, case, why| comm.fatal(&format!("{case}: {why}")),
+                    );
                 }
                 Step::Done => break,
                 _ => {}
@@ -376,8 +447,10 @@ impl Leader<'_> {
 
     /// Rank 0 records that `missing` did not answer in `case`, writes the document and ends
     /// the job.
+    /// No rank missing: a collective did not complete, and MPI does not say which rank
+    /// stopped in it (the failure's host is `unknown`).
     fn give_up(&mut self, missing: &[usize], case: &str, why: &str) -> ! {
-        let failures: Vec<Failure> = missing
+        let mut failures: Vec<Failure> = missing
             .iter()
             .map(|&rank| Failure {
                 host: self.host_of(rank),
@@ -386,6 +459,16 @@ impl Leader<'_> {
                 why: why.to_string(),
             })
             .collect();
+        if missing.is_empty() {
+            failures.push(Failure {
+                host: "unknown".into(),
+                rank: 0,
+                case: case.to_string(),
+                why: format!(
+                    "{why} (a rank stopped inside the collective; MPI does not say which)"
+                ),
+            });
+        }
         for f in &failures {
             eprintln!(
                 "peakbench cluster: host {} (rank {}) in {}: {}",
@@ -556,6 +639,7 @@ impl Leader<'_> {
                     comm.send(r, TAG, &Step::Go(i), far());
                 }
             } else {
+                fault(&self.layout.hosts[self.me].name, id);
                 comm.send(0, TAG, &Step::Ready(i), far());
                 let _: Step = comm.recv_root(far(), "start of the case");
             }
@@ -649,6 +733,7 @@ impl Leader<'_> {
                     deadline_s: deadline.as_secs_f64(),
                 }
             };
+            let round_start = Instant::now();
             let role = if comm.rank == 0 {
                 for (h, &rank) in self.leaders.iter().enumerate().skip(1) {
                     comm.send(rank, TAG, &role_of(h), far());
@@ -657,19 +742,26 @@ impl Leader<'_> {
             } else {
                 comm.recv_root(far(), "matrix round")
             };
-            let report = self.pair(role);
+            let step = format!("matrix round {} of {}", r + 1, rounds.len());
+            if r == 0 {
+                fault(&self.layout.hosts[self.me].name, "matrix");
+            }
+            let report = self.pair(role, &step);
             if comm.rank != 0 {
                 comm.send(0, TAG, &report, far());
                 continue;
             }
-            let (reports, missing) = comm.gather::<RoundReport>(&others, Instant::now() + deadline);
-            let step = format!("matrix round {} of {}", r + 1, rounds.len());
+            // A pair's hosts give up on each other after `deadline`, and tell: rank 0 waits
+            // a little longer to hear which one stopped answering.
+            let (reports, missing) = comm
+                .gather::<RoundReport>(&others, round_start + deadline + Duration::from_secs(5));
             let mut all = vec![(0, report)];
             all.extend(reports);
             for (rank, report) in all {
                 self.session().report.results.extend(report.results);
                 if let Some(why) = report.error {
-                    let host = self.host_of(rank);
+                    let host = self.host_of(report.silent.unwrap_or(rank));
+                    let rank = report.silent.unwrap_or(rank);
                     eprintln!("peakbench cluster: {step} failed on {host}: {why}");
                     self.cluster().failures.push(Failure {
                         host,
@@ -702,7 +794,16 @@ impl Leader<'_> {
         }
         let reps = self.args.runner.repetitions as usize;
         let host = self.ctx.host.hostname.clone();
-        let outcomes = collectives(comm, self.args.collective_max_bytes, reps, &host);
+        let limit = collective_deadline(self.args);
+        let max_bytes = self.args.collective_max_bytes;
+        let outcomes = collectives(
+            comm,
+            max_bytes,
+            reps,
+            &host,
+            limit,
+            &mut |missing, case, why| self.give_up(&missing, &case, &why),
+        );
         if comm.rank != 0 {
             return;
         }
@@ -724,14 +825,16 @@ impl Leader<'_> {
         self.save();
     }
 
-    /// This host's part of a round.
-    fn pair(&mut self, role: Role) -> RoundReport {
+    /// This host's part of a round (`step`, for the failures).
+    fn pair(&mut self, role: Role, step: &str) -> RoundReport {
         let Some(peer) = role.peer else {
             return RoundReport::default();
         };
         let comm = self.comm;
         let peer_rank = self.leaders[peer];
-        let deadline = Instant::now() + Duration::from_secs_f64(role.deadline_s);
+        let peer_name = self.layout.hosts[peer].name.clone();
+        let limit = role.deadline_s;
+        let deadline = Instant::now() + Duration::from_secs_f64(limit);
         if role.server {
             let server = LocalServer::start_on(IpAddr::V4(Ipv4Addr::UNSPECIFIED), self.key.clone());
             let at = match &server {
@@ -741,17 +844,39 @@ impl Leader<'_> {
                 }),
                 Err(_) => None,
             };
-            comm.send(peer_rank, TAG_PAIR, &at, deadline);
+            comm.send_or(peer_rank, TAG_PAIR, &at, deadline, &mut || {
+                self.stuck(
+                    peer,
+                    step,
+                    Vec::new(),
+                    format!("{peer_name} took no server address within {limit} s"),
+                )
+            });
             // The client says when its TCP tests are over.
-            let _: Option<bool> = comm.recv(peer_rank, TAG_PAIR, deadline).flatten();
+            let done: Option<Option<bool>> = comm.recv(peer_rank, TAG_PAIR, deadline);
             drop(server);
-            ping_pong(comm, peer_rank, false, 0);
+            if done.is_none() {
+                self.stuck(
+                    peer,
+                    step,
+                    Vec::new(),
+                    format!("{peer_name} did not end its TCP tests within {limit} s"),
+                );
+            }
+            ping_pong(comm, peer_rank, false, 0, deadline, &mut |why| {
+                self.stuck(peer, step, Vec::new(), format!("{peer_name} {why}"))
+            });
             return RoundReport::default();
         }
-        let at: Option<ServerAt> = comm
-            .recv(peer_rank, TAG_PAIR, deadline)
-            .unwrap_or_else(|| comm.fatal("the server of the pair sent no address in time"));
-        let peer_name = self.layout.hosts[peer].name.clone();
+        let at: Option<ServerAt> = match comm.recv(peer_rank, TAG_PAIR, deadline) {
+            Some(at) => at,
+            None => self.stuck(
+                peer,
+                step,
+                Vec::new(),
+                format!("{peer_name} sent no server address within {limit} s"),
+            ),
+        };
         let mut report = RoundReport::default();
         match at {
             Some(at) => match self.tcp(&at, &peer_name) {
@@ -760,14 +885,46 @@ impl Leader<'_> {
             },
             None => report.error = Some(format!("{peer_name} could not start its server")),
         }
-        comm.send(peer_rank, TAG_PAIR, &Some(true), deadline);
+        comm.send_or(peer_rank, TAG_PAIR, &Some(true), deadline, &mut || {
+            let measured = std::mem::take(&mut report.results);
+            self.stuck(
+                peer,
+                step,
+                measured,
+                format!("{peer_name} took no word of the end of the TCP tests within {limit} s"),
+            )
+        });
         let reps = self.args.runner.repetitions as usize;
-        let curve = ping_pong(comm, peer_rank, true, reps);
+        let curve = ping_pong(comm, peer_rank, true, reps, deadline, &mut |why| {
+            let measured = std::mem::take(&mut report.results);
+            self.stuck(peer, step, measured, format!("{peer_name} {why}"))
+        });
         match pingpong_results(&curve, &self.ctx.host.hostname, &peer_name) {
             Ok(results) => report.results.extend(results),
             Err(e) => report.error = Some(format!("MPI ping-pong with {peer_name}: {e:#}")),
         }
         report
+    }
+
+    /// The host `peer` (an index of the hosts) stopped answering this one in `step`: rank 0
+    /// records it with what this host measured and ends the job; another leader tells rank 0
+    /// (as its report of the round, naming the peer) and waits for rank 0 to end the job.
+    fn stuck(&mut self, peer: usize, step: &str, measured: Vec<BenchResult>, why: String) -> ! {
+        let comm = self.comm;
+        let peer_rank = self.leaders[peer];
+        let why = format!("{why} (seen from {})", self.layout.hosts[self.me].name);
+        if comm.rank == 0 {
+            self.session().report.results.extend(measured);
+            self.give_up(&[peer_rank], step, &why);
+        }
+        let report = RoundReport {
+            results: measured,
+            error: Some(why),
+            silent: Some(peer_rank),
+        };
+        comm.send(0, TAG, &report, far());
+        let _: Option<serde_json::Value> = comm.recv(0, TAG, far());
+        comm.fatal("rank 0 went on after this host's peer stopped answering")
     }
 
     /// The client's TCP tests against the peer's server: throughput each way, then RTT.
@@ -872,23 +1029,79 @@ struct PingPoint {
     round_trips: Vec<usize>,
 }
 
-/// MPI's own ping-pong between this rank and `peer` (as `osu_latency` and hpcc's ping-pong
-/// measure it): blocking sends and receives, `reps` timed batches per size after an untimed
-/// warm-up batch; the initiator times and decides when a batch ends (the first byte of its
-/// message is 0 on the last round trip), the other echoes. The waits here spin, as MPI's do:
-/// only the two ranks of the pair are busy.
-fn ping_pong(comm: &Comm, peer: usize, initiator: bool, reps: usize) -> Vec<PingPoint> {
+/// Sends `buf` to `peer` (the ping-pong's tag), waiting for the send to complete by spinning;
+/// past `deadline`, `stuck`.
+fn ping_send(
+    comm: &Comm,
+    peer: usize,
+    buf: &[u8],
+    deadline: Instant,
+    stuck: &mut dyn FnMut() -> Never,
+) {
     let process = comm.process(peer);
+    mpi::request::scope(|scope| {
+        spin(
+            process.immediate_send_with_tag(scope, buf, TAG_PING),
+            deadline,
+            stuck,
+        );
+    });
+}
+
+/// Receives the peer's message into `buf` (the ping-pong's tag), spinning; past `deadline`,
+/// `stuck`.
+fn ping_recv(
+    comm: &Comm,
+    peer: usize,
+    buf: &mut [u8],
+    deadline: Instant,
+    stuck: &mut dyn FnMut() -> Never,
+) {
+    let process = comm.process(peer);
+    mpi::request::scope(|scope| {
+        spin(
+            process.immediate_receive_into_with_tag(scope, buf, TAG_PING),
+            deadline,
+            stuck,
+        );
+    });
+}
+
+/// MPI's own ping-pong between this rank and `peer` (as `osu_latency` and hpcc's ping-pong
+/// measure it): a send and a receive at a time, `reps` timed batches per size after an untimed
+/// warm-up batch; the initiator times and decides when a batch ends (the first byte of its
+/// message is 0 on the last round trip), the other echoes. Each send and receive is
+/// non-blocking and tested in a loop until it completes (spinning, as MPI's blocking calls do:
+/// only the two ranks of the pair are busy), so that a peer that stops answering is noticed at
+/// `deadline`: then `stuck` is called with what stopped.
+fn ping_pong(
+    comm: &Comm,
+    peer: usize,
+    initiator: bool,
+    reps: usize,
+    deadline: Instant,
+    stuck: &mut dyn FnMut(String) -> Never,
+) -> Vec<PingPoint> {
     // Both sides must run the same number of batches: the initiator tells.
-    let batches: usize = if initiator {
-        process.send_with_tag(&(reps as u64 + 1), TAG_PING);
-        reps + 1
-    } else {
-        let (n, _) = process.receive_with_tag::<u64>(TAG_PING);
-        n as usize
+    let mut count = [0u8; 8];
+    let batches: usize = {
+        let mut stop = || -> Never { stuck("did not start the MPI ping-pong in time".into()) };
+        if initiator {
+            count = (reps as u64 + 1).to_le_bytes();
+            ping_send(comm, peer, &count, deadline, &mut stop);
+            reps + 1
+        } else {
+            ping_recv(comm, peer, &mut count, deadline, &mut stop);
+            u64::from_le_bytes(count) as usize
+        }
     };
     let mut curve = Vec::new();
     for size in ping_sizes() {
+        let mut stop = || -> Never {
+            stuck(format!(
+                "stopped answering the MPI ping-pong at {size} B in time"
+            ))
+        };
         let mut buf = vec![1u8; size];
         let most = ping_iterations(size);
         let mut times = Vec::with_capacity(batches);
@@ -896,9 +1109,9 @@ fn ping_pong(comm: &Comm, peer: usize, initiator: bool, reps: usize) -> Vec<Ping
         for _ in 0..batches {
             if !initiator {
                 loop {
-                    process.receive_into_with_tag(&mut buf[..], TAG_PING);
+                    ping_recv(comm, peer, &mut buf, deadline, &mut stop);
                     let last = buf[0] == 0;
-                    process.send_with_tag(&buf[..], TAG_PING);
+                    ping_send(comm, peer, &buf, deadline, &mut stop);
                     if last {
                         break;
                     }
@@ -910,8 +1123,8 @@ fn ping_pong(comm: &Comm, peer: usize, initiator: bool, reps: usize) -> Vec<Ping
             loop {
                 let last = count + 1 >= most || mpi::time() - t0 >= PING_BATCH;
                 buf[0] = u8::from(!last);
-                process.send_with_tag(&buf[..], TAG_PING);
-                process.receive_into_with_tag(&mut buf[..], TAG_PING);
+                ping_send(comm, peer, &buf, deadline, &mut stop);
+                ping_recv(comm, peer, &mut buf, deadline, &mut stop);
                 count += 1;
                 if last {
                     break;
@@ -1224,6 +1437,8 @@ fn collective(
     op: Collective,
     max_bytes: usize,
     reps: usize,
+    deadline: Instant,
+    stuck: &mut dyn FnMut(String) -> Never,
 ) -> Result<Vec<CollectivePoint>> {
     use mpi::collective::SystemOperation;
     let world = &comm.world;
@@ -1264,23 +1479,53 @@ fn collective(
         // The untimed warm-up is one operation; its slowest time (the same on every rank)
         // sets the batch: as many operations as fill PING_BATCH, from 1 to 200.
         let mut iterations = 1;
+        let mut stop = || -> Never {
+            stuck(format!(
+                "{} of {bytes} B did not complete by the deadline",
+                op.name()
+            ))
+        };
         for batch in 0..=reps {
-            world.barrier();
+            spin(world.immediate_barrier(), deadline, &mut stop);
             let t0 = mpi::time();
             for _ in 0..iterations {
-                match op {
-                    Collective::Reduce => world.all_reduce_into(
-                        &floats_in[..],
-                        &mut floats_out[..],
-                        SystemOperation::sum(),
+                mpi::request::scope(|scope| match op {
+                    Collective::Reduce => spin(
+                        world.immediate_all_reduce_into(
+                            scope,
+                            &floats_in[..],
+                            &mut floats_out[..],
+                            SystemOperation::sum(),
+                        ),
+                        deadline,
+                        &mut stop,
                     ),
-                    Collective::Gather => world.all_gather_into(&bytes_in[..], &mut bytes_out[..]),
-                    Collective::ToAll => world.all_to_all_into(&bytes_in[..], &mut bytes_out[..]),
-                }
+                    Collective::Gather => spin(
+                        world.immediate_all_gather_into(scope, &bytes_in[..], &mut bytes_out[..]),
+                        deadline,
+                        &mut stop,
+                    ),
+                    Collective::ToAll => spin(
+                        world.immediate_all_to_all_into(scope, &bytes_in[..], &mut bytes_out[..]),
+                        deadline,
+                        &mut stop,
+                    ),
+                });
             }
             let mine = (mpi::time() - t0) / iterations as f64;
             let mut slowest = 0.0f64;
-            world.all_reduce_into(&mine, &mut slowest, SystemOperation::max());
+            mpi::request::scope(|scope| {
+                spin(
+                    world.immediate_all_reduce_into(
+                        scope,
+                        &mine,
+                        &mut slowest,
+                        SystemOperation::max(),
+                    ),
+                    deadline,
+                    &mut stop,
+                )
+            });
             if batch > 0 {
                 op_s.push(slowest);
             } else {
@@ -1372,13 +1617,55 @@ fn collective_result(
         .finish())
 }
 
-/// Every rank: the three collectives; rank 0 gets their results.
-fn collectives(comm: &Comm, max_bytes: usize, reps: usize, host: &str) -> Vec<Result<BenchResult>> {
-    [Collective::Reduce, Collective::Gather, Collective::ToAll]
-        .into_iter()
-        .map(|op| {
-            collective(comm, op, max_bytes, reps)
-                .and_then(|curve| collective_result(&curve, op, comm.size, host))
-        })
-        .collect()
+/// The longest one collective (all its sizes) may take: `--case-deadline`, else 60 s + 1 s
+/// per batch.
+fn collective_deadline(args: &ClusterRunArgs) -> Duration {
+    let batches =
+        collective_sizes(args.collective_max_bytes).len() as u32 * (args.runner.repetitions + 1);
+    args.case_deadline
+        .unwrap_or(Duration::from_secs(60) + Duration::from_secs(1) * batches)
+}
+
+/// Every rank: the three collectives; rank 0 gets their results. Before each, every rank tells
+/// rank 0 it is there and rank 0 waits for all until `limit` (so a rank that stopped answering
+/// is named); each must end within `limit` (on the other ranks 30 s more, so that rank 0 is
+/// the first to notice). Past either, `stuck` with the ranks missing (none when they stopped
+/// inside the collective, where MPI does not say which), the step and why.
+// The `stuck` call ends the job (its result is uninhabited), which rustc reports as making
+// the rest of its branch unreachable.
+#[allow(unreachable_code)]
+fn collectives(
+    comm: &Comm,
+    max_bytes: usize,
+    reps: usize,
+    host: &str,
+    limit: Duration,
+    stuck: &mut dyn FnMut(Vec<usize>, String, String) -> Never,
+) -> Vec<Result<BenchResult>> {
+    let mut out = Vec::new();
+    for op in [Collective::Reduce, Collective::Gather, Collective::ToAll] {
+        let step = format!("collective {}", op.name());
+        let start = Instant::now();
+        if comm.rank == 0 {
+            let all: Vec<usize> = (1..comm.size).collect();
+            let (_, missing) = comm.gather::<Step>(&all, start + limit);
+            if !missing.is_empty() {
+                let why = format!("did not reach its start within {} s", limit.as_secs());
+                stuck(missing, step, why);
+            }
+        } else {
+            fault(host, "collectives");
+            comm.send(0, TAG, &Step::Ready(0), start + limit);
+        }
+        let deadline = if comm.rank == 0 {
+            start + limit
+        } else {
+            start + limit + Duration::from_secs(30)
+        };
+        let curve = collective(comm, op, max_bytes, reps, deadline, &mut |why| {
+            stuck(Vec::new(), step.clone(), why)
+        });
+        out.push(curve.and_then(|curve| collective_result(&curve, op, comm.size, host)));
+    }
+    out
 }

@@ -58,6 +58,9 @@ pub fn render_runs(runs: &[(i64, &Report)]) -> String {
     );
     header(&mut out, runs);
     summary(&mut out, runs);
+    for (_, report) in runs {
+        super::cluster::section(&mut out, report);
+    }
     for (index, (id, report)) in runs.iter().enumerate() {
         let whose = if runs.len() > 1 {
             format!(" of run {id} ({})", report.host.hostname)

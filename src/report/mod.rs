@@ -6,6 +6,7 @@
 //! rewritten atomically after every case, so an interrupted run leaves a complete, valid file.
 
 pub mod charts;
+mod cluster;
 mod csv;
 pub mod html;
 mod table;

@@ -1,0 +1,271 @@
+//! The cluster section of the HTML report (`peakbench cluster run`'s document): the hosts with
+//! their flags and failures, the inventory fields that differ, a heat map per metric of the
+//! network matrix (hosts on both axes) and the collectives' bus bandwidth against message size.
+
+use std::fmt::Write;
+
+use super::charts::escape;
+use crate::result::{Cluster, Matrix, Report};
+
+/// Appends the cluster section of `report`, if it is a cluster run's.
+pub fn section(out: &mut String, report: &Report) {
+    let Some(cluster) = &report.cluster else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "<h2 id=\"cluster\">Cluster: {} hosts, {} ranks (phase {})</h2>",
+        cluster.hosts.len(),
+        cluster.ranks,
+        escape(&cluster.phase)
+    );
+    hosts(out, cluster);
+    differences(out, cluster);
+    for matrix in &cluster.matrices {
+        heat_map(out, matrix, cluster.threshold);
+    }
+    collectives(out, report);
+}
+
+fn hosts(out: &mut String, cluster: &Cluster) {
+    let _ = writeln!(
+        out,
+        "<h3>Hosts</h3>\n<table class=\"cluster-hosts\"><tr><th>host</th><th>ranks</th>\
+         <th>flag (below {:.2} × the median)</th><th>failures</th></tr>",
+        cluster.threshold
+    );
+    for host in &cluster.hosts {
+        let flag = cluster
+            .flagged
+            .iter()
+            .find(|f| f.host == host.name)
+            .map(|f| {
+                format!(
+                    "slow: {:.2} × in {}",
+                    f.worst_ratio,
+                    escape(&f.cases.join(", "))
+                )
+            })
+            .unwrap_or_default();
+        let failures: Vec<String> = cluster
+            .failures
+            .iter()
+            .filter(|f| f.host == host.name)
+            .map(|f| format!("{}: {}", escape(&f.case), escape(&f.why)))
+            .collect();
+        let ranks: Vec<String> = host.ranks.iter().map(|r| r.to_string()).collect();
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td class=\"flag\">{flag}</td><td>{}</td></tr>",
+            escape(&host.name),
+            ranks.join(", "),
+            failures.join("<br>")
+        );
+    }
+    out.push_str("</table>\n");
+    let unknown: Vec<String> = cluster
+        .failures
+        .iter()
+        .filter(|f| !cluster.hosts.iter().any(|h| h.name == f.host))
+        .map(|f| format!("{}: {}", escape(&f.case), escape(&f.why)))
+        .collect();
+    if !unknown.is_empty() {
+        let _ = writeln!(
+            out,
+            "<p>Failures of no known host: {}</p>",
+            unknown.join("; ")
+        );
+    }
+}
+
+fn differences(out: &mut String, cluster: &Cluster) {
+    out.push_str("<h3>Inventory differences</h3>\n");
+    if cluster.differences.is_empty() {
+        out.push_str("<p>Every host has the same CPU, memory, kernel and clocks.</p>\n");
+        return;
+    }
+    out.push_str("<table class=\"cluster-differences\"><tr><th>field</th><th>values</th></tr>\n");
+    for d in &cluster.differences {
+        let values: Vec<String> = d
+            .values
+            .iter()
+            .map(|(h, v)| format!("{}: {}", escape(h), escape(v)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td></tr>",
+            escape(&d.field),
+            values.join("<br>")
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+/// A cell's colour from its performance relative to the median link (1 or above: green, the
+/// threshold or below: red, in between: amber).
+fn colour(ratio: f64, threshold: f64) -> &'static str {
+    if ratio >= 0.97 {
+        "#9fd89f"
+    } else if ratio >= threshold {
+        "#f3d27a"
+    } else {
+        "#ee8f8f"
+    }
+}
+
+/// One metric of the matrix as a grid of cells: row = from (client), column = to (server).
+fn heat_map(out: &mut String, matrix: &Matrix, threshold: f64) {
+    let n = matrix.hosts.len();
+    let (cell, left, top) = (64.0, 120.0, 110.0);
+    let width = left + cell * n as f64 + 10.0;
+    let height = top + cell * n as f64 + 10.0;
+    let _ = writeln!(
+        out,
+        "<h3>{m} ({u})</h3>\n<p>Rows: from (client); columns: to (server). Median link {med}; \
+         cells below {threshold:.2} × the median in red. {c}</p>\n<svg class=\"heat-map\" \
+         xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
+         role=\"img\" aria-label=\"{m}\">",
+        m = escape(&matrix.metric),
+        u = escape(&matrix.unit),
+        med = matrix.median.map_or("unknown".into(), |m| format!(
+            "{m:.3} {}",
+            escape(&matrix.unit)
+        )),
+        c = escape(&matrix.counting),
+    );
+    for (i, host) in matrix.hosts.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "<text x=\"{x}\" y=\"{y}\" text-anchor=\"end\" font-size=\"11\">{h}</text>\
+             <text x=\"{cx}\" y=\"{ty}\" font-size=\"11\" transform=\"rotate(-40 {cx} {ty})\">{h}</text>",
+            x = left - 6.0,
+            y = top + cell * i as f64 + cell / 2.0 + 4.0,
+            cx = left + cell * i as f64 + cell / 2.0,
+            ty = top - 8.0,
+            h = escape(host)
+        );
+    }
+    for (i, row) in matrix.values.iter().enumerate() {
+        for (j, value) in row.iter().enumerate() {
+            let (x, y) = (left + cell * j as f64, top + cell * i as f64);
+            let Some(v) = value else {
+                let _ = writeln!(
+                    out,
+                    "<rect x=\"{x}\" y=\"{y}\" width=\"{cell}\" height=\"{cell}\" fill=\"#eee\" stroke=\"#fff\"/>"
+                );
+                continue;
+            };
+            let ratio = match matrix.median {
+                Some(m) if m > 0.0 && *v > 0.0 => {
+                    if matrix.higher_is_better {
+                        v / m
+                    } else {
+                        m / v
+                    }
+                }
+                _ => 1.0,
+            };
+            let _ = writeln!(
+                out,
+                "<rect x=\"{x}\" y=\"{y}\" width=\"{cell}\" height=\"{cell}\" fill=\"{fill}\" \
+                 stroke=\"#fff\"><title>{from} → {to}: {v:.4} {u} ({ratio:.2} × the median)</title></rect>\
+                 <text x=\"{tx}\" y=\"{ty}\" text-anchor=\"middle\" font-size=\"11\">{short}</text>",
+                fill = colour(ratio, threshold),
+                from = escape(&matrix.hosts[i]),
+                to = escape(&matrix.hosts[j]),
+                u = escape(&matrix.unit),
+                tx = x + cell / 2.0,
+                ty = y + cell / 2.0 + 4.0,
+                short = short(*v),
+            );
+        }
+    }
+    out.push_str("</svg>\n");
+}
+
+/// A value in at most 4 significant digits.
+fn short(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{v:.0}")
+    } else if v >= 100.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// The collectives' bus bandwidth against message size (log2 axis), a line per operation.
+fn collectives(out: &mut String, report: &Report) {
+    let curves: Vec<(String, Vec<(f64, f64)>)> = report
+        .results
+        .iter()
+        .filter(|r| r.op.starts_with("mpi-all"))
+        .filter_map(|r| {
+            let curve = r.params.other.get("curve")?.as_array()?;
+            let points: Vec<(f64, f64)> = curve
+                .iter()
+                .filter_map(|p| Some((p["bytes"].as_f64()?, p["busbw_gbs"].as_f64()?)))
+                .filter(|(b, w)| *b > 0.0 && w.is_finite() && *w >= 0.0)
+                .collect();
+            (!points.is_empty()).then(|| (r.op.trim_start_matches("mpi-").to_string(), points))
+        })
+        .collect();
+    if curves.is_empty() {
+        return;
+    }
+    let (width, height, left, right, top, bottom) = (760.0, 340.0, 70.0, 600.0, 20.0, 290.0);
+    let all = curves.iter().flat_map(|(_, p)| p.iter());
+    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
+    for &(b, w) in all {
+        x0 = x0.min(b.log2());
+        x1 = x1.max(b.log2());
+        y1 = y1.max(w);
+    }
+    let x1 = if x1 > x0 { x1 } else { x0 + 1.0 };
+    let y1 = if y1 > 0.0 { y1 * 1.05 } else { 1.0 };
+    let sx = |b: f64| left + (b.log2() - x0) / (x1 - x0) * (right - left);
+    let sy = |w: f64| bottom - w / y1 * (bottom - top);
+    let _ = writeln!(
+        out,
+        "<h3>Collectives: bus bandwidth against message size</h3>\n<p>busbw = algbw × \
+         2(n − 1)/n (allreduce) or (n − 1)/n (allgather, alltoall), nccl-tests' definition; \
+         1 GB = 10^9 B.</p>\n<svg class=\"collectives\" xmlns=\"http://www.w3.org/2000/svg\" \
+         width=\"{width}\" height=\"{height}\" role=\"img\" aria-label=\"bus bandwidth\">\
+         <line x1=\"{left}\" y1=\"{bottom}\" x2=\"{right}\" y2=\"{bottom}\" stroke=\"#333\"/>\
+         <line x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{bottom}\" stroke=\"#333\"/>\
+         <text x=\"{mid}\" y=\"{lx}\" text-anchor=\"middle\" font-size=\"12\">message size, bytes (log₂)</text>\
+         <text x=\"14\" y=\"{my}\" font-size=\"12\" transform=\"rotate(-90 14 {my})\" text-anchor=\"middle\">bus bandwidth, GB/s</text>\
+         <text x=\"{tl}\" y=\"{ty}\" text-anchor=\"end\" font-size=\"11\">{y1:.3}</text>\
+         <text x=\"{tl}\" y=\"{bottom}\" text-anchor=\"end\" font-size=\"11\">0</text>\
+         <text x=\"{left}\" y=\"{bx}\" font-size=\"11\">{b0}</text>\
+         <text x=\"{right}\" y=\"{bx}\" text-anchor=\"end\" font-size=\"11\">{b1}</text>",
+        mid = (left + right) / 2.0,
+        lx = bottom + 34.0,
+        bx = bottom + 16.0,
+        my = (top + bottom) / 2.0,
+        tl = left - 4.0,
+        ty = top + 4.0,
+        b0 = crate::units::format_size(2f64.powf(x0) as u64),
+        b1 = crate::units::format_size(2f64.powf(x1) as u64),
+    );
+    let colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
+    for (k, (op, points)) in curves.iter().enumerate() {
+        let colour = colours[k % colours.len()];
+        let path: Vec<String> = points
+            .iter()
+            .map(|&(b, w)| format!("{:.1},{:.1}", sx(b), sy(w)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{}\"/>\
+             <text x=\"{x}\" y=\"{y}\" font-size=\"12\" fill=\"{colour}\">{op}</text>",
+            path.join(" "),
+            x = right + 12.0,
+            y = top + 16.0 * (k as f64 + 1.0),
+            op = escape(op)
+        );
+    }
+    out.push_str("</svg>\n");
+}
