@@ -808,3 +808,26 @@ fn a_killed_peakbench_leaves_no_loopback_server_behind() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn a_rate_list_paces_udp_throughput_only_and_latency_runs_once() {
+    let plan = json(&peakbench(&[
+        "net",
+        "--proto",
+        "tcp,udp",
+        "--mode",
+        "throughput,latency",
+        "--rate",
+        "100M,200M",
+        "--dry-run",
+        "--json",
+    ]));
+    let names: Vec<&str> = plan["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    // TCP throughput, UDP throughput at each of the two rates, TCP and UDP latency once each.
+    assert_eq!(names.len(), 5, "{names:?}");
+}

@@ -190,7 +190,10 @@ pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
                     }
                 }
                 // A rate limits UDP only; TCP and UDP latency run once, unlimited.
-                let rates: Vec<Option<u64>> = if proto == Proto::Udp && !opts.rates_bps.is_empty() {
+                let rates: Vec<Option<u64>> = if proto == Proto::Udp
+                    && mode == Mode::Throughput
+                    && !opts.rates_bps.is_empty()
+                {
                     opts.rates_bps.iter().copied().map(Some).collect()
                 } else {
                     vec![None]
