@@ -546,3 +546,47 @@ fn two_runs_share_the_charts_each_in_its_style_with_the_compare_verdicts() {
     assert!(text.contains("disk randread: latency against threads</title>"));
     assert!(charts(&text).iter().all(|c| c.contains("class=\"point\"")));
 }
+
+/// Issue 18, item 9: an imported document with values a few units apart near 1e17 (below the
+/// spacing of floats there) made a chart's axis add a step that never moved its tick, until
+/// memory ran out. The report now finishes at once.
+#[test]
+fn a_crafted_document_with_absurd_ranges_reports_quickly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap();
+    for (i, result) in doc["results"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        let v = 1e17 + 16.0 * (i % 2) as f64;
+        result["value"] = v.into();
+        result["samples"] = serde_json::json!([v]);
+        for key in ["median", "mean", "min", "max"] {
+            result["stats"][key] = v.into();
+        }
+        result["stats"]["stddev"] = 0.0.into();
+        result["stats"]["cv"] = 0.0.into();
+        result["stats"]["n"] = 1.into();
+        // Thread counts the same way: the x axis of the charts against threads.
+        result["params"]["threads"] = (100_000_000_000_000_000u64 + 16 * (i % 2) as u64).into();
+    }
+    let crafted = dir.path().join("crafted.json");
+    std::fs::write(&crafted, doc.to_string()).unwrap();
+    let db = db(dir.path());
+    ok(&["import", crafted.to_str().unwrap(), "--db", &db]);
+    let html = dir.path().join("report.html");
+    let mut cmd = common::command(&[]);
+    cmd.args(["report", "1", "--db", &db, "--html", html.to_str().unwrap()]);
+    let output = common::bounded(&mut cmd, dir.path(), Duration::from_secs(30))
+        .expect("the report finishes within 30 s");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("<svg"), "the report has its charts");
+}
