@@ -837,7 +837,8 @@ fn the_server_outlives_its_stderr() {
                 .unwrap(),
         )
     };
-    let ways: [(&str, Box<dyn Fn() -> Stdio>, bool); 3] = [
+    type Stderr = Box<dyn Fn() -> Stdio>;
+    let ways: [(&str, Stderr, bool); 3] = [
         ("2>/dev/full", Box::new(full), false),
         ("a reader that is gone", Box::new(Stdio::piped), false),
         ("2>&-", Box::new(Stdio::inherit), true),

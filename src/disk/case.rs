@@ -206,7 +206,7 @@ impl Case for DiskCase {
         let mut settings = RunSettings::new(&ctx.runner, self.threads, stop);
         settings.warmup = self.ramp;
         settings.watch = Some(Duration::from_millis(10));
-        let reps = runner::measure(&settings, |i| DiskWorker::new(&job, &file.path, i))?;
+        let reps = runner::measure(&settings, |i| DiskWorker::new(&job, &file.fd_path(), i))?;
         let mbps: Vec<f64> = reps.iter().map(|r| r.units_per_sec() / 1e6).collect();
         let iops: Vec<f64> = reps.iter().map(|r| r.ops_per_sec()).collect();
         let (metric, unit, samples, extra) = if self.iops_headline() {
