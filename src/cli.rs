@@ -125,6 +125,33 @@ pub fn command() -> clap::Command {
     cmd
 }
 
+/// A negative number given as a flag's value (`--threads -1`, `--size -5GiB`): clap takes such a
+/// token for an unknown flag and names none, so every command line is scanned for one first, and
+/// the refusal names the flag it follows. No flag of peakbench takes a negative value (the
+/// `--flag=-1` form reaches the flag's own parser, which refuses it too).
+pub fn negative_number<S: AsRef<std::ffi::OsStr>>(argv: &[S]) -> Option<String> {
+    let argv: Vec<std::borrow::Cow<str>> =
+        argv.iter().map(|a| a.as_ref().to_string_lossy()).collect();
+    for (i, token) in argv.iter().enumerate().skip(1) {
+        if token == "--" {
+            return None;
+        }
+        let rest = token.strip_prefix('-').unwrap_or("");
+        let digits = rest.strip_prefix('.').unwrap_or(rest);
+        if !digits.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        let flag = argv[i - 1].as_ref();
+        let flag = flag.split('=').next().unwrap_or(flag);
+        return Some(if flag.starts_with('-') {
+            format!("{flag}: '{token}' is negative; give a positive value (see --help)")
+        } else {
+            format!("'{token}': a negative number is not accepted here (see --help)")
+        });
+    }
+    None
+}
+
 /// What the command line asks for.
 pub enum Parsed<'a> {
     /// A benchmark command and its matches (own flags and the shared groups).
@@ -160,6 +187,36 @@ pub fn parse(matches: &ArgMatches) -> Result<Parsed<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_negative_number_is_refused_naming_the_flag_it_follows() {
+        let refused = |argv: &[&str]| negative_number(argv);
+        assert_eq!(
+            refused(&["peakbench", "cpu", "--threads", "-1"]).unwrap(),
+            "--threads: '-1' is negative; give a positive value (see --help)"
+        );
+        assert!(
+            refused(&["peakbench", "disk", "-s", "-5GiB"])
+                .unwrap()
+                .starts_with("-s: '-5GiB'")
+        );
+        assert!(
+            refused(&["peakbench", "mem", "-b", "-.5KiB"])
+                .unwrap()
+                .starts_with("-b:")
+        );
+        assert!(
+            refused(&["peakbench", "show", "-3"])
+                .unwrap()
+                .contains("'-3'")
+        );
+        assert_eq!(
+            refused(&["peakbench", "cpu", "--threads", "1", "-d", "1s"]),
+            None
+        );
+        assert_eq!(refused(&["peakbench", "disk", "--dir", "-x"]), None);
+        assert_eq!(refused(&["peakbench", "x", "--", "-1"]), None);
+    }
 
     #[test]
     fn the_command_line_is_consistent() {

@@ -21,7 +21,12 @@ pub fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let matches = match cli::command().try_get_matches() {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(line) = cli::negative_number(&argv) {
+        eprintln!("Error: {line}");
+        return Exit::Usage.into();
+    }
+    let matches = match cli::command().try_get_matches_from(argv) {
         Ok(matches) => matches,
         Err(error)
             if matches!(

@@ -72,6 +72,58 @@ pub struct CaseSpec {
     pub params: Params,
 }
 
+/// Arithmetic for estimates. An estimate is computed from any accepted input (2^64 − 1 I/Os,
+/// 2^32 − 1 repetitions), so it saturates at `Duration::MAX` instead of overflowing (a
+/// `Duration` product panics, a float beyond `u64::MAX` seconds too).
+pub mod guess {
+    use std::time::Duration;
+
+    /// `seconds` as a Duration: NaN and negatives are zero, beyond the range is `Duration::MAX`.
+    pub fn secs(seconds: f64) -> Duration {
+        if seconds.is_nan() || seconds <= 0.0 {
+            return Duration::ZERO;
+        }
+        Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX)
+    }
+
+    /// `d × n`, saturating.
+    pub fn times(d: Duration, n: u64) -> Duration {
+        u32::try_from(n)
+            .ok()
+            .and_then(|n| d.checked_mul(n))
+            .unwrap_or(if d.is_zero() || n == 0 {
+                Duration::ZERO
+            } else {
+                Duration::MAX
+            })
+    }
+
+    /// The sum, saturating.
+    pub fn sum(parts: impl IntoIterator<Item = Duration>) -> Duration {
+        parts
+            .into_iter()
+            .fold(Duration::ZERO, Duration::saturating_add)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn estimates_saturate_instead_of_overflowing() {
+            assert_eq!(secs(1e300), Duration::MAX);
+            assert_eq!(secs(f64::INFINITY), Duration::MAX);
+            assert_eq!(secs(f64::NAN), Duration::ZERO);
+            assert_eq!(secs(1.5), Duration::from_millis(1500));
+            assert_eq!(times(Duration::from_secs(u64::MAX / 2), 3), Duration::MAX);
+            assert_eq!(times(Duration::from_micros(100), u64::MAX), Duration::MAX);
+            assert_eq!(times(Duration::ZERO, u64::MAX), Duration::ZERO);
+            assert_eq!(times(Duration::from_secs(2), 3), Duration::from_secs(6));
+            assert_eq!(sum([Duration::MAX, Duration::from_secs(1)]), Duration::MAX);
+        }
+    }
+}
+
 /// The cases of a plan, in the order they run.
 pub type Cases = Vec<Box<dyn Case>>;
 

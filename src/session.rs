@@ -10,7 +10,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -77,7 +76,7 @@ fn print_plan(plan: &Plan, ctx: &Context, json: bool) {
             estimate_s: c.estimate(ctx).as_secs_f64(),
         })
         .collect();
-    let total: f64 = planned.iter().map(|p| p.estimate_s).sum();
+    let total = crate::plan::guess::sum(plan.cases.iter().map(|c| c.estimate(ctx))).as_secs_f64();
     if json {
         let doc = serde_json::json!({
             "cases": planned,
@@ -94,13 +93,13 @@ fn print_plan(plan: &Plan, ctx: &Context, json: bool) {
     println!(
         "{} cases, estimated {}:",
         planned.len(),
-        format_duration(Duration::from_secs_f64(total))
+        format_duration(crate::plan::guess::secs(total))
     );
     for p in &planned {
         println!(
             "  {:<48} {:>10}  {}",
             p.spec.label,
-            format_duration(Duration::from_secs_f64(p.estimate_s)),
+            format_duration(crate::plan::guess::secs(p.estimate_s)),
             p.spec.id
         );
     }
@@ -170,10 +169,10 @@ impl Session {
     pub fn run(&mut self, cases: Vec<Box<dyn Case>>, ctx: &Context) -> Result<Ending> {
         let estimates: Vec<u64> = cases
             .iter()
-            .map(|c| c.estimate(ctx).as_millis().max(1) as u64)
+            .map(|c| u64::try_from(c.estimate(ctx).as_millis().max(1)).unwrap_or(u64::MAX))
             .collect();
         let progress = ProgressBar::with_draw_target(
-            Some(estimates.iter().sum()),
+            Some(estimates.iter().fold(0u64, |a, b| a.saturating_add(*b))),
             indicatif::ProgressDrawTarget::stderr(),
         );
         progress.set_style(

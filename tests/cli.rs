@@ -482,3 +482,94 @@ fn cluster_without_mpi_says_in_one_line_how_to_build_it() {
         assert!(text.contains("--features mpi"), "{text}");
     }
 }
+
+/// Issue 18, item 9: clap answered `--threads -1` with "unexpected argument '-1'", naming no flag.
+#[test]
+fn a_negative_number_is_refused_naming_its_flag_in_every_command() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["cpu", "--threads", "-1"], "--threads"),
+        (&["cpu", "linpack", "-n", "-4"], "-n"),
+        (&["mem", "--size", "-5GiB"], "--size"),
+        (&["mem", "latency", "--duration", "-1s"], "--duration"),
+        (&["disk", "--size", "-5GiB"], "--size"),
+        (&["disk", "--qd", "-2"], "--qd"),
+        (&["net", "--count", "-10"], "--count"),
+        (&["net", "serve", "--port", "-1"], "--port"),
+        (&["run", "--preset", "quick", "-r", "-3"], "-r"),
+        (&["sysinfo", "--cpu-ghz", "-.5"], "--cpu-ghz"),
+        (&["net", "serve", "--max-streams", "-1"], "--max-streams"),
+    ];
+    for (args, flag) in cases {
+        let output = peakbench(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("Error: {flag}: ")) && stderr.contains("negative"),
+            "{args:?} should name {flag}: {stderr}"
+        );
+    }
+}
+
+/// Issue 18, item 9: a Duration product overflowed in the plan's estimate (exit 101).
+#[test]
+fn huge_work_and_repetitions_are_estimated_without_overflow() {
+    let max = u64::MAX.to_string();
+    let reps = u32::MAX.to_string();
+    let cases: &[&[&str]] = &[
+        &["disk", "--ios", &max, "-r", &reps],
+        &["disk", "--bytes", "1000000TiB", "-r", &reps],
+        &["mem", "--ops", &max, "-r", &reps],
+        &["cpu", "--ops", &max, "-r", &reps],
+        &["net", "--count", &max, "-r", &reps],
+        &["cpu", "--samples", &reps, "--interval", "1day"],
+    ];
+    for args in cases {
+        let started = Instant::now();
+        let output = peakbench(&[&args[..], &["--dry-run", "--json"]].concat());
+        let doc = json(&output);
+        let total = doc["estimate_s"].as_f64().unwrap();
+        assert!(total > 1e9, "{args:?}: {total}");
+        assert!(started.elapsed() < Duration::from_secs(20), "{args:?}");
+    }
+}
+
+/// Issue 18, item 9: results were written through `FILE.peakbench-partial`, a name anyone
+/// could predict and plant a symbolic link at.
+#[test]
+fn output_never_follows_a_link_planted_at_a_predictable_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results.json");
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, b"not yours").unwrap();
+    std::os::unix::fs::symlink(&victim, dir.path().join("results.json.peakbench-partial")).unwrap();
+    let output = peakbench(&[
+        "cpu",
+        "-p",
+        "f64",
+        "-t",
+        "1",
+        "-d",
+        "10ms",
+        "-r",
+        "1",
+        "--warmup",
+        "0",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(std::fs::read(&victim).unwrap(), b"not yours");
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(doc["status"], "complete");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".partial"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}

@@ -726,3 +726,74 @@ fn an_unfinished_fill_is_removed_even_with_keep() {
         leftovers(dir.path())
     );
 }
+
+/// A kept test file made by a `--keep` run in `dir`, and its bytes.
+fn kept_file(dir: &Path) -> (std::path::PathBuf, Vec<u8>) {
+    json(&disk(dir, &KEEP));
+    let files = leftovers(dir);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let path = dir.join(&files[0]);
+    let bytes = std::fs::read(&path).unwrap();
+    (path, bytes)
+}
+
+const KEEP: [&str; 3] = ["--op", "seqread", "--keep"];
+
+/// Issue 18, item 6: a symbolic link planted at a kept file's name is never followed, neither
+/// found by `--keep` nor opened when named with `--file`; its target is left byte for byte.
+#[test]
+fn a_symlink_planted_as_a_kept_file_is_not_followed() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let (target, before) = kept_file(elsewhere.path());
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("peakbench-0000000000000001.tmp");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    json(&disk(dir.path(), &KEEP));
+    assert_eq!(
+        std::fs::read(&target).unwrap(),
+        before,
+        "the target changed"
+    );
+    let mut args = vec!["disk", "--file", link.to_str().unwrap(), "--size", "4MiB"];
+    args.extend_from_slice(&["-d", "100ms", "-r", "1", "--op", "seqread", "--keep"]);
+    assert_refused(&peakbench(&args), "--file");
+    assert_eq!(
+        std::fs::read(&target).unwrap(),
+        before,
+        "the target changed"
+    );
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
+/// Issue 18, item 6: a kept file with a second hard link (which writes would reach) is refused
+/// with exit 2 and left byte for byte; so is one another user owns.
+#[test]
+fn a_hard_linked_or_foreign_owned_kept_file_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, before) = kept_file(dir.path());
+    let other = dir.path().join("another-name");
+    std::fs::hard_link(&path, &other).unwrap();
+    let output = disk(dir.path(), &KEEP);
+    assert_refused(&output, "--dir");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("hard links"));
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    std::fs::remove_file(&other).unwrap();
+
+    if !common::prerequisite(common::root()) {
+        return;
+    }
+    std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+    let output = disk(dir.path(), &KEEP);
+    assert_refused(&output, "--dir");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("belongs to uid 65534"));
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    let mut args = vec!["disk", "--file", path.to_str().unwrap(), "--size", "4MiB"];
+    args.extend_from_slice(&["-d", "100ms", "-r", "1", "--op", "seqread"]);
+    assert_refused(&peakbench(&args), "--file");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}

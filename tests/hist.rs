@@ -546,3 +546,123 @@ fn two_runs_share_the_charts_each_in_its_style_with_the_compare_verdicts() {
     assert!(text.contains("disk randread: latency against threads</title>"));
     assert!(charts(&text).iter().all(|c| c.contains("class=\"point\"")));
 }
+
+/// Issue 18, item 9: an imported document with values a few units apart near 1e17 (below the
+/// spacing of floats there) made a chart's axis add a step that never moved its tick, until
+/// memory ran out. The report now finishes at once.
+#[test]
+fn a_crafted_document_with_absurd_ranges_reports_quickly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap();
+    for (i, result) in doc["results"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        let v = 1e17 + 16.0 * (i % 2) as f64;
+        result["value"] = v.into();
+        result["samples"] = serde_json::json!([v]);
+        for key in ["median", "mean", "min", "max"] {
+            result["stats"][key] = v.into();
+        }
+        result["stats"]["stddev"] = 0.0.into();
+        result["stats"]["cv"] = 0.0.into();
+        result["stats"]["n"] = 1.into();
+        // Thread counts the same way: the x axis of the charts against threads.
+        result["params"]["threads"] = (100_000_000_000_000_000u64 + 16 * (i % 2) as u64).into();
+    }
+    let crafted = dir.path().join("crafted.json");
+    std::fs::write(&crafted, doc.to_string()).unwrap();
+    let db = db(dir.path());
+    ok(&["import", crafted.to_str().unwrap(), "--db", &db]);
+    let html = dir.path().join("report.html");
+    let mut cmd = common::command(&[]);
+    cmd.args(["report", "1", "--db", &db, "--html", html.to_str().unwrap()]);
+    let output = common::bounded(&mut cmd, dir.path(), Duration::from_secs(30))
+        .expect("the report finishes within 30 s");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("<svg"), "the report has its charts");
+}
+
+/// Issue 18, item 8: a writer killed mid-transaction leaves a hot journal; the history was then
+/// refused as "not an SQLite database" for good. SQLite now rolls it back, and the committed
+/// runs are all there.
+#[test]
+fn a_hot_journal_after_a_crash_is_recovered() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    ok(&["import", FIXTURE, "--db", &db]);
+    // A writer that deletes every run and dies (SIGKILL) before it commits; a one-page cache
+    // makes it write changed pages into the database file itself before the end.
+    let script = "import sqlite3, sys, time\n\
+        c = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
+        c.execute('PRAGMA cache_size = 1')\n\
+        c.execute('BEGIN')\n\
+        c.execute('DELETE FROM results')\n\
+        c.execute('DELETE FROM runs')\n\
+        print('ready', flush=True)\n\
+        time.sleep(60)\n";
+    let mut writer = Command::new("python3")
+        .args(["-c", script, &db])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(writer.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "ready");
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    let journal = format!("{db}-journal");
+    assert!(
+        std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0),
+        "the crash left a journal"
+    );
+    let (list, _) = ok(&["history", "--db", &db]);
+    assert!(
+        list.contains("complete"),
+        "the committed run is there: {list}"
+    );
+    let (shown, _) = ok(&["show", "1", "--db", &db]);
+    assert!(shown.contains("GFLOP/s"), "{shown}");
+}
+
+/// Issue 18, item 8: processes creating the same new history at once all succeed, and the
+/// file has one schema (creation and migration take the write lock first, BEGIN IMMEDIATE,
+/// and read the version inside the transaction).
+#[test]
+fn processes_creating_one_history_at_once_all_succeed() {
+    for round in 0..4 {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db(dir.path());
+        let children: Vec<_> = (0..4)
+            .map(|_| {
+                common::command(&["import", FIXTURE, "--db", &db])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let output = child.wait_with_output().unwrap();
+            assert!(
+                output.status.success(),
+                "round {round}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        let (list, _) = ok(&["history", "--db", &db]);
+        assert!(list.contains("complete"), "{list}");
+    }
+}

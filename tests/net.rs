@@ -64,19 +64,34 @@ impl Server {
     }
 
     fn on_with(ip: &str, flags: &[&str]) -> Option<Server> {
+        Server::logging_to(ip, flags, Stdio::null(), false)
+    }
+
+    /// A server whose stderr is `stderr`, or closed (`2>&-`) when `close_stderr`.
+    fn logging_to(ip: &str, flags: &[&str], stderr: Stdio, close_stderr: bool) -> Option<Server> {
         let port = TcpListener::bind((ip, 0))
             .ok()?
             .local_addr()
             .unwrap()
             .port();
-        let child = common::command(&[])
+        let mut command = common::command(&[]);
+        command
             .args(["net", "serve", "--bind", ip, "--port", &port.to_string()])
             .args(flags)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the server starts");
+            .stderr(stderr);
+        if close_stderr {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: close(2) is async-signal-safe; nothing else runs between fork and exec.
+            unsafe {
+                command.pre_exec(|| {
+                    libc::close(2);
+                    Ok(())
+                });
+            }
+        }
+        let child = command.spawn().expect("the server starts");
         let until = Instant::now() + Duration::from_secs(10);
         let mut server = Server {
             child,
@@ -830,4 +845,38 @@ fn a_rate_list_paces_udp_throughput_only_and_latency_runs_once() {
         .collect();
     // TCP throughput, UDP throughput at each of the two rates, TCP and UDP latency once each.
     assert_eq!(names.len(), 5, "{names:?}");
+}
+
+/// Issue 18: the server's log used eprintln!, which panics when stderr cannot be written
+/// (a full device), and a reader of the log that went away (`2>&1 | head -1`) killed it with
+/// SIGPIPE. Each way of losing stderr, then one loopback test against the server, which lives on.
+#[test]
+fn the_server_outlives_its_stderr() {
+    let full = || {
+        Stdio::from(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+    };
+    type Stderr = Box<dyn Fn() -> Stdio>;
+    let ways: [(&str, Stderr, bool); 3] = [
+        ("2>/dev/full", Box::new(full), false),
+        ("a reader that is gone", Box::new(Stdio::piped), false),
+        ("2>&-", Box::new(Stdio::inherit), true),
+    ];
+    for (how, stderr, close) in ways {
+        let mut server = Server::logging_to("127.0.0.1", &[], stderr(), close).expect("a server");
+        // The reader of the pipe goes away before the server writes again.
+        drop(server.child.stderr.take());
+        let doc = net(&["--server", &server.addr(), "--mode", "latency"]);
+        assert_eq!(doc["status"], "complete", "{how}");
+        // The server logs the test's end after the client has its result.
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            server.child.try_wait().unwrap().is_none(),
+            "{how}: the server died"
+        );
+    }
 }

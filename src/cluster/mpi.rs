@@ -531,10 +531,10 @@ impl Leader<'_> {
             plan.cases
                 .iter()
                 .map(|c| {
-                    let deadline = self
-                        .args
-                        .case_deadline
-                        .unwrap_or(c.estimate(self.ctx) * 3 + Duration::from_secs(30));
+                    let deadline = self.args.case_deadline.unwrap_or(crate::plan::guess::sum([
+                        crate::plan::guess::times(c.estimate(self.ctx), 3),
+                        Duration::from_secs(30),
+                    ]));
                     (c.spec().id, deadline.as_secs_f64())
                 })
                 .collect()

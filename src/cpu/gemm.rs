@@ -17,7 +17,7 @@ use faer::{Accum, MatMut, MatRef, Par};
 
 use super::blas::{self, Blas, Vendor};
 use super::linpack::{LAPACK_STACK, library_params};
-use crate::plan::{Case, CaseSpec, Context};
+use crate::plan::{Case, CaseSpec, Context, guess};
 use crate::reference::{Invocation, Reading, Tool};
 use crate::result::{BenchResult, Params, Reference, Subsystem};
 use crate::rng::Rng;
@@ -160,8 +160,10 @@ impl Case for GemmCase {
     fn estimate(&self, ctx: &Context) -> Duration {
         let rate = 30e9 * self.threads.min(runner::num_cpus()) as f64;
         let generate = 3.0 * (self.n * self.n) as f64 / 1e8;
-        Duration::from_secs_f64(flops(self.n) / rate * ctx.runner.repetitions as f64 + generate)
-            + ctx.runner.warmup
+        guess::sum([
+            guess::secs(flops(self.n) / rate * ctx.runner.repetitions as f64 + generate),
+            ctx.runner.warmup,
+        ])
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {

@@ -20,7 +20,7 @@ use faer::linalg::solvers::Solve as _;
 use faer::{Mat, Par};
 
 use super::blas::{self, Blas, Vendor};
-use crate::plan::{Case, CaseSpec, Context};
+use crate::plan::{Case, CaseSpec, Context, guess};
 use crate::result::{BenchResult, Params, Subsystem};
 use crate::rng::Rng;
 use crate::runner::{self, Round};
@@ -249,9 +249,12 @@ impl Case for LinpackCase {
         // At a modest 20 GFLOP/s per thread; the plan is a guide, not a promise.
         let rate = 20e9 * self.threads.min(crate::runner::num_cpus()) as f64;
         let generate_and_check = 3.0 * (self.n * self.n) as f64 / 1e8;
-        Duration::from_secs_f64(
-            (flops(self.n) / rate + generate_and_check) * ctx.runner.repetitions as f64,
-        ) + ctx.runner.warmup
+        guess::sum([
+            guess::secs(
+                (flops(self.n) / rate + generate_and_check) * ctx.runner.repetitions as f64,
+            ),
+            ctx.runner.warmup,
+        ])
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {

@@ -23,7 +23,7 @@ use anyhow::{Result, bail};
 use crate::error::usage;
 use crate::options::unique;
 use crate::peak::{Form, Isa, PeakRef, Precision, Probes};
-use crate::plan::{Case, CaseSpec, Context, Plan};
+use crate::plan::{Case, CaseSpec, Context, Plan, guess};
 use crate::result::{BenchResult, Params, Subsystem, TimePoint};
 use crate::runner::{self, Quota, Round, RunSettings, Scaling, Stop, Tally, Worker};
 use crate::workload::Benchmark;
@@ -492,7 +492,7 @@ impl Case for ThroughputCase {
                 Scaling::Strong => ops as f64,
                 Scaling::Weak => ops as f64 * self.threads as f64,
             };
-            (peak > 0.0).then(|| Duration::from_secs_f64(total / peak))
+            (peak > 0.0).then(|| guess::secs(total / peak))
         });
         let per_rep = match (fixed, self.scaling) {
             (Some(time), _) => time,
@@ -503,7 +503,11 @@ impl Case for ThroughputCase {
                 .duration
                 .mul_f64((self.threads as f64 / runner::num_cpus() as f64).max(1.0)),
         };
-        per_rep * ctx.runner.repetitions + ctx.runner.warmup + Duration::from_millis(50)
+        guess::sum([
+            guess::times(per_rep, ctx.runner.repetitions.into()),
+            ctx.runner.warmup,
+            Duration::from_millis(50),
+        ])
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {
@@ -646,7 +650,10 @@ impl Case for SamplingCase {
     }
 
     fn estimate(&self, ctx: &Context) -> Duration {
-        self.interval * self.count + ctx.runner.warmup
+        guess::sum([
+            guess::times(self.interval, self.count.into()),
+            ctx.runner.warmup,
+        ])
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {

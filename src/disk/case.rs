@@ -9,7 +9,7 @@ use super::engine::{DiskWorker, Job};
 use super::plan::Target;
 use super::{Engine, IOPS_HEADLINE_BELOW, Op, Stopping, fio};
 use crate::peak::PeakRef;
-use crate::plan::{Case, CaseSpec, Context};
+use crate::plan::{Case, CaseSpec, Context, guess};
 use crate::result::{BenchResult, Params, Subsystem};
 use crate::runner::{self, RunSettings, Stop};
 use crate::units::format_size_approx;
@@ -166,13 +166,17 @@ impl Case for DiskCase {
     fn estimate(&self, ctx: &Context) -> Duration {
         let per_rep = match self.stop {
             Stopping::Duration(d) => d,
-            Stopping::Bytes(b) => Duration::from_secs_f64(b as f64 / 500e6),
+            Stopping::Bytes(b) => guess::secs(b as f64 / 500e6),
             // A guess for the plan only: 10,000 IOPS per I/O in flight, at most 100,000 IOPS.
-            Stopping::Ios(n) => Duration::from_secs_f64(
-                n as f64 / (10e3 * f64::from(self.qd) * self.threads as f64).min(100e3),
-            ),
+            Stopping::Ios(n) => {
+                guess::secs(n as f64 / (10e3 * f64::from(self.qd) * self.threads as f64).min(100e3))
+            }
         };
-        per_rep * ctx.runner.repetitions + self.ramp + Duration::from_millis(50)
+        guess::sum([
+            guess::times(per_rep, ctx.runner.repetitions.into()),
+            self.ramp,
+            Duration::from_millis(50),
+        ])
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {
@@ -202,7 +206,7 @@ impl Case for DiskCase {
         let mut settings = RunSettings::new(&ctx.runner, self.threads, stop);
         settings.warmup = self.ramp;
         settings.watch = Some(Duration::from_millis(10));
-        let reps = runner::measure(&settings, |i| DiskWorker::new(&job, &file.path, i))?;
+        let reps = runner::measure(&settings, |i| DiskWorker::new(&job, &file.fd_path(), i))?;
         let mbps: Vec<f64> = reps.iter().map(|r| r.units_per_sec() / 1e6).collect();
         let iops: Vec<f64> = reps.iter().map(|r| r.ops_per_sec()).collect();
         let (metric, unit, samples, extra) = if self.iops_headline() {

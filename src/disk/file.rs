@@ -9,6 +9,12 @@
 //! removes it) and removed by `Drop` on every way out (end, error, first Ctrl-C, panic) unless
 //! `--keep` is given; a kept file is found and reused by the next run in the same directory.
 //!
+//! The file is opened once, by name, never through a symbolic link (`O_NOFOLLOW`; `O_EXCL` on
+//! create), and `fstat` must show a regular file owned by the effective user with one link (and,
+//! when reused, the full length and a complete header). Every later descriptor (the fill with
+//! `O_DIRECT`, each case's workers) is reopened through `/proc/self/fd/N`, the same inode whatever
+//! happens to the name meanwhile; a planted `peakbench-*.tmp` cannot redirect a write.
+//!
 //! Layout: the header block (`data_offset` bytes, a multiple of the O_DIRECT alignment) then the
 //! data region, filled with pseudo-random bytes before any read. Every 4 KiB of the data carries
 //! its own file offset XOR the file's tag in its first 8 bytes, so that a read can check that the
@@ -64,7 +70,10 @@ pub struct TargetSpec {
 /// The open test file, shared by every case of a run; removed when the last case drops it.
 #[derive(Debug)]
 pub struct TestFile {
+    /// The name the file was opened by (shown to the user; never opened again).
     pub path: PathBuf,
+    /// The one descriptor opened by name; every other is derived from it.
+    handle: File,
     pub data_offset: u64,
     pub data_bytes: u64,
     pub tag: u64,
@@ -79,6 +88,23 @@ pub struct TestFile {
 }
 
 impl TestFile {
+    /// A path that reopens this very file (`/proc/self/fd/N`), not whatever has its name now.
+    pub fn fd_path(&self) -> PathBuf {
+        use std::os::fd::AsRawFd;
+        PathBuf::from(format!("/proc/self/fd/{}", self.handle.as_raw_fd()))
+    }
+
+    /// Whether the name still refers to the file that was opened (then it may be unlinked).
+    fn name_is_ours(&self) -> bool {
+        match (
+            std::fs::symlink_metadata(&self.path),
+            self.handle.metadata(),
+        ) {
+            (Ok(named), Ok(ours)) => named.dev() == ours.dev() && named.ino() == ours.ino(),
+            _ => false,
+        }
+    }
+
     /// Whether reads can still check each 4 KiB's offset stamp.
     pub fn verifiable(&self) -> bool {
         !self.foreign_writes.load(Ordering::SeqCst)
@@ -94,8 +120,7 @@ impl TestFile {
     /// the last case left in memory, and both tools start their jobs from the same state.
     pub fn drop_cached_pages(&self) -> Result<()> {
         use std::os::fd::AsRawFd;
-        let file = File::open(&self.path)
-            .with_context(|| format!("opening {} to drop its cache", self.path.display()))?;
+        let file = &self.handle;
         file.sync_data()
             .with_context(|| format!("writing back {}", self.path.display()))?;
         // SAFETY: plain advice on an open descriptor; 0, 0 covers the whole file.
@@ -117,9 +142,12 @@ impl Drop for TestFile {
             return;
         }
         let filled = self.filled.load(Ordering::SeqCst);
+        let ours = self.name_is_ours();
         if self.keep && !filled {
             // A fill cut short (Ctrl-C, ENOSPC, EIO) is not a test file to reuse.
-            let _ = std::fs::remove_file(&self.path);
+            if ours {
+                let _ = std::fs::remove_file(&self.path);
+            }
             interrupt::unregister_temporary(&self.path);
             eprintln!(
                 "removed the test file {}: its fill did not finish, so --keep does not keep it",
@@ -128,6 +156,7 @@ impl Drop for TestFile {
         } else if self.keep {
             // Record whether the content can still be checked, for the run that reuses it.
             let _ = write_header(
+                &self.handle,
                 &self.path,
                 &Header {
                     tag: self.tag,
@@ -142,7 +171,7 @@ impl Drop for TestFile {
                 "kept the test file {} for the next run (--keep)",
                 self.path.display()
             );
-        } else if self.remove_on_drop {
+        } else if self.remove_on_drop && ours {
             let _ = std::fs::remove_file(&self.path);
             interrupt::unregister_temporary(&self.path);
         }
@@ -211,12 +240,8 @@ pub fn read_header(path: &Path) -> Result<Option<Header>> {
     Ok(Header::decode(&block[..got]))
 }
 
-fn write_header(path: &Path, header: &Header) -> Result<()> {
+fn write_header(file: &File, path: &Path, header: &Header) -> Result<()> {
     use std::os::unix::fs::FileExt;
-    let file = OpenOptions::new()
-        .write(true)
-        .open(path)
-        .with_context(|| format!("opening {}", path.display()))?;
     let mut block = header.encode();
     block.resize(header.data_offset as usize, 0);
     file.write_all_at(&block, 0)
@@ -313,6 +338,8 @@ pub enum TargetError {
     Foreign { path: PathBuf },
     #[error("{} cannot be read ({why})", path.display())]
     Unreadable { path: PathBuf, why: String },
+    #[error("{} {why}", path.display())]
+    NotOurs { path: PathBuf, why: String },
     #[error("the peakbench file {} holds {has} B of data and this run needs {need} B", path.display())]
     TooSmall { path: PathBuf, has: u64, need: u64 },
     #[error("{} is a block device", path.display())]
@@ -410,17 +437,77 @@ pub fn find_kept(dir: &Path, data_bytes: u64) -> Option<PathBuf> {
     found.into_iter().next()
 }
 
-/// Checks an existing path meant for the test file: only a complete peakbench file may be reused.
-pub fn check_existing_file(path: &Path) -> Result<Header, TargetError> {
-    let meta = std::fs::symlink_metadata(path).map_err(|source| TargetError::Missing {
+/// Opens an existing test file, once and by name: never through a symbolic link, never
+/// waiting on a FIFO (`O_NONBLOCK`, which a regular file ignores).
+fn open_existing(path: &Path) -> Result<File, TargetError> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => TargetError::NotRegular {
+                path: path.to_path_buf(),
+            },
+            _ => TargetError::Unreadable {
+                path: path.to_path_buf(),
+                why: e.to_string(),
+            },
+        })
+}
+
+/// What `stat` must show of a file peakbench writes to: a regular file of the effective user
+/// with one link (another link would be written through, under a name peakbench never checked).
+fn check_ours(meta: &std::fs::Metadata, path: &Path) -> Result<(), TargetError> {
+    let not_ours = |why: String| TargetError::NotOurs {
         path: path.to_path_buf(),
-        source,
-    })?;
+        why,
+    };
     if !meta.file_type().is_file() {
         return Err(TargetError::NotRegular {
             path: path.to_path_buf(),
         });
     }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if meta.uid() != euid {
+        return Err(not_ours(format!(
+            "belongs to uid {}, not to this user (uid {euid})",
+            meta.uid()
+        )));
+    }
+    if meta.nlink() != 1 {
+        return Err(not_ours(format!(
+            "has {} hard links (writes would reach the other names too)",
+            meta.nlink()
+        )));
+    }
+    Ok(())
+}
+
+/// The header read through an open descriptor.
+fn header_of(file: &File) -> std::io::Result<Option<Header>> {
+    use std::os::unix::fs::FileExt;
+    let mut block = vec![0u8; 512];
+    let mut got = 0;
+    while got < block.len() {
+        let n = file.read_at(&mut block[got..], got as u64)?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    Ok(Header::decode(&block[..got]))
+}
+
+/// Checks an existing path meant for the test file: only a complete peakbench file of this
+/// user, with one link, may be reused.
+pub fn check_existing_file(path: &Path) -> Result<Header, TargetError> {
+    let meta = std::fs::symlink_metadata(path).map_err(|source| TargetError::Missing {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    check_ours(&meta, path)?;
     match read_header(path) {
         Ok(Some(h)) if h.filled => Ok(h),
         Ok(_) => Err(TargetError::Foreign {
@@ -554,8 +641,15 @@ pub fn data_offset(align: u64) -> u64 {
 pub fn open(spec: &TargetSpec) -> Result<TestFile> {
     match &spec.place {
         Place::Device(path) => {
+            let handle = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_CLOEXEC)
+                .open(path)
+                .with_context(|| format!("opening {}", path.display()))?;
             let file = TestFile {
                 path: path.clone(),
+                handle,
                 data_offset: 0,
                 data_bytes: spec.data_bytes,
                 tag: Rng::from_clock().next_u64(),
@@ -575,8 +669,9 @@ pub fn open(spec: &TargetSpec) -> Result<TestFile> {
             if spec.keep
                 && let Some(path) = find_kept(dir, spec.data_bytes)
             {
+                let file = reuse(&path, spec)?;
                 eprintln!("reusing the kept test file {}", path.display());
-                return reuse(&path, spec);
+                return Ok(file);
             }
             let name = format!("peakbench-{:016x}.tmp", Rng::from_clock().next_u64());
             create(dir.join(name), spec)
@@ -585,7 +680,39 @@ pub fn open(spec: &TargetSpec) -> Result<TestFile> {
 }
 
 fn reuse(path: &Path, spec: &TargetSpec) -> Result<TestFile> {
-    let header = check_existing_file(path)?;
+    let handle = open_existing(path)?;
+    let meta = handle.metadata().map_err(|e| TargetError::Unreadable {
+        path: path.to_path_buf(),
+        why: e.to_string(),
+    })?;
+    check_ours(&meta, path)?;
+    let header = match header_of(&handle) {
+        Ok(Some(h)) if h.filled => h,
+        Ok(_) => {
+            return Err(TargetError::Foreign {
+                path: path.to_path_buf(),
+            }
+            .into());
+        }
+        Err(e) => {
+            return Err(TargetError::Unreadable {
+                path: path.to_path_buf(),
+                why: e.to_string(),
+            }
+            .into());
+        }
+    };
+    if meta.len() < header.data_offset.saturating_add(header.data_bytes) {
+        return Err(TargetError::NotOurs {
+            path: path.to_path_buf(),
+            why: format!(
+                "is {} B long, shorter than its header says ({} B)",
+                meta.len(),
+                header.data_offset.saturating_add(header.data_bytes)
+            ),
+        }
+        .into());
+    }
     if header.data_bytes < spec.data_bytes || header.data_offset % spec.align != 0 {
         return Err(TargetError::TooSmall {
             path: path.to_path_buf(),
@@ -597,6 +724,7 @@ fn reuse(path: &Path, spec: &TargetSpec) -> Result<TestFile> {
     interrupt::register_temporary(path);
     Ok(TestFile {
         path: path.to_path_buf(),
+        handle,
         data_offset: header.data_offset,
         data_bytes: spec.data_bytes,
         tag: header.tag,
@@ -610,16 +738,20 @@ fn reuse(path: &Path, spec: &TargetSpec) -> Result<TestFile> {
 }
 
 fn create(path: PathBuf, spec: &TargetSpec) -> Result<TestFile> {
-    OpenOptions::new()
+    // O_EXCL: a name that exists (a planted symbolic link included) is never opened.
+    let handle = OpenOptions::new()
+        .read(true)
         .write(true)
         .create_new(true)
         .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(&path)
         .with_context(|| format!("creating the test file {}", path.display()))?;
     interrupt::register_temporary(&path);
     // From here on, Drop removes the file whatever goes wrong.
     let file = TestFile {
         path,
+        handle,
         data_offset: data_offset(spec.align),
         data_bytes: spec.data_bytes,
         tag: Rng::from_clock().next_u64(),
@@ -638,9 +770,16 @@ fn create(path: PathBuf, spec: &TargetSpec) -> Result<TestFile> {
         filled,
         verifiable: true,
     };
-    write_header(&file.path, &header(false))?;
+    check_ours(
+        &file
+            .handle
+            .metadata()
+            .context("fstat of the new test file")?,
+        &file.path,
+    )?;
+    write_header(&file.handle, &file.path, &header(false))?;
     fill(&file, spec.direct_fill)?;
-    write_header(&file.path, &header(true))?;
+    write_header(&file.handle, &file.path, &header(true))?;
     file.filled.store(true, Ordering::SeqCst);
     Ok(file)
 }
@@ -648,14 +787,16 @@ fn create(path: PathBuf, spec: &TargetSpec) -> Result<TestFile> {
 /// Writes pseudo-random data with offset stamps over the whole data region.
 fn fill(file: &TestFile, direct: bool) -> Result<()> {
     use std::os::unix::fs::FileExt;
-    let mut options = OpenOptions::new();
-    options.write(true);
-    if direct {
-        options.custom_flags(libc::O_DIRECT);
+    // Derived from the one descriptor: O_DIRECT needs a new open of the same inode.
+    let handle = if direct {
+        OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_DIRECT | libc::O_CLOEXEC)
+            .open(file.fd_path())
+    } else {
+        file.handle.try_clone()
     }
-    let handle = options
-        .open(&file.path)
-        .with_context(|| format!("opening {} to fill it", file.path.display()))?;
+    .with_context(|| format!("opening {} to fill it", file.path.display()))?;
     let mut buf = AlignedBuf::new(FILL_CHUNK, file.align.max(4096) as usize)?;
     let mut rng = Rng::from_clock();
     let mut done = 0u64;

@@ -139,6 +139,10 @@ fn target_usage(error: TargetError, flag: &str) -> anyhow::Error {
                                path or use --dir"
             .into(),
         E::Unreadable { .. } => "give a new path".into(),
+        E::NotOurs { .. } => format!(
+            "peakbench reuses only its own regular file with one link; it is left as it is: \
+             remove it or give another {flag}"
+        ),
         E::DeviceNotAllowed { path } => format!(
             "peakbench writes to a device only when it is named with --allow-device-write {} \
              and is unmounted, unused and blank",

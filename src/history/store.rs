@@ -13,6 +13,13 @@
 //! a version this build knows, `quick_check` clean); only then is it opened for writing. A
 //! corrupt file, another program's database or one from a newer peakbench is refused and left
 //! exactly as it was.
+//!
+//! A hot journal (a writer killed mid-transaction) is rolled back by SQLite before the check,
+//! when the file is ours (its header holds our application id): a read-only connection cannot
+//! roll back, so one read-write connection reads the schema once, which makes SQLite restore
+//! the last committed state. Creation and every migration take the write lock first
+//! (`BEGIN IMMEDIATE`) and read the schema version inside that transaction, so processes that
+//! create or migrate the same file at once do it once.
 
 use std::path::{Path, PathBuf};
 
@@ -356,12 +363,23 @@ fn configure(conn: &Connection) -> Result<()> {
 /// Checks an existing file without writing to it; returns its schema version (0: empty).
 fn inspect(path: &Path) -> Result<u32, Refused> {
     let shown = path.display().to_string();
-    let not_sqlite = |_| Refused::NotSqlite(shown.clone());
+    recover_hot_journal(path).map_err(|e| Refused::Damaged(shown.clone(), e.to_string()))?;
+    // "Not an SQLite database" only when SQLite says so; any other error is shown as it is.
+    let not_sqlite = |e: rusqlite::Error| match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::NotADatabase) => Refused::NotSqlite(shown.clone()),
+        _ => Refused::Damaged(shown.clone(), e.to_string()),
+    };
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(not_sqlite)?;
+    // A writer creating or migrating the file holds its lock for a moment.
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(not_sqlite)?;
+    // One read transaction: the tables, the id and the version are read from one state of the
+    // file, not across another process's creation of it.
+    conn.execute_batch("BEGIN").map_err(not_sqlite)?;
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
         .and_then(|mut s| s.query_map([], |row| row.get(0))?.collect())
@@ -401,9 +419,46 @@ fn inspect(path: &Path) -> Result<u32, Refused> {
     Ok(version)
 }
 
-/// Brings a file from `from` to [`CURRENT_VERSION`], in one transaction.
-fn migrate(conn: &mut Connection, from: u32) -> Result<()> {
-    let tx = conn.transaction()?;
+/// Lets SQLite roll back a hot journal left by a writer killed mid-transaction: only a
+/// read-write connection can, and only for a file whose header holds our application id (a
+/// file that is not ours is left for the check to refuse).
+fn recover_hot_journal(path: &Path) -> rusqlite::Result<()> {
+    use std::io::Read;
+    let mut journal = path.as_os_str().to_owned();
+    journal.push("-journal");
+    let hot = std::fs::symlink_metadata(&journal).is_ok_and(|m| m.is_file() && m.len() > 0);
+    let mut header = [0u8; 72];
+    let ours = std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut header))
+        .is_ok_and(|()| header[68..72] == (APPLICATION_ID as u32).to_be_bytes());
+    if !(hot && ours) {
+        return Ok(());
+    }
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+    )?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| {
+        row.get::<_, i64>(0)
+    })?;
+    Ok(())
+}
+
+/// Brings a file to [`CURRENT_VERSION`], in one transaction that takes the write lock first
+/// and reads the version inside it: another process may have created or migrated the file
+/// since it was checked (`from` is what the check saw).
+fn migrate(conn: &mut Connection, seen: u32) -> Result<()> {
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let from: u32 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if from > CURRENT_VERSION {
+        anyhow::bail!(
+            "it was at v{seen} and another peakbench made it v{from}, newer than this one reads"
+        );
+    }
     if from < 1 {
         tx.execute_batch(V1_SQL)?;
     }

@@ -9,7 +9,7 @@ use super::MemOp;
 use super::kernels::{self, Isa, Stream};
 use super::plan::Work;
 use super::region::{HugePages, Region};
-use crate::plan::{Case, CaseSpec, Context};
+use crate::plan::{Case, CaseSpec, Context, guess};
 use crate::result::{BenchResult, Params, Subsystem};
 use crate::rng::Rng;
 use crate::runner::{self, Quota, Repetition, RunSettings, Stop, Tally, Worker};
@@ -181,15 +181,19 @@ impl Case for BandwidthCase {
 
     fn estimate(&self, ctx: &Context) -> Duration {
         // Touching the pages before timing runs at roughly 4 GB/s.
-        let prepare = Duration::from_secs_f64(self.working_set() as f64 / 4e9);
+        let prepare = guess::secs(self.working_set() as f64 / 4e9);
         // Fixed work is guessed at 10 GB/s.
         let rep = match self.work {
             None => self.duration,
-            Some(work) => Duration::from_secs_f64(
-                (work.units(self.bytes_per_unit()) * self.bytes_per_unit()) as f64 / 10e9,
+            Some(work) => guess::secs(
+                work.units(self.bytes_per_unit()) as f64 * self.bytes_per_unit() as f64 / 10e9,
             ),
         };
-        prepare + ctx.runner.warmup + rep * ctx.runner.repetitions
+        guess::sum([
+            prepare,
+            ctx.runner.warmup,
+            guess::times(rep, ctx.runner.repetitions.into()),
+        ])
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {

@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use super::region::{HugePages, Region};
 use crate::error::usage;
-use crate::plan::{Case, CaseSpec, Context};
+use crate::plan::{Case, CaseSpec, Context, guess};
 use crate::result::{BenchResult, Params, Subsystem};
 use crate::rng::Rng;
 use crate::runner::{self, Quota, RunSettings, Stop, Tally, Worker};
@@ -269,8 +269,12 @@ impl Case for LatencyCase {
 
     fn estimate(&self, ctx: &Context) -> Duration {
         // Linking costs a random access per node.
-        let link = Duration::from_secs_f64((self.size / NODE as u64) as f64 * 30e-9);
-        link + ctx.runner.warmup + self.duration * ctx.runner.repetitions
+        let link = guess::secs((self.size / NODE as u64) as f64 * 30e-9);
+        guess::sum([
+            link,
+            ctx.runner.warmup,
+            guess::times(self.duration, ctx.runner.repetitions.into()),
+        ])
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {

@@ -10,7 +10,7 @@ use super::client::{self, Outcome};
 use super::plan::Target;
 use super::{Mode, Proto, proto};
 use crate::peak::PeakRef;
-use crate::plan::{Case, CaseSpec, Context, Measured};
+use crate::plan::{Case, CaseSpec, Context, Measured, guess};
 use crate::result::{BenchResult, Params, Subsystem};
 use crate::runner::{self, Round};
 use crate::stats::LatencyHistogram;
@@ -93,7 +93,10 @@ impl Case for NetCase {
             Mode::Throughput => Duration::from_millis(self.spec.omit_ms + self.spec.duration_ms),
             // With a count, a guess for the plan only: 100 µs per round trip.
             Mode::Latency => match self.count {
-                Some(n) => ctx.runner.warmup + Duration::from_micros(100) * n as u32,
+                Some(n) => guess::sum([
+                    ctx.runner.warmup,
+                    guess::times(Duration::from_micros(100), n),
+                ]),
                 None => ctx.runner.warmup + Duration::from_millis(self.spec.duration_ms),
             },
         };
@@ -102,7 +105,8 @@ impl Case for NetCase {
         } else {
             ctx.runner.warmup + Duration::from_millis(50)
         };
-        (per + Duration::from_millis(50)) * ctx.runner.repetitions + warmup
+        let per = guess::sum([per, Duration::from_millis(50)]);
+        guess::sum([guess::times(per, ctx.runner.repetitions.into()), warmup])
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {

@@ -201,9 +201,15 @@ fn serve_command(args: &ServeArgs) -> Result<ExitCode> {
         max_streams: args.max_streams as u32,
         max_rate_bps: args.max_rate,
     };
+    // A vanished reader of the log (`2>&1 | head -1`) must not end the server with SIGPIPE: the
+    // write then fails with EPIPE and the line is dropped. Its sockets send with MSG_NOSIGNAL.
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
     let files = server::raise_open_file_limit();
     if !args.announce {
-        eprintln!("net serve: open-file limit {files}");
+        server::log_line(&format!("open-file limit {files}"));
     }
     let listener = TcpListener::bind((args.bind, args.port)).map_err(|e| {
         usage(format!(
@@ -231,7 +237,7 @@ fn serve_command(args: &ServeArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     server::serve(listener, stop, true, policy)?;
-    eprintln!("net serve: stopped");
+    server::log_line("stopped");
     Ok(ExitCode::SUCCESS)
 }
 

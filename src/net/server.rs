@@ -214,6 +214,13 @@ impl Drop for Slot {
     }
 }
 
+/// One line on stderr for the operator. A server outlives its log: when stderr is full, closed
+/// or its reader gone (`2>/dev/full`, `2>&-`, `2>&1 | head -1`) the line is lost, never the
+/// server (`eprintln!` panics on a failed write).
+pub fn log_line(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "net serve: {line}");
+}
+
 /// Serves on `listener` until `stop` is set.
 pub fn serve(
     listener: TcpListener,
@@ -225,7 +232,7 @@ pub fn serve(
     let slots = Arc::new(Slots::default());
     let say = move |line: String| {
         if log {
-            eprintln!("net serve: {line}");
+            log_line(&line);
         }
     };
     if log {

@@ -266,20 +266,34 @@ impl Axis {
         self.from + f * (self.to - self.from)
     }
 
+    /// At most `MAX_TICKS` ticks, whatever the range: an imported document can hold any finite
+    /// values, and a step below the spacing of the floats at the range (values near 1e17 a few
+    /// units apart) or a range of 10^±300 once made an endless loop here.
     fn ticks(&self, whole: bool) -> Vec<f64> {
+        let mut ticks: Vec<f64> = Vec::new();
         match self.scale {
             Scale::Linear => {
                 let mut step = nice_step(self.hi - self.lo);
                 if whole {
                     step = step.max(1.0).round();
                 }
-                let mut ticks = Vec::new();
-                let mut t = (self.lo / step).ceil() * step;
-                while t <= self.hi + step * 1e-9 {
-                    ticks.push(if t.abs() < step * 1e-9 { 0.0 } else { t });
-                    t += step;
+                if !(step.is_finite() && step > 0.0) {
+                    return [self.lo, self.hi]
+                        .into_iter()
+                        .filter(|v| v.is_finite())
+                        .collect();
                 }
-                ticks
+                let first = (self.lo / step).ceil();
+                for i in 0..MAX_TICKS {
+                    let t = (first + i as f64) * step;
+                    if t.is_nan() || t > self.hi + step * 1e-9 {
+                        break;
+                    }
+                    let t = if t.abs() < step * 1e-9 { 0.0 } else { t };
+                    if ticks.last() != Some(&t) {
+                        ticks.push(t);
+                    }
+                }
             }
             Scale::Log2 | Scale::Log10 => {
                 let base = if self.scale == Scale::Log2 {
@@ -287,21 +301,27 @@ impl Axis {
                 } else {
                     10f64
                 };
-                let first = self.lo.log(base).round() as i32;
-                let last = self.hi.log(base).round() as i32;
+                // Exponents of finite positive floats lie within ±1075 (base 2).
+                let exponent = |v: f64| v.log(base).round().clamp(-1100.0, 1100.0) as i64;
+                let (first, last) = (exponent(self.lo), exponent(self.hi));
                 let every = ((last - first) / 10 + 1).max(1);
-                (first..=last)
-                    .filter(|e| (e - first) % every == 0)
-                    .map(|e| base.powi(e))
-                    .collect()
+                let mut e = first;
+                while e <= last && ticks.len() < MAX_TICKS {
+                    ticks.push(base.powi(e as i32));
+                    e += every;
+                }
             }
         }
+        ticks
     }
 
     fn contains(&self, v: f64) -> bool {
         v.is_finite() && (self.scale == Scale::Linear || v > 0.0)
     }
 }
+
+/// The most ticks an axis draws.
+const MAX_TICKS: usize = 50;
 
 /// A step of 1, 2 or 5 × 10^k giving about five intervals over `span`.
 fn nice_step(span: f64) -> f64 {
@@ -653,5 +673,26 @@ mod tests {
         assert_ne!(style_of(0), style_of(16));
         let axis = Axis::new(Scale::Linear, [1.0, 2.0].into_iter(), false, (0.0, 1.0));
         assert_eq!(axis.ticks(true), vec![1.0, 2.0]);
+    }
+
+    #[test]
+    fn absurd_ranges_have_a_bounded_number_of_ticks() {
+        let px = (0.0, 100.0);
+        // A step of 5 below the spacing of floats near 1e17 (16) never moved the tick.
+        let near = Axis::new(Scale::Linear, [1e17, 1e17 + 16.0].into_iter(), false, px);
+        let ticks = near.ticks(false);
+        assert!(!ticks.is_empty() && ticks.len() <= MAX_TICKS, "{ticks:?}");
+        let wide = Axis::new(Scale::Linear, [-1e308, 1e308].into_iter(), false, px);
+        assert!(wide.ticks(false).len() <= MAX_TICKS);
+        for scale in [Scale::Log2, Scale::Log10] {
+            let axis = Axis::new(
+                scale,
+                [f64::MIN_POSITIVE / 1e10, 1e308].into_iter(),
+                false,
+                px,
+            );
+            let ticks = axis.ticks(false);
+            assert!(!ticks.is_empty() && ticks.len() <= MAX_TICKS, "{ticks:?}");
+        }
     }
 }

@@ -117,17 +117,28 @@ impl OutputFile {
         })
     }
 
-    /// Replaces the file's content with `report`, atomically (write a sibling, then rename).
+    /// Replaces the file's content with `report`, atomically: written to a new file of a random
+    /// name in the same directory (created with `O_EXCL`, so a symbolic link planted at any
+    /// name is never followed), then renamed over the path.
     pub fn write(&self, report: &Report) -> Result<()> {
-        let mut temporary = self.path.clone().into_os_string();
-        temporary.push(".peakbench-partial");
-        let temporary = PathBuf::from(temporary);
-        let mut file = fs::File::create(&temporary)
-            .with_context(|| format!("cannot write {}", temporary.display()))?;
+        let dir = match self.path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let mut file = tempfile::Builder::new()
+            .prefix(".peakbench-")
+            .suffix(".partial")
+            .tempfile_in(dir)
+            .with_context(|| format!("cannot write a temporary file in {}", dir.display()))?;
+        // The results keep the mode the file was created with (tempfile makes it 0600).
+        if let Ok(meta) = fs::metadata(&self.path) {
+            let _ = file.as_file().set_permissions(meta.permissions());
+        }
         file.write_all(&self.format.render(report))
-            .and_then(|()| file.sync_data())
-            .with_context(|| format!("cannot write {}", temporary.display()))?;
-        fs::rename(&temporary, &self.path)
+            .and_then(|()| file.as_file().sync_data())
+            .with_context(|| format!("cannot write {}", file.path().display()))?;
+        file.persist(&self.path)
+            .map(drop)
             .with_context(|| format!("cannot replace {}", self.path.display()))
     }
 
