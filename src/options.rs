@@ -112,6 +112,22 @@ pub struct PeakArgs {
     /// Rated disk IOPS
     #[arg(long, allow_negative_numbers = true, value_name = "IOPS", value_parser = peak_factor)]
     pub disk_iops: Option<f64>,
+    /// Rated disk read throughput in MB/s (for read cases; else --disk-mbps)
+    #[arg(long, allow_negative_numbers = true, value_name = "MBPS", value_parser = peak_factor)]
+    #[serde(default)]
+    pub disk_read_mbps: Option<f64>,
+    /// Rated disk write throughput in MB/s (for write cases; else --disk-mbps)
+    #[arg(long, allow_negative_numbers = true, value_name = "MBPS", value_parser = peak_factor)]
+    #[serde(default)]
+    pub disk_write_mbps: Option<f64>,
+    /// Rated disk read IOPS (for read cases; else --disk-iops)
+    #[arg(long, allow_negative_numbers = true, value_name = "IOPS", value_parser = peak_factor)]
+    #[serde(default)]
+    pub disk_read_iops: Option<f64>,
+    /// Rated disk write IOPS (for write cases; else --disk-iops)
+    #[arg(long, allow_negative_numbers = true, value_name = "IOPS", value_parser = peak_factor)]
+    #[serde(default)]
+    pub disk_write_iops: Option<f64>,
 }
 
 /// The list without repeated elements, in the order first given (`--proto tcp,tcp` is tcp).
