@@ -97,6 +97,11 @@ pub struct PeakArgs {
     /// FMA units per core at the widest vector ISA (e.g. 2 on a Xeon Platinum)
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = peak_factor)]
     pub fma_units: Option<f64>,
+    /// Vector integer add units per core at the widest vector ISA (scalar ALUs on a CPU
+    /// without vectors), e.g. 2 on Sandy Bridge at 128 bit
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = peak_factor)]
+    #[serde(default)]
+    pub int_units: Option<f64>,
     /// Populated memory channels
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = positive_u32)]
     pub mem_channels: Option<u32>,

@@ -539,13 +539,27 @@ fn cpu_peaks(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> CpuPeaks {
         }
     }
     let fadd_units = from_table(|r| r.fadd_units, "FADD units");
-    let vec_int_units = from_table(|r| r.vec_int_units, "vector integer units");
-    let scalar_int_units = match &table {
+    let mut vec_int_units = from_table(
+        |r| r.vec_int_units,
+        "vector integer units; give --int-units",
+    );
+    let mut scalar_int_units = match &table {
         Some((row, detail)) => {
             Factor::known(row.scalar_int_units, "microarch-table", detail.clone())
         }
-        None => Factor::unknown("scalar integer ALUs: microarchitecture not in the table"),
+        None => Factor::unknown(
+            "scalar integer ALUs: microarchitecture not in the table; give --int-units on a CPU \
+             without vectors",
+        ),
     };
+    if let Some(units) = flags.int_units {
+        // As --fma-units: the units of the widest ISA the CPU has.
+        let flag = Factor::known(units, "flag", "--int-units");
+        match isas.last() {
+            Some(&isa) if isa != Isa::Scalar => vec_int_units[width_index(isa)] = flag,
+            _ => scalar_int_units = flag,
+        }
+    }
     let optional = |pick: fn(&CoreResources) -> Option<f64>, what: &str| match &table {
         Some((row, detail)) => match pick(row) {
             Some(units) => Factor::known(units, "microarch-table", detail.clone()),
@@ -928,6 +942,32 @@ pub fn render(peaks: &Peaks) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 20 item 3: --int-units sets the vector integer units of the widest ISA, named as
+    /// the source of the integer peaks there.
+    #[test]
+    fn int_units_flag_sets_the_widest_integer_pipes() {
+        let ctx = crate::plan::Context::fixture();
+        let widest = *isas_of(&ctx.host).last().unwrap();
+        let flags = PeakArgs {
+            int_units: Some(3.0),
+            ..PeakArgs::default()
+        };
+        let peaks = Peaks::compute(&ctx.host, &flags, &Probes::default());
+        let row = peaks.cpu.row(Precision::I32, widest, false).unwrap();
+        assert_eq!(row.units.value, Some(3.0));
+        assert_eq!(
+            (row.units.source.as_str(), row.units.detail.as_str()),
+            ("flag", "--int-units")
+        );
+        assert_eq!(
+            row.per_cycle_per_core,
+            Some(3.0 * Precision::I32.lanes(widest) as f64)
+        );
+        // The floats keep their table pipes.
+        let float = peaks.cpu.row(Precision::F64, widest, true).unwrap();
+        assert_ne!(float.units.source, "flag");
+    }
 
     #[test]
     fn lanes() {
