@@ -774,6 +774,32 @@ mod tests {
         );
     }
 
+    /// Issue 20 item 3: --int-units sets the vector integer units of the widest ISA, named as
+    /// the source of the integer peaks there.
+    #[test]
+    fn int_units_flag_sets_the_widest_integer_pipes() {
+        let ctx = Context::fixture();
+        let widest = *crate::peak::isas_of(&ctx.host).last().unwrap();
+        let flags = crate::options::PeakArgs {
+            int_units: Some(3.0),
+            ..Default::default()
+        };
+        let peaks = crate::peak::Peaks::compute(&ctx.host, &flags, &Probes::default());
+        let row = peaks.cpu.row(Precision::I32, widest, false).unwrap();
+        assert_eq!(row.units.value, Some(3.0));
+        assert_eq!(
+            (row.units.source.as_str(), row.units.detail.as_str()),
+            ("flag", "--int-units")
+        );
+        assert_eq!(
+            row.per_cycle_per_core,
+            Some(3.0 * Precision::I32.lanes(widest) as f64)
+        );
+        // The floats keep their table pipes.
+        let float = peaks.cpu.row(Precision::F64, widest, true).unwrap();
+        assert_ne!(float.units.source, "flag");
+    }
+
     #[test]
     fn the_estimate_of_fixed_work_follows_the_ops_at_the_peak() {
         let ctx = Context::fixture();
