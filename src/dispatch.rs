@@ -73,6 +73,17 @@ fn one_line(error: &clap::Error) -> String {
     let values = rest.iter().find(|l| l.starts_with("[possible values:"));
     let tip = rest.iter().find(|l| l.starts_with("tip:"));
     let mut line = first;
+    // "the following required arguments were not provided:" lists them on the next lines.
+    if line.ends_with(':') {
+        let missing: Vec<&str> = rest
+            .iter()
+            .copied()
+            .take_while(|l| l.starts_with('-') || l.starts_with('<'))
+            .collect();
+        if !missing.is_empty() {
+            line = format!("{line} {}", missing.join(", "));
+        }
+    }
     if let Some(values) = values {
         line = format!("{line} {values}");
     }

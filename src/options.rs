@@ -97,6 +97,11 @@ pub struct PeakArgs {
     /// FMA units per core at the widest vector ISA (e.g. 2 on a Xeon Platinum)
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = peak_factor)]
     pub fma_units: Option<f64>,
+    /// Vector integer add units per core at the widest vector ISA (scalar ALUs on a CPU
+    /// without vectors), e.g. 2 on Sandy Bridge at 128 bit
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = peak_factor)]
+    #[serde(default)]
+    pub int_units: Option<f64>,
     /// Populated memory channels
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = positive_u32)]
     pub mem_channels: Option<u32>,
@@ -112,6 +117,22 @@ pub struct PeakArgs {
     /// Rated disk IOPS
     #[arg(long, allow_negative_numbers = true, value_name = "IOPS", value_parser = peak_factor)]
     pub disk_iops: Option<f64>,
+    /// Rated disk read throughput in MB/s (for read cases; else --disk-mbps)
+    #[arg(long, allow_negative_numbers = true, value_name = "MBPS", value_parser = peak_factor)]
+    #[serde(default)]
+    pub disk_read_mbps: Option<f64>,
+    /// Rated disk write throughput in MB/s (for write cases; else --disk-mbps)
+    #[arg(long, allow_negative_numbers = true, value_name = "MBPS", value_parser = peak_factor)]
+    #[serde(default)]
+    pub disk_write_mbps: Option<f64>,
+    /// Rated disk read IOPS (for read cases; else --disk-iops)
+    #[arg(long, allow_negative_numbers = true, value_name = "IOPS", value_parser = peak_factor)]
+    #[serde(default)]
+    pub disk_read_iops: Option<f64>,
+    /// Rated disk write IOPS (for write cases; else --disk-iops)
+    #[arg(long, allow_negative_numbers = true, value_name = "IOPS", value_parser = peak_factor)]
+    #[serde(default)]
+    pub disk_write_iops: Option<f64>,
 }
 
 /// The list without repeated elements, in the order first given (`--proto tcp,tcp` is tcp).

@@ -296,10 +296,115 @@ pub struct NicPeak {
     pub gbps: Factor,
 }
 
+/// The device's ratings, which only the user can give. `mbps` and `iops` are the flags that rate
+/// reads and writes alike (`--disk-mbps`, `--disk-iops`); the per-op fields are what read and
+/// write cases use: the per-op flag, else the shared one.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DiskPeak {
     pub mbps: Factor,
     pub iops: Factor,
+    #[serde(default, skip_serializing_if = "Factor::is_unrecorded")]
+    pub read_mbps: Factor,
+    #[serde(default, skip_serializing_if = "Factor::is_unrecorded")]
+    pub write_mbps: Factor,
+    #[serde(default, skip_serializing_if = "Factor::is_unrecorded")]
+    pub read_iops: Factor,
+    #[serde(default, skip_serializing_if = "Factor::is_unrecorded")]
+    pub write_iops: Factor,
+}
+
+impl DiskPeak {
+    fn from_flags(flags: &PeakArgs) -> DiskPeak {
+        let per_op = |own: Option<f64>, own_flag: &str, both: Option<f64>, both_flag: &str| match (
+            own, both,
+        ) {
+            (Some(v), _) => Factor::known(v, "flag", own_flag),
+            (None, Some(v)) => Factor::known(v, "flag", both_flag),
+            (None, None) => Factor::unknown(format!(
+                "not readable from the system: give the device's rating with {own_flag} \
+                     or {both_flag}"
+            )),
+        };
+        DiskPeak {
+            mbps: flag_or_unknown(flags.disk_mbps, "--disk-mbps", "the device's rated MB/s"),
+            iops: flag_or_unknown(flags.disk_iops, "--disk-iops", "the device's rated IOPS"),
+            read_mbps: per_op(
+                flags.disk_read_mbps,
+                "--disk-read-mbps",
+                flags.disk_mbps,
+                "--disk-mbps",
+            ),
+            write_mbps: per_op(
+                flags.disk_write_mbps,
+                "--disk-write-mbps",
+                flags.disk_mbps,
+                "--disk-mbps",
+            ),
+            read_iops: per_op(
+                flags.disk_read_iops,
+                "--disk-read-iops",
+                flags.disk_iops,
+                "--disk-iops",
+            ),
+            write_iops: per_op(
+                flags.disk_write_iops,
+                "--disk-write-iops",
+                flags.disk_iops,
+                "--disk-iops",
+            ),
+        }
+    }
+
+    /// The (read, write) ratings in MB/s or IOPS; a document written before the per-op ratings
+    /// existed falls back to the shared one.
+    pub fn ratings(&self, iops: bool) -> (&Factor, &Factor) {
+        let (shared, read, write) = if iops {
+            (&self.iops, &self.read_iops, &self.write_iops)
+        } else {
+            (&self.mbps, &self.read_mbps, &self.write_mbps)
+        };
+        fn or_shared<'a>(f: &'a Factor, shared: &'a Factor) -> &'a Factor {
+            if f.is_unrecorded() { shared } else { f }
+        }
+        (or_shared(read, shared), or_shared(write, shared))
+    }
+
+    /// The rated peak of a case whose bytes (or I/Os) are `read_fraction` reads (1 for a read
+    /// case, 0 for a write case), in MB/s (`iops` false) or IOPS, with its source. A mix uses
+    /// the time the device needs: a fraction f of reads at rating R and 1 − f of writes at W take
+    /// f/R + (1 − f)/W per unit, so the peak is the weighted harmonic mean 1 / (f/R + (1 − f)/W)
+    /// (reads and writes served one after another, not overlapped).
+    pub fn for_mix(&self, read_fraction: f64, iops: bool) -> Option<(f64, String)> {
+        let (read, write) = self.ratings(iops);
+        let name = |f: &Factor| format!("{}: {}", f.source, f.detail);
+        if read_fraction >= 1.0 {
+            return read
+                .value
+                .map(|v| (v, format!("the device's read rating ({})", name(read))));
+        }
+        if read_fraction <= 0.0 {
+            return write
+                .value
+                .map(|v| (v, format!("the device's write rating ({})", name(write))));
+        }
+        let (r, w) = (read.value?, write.value?);
+        let f = read_fraction;
+        let value = 1.0 / (f / r + (1.0 - f) / w);
+        Some((
+            value,
+            format!(
+                "the device's ratings weighted by the mix: {} % reads at {} ({}), {} % writes at \
+                 {} ({}); peak = 1 / (f/R + (1 − f)/W), the harmonic mean by the time each \
+                 part takes",
+                trim_float(f * 100.0),
+                trim_float(r),
+                name(read),
+                trim_float((1.0 - f) * 100.0),
+                trim_float(w),
+                name(write)
+            ),
+        ))
+    }
 }
 
 /// Every theoretical peak of the host.
@@ -317,10 +422,7 @@ impl Peaks {
             cpu: cpu_peaks(info, flags, probes),
             memory: memory_peak(info, flags),
             nics: nic_peaks(info, flags),
-            disk: DiskPeak {
-                mbps: flag_or_unknown(flags.disk_mbps, "--disk-mbps", "the device's rated MB/s"),
-                iops: flag_or_unknown(flags.disk_iops, "--disk-iops", "the device's rated IOPS"),
-            },
+            disk: DiskPeak::from_flags(flags),
         }
     }
 }
@@ -437,13 +539,27 @@ fn cpu_peaks(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> CpuPeaks {
         }
     }
     let fadd_units = from_table(|r| r.fadd_units, "FADD units");
-    let vec_int_units = from_table(|r| r.vec_int_units, "vector integer units");
-    let scalar_int_units = match &table {
+    let mut vec_int_units = from_table(
+        |r| r.vec_int_units,
+        "vector integer units; give --int-units",
+    );
+    let mut scalar_int_units = match &table {
         Some((row, detail)) => {
             Factor::known(row.scalar_int_units, "microarch-table", detail.clone())
         }
-        None => Factor::unknown("scalar integer ALUs: microarchitecture not in the table"),
+        None => Factor::unknown(
+            "scalar integer ALUs: microarchitecture not in the table; give --int-units on a CPU \
+             without vectors",
+        ),
     };
+    if let Some(units) = flags.int_units {
+        // As --fma-units: the units of the widest ISA the CPU has.
+        let flag = Factor::known(units, "flag", "--int-units");
+        match isas.last() {
+            Some(&isa) if isa != Isa::Scalar => vec_int_units[width_index(isa)] = flag,
+            _ => scalar_int_units = flag,
+        }
+    }
     let optional = |pick: fn(&CoreResources) -> Option<f64>, what: &str| match &table {
         Some((row, detail)) => match pick(row) {
             Some(units) => Factor::known(units, "microarch-table", detail.clone()),
@@ -811,10 +927,14 @@ pub fn render(peaks: &Peaks) -> String {
             nic.gbps.describe("Gb/s")
         ));
     }
+    let (read_mbps, write_mbps) = peaks.disk.ratings(false);
+    let (read_iops, write_iops) = peaks.disk.ratings(true);
     out.push_str(&format!(
-        "  disk: {}; {}\n",
-        peaks.disk.mbps.describe("MB/s"),
-        peaks.disk.iops.describe("IOPS")
+        "  disk read: {}; {}\n  disk write: {}; {}\n",
+        read_mbps.describe("MB/s"),
+        read_iops.describe("IOPS"),
+        write_mbps.describe("MB/s"),
+        write_iops.describe("IOPS")
     ));
     out
 }

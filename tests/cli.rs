@@ -90,6 +90,12 @@ fn bad_input_exits_2_with_one_line_naming_the_flag() {
         (&["sysinfo", "--nic-gbps", "1e308"], "--nic-gbps"),
         (&["sysinfo", "--disk-mbps", "1e308"], "--disk-mbps"),
         (&["sysinfo", "--disk-iops", "1e308"], "--disk-iops"),
+        (&["sysinfo", "--disk-read-mbps", "0"], "--disk-read-mbps"),
+        (&["sysinfo", "--int-units", "1e300"], "--int-units"),
+        (&["cpu", "--int-units", "none"], "--int-units"),
+        (&["disk", "--disk-write-mbps", "fast"], "--disk-write-mbps"),
+        (&["sysinfo", "--disk-read-iops", "-5"], "--disk-read-iops"),
+        (&["disk", "--disk-write-iops", "1e308"], "--disk-write-iops"),
     ];
     for (args, flag) in cases {
         let output = peakbench(args);

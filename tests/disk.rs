@@ -797,3 +797,71 @@ fn a_hard_linked_or_foreign_owned_kept_file_is_refused_and_left_alone() {
     assert_refused(&peakbench(&args), "--file");
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
+
+/// Issue 20 item 10: a read case is rated by --disk-read-*, a write case by --disk-write-*, a mix
+/// by the harmonic mean weighted by its reads; --disk-mbps alone rates both.
+#[test]
+fn per_op_ratings_reach_the_cases_they_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let peak_of = |doc: &serde_json::Value, op: &str| -> (f64, String) {
+        let r = doc["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["op"] == op)
+            .unwrap_or_else(|| panic!("no {op} case"));
+        (
+            r["peak"]["value"].as_f64().unwrap(),
+            r["peak"]["source"].as_str().unwrap().to_string(),
+        )
+    };
+    let common = [
+        "--op",
+        "seqread,seqwrite,readwrite,rewrite",
+        "-b",
+        "64KiB",
+        "--rwmix",
+        "75",
+    ];
+    let mut args = common.to_vec();
+    args.extend([
+        "--disk-read-mbps",
+        "1000",
+        "--disk-write-mbps",
+        "500",
+        "--disk-mbps",
+        "7",
+    ]);
+    let doc = json(&disk(dir.path(), &args));
+    let (read, source) = peak_of(&doc, "seqread");
+    assert_eq!(read, 1000.0);
+    assert!(source.contains("--disk-read-mbps"), "{source}");
+    let (write, source) = peak_of(&doc, "seqwrite");
+    assert_eq!(write, 500.0);
+    assert!(source.contains("--disk-write-mbps"), "{source}");
+    // 75 % reads: 1 / (0.75/1000 + 0.25/500) = 800.
+    let (mix, source) = peak_of(&doc, "readwrite");
+    assert!((mix - 800.0).abs() < 1e-9, "{mix}");
+    assert!(
+        source.contains("--disk-read-mbps") && source.contains("--disk-write-mbps"),
+        "{source}"
+    );
+    // rewrite: half reads: 1 / (0.5/1000 + 0.5/500) = 666.67.
+    let (rewrite, _) = peak_of(&doc, "rewrite");
+    assert!((rewrite - 2000.0 / 3.0).abs() < 1e-9, "{rewrite}");
+
+    // The shared flag alone rates both.
+    let mut args = common.to_vec();
+    args.extend(["--disk-mbps", "300", "--disk-write-mbps", "100"]);
+    let doc = json(&disk(dir.path(), &args));
+    let (read, source) = peak_of(&doc, "seqread");
+    assert_eq!(read, 300.0);
+    assert!(source.contains("--disk-mbps"), "{source}");
+    let (write, _) = peak_of(&doc, "seqwrite");
+    assert_eq!(write, 100.0);
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "{:?}",
+        leftovers(dir.path())
+    );
+}

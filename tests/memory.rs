@@ -187,3 +187,89 @@ fn the_default_plan_is_quick() {
     assert!(cases.len() >= 15, "a log sweep from 4 KiB to 1 GiB");
     assert!(doc["estimate_s"].as_f64().unwrap() < 25.0);
 }
+
+/// Issue 20 item 7: the loaded-latency flags refuse bad values naming the flag.
+#[test]
+fn loaded_latency_bad_input_exits_2_naming_the_flag() {
+    let base = ["mem", "latency", "--sizes", "1MiB", "-d", "10ms"];
+    let cases: &[(&[&str], &str)] = &[
+        (&["--load-threads", "0"], "--load-threads"),
+        (&["--load-threads", "two"], "--load-threads"),
+        (&["--load-threads", "1", "--load-op", "fly"], "--load-op"),
+        (
+            &["--load-threads", "1", "--load-pace", "soon"],
+            "--load-pace",
+        ),
+        (&["--load-threads", "1", "--load-pace", "2s"], "--load-pace"),
+        (
+            &["--load-threads", "1", "--load-size", "1KiB"],
+            "--load-size",
+        ),
+        (
+            &["--load-threads", "1", "--load-size", "1PiB"],
+            "--load-size",
+        ),
+        // The load flags mean nothing without load threads.
+        (&["--load-op", "copy"], "--load-threads"),
+    ];
+    for (extra, flag) in cases {
+        assert_usage_error(&[&base[..], extra].concat(), flag);
+    }
+}
+
+/// Issue 20 item 7: a tiny loaded sweep gives one point per level (no load first), each with a
+/// latency and the load threads' bandwidth; the unpaced load moves more than the most paced.
+#[test]
+fn loaded_latency_is_a_curve_of_latency_against_load_bandwidth() {
+    for op in ["read", "copy"] {
+        let doc = peakbench_json(&[
+            "mem",
+            "latency",
+            "--sizes",
+            "1MiB",
+            "--load-threads",
+            "1",
+            "--load-op",
+            op,
+            "--load-size",
+            "1MiB",
+            "--load-pace",
+            "0,1ms",
+            "-d",
+            "40ms",
+            "-r",
+            "2",
+            "--warmup",
+            "0",
+            "--json",
+        ]);
+        let results = doc["results"].as_array().unwrap();
+        assert_eq!(results.len(), 3, "no load, unpaced, 1 ms");
+        let mut points = Vec::new();
+        for r in results {
+            assert_eq!(r["op"], "latency");
+            assert_eq!(r["unit"], "ns");
+            assert!(r["value"].as_f64().unwrap() > 0.0, "{}", r["id"]);
+            let other = &r["params"]["other"];
+            assert_eq!(other["load_threads"], 1);
+            assert_eq!(other["load_op"], op);
+            let bandwidth = r["extra"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["metric"] == "load_bandwidth")
+                .unwrap_or_else(|| panic!("{}: no load_bandwidth", r["id"]));
+            assert_eq!(bandwidth["unit"], "GB/s");
+            points.push((
+                other["pace_ns"].clone(),
+                bandwidth["value"].as_f64().unwrap(),
+            ));
+        }
+        assert!(points[0].0.is_null(), "the no-load level first: {points:?}");
+        assert_eq!(points[0].1, 0.0, "no load thread runs: {points:?}");
+        assert_eq!(points[1].0, 0, "{points:?}");
+        assert_eq!(points[2].0, 1_000_000, "{points:?}");
+        assert!(points[1].1 > points[2].1, "unpaced > paced: {points:?}");
+        assert!(points[2].1 > 0.0, "{points:?}");
+    }
+}

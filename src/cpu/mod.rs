@@ -781,6 +781,32 @@ mod tests {
         );
     }
 
+    /// Issue 20 item 3: --int-units sets the vector integer units of the widest ISA, named as
+    /// the source of the integer peaks there.
+    #[test]
+    fn int_units_flag_sets_the_widest_integer_pipes() {
+        let ctx = Context::fixture();
+        let widest = *crate::peak::isas_of(&ctx.host).last().unwrap();
+        let flags = crate::options::PeakArgs {
+            int_units: Some(3.0),
+            ..Default::default()
+        };
+        let peaks = crate::peak::Peaks::compute(&ctx.host, &flags, &Probes::default());
+        let row = peaks.cpu.row(Precision::I32, widest, false).unwrap();
+        assert_eq!(row.units.value, Some(3.0));
+        assert_eq!(
+            (row.units.source.as_str(), row.units.detail.as_str()),
+            ("flag", "--int-units")
+        );
+        assert_eq!(
+            row.per_cycle_per_core,
+            Some(3.0 * Precision::I32.lanes(widest) as f64)
+        );
+        // The floats keep their table pipes.
+        let float = peaks.cpu.row(Precision::F64, widest, true).unwrap();
+        assert_ne!(float.units.source, "flag");
+    }
+
     #[test]
     fn the_estimate_of_fixed_work_follows_the_ops_at_the_peak() {
         let ctx = Context::fixture();
@@ -789,13 +815,19 @@ mod tests {
                 .estimate(&ctx)
                 .as_secs_f64()
         };
-        let base = ["cpu", "-p", "f64", "--isa", "avx512", "-t", "1"];
+        // The widest ISA this CPU runs (the plan refuses one it lacks: Zen 2 has no AVX-512).
+        #[cfg(target_arch = "x86_64")]
+        let avx512 = std::arch::is_x86_feature_detected!("avx512f");
+        #[cfg(not(target_arch = "x86_64"))]
+        let avx512 = false;
+        let isa = if avx512 { Isa::Avx512 } else { Isa::Avx2 };
+        let base = ["cpu", "-p", "f64", "--isa", isa.name(), "-t", "1"];
         let small = estimate(&[&base[..], &["--ops", "1G"]].concat());
         let large = estimate(&[&base[..], &["--ops", "1T"]].concat());
         let peak = ctx
             .peaks
             .cpu
-            .row(Precision::F64, Isa::Avx512, true)
+            .row(Precision::F64, isa, true)
             .and_then(|row| ctx.peaks.cpu.for_threads(row, 1, None))
             .unwrap()
             .value;

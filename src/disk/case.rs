@@ -45,6 +45,17 @@ impl DiskCase {
         self.op.writes() && !self.direct
     }
 
+    /// The share of the case's I/Os (and bytes: every I/O is one block) that are reads: rewrite
+    /// reads each block and writes it back (one half each), readwrite draws --rwmix per I/O.
+    fn read_fraction(&self) -> f64 {
+        match self.op {
+            Op::SeqRead | Op::RandRead => 1.0,
+            Op::SeqWrite | Op::RandWrite => 0.0,
+            Op::Rewrite => 0.5,
+            Op::ReadWrite => f64::from(self.rwmix_read) / 100.0,
+        }
+    }
+
     fn iops_headline(&self) -> bool {
         self.block < IOPS_HEADLINE_BELOW
     }
@@ -219,16 +230,15 @@ impl Case for DiskCase {
             .flat_map(|r| &r.threads)
             .map(|t| t.checksum)
             .sum();
-        let factor = if self.iops_headline() {
-            &ctx.peaks.disk.iops
-        } else {
-            &ctx.peaks.disk.mbps
-        };
-        let peak = factor.value.map(|value| PeakRef {
-            value,
-            unit: unit.into(),
-            source: format!("the device's rating ({}: {})", factor.source, factor.detail),
-        });
+        let peak = ctx
+            .peaks
+            .disk
+            .for_mix(self.read_fraction(), self.iops_headline())
+            .map(|(value, source)| PeakRef {
+                value,
+                unit: unit.into(),
+                source,
+            });
         let memory = ctx
             .host
             .memory

@@ -5,8 +5,9 @@ use std::time::Duration;
 use clap::Args;
 
 use super::MemOp;
+use super::loaded::LoadOp;
 use crate::options::{
-    OrAll, or_all, positive_count, positive_duration, positive_size, thread_count,
+    OrAll, duration, or_all, positive_count, positive_duration, positive_size, thread_count,
 };
 
 #[derive(Args, Debug)]
@@ -48,4 +49,24 @@ pub struct LatencyArgs {
     /// Length of one repetition
     #[arg(long, short = 'd', default_value = "100ms", value_name = "DURATION", value_parser = positive_duration)]
     pub duration: Duration,
+    /// Loaded latency: N other threads stream over buffers of their own while the chase runs
+    /// (default working set 256 MiB)
+    #[arg(long, value_name = "N", value_parser = thread_count)]
+    pub load_threads: Option<usize>,
+    /// What the load threads do: read, write or copy
+    #[arg(
+        long,
+        value_enum,
+        ignore_case = true,
+        default_value = "read",
+        requires = "load_threads"
+    )]
+    pub load_op: LoadOp,
+    /// Pauses of each load thread after each 64 KiB chunk, one load level each (list; 0 =
+    /// unpaced); the no-load level is always measured first
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = duration, requires = "load_threads")]
+    pub load_pace: Option<Vec<Duration>>,
+    /// Buffer of each load thread (default 256 MiB, at least 128 KiB)
+    #[arg(long, value_name = "SIZE", value_parser = positive_size, requires = "load_threads")]
+    pub load_size: Option<u64>,
 }

@@ -26,6 +26,7 @@ pub mod args;
 mod case;
 pub mod kernels;
 pub mod latency;
+pub mod loaded;
 mod plan;
 pub mod reference;
 pub mod region;
@@ -90,6 +91,25 @@ impl Benchmark for MemLatency {
         }
         options.huge_pages = args.huge_pages;
         options.duration = args.duration;
+        if let Some(threads) = args.load_threads {
+            let load = loaded::LoadOptions {
+                threads,
+                op: args.load_op,
+                paces: match &args.load_pace {
+                    Some(paces) => unique(paces),
+                    None => loaded::DEFAULT_PACES_US
+                        .iter()
+                        .map(|&us| std::time::Duration::from_micros(us))
+                        .collect(),
+                },
+                bytes: args.load_size.unwrap_or(loaded::DEFAULT_LOAD_BYTES),
+            };
+            if args.sizes.is_none() {
+                options.sizes = vec![loaded::default_size(ctx)];
+            }
+            let cases = loaded::plan(&options, load, ctx)?;
+            return Ok(Plan::new(cases, Vec::new(), &options)?.with_summary(loaded::curve));
+        }
         let cases = latency::plan(&options, ctx)?;
         Ok(Plan::new(cases, Vec::new(), &options)?.with_summary(latency::boundaries))
     }

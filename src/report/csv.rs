@@ -1,6 +1,8 @@
 //! CSV: one row per result, and one row per time-series point for sampling runs
 //! (`kind` = `result` or `sample`), with every parameter ([`Params::FIELDS`]; `other` as one
-//! column of JSON) and every statistic in its own column.
+//! column of JSON) and every statistic in its own column. `access_time_ns` is a memory block
+//! case's access time as users count it (all threads' elapsed time ÷ all accesses, median over
+//! repetitions), empty elsewhere.
 
 use crate::result::{BenchResult, Params, Report};
 
@@ -26,6 +28,7 @@ const VALUES: &[&str] = &[
     "reference_ratio",
     "t_s",
     "ghz",
+    "access_time_ns",
 ];
 
 /// The column a parameter goes in (`other` is `params_other`, a JSON object).
@@ -90,6 +93,7 @@ fn fields(result: &BenchResult) -> Vec<String> {
         opt(reference.and_then(|r| r.ratio)),
         String::new(),
         String::new(),
+        opt(super::table::access_time_ns(result)),
     ]);
     row
 }
@@ -98,6 +102,7 @@ pub fn render(report: &Report) -> Vec<u8> {
     let header = columns();
     let at = |name: &str| header.iter().position(|c| c == name).expect("a column");
     let (value, mean, ghz, t_s) = (at("value"), at("mean"), at("ghz"), at("t_s"));
+    let access = at("access_time_ns");
     let mut writer = csv::Writer::from_writer(Vec::new());
     let mut write = |record: &[String]| {
         writer
@@ -117,6 +122,7 @@ pub fn render(report: &Report) -> Vec<u8> {
             }
             row[t_s] = point.t_s.to_string();
             row[ghz] = opt(point.ghz);
+            row[access].clear();
             write(&row);
         }
     }

@@ -19,8 +19,8 @@ use std::fmt::Write;
 
 use super::charts::{HLine, LineChart, Marker, Scale, Series, Stroke, Ticks, escape, line_chart};
 use super::table::{
-    PASTE_HEADERS, all_warnings, describe_other, describe_params, paste_row, shared_params,
-    subsystems,
+    ACCESS_TIME_HEADER, PASTE_HEADERS, access_time_cell, all_warnings, any_access_time,
+    describe_other, describe_params, paste_row, shared_params, subsystems,
 };
 use crate::result::{BenchResult, ParamRole, Params, Report, Subsystem, param_role};
 use crate::units::format_value;
@@ -332,6 +332,10 @@ fn section(out: &mut String, subsystem: Subsystem, items: &[Item], runs: &[(i64,
     for h in PASTE_HEADERS {
         let _ = write!(out, "<th>{}</th>", escape(h));
     }
+    let access = any_access_time(results.iter().copied());
+    if access {
+        let _ = write!(out, "<th>{}</th>", escape(ACCESS_TIME_HEADER));
+    }
     if multi {
         out.push_str("<th>against the first run</th>");
     }
@@ -348,6 +352,13 @@ fn section(out: &mut String, subsystem: Subsystem, items: &[Item], runs: &[(i64,
                 ""
             };
             let _ = write!(out, "<td{class}>{}</td>", escape(cell));
+        }
+        if access {
+            let _ = write!(
+                out,
+                "<td class=\"n\">{}</td>",
+                escape(&access_time_cell(item.result))
+            );
         }
         if multi {
             let verdict = if item.run == 0 {
@@ -452,7 +463,12 @@ const X_PARAMS: [XParam; 7] = [
 ];
 
 fn is_cache_curve(r: &BenchResult) -> bool {
-    r.op == "latency" && r.params.working_set_bytes.is_some()
+    r.op == "latency" && r.params.working_set_bytes.is_some() && !is_loaded_latency(r)
+}
+
+/// A point of `mem latency --load-threads`: latency at one load level.
+fn is_loaded_latency(r: &BenchResult) -> bool {
+    r.op == "latency" && r.params.other.contains_key("load_threads")
 }
 
 /// One result of one run, with its parameters by name (bookkeeping left out).
@@ -1038,6 +1054,7 @@ fn charts(items: &[Item], report: &Report, runs: usize) -> Vec<String> {
         }
     }
     svgs.extend(cache_curves(items, report));
+    svgs.extend(loaded_latency_curves(items));
     for item in items.iter().filter(|i| !i.result.series.is_empty()) {
         svgs.push(time_series(item.result));
     }
@@ -1081,6 +1098,53 @@ fn cache_curves(items: &[Item], report: &Report) -> Vec<String> {
             series,
         )
     })]
+}
+
+/// Loaded latency: the chase's latency against the bandwidth the load threads achieved, one
+/// line per run, working set and load (threads × op), its points the load levels.
+fn loaded_latency_curves(items: &[Item]) -> Vec<String> {
+    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for item in items.iter().filter(|i| is_loaded_latency(i.result)) {
+        let r = item.result;
+        let Some(bandwidth) = r.extra.iter().find(|e| e.metric == "load_bandwidth") else {
+            continue;
+        };
+        let op = r.params.other.get("load_op").and_then(|v| v.as_str());
+        let threads = r.params.other.get("load_threads").and_then(|v| v.as_u64());
+        // The no-load level (pace_ns null) is the first point of its sweep's line.
+        let name = format!(
+            "{}{} chase, {} × {} load",
+            if item.run > 0 {
+                format!("run {}: ", item.run + 1)
+            } else {
+                String::new()
+            },
+            crate::units::format_size(r.params.working_set_bytes.unwrap_or(0)),
+            threads.unwrap_or(0),
+            op.unwrap_or("-")
+        );
+        match lines.iter_mut().find(|l| l.0 == name) {
+            Some(line) => line.1.push((bandwidth.value, r.value)),
+            None => lines.push((name, vec![(bandwidth.value, r.value)])),
+        }
+    }
+    if lines.is_empty() {
+        return Vec::new();
+    }
+    let series: Vec<Series> = lines
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, mut points))| {
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series::line(name, points, i)
+        })
+        .collect();
+    vec![line_chart(&LineChart::new(
+        "memory latency against the load threads' bandwidth (loaded latency)".into(),
+        "load bandwidth (GB/s)".into(),
+        "latency (ns)".into(),
+        series,
+    ))]
 }
 
 /// A sampling run's value against time, the y axis fitted to the data, with the median and the

@@ -186,6 +186,60 @@ mod snapshots {
     fn markdown_tables() {
         insta::assert_snapshot!(render_markdown_tables(&fixture()));
     }
+
+    /// Issue 20 item 4: a memory block case's access time (the extra the case records) is a
+    /// column of the table, the Markdown, the pasted tables and the CSV; other subsystems' tables
+    /// do not get the column.
+    #[test]
+    fn access_time_is_a_column_where_a_result_has_one() {
+        let mut report = fixture();
+        let stats = crate::stats::Summary::of(&[2.5, 2.5]).unwrap();
+        let copy = report
+            .results
+            .iter_mut()
+            .find(|r| r.id == "memory-copy-8b-2t")
+            .unwrap();
+        copy.extra.push(crate::result::Extra {
+            metric: "access_time".into(),
+            unit: "ns".into(),
+            value: 2.5,
+            stats,
+        });
+        let table = String::from_utf8(Format::Table.render(&report)).unwrap();
+        let header = table.lines().find(|l| l.contains("case")).unwrap();
+        assert!(header.trim_end().ends_with("access time"), "{header}");
+        let row = table
+            .lines()
+            .find(|l| l.starts_with("copy") && l.contains("bs=8B ") && l.contains(" 2T "))
+            .unwrap_or_else(|| panic!("{table}"));
+        assert!(row.trim_end().ends_with("2.50 ns"), "{row}");
+
+        let markdown = String::from_utf8(Format::Markdown.render(&report)).unwrap();
+        assert!(markdown.contains("| ratio | access time |"), "{markdown}");
+
+        let pasted = render_markdown_tables(&report);
+        let sections: Vec<&str> = pasted.split("\n## ").collect();
+        let memory = sections.iter().find(|s| s.starts_with("memory")).unwrap();
+        assert!(memory.contains("| latency p99 | access time |"), "{memory}");
+        assert!(memory.contains("| 2.50 ns |"), "{memory}");
+        let cpu = sections.iter().find(|s| s.starts_with("cpu")).unwrap();
+        assert!(!cpu.contains("access time"), "{cpu}");
+
+        let csv = String::from_utf8(Format::Csv.render(&report)).unwrap();
+        let mut reader = ::csv::Reader::from_reader(csv.as_bytes());
+        let headers = reader.headers().unwrap().clone();
+        let at = headers.iter().position(|h| h == "access_time_ns").unwrap();
+        let id = headers.iter().position(|h| h == "id").unwrap();
+        for record in reader.records() {
+            let record = record.unwrap();
+            let expected = if &record[id] == "memory-copy-8b-2t" && &record[0] == "result" {
+                "2.5"
+            } else {
+                ""
+            };
+            assert_eq!(&record[at], expected, "{record:?}");
+        }
+    }
 }
 
 #[cfg(test)]

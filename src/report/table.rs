@@ -36,6 +36,20 @@ pub fn describe_params(p: &Params) -> String {
         }
     }));
     push((p.other.get("nt") == Some(&serde_json::Value::Bool(true))).then(|| "nt".to_string()));
+    if let Some(threads) = p.other.get("load_threads").and_then(|v| v.as_u64()) {
+        let op = p
+            .other
+            .get("load_op")
+            .and_then(|v| v.as_str())
+            .unwrap_or("-");
+        push(Some(
+            match p.other.get("pace_ns").and_then(|v| v.as_u64()) {
+                None => "no-load".to_string(),
+                Some(0) => format!("load={threads}x{op} unpaced"),
+                Some(ns) => format!("load={threads}x{op} pace={}ns", ns),
+            },
+        ));
+    }
     push(p.queue_depth.map(|q| format!("qd={q}")));
     push(
         p.direct
@@ -98,6 +112,32 @@ fn row(result: &BenchResult) -> [String; 9] {
             .map(|r| format!("{r:.2}"))
             .unwrap_or_else(|| "-".into()),
     ]
+}
+
+/// The header of the access-time column, added to a table where some result has one.
+pub const ACCESS_TIME_HEADER: &str = "access time";
+
+/// A memory block case's access time as users count it (the elapsed times of all threads added
+/// up ÷ the accesses of all threads, median over repetitions; its counting rule says so), if
+/// the result has one.
+pub fn access_time_ns(result: &BenchResult) -> Option<f64> {
+    result
+        .extra
+        .iter()
+        .find(|e| e.metric == "access_time")
+        .map(|e| e.value)
+}
+
+/// Whether any of these results has an access time (and so its table the column).
+pub fn any_access_time<'a>(mut results: impl Iterator<Item = &'a BenchResult>) -> bool {
+    results.any(|r| access_time_ns(r).is_some())
+}
+
+/// The access-time cell of a result: "-" where it has none.
+pub fn access_time_cell(result: &BenchResult) -> String {
+    access_time_ns(result)
+        .map(format_ns)
+        .unwrap_or_else(|| "-".into())
 }
 
 const LATENCY_HEADERS: [&str; 4] = ["case", "p50 µs", "p99 µs", "p99.9 µs"];
@@ -185,12 +225,24 @@ fn footer(report: &Report, out: &mut String) {
 pub fn render_table(report: &Report) -> String {
     let right = |h| (h, Align::Right);
     let left = |h| (h, Align::Left);
-    let mut table = Table::new(&HEADERS.map(|h| match h {
-        "case" | "unit" | "reference" => left(h),
-        _ => right(h),
-    }));
+    let access = any_access_time(report.results.iter());
+    let mut columns: Vec<(&str, Align)> = HEADERS
+        .iter()
+        .map(|&h| match h {
+            "case" | "unit" | "reference" => left(h),
+            _ => right(h),
+        })
+        .collect();
+    if access {
+        columns.push(right(ACCESS_TIME_HEADER));
+    }
+    let mut table = Table::new(&columns);
     for result in &report.results {
-        table.row(row(result));
+        let mut cells = row(result).to_vec();
+        if access {
+            cells.push(access_time_cell(result));
+        }
+        table.row(cells);
     }
     let mut out = format!(
         "peakbench {} on {} ({}), {}\n\n",
@@ -236,10 +288,19 @@ pub fn render_markdown(report: &Report) -> String {
         report.started_at,
         status_word(report)
     );
-    out.push_str(&format!("| {} |\n", HEADERS.join(" | ")));
-    out.push_str(&format!("|{}\n", "---|".repeat(HEADERS.len())));
-    for r in report.results.iter().map(row) {
-        out.push_str(&format!("| {} |\n", r.join(" | ").replace("…", "–")));
+    let access = any_access_time(report.results.iter());
+    let mut headers = HEADERS.to_vec();
+    if access {
+        headers.push(ACCESS_TIME_HEADER);
+    }
+    out.push_str(&format!("| {} |\n", headers.join(" | ")));
+    out.push_str(&format!("|{}\n", "---|".repeat(headers.len())));
+    for result in &report.results {
+        let mut cells = row(result).to_vec();
+        if access {
+            cells.push(access_time_cell(result));
+        }
+        out.push_str(&format!("| {} |\n", cells.join(" | ").replace("…", "–")));
     }
     latency_table(report, true, &mut out);
     footer(report, &mut out);
@@ -394,10 +455,24 @@ pub fn render_markdown_tables(report: &Report) -> String {
         if !described.is_empty() {
             out.push_str(&format!("Every row: {}\n\n", cell(&described)));
         }
-        out.push_str(&format!("| {} |\n", PASTE_HEADERS.join(" | ")));
-        out.push_str("|---|---|--:|--:|---|--:|---|--:|--:|--:|--:|--:|--:|--:|\n");
+        let access = any_access_time(results.iter().copied());
+        let (head, align) = if access {
+            (
+                format!("{} | {ACCESS_TIME_HEADER}", PASTE_HEADERS.join(" | ")),
+                "--:|",
+            )
+        } else {
+            (PASTE_HEADERS.join(" | "), "")
+        };
+        out.push_str(&format!("| {head} |\n"));
+        out.push_str(&format!(
+            "|---|---|--:|--:|---|--:|---|--:|--:|--:|--:|--:|--:|--:|{align}\n"
+        ));
         for r in results {
-            let cells: Vec<String> = paste_row(r, &shared).iter().map(|c| cell(c)).collect();
+            let mut cells: Vec<String> = paste_row(r, &shared).iter().map(|c| cell(c)).collect();
+            if access {
+                cells.push(access_time_cell(r));
+            }
             out.push_str(&format!("| {} |\n", cells.join(" | ")));
         }
     }

@@ -16,6 +16,21 @@ use Cpuid::{Amd, Intel, IntelSteppings};
 /// `pipes(FMA, FADD, vector integer add, scalar integer ALUs)`, the first three at 128, 256 and
 /// 512 bit.
 const TABLE: &[Microarch] = &[
+    // Sandy Bridge and Ivy Bridge have no FMA: the first column is their one FP multiply pipe
+    // (port 0), the second their one FP add pipe (port 1), both 256 bit wide for AVX floats, so
+    // a multiply and an add per cycle (8 DP FLOP per cycle at 256 bit). Integer vectors are 128
+    // bit only (AVX2 came with Haswell): `paddd` issues on ports 1 and 5; three scalar ALUs
+    // (ports 0, 1, 5).
+    row(
+        "sandybridge",
+        Intel(&[0x2A, 0x2D]),
+        pipes([1., 1., 0.], [1., 1., 0.], [2., 0., 0.], 3.),
+    ),
+    row(
+        "ivybridge",
+        Intel(&[0x3A, 0x3E]),
+        pipes([1., 1., 0.], [1., 1., 0.], [2., 0., 0.], 3.),
+    ),
     row(
         "haswell",
         Intel(&[0x3C, 0x3F, 0x45, 0x46]),
@@ -220,8 +235,14 @@ pub fn resources(name: &str, model_name: &str) -> Option<(CoreResources, String)
         reference: row.cpuid.manual(),
     };
     let fma = fma_units.map(|units| units.to_string()).join("/");
+    // The first column is the FP multiply pipes where there is no FMA.
+    let what = if matches!(name, "sandybridge" | "ivybridge") {
+        "FP multiply (no FMA)"
+    } else {
+        "FMA"
+    };
     let detail = format!(
-        "{name}: {fma} FMA pipes at 128/256/512 bit ({})",
+        "{name}: {fma} {what} pipes at 128/256/512 bit ({})",
         core.reference
     );
     Some((core, detail))
@@ -474,6 +495,36 @@ mod tests {
         // Core i7-4770 (Haswell): 4 cores × 3.4 GHz × 16 = 217.6.
         let per_cycle = dp_per_cycle("haswell", "Intel(R) Core(TM) i7-4770 CPU @ 3.40GHz", 256);
         assert!((4.0 * 3.4 * per_cycle - 217.6).abs() < 1e-9);
+    }
+
+    /// Issue 20 item 3: the CPUs of the users' reports, Sandy Bridge and Ivy Bridge, have
+    /// integer (and float) pipes in the table.
+    #[test]
+    fn sandy_and_ivy_bridge_have_integer_pipes() {
+        let intel = |model| {
+            identify("GenuineIntel", Some(6), Some(model), Some(7), "Xeon")
+                .value
+                .unwrap_or_default()
+        };
+        assert_eq!(intel(0x2A), "sandybridge");
+        assert_eq!(intel(0x2D), "sandybridge");
+        assert_eq!(intel(0x3A), "ivybridge");
+        assert_eq!(intel(0x3E), "ivybridge");
+        for (name, model) in [
+            ("sandybridge", "Intel(R) Xeon(R) CPU E5-2680 0 @ 2.70GHz"),
+            ("ivybridge", "Intel(R) Xeon(R) CPU E5-2680 v2 @ 2.80GHz"),
+        ] {
+            let (core, _) = resources(name, model).unwrap();
+            assert_eq!(core.scalar_int_units, 3.0);
+            assert_eq!(core.vec_int_units, [2.0, 0.0, 0.0], "no 256-bit integers");
+            // A multiply and an add per cycle at 256 bit: 8 DP FLOP per cycle.
+            assert_eq!((core.fma_units[1] + core.fadd_units[1]) * 4.0, 8.0);
+        }
+        // Xeon E5-2680 (Sandy Bridge-EP): 8 cores × 2.7 GHz × 8 = 172.8 GFLOP/s, Intel's figure.
+        let (snb, detail) = resources("sandybridge", "E5-2680").unwrap();
+        let per_cycle = (snb.fma_units[1] + snb.fadd_units[1]) * 4.0;
+        assert!((8.0 * 2.7 * per_cycle - 172.8).abs() < 1e-9);
+        assert!(detail.contains("FP multiply (no FMA)"), "{detail}");
     }
 
     #[test]
