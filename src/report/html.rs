@@ -268,6 +268,7 @@ fn summary(out: &mut String, runs: &[(i64, &Report)]) {
 /// indented line is split into cells at runs of two or more spaces.
 fn text_tables(out: &mut String, text: &str) {
     let mut open = false;
+    let mut width: Option<usize> = None;
     for line in text.lines() {
         if line.trim().is_empty() {
             continue;
@@ -282,6 +283,7 @@ fn text_tables(out: &mut String, text: &str) {
                 escape(line.trim())
             );
             open = true;
+            width = None;
             continue;
         }
         if !open {
@@ -289,9 +291,14 @@ fn text_tables(out: &mut String, text: &str) {
             open = true;
         }
         let line = line.trim();
-        let cells: Vec<String> = match line.split_once(": ") {
-            Some((key, value)) if !key.contains("  ") => {
+        // A peak factor reads `name value (source: detail)`: the colon inside the parentheses
+        // is the source's, so such a line is split before its source instead.
+        let cells: Vec<String> = match (line.split_once(": "), line.split_once(" (")) {
+            (Some((key, value)), _) if !key.contains("  ") && !key.contains('(') => {
                 vec![key.trim().to_string(), value.trim().to_string()]
+            }
+            (_, Some((key, source))) if !line.contains("  ") => {
+                vec![key.trim().to_string(), format!("({source}")]
             }
             _ => line
                 .split("  ")
@@ -300,6 +307,12 @@ fn text_tables(out: &mut String, text: &str) {
                 .map(str::to_string)
                 .collect(),
         };
+        // Rows of another width (the peak matrix below the peak factors) get a table of their
+        // own, so the narrow rows do not stretch the wide table's columns.
+        if width.is_some_and(|w| w != cells.len()) {
+            out.push_str("</table>\n<table class=\"inventory\">");
+        }
+        width = Some(cells.len());
         out.push_str("<tr>");
         for (i, cell) in cells.iter().enumerate() {
             let tag = if i == 0 { "th" } else { "td" };
@@ -1213,6 +1226,24 @@ fn cache_markers(report: &Report) -> Vec<Marker> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_peak_factor_is_split_before_its_source_not_at_the_sources_colon() {
+        let mut out = String::new();
+        text_tables(
+            &mut out,
+            "Peaks\n  cores 2 (cpuinfo: physical cores)\n  model: AMD EPYC\n  f64  avx2  yes\n",
+        );
+        assert!(
+            out.contains("<th>cores 2</th><td>(cpuinfo: physical cores)</td>"),
+            "{out}"
+        );
+        assert!(out.contains("<th>model</th><td>AMD EPYC</td>"), "{out}");
+        assert!(
+            out.contains("<th>f64</th><td>avx2</td><td>yes</td>"),
+            "{out}"
+        );
+    }
 
     fn fixture() -> Report {
         serde_json::from_str(include_str!("../../tests/fixtures/report.json")).unwrap()

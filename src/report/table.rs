@@ -476,19 +476,7 @@ pub fn render_markdown_tables(report: &Report) -> String {
             out.push_str(&format!("| {} |\n", cells.join(" | ")));
         }
     }
-    let mut counting: Vec<String> = Vec::new();
-    for r in &report.results {
-        let note = format!("- {}: {}", r.op, r.counting);
-        if !counting.contains(&note) {
-            counting.push(note);
-        }
-    }
-    if !counting.is_empty() {
-        out.push_str(&format!(
-            "\n## How work is counted\n\n{}\n",
-            counting.join("\n")
-        ));
-    }
+    out.push_str(&counting_section(&report.results));
     let warnings: Vec<String> = all_warnings(report)
         .into_iter()
         .map(|w| format!("- {w}"))
@@ -638,21 +626,9 @@ pub fn render_markdown_runs(runs: &[(i64, &Report)]) -> String {
             out.push_str(&format!("| {} |\n", cells.join(" | ")));
         }
     }
-    let mut counting: Vec<String> = Vec::new();
-    for (_, report) in runs {
-        for r in &report.results {
-            let note = format!("- {}: {}", r.op, r.counting);
-            if !counting.contains(&note) {
-                counting.push(note);
-            }
-        }
-    }
-    if !counting.is_empty() {
-        out.push_str(&format!(
-            "\n## How work is counted\n\n{}\n",
-            counting.join("\n")
-        ));
-    }
+    out.push_str(&counting_section(
+        runs.iter().flat_map(|(_, report)| &report.results),
+    ));
     let warnings: Vec<String> = runs
         .iter()
         .flat_map(|(id, r)| {
@@ -665,6 +641,22 @@ pub fn render_markdown_runs(runs: &[(i64, &Report)]) -> String {
         out.push_str(&format!("\n## Warnings\n\n{}\n", warnings.join("\n")));
     }
     out
+}
+
+/// The "How work is counted" section: each op's counting rule once, in the order first met;
+/// empty when there are no results.
+fn counting_section<'a>(results: impl IntoIterator<Item = &'a BenchResult>) -> String {
+    let mut counting: Vec<String> = Vec::new();
+    for r in results {
+        let note = format!("- {}: {}", r.op, r.counting);
+        if !counting.contains(&note) {
+            counting.push(note);
+        }
+    }
+    if counting.is_empty() {
+        return String::new();
+    }
+    format!("\n## How work is counted\n\n{}\n", counting.join("\n"))
 }
 
 #[cfg(test)]
