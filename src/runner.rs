@@ -23,6 +23,7 @@ use crate::interrupt;
 use crate::names::named_enum;
 use crate::options::RunnerArgs;
 use crate::stats::LatencyHistogram;
+use crate::sysinfo::clock::thread_cpu_ns;
 
 /// When a repetition stops.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -152,6 +153,9 @@ pub struct Repetition {
     pub wall: Duration,
     /// The elapsed times of all threads added up (each from its start to its end).
     pub thread_time: Duration,
+    /// The CPU times of all threads added up over the same spans: short of `thread_time` by
+    /// the time the threads were off their cores (descheduled, or stolen by the hypervisor).
+    pub cpu_time: Duration,
     /// Sum over threads.
     pub units: u64,
     /// Sum over threads.
@@ -203,7 +207,7 @@ where
     let barrier = Barrier::new(threads + 1);
     let failed = AtomicBool::new(false);
     let errors: Mutex<Vec<anyhow::Error>> = Mutex::new(Vec::new());
-    // results[round][thread] = (start, end, tally)
+    // results[round][thread] = (start, end, tally, CPU time)
     let results: Mutex<Vec<Vec<Option<Stamped>>>> = Mutex::new(vec![vec![None; threads]; rounds]);
     let has_warmup = !settings.warmup.is_zero();
     let quota_for = |round: usize, index: usize, start: Instant| -> Quota {
@@ -247,13 +251,16 @@ where
                     let worker = worker
                         .as_mut()
                         .expect("a failed preparation stops the case");
+                    // The thread's CPU clock is read outside the timed span, one call each side.
+                    let cpu_start = thread_cpu_ns();
                     let start = Instant::now();
                     let quota = quota_for(round, index, start);
                     let outcome = worker.run(&quota);
                     let end = Instant::now();
+                    let cpu = Duration::from_nanos(thread_cpu_ns().saturating_sub(cpu_start));
                     match outcome {
                         Ok(tally) => {
-                            results.lock().unwrap()[round][index] = Some((start, end, tally))
+                            results.lock().unwrap()[round][index] = Some((start, end, tally, cpu))
                         }
                         Err(error) => fail(error.context(format!("thread {index}"))),
                     }
@@ -295,24 +302,26 @@ where
         .collect()
 }
 
-/// One thread's start, end and tally in one round.
-type Stamped = (Instant, Instant, Tally);
+/// One thread's start, end, tally and CPU time in one round.
+type Stamped = (Instant, Instant, Tally, Duration);
 
 fn assemble(round: Vec<Option<Stamped>>) -> Option<Repetition> {
     let round: Vec<Stamped> = round.into_iter().collect::<Option<_>>()?;
     let start = round.iter().map(|r| r.0).min()?;
     let end = round.iter().map(|r| r.1).max()?;
     let mut latency: Option<LatencyHistogram> = None;
-    for (_, _, tally) in &round {
+    for (_, _, tally, _) in &round {
         if let Some(h) = &tally.latency {
             latency.get_or_insert_with(LatencyHistogram::new).merge(h);
         }
     }
     let thread_time = round.iter().map(|r| r.1.duration_since(r.0)).sum();
+    let cpu_time = round.iter().map(|r| r.3).sum();
     let tallies: Vec<Tally> = round.into_iter().map(|r| r.2).collect();
     Some(Repetition {
         wall: end.duration_since(start),
         thread_time,
+        cpu_time,
         units: tallies.iter().map(|t| t.units).sum(),
         ops: tallies.iter().map(|t| t.ops).sum(),
         latency,
@@ -404,6 +413,39 @@ pub fn oversubscription_warning(threads: usize) -> Option<String> {
         format!(
             "{threads} threads on {cpus} CPUs: threads take turns on the cores, so the rate is \
              the machine's, shared; the peak is capped at the cores there are"
+        )
+    })
+}
+
+/// The share of the threads' running time they spent off their cores, over all repetitions:
+/// 1 − CPU time / elapsed time, both summed over threads (0 when nothing was timed).
+pub fn off_core_share(reps: &[Repetition]) -> f64 {
+    let elapsed: f64 = reps.iter().map(|r| r.thread_time.as_secs_f64()).sum();
+    let cpu: f64 = reps.iter().map(|r| r.cpu_time.as_secs_f64()).sum();
+    if elapsed > 0.0 {
+        (1.0 - cpu / elapsed).clamp(0.0, 1.0)
+    } else {
+        0.0
+    }
+}
+
+/// Above this share of their time off their cores, a compute-bound case's threads are said
+/// to have shared the machine (the clock read and the thread's wake-up cost well under 1 %).
+pub const OFF_CORE_WARNING: f64 = 0.05;
+
+/// For a compute-bound case (CPU kernels, memory streams: threads that never wait), a warning
+/// when its threads spent more than [`OFF_CORE_WARNING`] of their time off their cores: the
+/// rate is then the share of the machine that other work left, not the machine's. Cases with
+/// more threads than CPUs get [`oversubscription_warning`] instead.
+pub fn off_core_warning(reps: &[Repetition], threads: usize) -> Option<String> {
+    let share = off_core_share(reps);
+    (threads <= num_cpus() && share > OFF_CORE_WARNING).then(|| {
+        format!(
+            "the threads were off their cores {:.0} % of their running time (other work on the \
+             machine, or the hypervisor's): the rate is what was left to peakbench, about \
+             {:.0} % of what the cores give; close other work and run again",
+            share * 100.0,
+            (1.0 - share) * 100.0
         )
     })
 }
@@ -510,6 +552,52 @@ mod tests {
             pin: false,
             watch: None,
         }
+    }
+
+    #[test]
+    fn time_off_the_core_is_measured_and_warned_about() {
+        // A sleeping thread is off its core nearly all its time; the CPU clock says so.
+        let reps = measure(
+            &settings(
+                1,
+                Stop::Duration(Duration::from_millis(40)),
+                Scaling::Strong,
+            ),
+            |_| {
+                Ok(Counter {
+                    chunk: 1,
+                    pause: Duration::from_millis(10),
+                })
+            },
+        )
+        .unwrap();
+        assert!(
+            reps.iter().all(|r| r.cpu_time < r.thread_time / 2),
+            "{reps:?}"
+        );
+        assert!(off_core_share(&reps) > 0.5);
+        let warning = off_core_warning(&reps, 1).expect("a sleeping thread is warned about");
+        assert!(warning.contains("off their cores"), "{warning}");
+
+        // Made-up repetitions: 2 % off the core is not worth a warning, 30 % is, and more
+        // threads than CPUs get the oversubscription warning instead.
+        let rep = |cpu_ms: u64| Repetition {
+            wall: Duration::from_millis(100),
+            thread_time: Duration::from_millis(200),
+            cpu_time: Duration::from_millis(cpu_ms),
+            units: 0,
+            ops: 0,
+            latency: None,
+            threads: Vec::new(),
+        };
+        assert_eq!(off_core_warning(&[rep(196)], 1), None);
+        let text = off_core_warning(&[rep(140), rep(140)], 1).unwrap();
+        assert!(
+            text.contains("30 %") && text.contains("about 70 %"),
+            "{text}"
+        );
+        assert_eq!(off_core_warning(&[rep(140)], num_cpus() + 1), None);
+        assert_eq!(off_core_share(&[]), 0.0);
     }
 
     #[test]

@@ -533,7 +533,8 @@ impl Case for ThroughputCase {
             .walls(reps.iter().map(|r| r.wall))
             .param("ops_per_repetition", total_ops)
             .peak(kernel_peak(kernel, self.threads, ctx))
-            .warn(runner::oversubscription_warning(self.threads));
+            .warn(runner::oversubscription_warning(self.threads))
+            .warn(runner::off_core_warning(&reps, self.threads));
         if ctx.runner.reference {
             result = result.reference(reference::likwid_peakflops(
                 kernel.precision,

@@ -222,7 +222,8 @@ impl Case for BandwidthCase {
             )?
             .walls(reps.iter().map(|r| r.wall))
             .peak(ctx.peaks.memory.as_ref())
-            .warn(runner::oversubscription_warning(self.threads));
+            .warn(runner::oversubscription_warning(self.threads))
+            .warn(runner::off_core_warning(&reps, self.threads));
         if self.block.is_some() {
             result = result.extra("access_time", "ns", &access_times(&reps));
         }
@@ -558,6 +559,7 @@ mod tests {
         let rep = Repetition {
             wall: Duration::from_secs(3),
             thread_time: Duration::from_secs(1) + Duration::from_secs(3),
+            cpu_time: Duration::from_secs(4),
             units: 0,
             ops: 2_000_000_000,
             latency: None,
