@@ -450,6 +450,66 @@ pub fn off_core_warning(reps: &[Repetition], threads: usize) -> Option<String> {
     })
 }
 
+/// The time all threads of this process spent runnable but waiting for a CPU, added up: the
+/// second field of `/proc/self/task/*/schedstat`. `None` where the kernel keeps no schedstat.
+/// A thread that sleeps or blocks does not add to it, so it suits a library's thread pool
+/// (Linpack, DGEMM), whose threads' own CPU time peakbench cannot bracket.
+pub fn run_queue_wait() -> Option<Duration> {
+    let mut total = 0u64;
+    let mut any = false;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let Ok(text) = std::fs::read_to_string(task.path().join("schedstat")) else {
+            continue; // a thread that ended in between
+        };
+        if let Some(waited) = text
+            .split_whitespace()
+            .nth(1)
+            .and_then(|w| w.parse::<u64>().ok())
+        {
+            total += waited;
+            any = true;
+        }
+    }
+    any.then(|| Duration::from_nanos(total))
+}
+
+/// Runs `work` and returns what it returned, its elapsed time and the share of `threads` ×
+/// that time which the process's threads spent waiting for a CPU (`None` without schedstat).
+/// The run-queue counters are read outside the timed span.
+pub fn timed_waiting<T>(threads: usize, work: impl FnOnce() -> T) -> (T, Duration, Option<f64>) {
+    let before = run_queue_wait();
+    let start = Instant::now();
+    let value = work();
+    let elapsed = start.elapsed();
+    let share = match (before, run_queue_wait()) {
+        (Some(before), Some(after)) if !elapsed.is_zero() => Some(
+            after.saturating_sub(before).as_secs_f64()
+                / (elapsed.as_secs_f64() * threads.max(1) as f64),
+        ),
+        _ => None,
+    };
+    (value, elapsed, share)
+}
+
+/// For a case whose threads a library owns, a warning when the median repetition's threads
+/// waited for a CPU more than [`OFF_CORE_WARNING`] of the time ([`timed_waiting`]'s shares).
+pub fn waiting_warning(shares: &[Option<f64>], threads: usize) -> Option<String> {
+    let mut known: Vec<f64> = shares.iter().flatten().copied().collect();
+    if known.is_empty() || threads > num_cpus() {
+        return None;
+    }
+    known.sort_by(f64::total_cmp);
+    let share = known[known.len() / 2].min(1.0);
+    (share > OFF_CORE_WARNING).then(|| {
+        format!(
+            "the threads waited for a CPU {:.0} % of the time (other work on the machine): the \
+             rate is what was left to peakbench, not what the cores give; close other work and \
+             run again",
+            share * 100.0
+        )
+    })
+}
+
 /// The CPU thread `index` of a case is pinned to with `--pin` (wrapping when there are more
 /// threads than CPUs), or `None` without it.
 pub fn cpu_for(pin: bool, index: usize) -> Option<usize> {
@@ -598,6 +658,42 @@ mod tests {
         );
         assert_eq!(off_core_warning(&[rep(140)], num_cpus() + 1), None);
         assert_eq!(off_core_share(&[]), 0.0);
+    }
+
+    #[test]
+    fn waiting_for_a_cpu_is_measured_and_warned_about() {
+        // Three spinning threads on one CPU: two of them always wait for it.
+        let pinned = std::thread::spawn(|| {
+            pin_to(online_cpus()[0]).unwrap();
+            timed_waiting(1, || {
+                let spin = || {
+                    let start = Instant::now();
+                    while start.elapsed() < Duration::from_millis(150) {
+                        std::hint::spin_loop();
+                    }
+                };
+                std::thread::scope(|s| {
+                    s.spawn(spin);
+                    s.spawn(spin);
+                    spin();
+                });
+            })
+        });
+        let ((), elapsed, share) = pinned.join().unwrap();
+        let Some(share) = share else {
+            eprintln!("skipped: this kernel keeps no /proc/self/task/*/schedstat");
+            return;
+        };
+        assert!(elapsed >= Duration::from_millis(150));
+        assert!(share > 0.5, "three spinners on one CPU waited {share}");
+        assert!(waiting_warning(&[Some(share)], 1).is_some());
+        assert_eq!(waiting_warning(&[Some(0.01), Some(0.02), None], 1), None);
+        assert!(
+            waiting_warning(&[Some(0.3), Some(0.3), Some(0.01)], 1)
+                .unwrap()
+                .contains("30 %")
+        );
+        assert_eq!(waiting_warning(&[None], 1), None);
     }
 
     #[test]

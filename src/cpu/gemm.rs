@@ -86,7 +86,7 @@ impl GemmCase {
         a: &[f64],
         b: &[f64],
         c: &mut [f64],
-    ) -> Result<Vec<runner::Timed<(f64, f64)>>> {
+    ) -> Result<Vec<super::LibraryRound>> {
         let n = self.n as usize;
         let threads = self.threads;
         let multiply = |c: &mut [f64]| -> Result<()> {
@@ -117,15 +117,14 @@ impl GemmCase {
                     multiply(c)?;
                 }
                 check(n, a, b, c, 5)?;
-                Ok((0.0, 0.0))
+                Ok((0.0, 0.0, None))
             }
             Round::Measured(i) => {
                 c.fill(0.0);
-                let start = Instant::now();
-                multiply(c)?;
-                let elapsed = start.elapsed();
+                let (done, elapsed, waited) = runner::timed_waiting(threads, || multiply(c));
+                done?;
                 let worst = check(n, a, b, c, 100 + u64::from(i))?;
-                Ok((flops(self.n) / elapsed.as_secs_f64() / 1e9, worst))
+                Ok((flops(self.n) / elapsed.as_secs_f64() / 1e9, worst, waited))
             }
         })
     }
@@ -244,7 +243,11 @@ impl Case for GemmCase {
             .walls(rounds.iter().map(|r| r.wall))
             .param("checked_error_of_bound_max", worst)
             .peak(peak)
-            .warn(runner::oversubscription_warning(self.threads));
+            .warn(runner::oversubscription_warning(self.threads))
+            .warn(runner::waiting_warning(
+                &rounds.iter().map(|r| r.value.2).collect::<Vec<_>>(),
+                self.threads,
+            ));
         for (key, value) in library_params(library) {
             result = result.param(key, value);
         }

@@ -128,7 +128,7 @@ impl LinpackCase {
         ctx: &Context,
         a: &Mat<f64>,
         b: &Mat<f64>,
-    ) -> Result<Vec<runner::Timed<(f64, f64)>>> {
+    ) -> Result<Vec<super::LibraryRound>> {
         let pin = self.pin;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(self.threads)
@@ -158,14 +158,16 @@ impl LinpackCase {
                     while start.elapsed() < budget && !crate::interrupt::requested() {
                         check(&wa, &solve(&wa, &wb), &wb, self.n)?;
                     }
-                    Ok((0.0, 0.0))
+                    Ok((0.0, 0.0, None))
                 }
                 Round::Measured(_) => {
-                    let start = Instant::now();
-                    let x = solve(a, b);
-                    let elapsed = start.elapsed();
+                    let (x, elapsed, waited) = runner::timed_waiting(self.threads, || solve(a, b));
                     let residual = check(a, &x, b, self.n)?;
-                    Ok((flops(self.n) / elapsed.as_secs_f64() / 1e9, residual))
+                    Ok((
+                        flops(self.n) / elapsed.as_secs_f64() / 1e9,
+                        residual,
+                        waited,
+                    ))
                 }
             })
         })
@@ -178,7 +180,7 @@ impl LinpackCase {
         blas: &Blas,
         a: &Mat<f64>,
         b: &Mat<f64>,
-    ) -> Result<Vec<runner::Timed<(f64, f64)>>> {
+    ) -> Result<Vec<super::LibraryRound>> {
         let n = self.n as usize;
         let pin = self.pin;
         std::thread::scope(|scope| {
@@ -203,15 +205,21 @@ impl LinpackCase {
                                     blas.solve(m, &mut lu[..m * m], &mut x[..m], &mut ipiv)?;
                                     check(&wa, &column(&x[..m]), &wb, self.n)?;
                                 }
-                                Ok((0.0, 0.0))
+                                Ok((0.0, 0.0, None))
                             }
                             Round::Measured(_) => {
                                 copy_system(a, b, &mut lu, &mut x);
-                                let start = Instant::now();
-                                blas.solve(n, &mut lu, &mut x, &mut ipiv)?;
-                                let elapsed = start.elapsed();
+                                let (solved, elapsed, waited) =
+                                    runner::timed_waiting(self.threads, || {
+                                        blas.solve(n, &mut lu, &mut x, &mut ipiv)
+                                    });
+                                solved?;
                                 let residual = check(a, &column(&x), b, self.n)?;
-                                Ok((flops(self.n) / elapsed.as_secs_f64() / 1e9, residual))
+                                Ok((
+                                    flops(self.n) / elapsed.as_secs_f64() / 1e9,
+                                    residual,
+                                    waited,
+                                ))
                             }
                         })
                     })
@@ -302,7 +310,11 @@ impl Case for LinpackCase {
             )?
             .walls(rounds.iter().map(|r| r.wall))
             .param("scaled_residual_max", residual_max)
-            .peak(peak);
+            .peak(peak)
+            .warn(runner::waiting_warning(
+                &rounds.iter().map(|r| r.value.2).collect::<Vec<_>>(),
+                self.threads,
+            ));
         for (key, value) in library_params(library) {
             result = result.param(key, value);
         }

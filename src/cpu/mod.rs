@@ -124,6 +124,11 @@ impl Benchmark for Linpack {
     }
 }
 
+/// A measured repetition of a library-driven case (Linpack, DGEMM): GFLOP/s, the figure its
+/// check reports, and the share of the time its threads waited for a CPU
+/// ([`runner::timed_waiting`]; `None` in the warm-up or without schedstat).
+pub(crate) type LibraryRound = runner::Timed<(f64, f64, Option<f64>)>;
+
 /// The peak of a dense f64 solve or multiply on `threads` cores: f64 FMA at the widest ISA the
 /// CPU has (what HPL and DGEMM kernels run).
 pub(crate) fn f64_fma_peak(ctx: &Context, threads: usize) -> Option<PeakRef> {
