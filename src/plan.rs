@@ -236,6 +236,7 @@ impl CaseSpec {
                 peak: None,
                 efficiency: None,
                 reference: None,
+                other_references: Vec::new(),
                 series: Vec::new(),
                 warnings: Vec::new(),
             },
@@ -319,6 +320,17 @@ impl Measured {
             .filter(|v| *v > 0.0)
             .map(|v| self.result.value / v);
         self.result.reference = Some(reference);
+        self
+    }
+
+    /// Another standard tool on the same case, beside [`Measured::reference`], with the ratio
+    /// to it computed the same way (ours / theirs).
+    pub fn other_reference(mut self, mut reference: Reference) -> Self {
+        reference.ratio = reference
+            .value
+            .filter(|v| *v > 0.0)
+            .map(|v| self.result.value / v);
+        self.result.other_references.push(reference);
         self
     }
 

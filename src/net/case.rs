@@ -148,6 +148,14 @@ impl Case for NetCase {
                 self.count,
                 ctx,
             )?);
+            if self.spec.mode == Mode::Latency {
+                // ICMP echo to the same address: the round trip without a TCP/UDP stack.
+                result = result.other_reference(super::reference::ping(
+                    &self.spec,
+                    addr.ip(),
+                    self.count,
+                )?);
+            }
         }
         Ok(result.finish())
     }

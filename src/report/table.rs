@@ -203,6 +203,21 @@ fn footer(report: &Report, out: &mut String) {
             out.push_str(&format!("  {note}\n"));
         }
     }
+    let others: Vec<String> = report
+        .results
+        .iter()
+        .flat_map(|r| {
+            r.other_references
+                .iter()
+                .map(move |o| other_reference_line(r, o))
+        })
+        .collect();
+    if !others.is_empty() {
+        out.push_str("\nOther references (ours / theirs):\n");
+        for line in others {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
     let warnings: Vec<String> = report
         .warnings
         .iter()
@@ -219,6 +234,31 @@ fn footer(report: &Report, out: &mut String) {
             out.push_str(&format!("  {warning}\n"));
         }
     }
+}
+
+/// One line of a result's further standard tool: its value and our ratio to it, or why it has
+/// none, then what it measured differently.
+fn other_reference_line(result: &BenchResult, other: &crate::result::Reference) -> String {
+    let value = match (other.value, other.ratio) {
+        (Some(v), Some(ratio)) => format!(
+            "{} {} {}, ratio {ratio:.2}",
+            other.tool,
+            format_value(v),
+            result.unit
+        ),
+        (Some(v), None) => format!("{} {} {}", other.tool, format_value(v), result.unit),
+        (None, _) => format!("{} n/a", other.tool),
+    };
+    let note = other
+        .note
+        .as_deref()
+        .map(|n| format!(" ({n})"))
+        .unwrap_or_default();
+    format!(
+        "{} {}: {value}{note}",
+        result.op,
+        describe_params(&result.params)
+    )
 }
 
 /// The human table: one aligned row per result, then how ops are counted, then warnings.
