@@ -408,6 +408,7 @@ mod tests {
                 value: 40.0,
                 unit: "GB/s".into(),
                 source: "s".into(),
+                pair: None,
             }))
             .reference(Reference {
                 tool: "t".into(),

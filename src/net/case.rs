@@ -351,6 +351,7 @@ fn nic_peak(ctx: &Context, target: &Target) -> Option<PeakRef> {
                 "assumed loopback peak ({}: {})",
                 lo.gbps.source, lo.gbps.detail
             ),
+            pair: None,
         });
     }
     let addr = target.addr().ok()?;
@@ -370,6 +371,7 @@ fn nic_peak(ctx: &Context, target: &Target) -> Option<PeakRef> {
             "link speed of {name} ({}: {})",
             nic.gbps.source, nic.gbps.detail
         ),
+        pair: None,
     })
 }
 
