@@ -99,6 +99,7 @@ fn run(matches: &clap::ArgMatches) -> Result<ExitCode> {
             let runner = RunnerArgs::from_matches(matches)?;
             let output = OutputArgs::from_matches(matches)?;
             let peak = PeakArgs::from_matches(matches)?;
+            peak.check()?;
             let ctx = session::context(&runner, &peak);
             let mut plan = workload.plan(matches, &ctx)?;
             let config = std::mem::take(&mut plan.config);
@@ -128,6 +129,7 @@ impl<T: clap::FromArgMatches> FromMatches for T {
 }
 
 fn sysinfo(args: &SysinfoArgs) -> Result<ExitCode> {
+    args.peak.check()?;
     let host = crate::sysinfo::collect();
     let peaks = crate::peak::Peaks::compute(&host, &args.peak, &session::probe());
     if args.json {
@@ -147,6 +149,7 @@ fn sysinfo(args: &SysinfoArgs) -> Result<ExitCode> {
 
 /// `peakbench run`: every table of a preset or config file, in one session.
 fn run_matrix(args: &RunArgs) -> Result<ExitCode> {
+    args.peak.check()?;
     let preset = args.preset.unwrap_or(Preset::Quick);
     let (origin, mut entries) = match &args.config {
         Some(path) => (format!("--config {}", path.display()), config::load(path)?),

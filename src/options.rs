@@ -88,9 +88,14 @@ pub struct StoreArgs {
 #[derive(Args, Debug, Clone, Default, Serialize, Deserialize)]
 #[command(next_help_heading = "Peak factors")]
 pub struct PeakArgs {
-    /// Nominal CPU clock in GHz for the peak (e.g. 2.5)
+    /// Nominal (base) CPU clock in GHz for the peak (e.g. 2.5)
     #[arg(long, allow_negative_numbers = true, value_name = "GHZ", value_parser = peak_factor)]
     pub cpu_ghz: Option<f64>,
+    /// Turbo CPU clock in GHz (the max turbo of the spec sheet, or the all-core turbo if you
+    /// know it), for the peak at turbo beside the one at the base clock (e.g. 3.1)
+    #[arg(long, allow_negative_numbers = true, value_name = "GHZ", value_parser = peak_factor)]
+    #[serde(default)]
+    pub cpu_turbo_ghz: Option<f64>,
     /// Physical cores for the peak
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = positive_u32)]
     pub cores: Option<u32>,
@@ -133,6 +138,21 @@ pub struct PeakArgs {
     #[arg(long, allow_negative_numbers = true, value_name = "IOPS", value_parser = peak_factor)]
     #[serde(default)]
     pub disk_write_iops: Option<f64>,
+}
+
+impl PeakArgs {
+    /// What the flags say together that each alone cannot: a turbo clock below the base one.
+    pub fn check(&self) -> Result<(), crate::error::UsageError> {
+        if let (Some(base), Some(turbo)) = (self.cpu_ghz, self.cpu_turbo_ghz)
+            && turbo < base
+        {
+            return Err(crate::error::UsageError(format!(
+                "--cpu-turbo-ghz {turbo} is below --cpu-ghz {base}: the turbo clock is the \
+                 higher one; give the two the other way round"
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// The list without repeated elements, in the order first given (`--proto tcp,tcp` is tcp).

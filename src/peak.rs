@@ -6,7 +6,13 @@
 //! - *clock* is the nominal clock: a `--cpu-ghz` flag, else sysfs `base_frequency`, else the
 //!   model string's "@ 2.50GHz", else the kernel's `cpu MHz` (under a hypervisor the host's
 //!   nominal clock), else the clock measured on one core by a dependent chain of adds timed by
-//!   the thread's CPU time (`sysinfo::clock::measure_ghz`);
+//!   the thread's CPU time (`sysinfo::clock::measure_ghz`). Between the model string and
+//!   `cpu MHz` comes the small table of known models (`sysinfo::clocks`), for names that carry
+//!   no clock (AMD's);
+//! - beside it, the *turbo* clock: a `--cpu-turbo-ghz` flag, else sysfs `cpuinfo_max_freq`,
+//!   else the table of known models (the vendor's max turbo of one core). Every CPU peak is
+//!   also given at the base and at the turbo clock, the pair, with the clock the probe measured
+//!   beside them, and says which of the two is unknown;
 //! - *lanes* = vector width / precision (512/64 = 8 doubles for AVX-512);
 //! - *units* are the vector pipes that can start one such instruction per cycle, from the table
 //!   of microarchitectures in `sysinfo::microarch` (vendor optimisation manuals), a
@@ -23,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::names::named_enum;
 use crate::options::PeakArgs;
 use crate::sysinfo::SysInfo;
+use crate::sysinfo::clocks;
 use crate::sysinfo::microarch::{self, CoreResources};
 
 /// A theoretical peak a result is compared with.
@@ -32,14 +39,59 @@ pub struct PeakRef {
     pub unit: String,
     /// How the peak was derived, with the source of each factor.
     pub source: String,
+    /// A CPU peak at the base and at the turbo clock, with the measured clock beside them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair: Option<ClockPair>,
+}
+
+/// A CPU peak at the base and at the turbo clock (each `null` when its clock is unknown; the
+/// factor says why), with the clock the probe measured on one core beside them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClockPair {
+    /// The peak at the base clock, in the peak's unit.
+    pub at_base: Option<f64>,
+    /// The base clock in GHz and its source.
+    pub base_ghz: Factor,
+    /// The peak at the turbo clock, in the peak's unit.
+    pub at_turbo: Option<f64>,
+    /// The turbo clock in GHz and its source.
+    pub turbo_ghz: Factor,
+    /// The clock measured by the probe (a dependent add chain on one core), GHz.
+    pub measured_ghz: Option<f64>,
+}
+
+impl ClockPair {
+    /// "at base 2.3 GHz: 73.6, at turbo 3.1 GHz: 99.2 GFLOP/s (base: …; turbo: …); measured
+    /// 2.6 GHz", or which of the two is unknown and why.
+    pub fn describe(&self, unit: &str) -> String {
+        let at = |name: &str, peak: Option<f64>, clock: &Factor| match (peak, clock.value) {
+            (Some(p), Some(g)) => format!(
+                "at {name} {} GHz: {} {unit} ({}: {})",
+                trim_float(g),
+                trim_float((p * 10.0).round() / 10.0),
+                clock.source,
+                clock.detail
+            ),
+            _ => format!("{name} clock unknown ({})", clock.detail),
+        };
+        let mut out = format!(
+            "{}; {}",
+            at("base", self.at_base, &self.base_ghz),
+            at("turbo", self.at_turbo, &self.turbo_ghz)
+        );
+        if let Some(m) = self.measured_ghz {
+            out.push_str(&format!("; measured {} GHz", trim_float(m)));
+        }
+        out
+    }
 }
 
 /// One factor of a peak: a value and where it came from, or why it is unknown.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Factor {
     pub value: Option<f64>,
-    /// `flag`, `sysfs`, `cpuinfo`, `model-string`, `microarch-table`, `measured`, `dmi`,
-    /// `definition` or `unknown`.
+    /// `flag`, `sysfs`, `cpuinfo`, `model-string`, `known-models`, `microarch-table`,
+    /// `measured`, `dmi`, `definition` or `unknown`.
     pub source: String,
     /// The detail: which file, which table row, which flag, or how to supply it.
     pub detail: String,
@@ -228,6 +280,9 @@ pub struct Probes {
 pub struct CpuFactors {
     pub cores: Factor,
     pub ghz: Factor,
+    /// The turbo clock, for the peak at turbo beside the one at the base clock.
+    #[serde(default, skip_serializing_if = "Factor::is_unrecorded")]
+    pub turbo_ghz: Factor,
     /// The clock measured while running, when a probe ran (for efficiency at the real clock).
     pub measured_ghz: Factor,
     /// FMA pipes at 128/256/512 bits.
@@ -267,6 +322,12 @@ pub struct CpuPeak {
     pub per_cycle_per_core: Option<f64>,
     /// All cores at the effective clock (see [`CpuFactors::effective_clock`]), in G op/s.
     pub value: Option<f64>,
+    /// All cores at the base clock, when it is known (not only measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_base: Option<f64>,
+    /// All cores at the turbo clock, when it is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_turbo: Option<f64>,
     pub unit: String,
 }
 
@@ -458,6 +519,15 @@ fn clock_factor(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> Factor {
     }
     let cpu = &info.cpu;
     for fact in [&cpu.base_ghz, &cpu.current_ghz] {
+        if std::ptr::eq(fact, &cpu.current_ghz)
+            && let Some(known) = clocks::known(&cpu.model_name)
+        {
+            return Factor::known(
+                known.base_ghz,
+                "known-models",
+                format!("{}, base clock", known.source),
+            );
+        }
         if let (Some(ghz), Some(source)) = (fact.value, &fact.source) {
             let kind = if source.contains("/sys") {
                 "sysfs"
@@ -482,6 +552,39 @@ fn clock_factor(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> Factor {
     }
 }
 
+/// The turbo clock: the flag, else cpufreq's highest clock (when above the base one), else
+/// the table of known models.
+fn turbo_factor(info: &SysInfo, flags: &PeakArgs, base: &Factor) -> Factor {
+    if let Some(ghz) = flags.cpu_turbo_ghz {
+        return Factor::known(ghz, "flag", "--cpu-turbo-ghz");
+    }
+    let cpu = &info.cpu;
+    if let (Some(max), Some(source)) = (cpu.max_ghz.value, &cpu.max_ghz.source)
+        && base.value.is_none_or(|b| max > b)
+    {
+        return Factor::known(
+            max,
+            "sysfs",
+            format!("{source}, the highest clock cpufreq lets a core reach"),
+        );
+    }
+    if let Some(known) = clocks::known(&cpu.model_name) {
+        return Factor::known(
+            known.turbo_ghz,
+            "known-models",
+            format!(
+                "{}, max turbo of one core (all cores together run at or below it)",
+                known.source
+            ),
+        );
+    }
+    Factor::unknown(format!(
+        "no cpufreq cpuinfo_max_freq above the base clock and '{}' is not in the table of known \
+         clocks: give --cpu-turbo-ghz",
+        cpu.model_name
+    ))
+}
+
 fn cpu_peaks(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> CpuPeaks {
     let cores = match flags.cores {
         Some(c) => Factor::known(c as f64, "flag", "--cores"),
@@ -492,6 +595,7 @@ fn cpu_peaks(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> CpuPeaks {
         ),
     };
     let ghz = clock_factor(info, flags, probes);
+    let turbo_ghz = turbo_factor(info, flags, &ghz);
     let measured_ghz = match probes.ghz {
         Some(g) => Factor::known(
             g,
@@ -573,6 +677,7 @@ fn cpu_peaks(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> CpuPeaks {
     let factors = CpuFactors {
         cores,
         ghz,
+        turbo_ghz,
         measured_ghz,
         fma_units,
         fadd_units,
@@ -670,7 +775,7 @@ fn cpu_row(f: &CpuFactors, precision: Precision, isa: Isa, fma: bool, form: Form
     // A multiply-add (FMA, or one pair of a dot product) is 2 ops.
     let ops_per_lane = if fma || !form.is_arith() { 2 } else { 1 };
     let per_cycle = units.value.map(|u| u * lanes as f64 * ops_per_lane as f64);
-    let value = match (per_cycle, f.cores.value, f.effective_clock().value) {
+    let at = |clock: Option<&Factor>| match (per_cycle, f.cores.value, clock?.value) {
         (Some(p), Some(c), Some(g)) => Some(p * c * g),
         _ => None,
     };
@@ -683,7 +788,9 @@ fn cpu_row(f: &CpuFactors, precision: Precision, isa: Isa, fma: bool, form: Form
         units,
         ops_per_lane,
         per_cycle_per_core: per_cycle,
-        value,
+        value: at(Some(f.effective_clock())),
+        at_base: at(f.base_clock()),
+        at_turbo: at(f.turbo_clock()),
         unit: precision.unit().to_string(),
     }
 }
@@ -698,6 +805,35 @@ impl CpuFactors {
             (Some(nominal), Some(measured)) if measured > nominal => &self.measured_ghz,
             (None, Some(_)) => &self.measured_ghz,
             _ => &self.ghz,
+        }
+    }
+
+    /// The base clock of the pair: the nominal clock, unless it is only the measured one.
+    pub fn base_clock(&self) -> Option<&Factor> {
+        (self.ghz.value.is_some() && self.ghz.source != "measured").then_some(&self.ghz)
+    }
+
+    /// The turbo clock of the pair, when known.
+    pub fn turbo_clock(&self) -> Option<&Factor> {
+        self.turbo_ghz.value.is_some().then_some(&self.turbo_ghz)
+    }
+
+    /// The peak of `per_core` op/s per GHz-core on `cores` at the base and the turbo clock.
+    fn pair(&self, per_cycle_per_core: f64, cores: f64) -> ClockPair {
+        let at = |clock: Option<&Factor>| Some(cores * per_cycle_per_core * clock?.value?);
+        let base_ghz = match self.base_clock() {
+            Some(f) => f.clone(),
+            None => Factor::unknown(match self.ghz.value {
+                Some(_) => "only measured, no nominal clock known: give --cpu-ghz".to_string(),
+                None => self.ghz.detail.clone(),
+            }),
+        };
+        ClockPair {
+            at_base: at(self.base_clock()),
+            base_ghz,
+            at_turbo: at(self.turbo_clock()),
+            turbo_ghz: self.turbo_ghz.clone(),
+            measured_ghz: self.measured_ghz.value,
         }
     }
 }
@@ -740,8 +876,9 @@ impl CpuPeaks {
         let cores = self.factors.cores.value?;
         let used = (threads as f64).min(cores);
         let value = used * clock.value? * row.per_cycle_per_core?;
+        let pair = self.factors.pair(row.per_cycle_per_core?, used);
         let source = format!(
-            "{} cores × {} GHz × {} lanes × {} units × {} op = {} {}; {}; {}",
+            "{} cores × {} GHz × {} lanes × {} units × {} op = {} {}; {}; {}; {}",
             trim_float(used),
             trim_float(clock.value?),
             row.lanes,
@@ -751,11 +888,13 @@ impl CpuPeaks {
             row.unit,
             clock.describe("clock"),
             row.units.describe("units"),
+            pair.describe(&row.unit),
         );
         Some(PeakRef {
             value,
             unit: row.unit.clone(),
             source,
+            pair: Some(pair),
         })
     }
 }
@@ -815,6 +954,7 @@ impl MemoryPeak {
                 self.channels.describe("channels"),
                 self.mts.describe("MT/s")
             ),
+            pair: None,
         })
     }
 }
@@ -856,6 +996,41 @@ fn nic_peaks(info: &SysInfo, flags: &PeakArgs) -> Vec<NicPeak> {
         .collect()
 }
 
+/// What the pair of clocks is: both with their sources and the measured one beside them, or
+/// which one is unknown.
+fn clock_pair_line(f: &CpuFactors) -> String {
+    let measured = f
+        .measured_ghz
+        .value
+        .map(|m| format!("; measured {} GHz", trim_float(m)))
+        .unwrap_or_default();
+    match (f.base_clock(), f.turbo_clock()) {
+        (Some(b), Some(t)) => format!(
+            "peaks at base and turbo: base {} GHz ({}), turbo {} GHz ({}){measured}",
+            trim_float(b.value.unwrap_or_default()),
+            b.source,
+            trim_float(t.value.unwrap_or_default()),
+            t.source
+        ),
+        (Some(b), None) => format!(
+            "peaks at base only: base {} GHz ({}); the turbo clock is unknown ({}){measured}",
+            trim_float(b.value.unwrap_or_default()),
+            b.source,
+            f.turbo_ghz.detail
+        ),
+        (None, Some(t)) => format!(
+            "peaks at turbo only: turbo {} GHz ({}); the base clock is unknown (give \
+             --cpu-ghz){measured}",
+            trim_float(t.value.unwrap_or_default()),
+            t.source
+        ),
+        (None, None) => format!(
+            "no peak at base or turbo: neither clock is known (give --cpu-ghz and \
+             --cpu-turbo-ghz){measured}"
+        ),
+    }
+}
+
 /// The peaks as a human table: the shared factors with their sources, then one row per
 /// precision × ISA × FMA choice.
 pub fn render(peaks: &Peaks) -> String {
@@ -864,17 +1039,29 @@ pub fn render(peaks: &Peaks) -> String {
     out.push_str(&format!("  {}\n", f.cores.describe("cores")));
     out.push_str(&format!("  {}\n", f.ghz.describe("clock GHz")));
     out.push_str(&format!("  {}\n", f.measured_ghz.describe("measured GHz")));
+    out.push_str(&format!("  {}\n", f.turbo_ghz.describe("turbo GHz")));
     out.push_str(&format!(
         "  peaks below use {}\n",
         f.effective_clock().describe("clock GHz")
     ));
+    out.push_str(&format!("  {}\n", clock_pair_line(f)));
     for (i, width) in ["128", "256", "512"].iter().enumerate() {
         out.push_str(&format!(
             "  {}\n",
             f.fma_units[i].describe(&format!("FMA units at {width} bit"))
         ));
     }
-    out.push_str("  precision  isa     fma    lanes  op/cycle/core  peak\n");
+    let paired = peaks
+        .cpu
+        .table
+        .iter()
+        .any(|r| r.at_base.is_some() || r.at_turbo.is_some());
+    out.push_str("  precision  isa     fma    lanes  op/cycle/core  peak");
+    out.push_str(if paired {
+        "  (at base / at turbo)\n"
+    } else {
+        "\n"
+    });
     for row in &peaks.cpu.table {
         let precision = match row.form {
             Form::Arith => row.precision.name().to_string(),
@@ -902,6 +1089,19 @@ pub fn render(peaks: &Peaks) -> String {
                 .map(|v| format!("{} {}", trim_float((v * 10.0).round() / 10.0), row.unit))
                 .unwrap_or_else(|| format!("unknown ({})", row.units.detail)),
         ));
+        if paired && row.value.is_some() {
+            let cell = |v: Option<f64>| {
+                v.map(|v| trim_float((v * 10.0).round() / 10.0))
+                    .unwrap_or_else(|| "unknown".into())
+            };
+            // Inside the line just written, before its newline.
+            out.pop();
+            out.push_str(&format!(
+                "  ({} / {})\n",
+                cell(row.at_base),
+                cell(row.at_turbo)
+            ));
+        }
     }
     let m = &peaks.memory;
     out.push_str(&format!(
@@ -942,6 +1142,134 @@ pub fn render(peaks: &Peaks) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sysinfo::Fact;
+
+    /// The machine of `tests/fixtures/report.json` (no cpufreq, "AMD EPYC", `cpu MHz` 2.596).
+    fn fixture_host() -> SysInfo {
+        let doc: serde_json::Value =
+            serde_json::from_str(include_str!("../tests/fixtures/report.json")).unwrap();
+        serde_json::from_value(doc["host"].clone()).unwrap()
+    }
+
+    fn probes() -> Probes {
+        Probes {
+            ghz: Some(2.7),
+            ..Probes::default()
+        }
+    }
+
+    /// Issue 20 item 3: a model of the users' reports, seen without cpufreq, gets its base
+    /// clock from the model name and its turbo from the table of known models.
+    #[test]
+    fn a_known_model_gives_the_pair_with_both_sources() {
+        let mut host = fixture_host();
+        host.cpu.model_name = "Intel(R) Xeon(R) CPU E5-2670 v3 @ 2.30GHz".into();
+        host.cpu.base_ghz = Fact::read(2.3, "model name string");
+        let peaks = Peaks::compute(&host, &PeakArgs::default(), &probes());
+        let f = &peaks.cpu.factors;
+        assert_eq!(f.ghz.value, Some(2.3));
+        assert_eq!(f.turbo_ghz.value, Some(3.1));
+        assert_eq!(f.turbo_ghz.source, "known-models");
+        assert!(f.turbo_ghz.detail.contains("Intel ARK: Xeon E5-2670 v3"));
+        let row = peaks.cpu.row(Precision::F64, Isa::Scalar, false).unwrap();
+        let per_core = row.per_cycle_per_core.unwrap();
+        let cores = f.cores.value.unwrap();
+        assert_eq!(row.at_base, Some(per_core * cores * 2.3));
+        assert_eq!(row.at_turbo, Some(per_core * cores * 3.1));
+        let one = peaks.cpu.for_threads(row, 1, None).unwrap();
+        let pair = one.pair.as_ref().unwrap();
+        assert_eq!(pair.at_base, Some(per_core * 2.3));
+        assert_eq!(pair.at_turbo, Some(per_core * 3.1));
+        assert_eq!(pair.measured_ghz, Some(2.7));
+        assert!(one.source.contains("at turbo 3.1 GHz"), "{}", one.source);
+        let text = render(&peaks);
+        assert!(
+            text.contains("peaks at base and turbo: base 2.3 GHz (model-string), turbo 3.1 GHz (known-models); measured 2.7 GHz"),
+            "{text}"
+        );
+        assert!(text.contains("(at base / at turbo)"), "{text}");
+    }
+
+    #[test]
+    fn flags_give_the_pair_and_cpufreq_gives_the_turbo() {
+        let flags = PeakArgs {
+            cpu_ghz: Some(2.0),
+            cpu_turbo_ghz: Some(3.0),
+            ..PeakArgs::default()
+        };
+        let peaks = Peaks::compute(&fixture_host(), &flags, &probes());
+        let f = &peaks.cpu.factors;
+        assert_eq!(
+            (f.turbo_ghz.source.as_str(), f.turbo_ghz.detail.as_str()),
+            ("flag", "--cpu-turbo-ghz")
+        );
+        let row = peaks.cpu.row(Precision::F64, Isa::Scalar, false).unwrap();
+        assert_eq!(row.at_turbo.unwrap() / row.at_base.unwrap(), 1.5);
+        let mut host = fixture_host();
+        host.cpu.max_ghz = Fact::read(3.5, "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
+        let peaks = Peaks::compute(&host, &PeakArgs::default(), &probes());
+        assert_eq!(peaks.cpu.factors.turbo_ghz.value, Some(3.5));
+        assert_eq!(peaks.cpu.factors.turbo_ghz.source, "sysfs");
+    }
+
+    /// This machine's case: a base clock (the host's nominal `cpu MHz`) and no turbo anywhere.
+    #[test]
+    fn only_one_clock_known_says_which_and_how_to_give_the_other() {
+        let peaks = Peaks::compute(&fixture_host(), &PeakArgs::default(), &probes());
+        let f = &peaks.cpu.factors;
+        assert_eq!(f.turbo_ghz.value, None);
+        assert!(
+            f.turbo_ghz.detail.contains("--cpu-turbo-ghz"),
+            "{}",
+            f.turbo_ghz.detail
+        );
+        let text = render(&peaks);
+        assert!(text.contains("peaks at base only: base 2.596"), "{text}");
+        assert!(text.contains("(at base / at turbo)"), "{text}");
+        assert!(
+            text.contains(" / unknown)\n"),
+            "the turbo column says so: {text}"
+        );
+        let row = peaks.cpu.row(Precision::F64, Isa::Scalar, false).unwrap();
+        let pair = peaks.cpu.for_threads(row, 1, None).unwrap().pair.unwrap();
+        assert!(pair.at_base.is_some());
+        assert_eq!(pair.at_turbo, None);
+        assert!(pair.describe("GFLOP/s").contains("turbo clock unknown"));
+        // Only a turbo: the base is not the measured clock.
+        let mut host = fixture_host();
+        host.cpu.current_ghz = Fact::unknown("none");
+        let flags = PeakArgs {
+            cpu_turbo_ghz: Some(3.0),
+            ..PeakArgs::default()
+        };
+        let peaks = Peaks::compute(&host, &flags, &probes());
+        assert_eq!(peaks.cpu.factors.ghz.source, "measured");
+        let text = render(&peaks);
+        assert!(
+            text.contains("peaks at turbo only: turbo 3 GHz (flag)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_turbo_below_the_base_is_refused_naming_both_flags() {
+        let flags = PeakArgs {
+            cpu_ghz: Some(3.0),
+            cpu_turbo_ghz: Some(2.0),
+            ..PeakArgs::default()
+        };
+        let e = flags.check().unwrap_err().0;
+        assert!(
+            e.contains("--cpu-turbo-ghz") && e.contains("--cpu-ghz"),
+            "{e}"
+        );
+        let fine = PeakArgs {
+            cpu_ghz: Some(2.0),
+            cpu_turbo_ghz: Some(2.0),
+            ..PeakArgs::default()
+        };
+        assert!(fine.check().is_ok());
+    }
 
     #[test]
     fn lanes() {

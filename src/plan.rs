@@ -236,6 +236,7 @@ impl CaseSpec {
                 peak: None,
                 efficiency: None,
                 reference: None,
+                other_references: Vec::new(),
                 series: Vec::new(),
                 warnings: Vec::new(),
             },
@@ -322,6 +323,17 @@ impl Measured {
         self
     }
 
+    /// Another standard tool on the same case, beside [`Measured::reference`], with the ratio
+    /// to it computed the same way (ours / theirs).
+    pub fn other_reference(mut self, mut reference: Reference) -> Self {
+        reference.ratio = reference
+            .value
+            .filter(|v| *v > 0.0)
+            .map(|v| self.result.value / v);
+        self.result.other_references.push(reference);
+        self
+    }
+
     /// The headline value so far (for cases that derive something from it).
     pub fn value(&self) -> f64 {
         self.result.value
@@ -396,6 +408,7 @@ mod tests {
                 value: 40.0,
                 unit: "GB/s".into(),
                 source: "s".into(),
+                pair: None,
             }))
             .reference(Reference {
                 tool: "t".into(),

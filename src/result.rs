@@ -378,6 +378,11 @@ pub struct BenchResult {
     pub efficiency: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<Reference>,
+    /// Further standard tools on the same case, each as `reference` (ICMP `ping` beside
+    /// sockperf for a round trip): the ratio is ours / theirs, each tool's note says what it
+    /// measured differently.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_references: Vec<Reference>,
     /// Time series of a sampling run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<TimePoint>,
@@ -532,6 +537,7 @@ impl BenchResult {
             peak: None,
             efficiency: None,
             reference: None,
+            other_references: Vec::new(),
             series: Vec::new(),
             warnings: Vec::new(),
         }

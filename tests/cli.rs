@@ -55,6 +55,60 @@ fn sysinfo_table_names_sources() {
     assert!(text.contains("Caches"));
 }
 
+/// Issue 20 item 3: a base and turbo clock given by flags reach the peaks table, the JSON and
+/// each CPU result as a pair, each with its source, the measured clock beside them.
+#[test]
+fn a_flag_given_clock_pair_reaches_the_peaks_and_the_results() {
+    let flags = ["--cpu-ghz", "2", "--cpu-turbo-ghz", "3", "--fma-units", "2"];
+    let text = peakbench(&[&["sysinfo"][..], &flags].concat());
+    assert!(text.status.success());
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains("turbo GHz 3 (flag: --cpu-turbo-ghz)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("peaks at base and turbo: base 2 GHz (flag), turbo 3 GHz (flag)"),
+        "{text}"
+    );
+    assert!(text.contains("(at base / at turbo)"), "{text}");
+    let doc = peakbench_json(&[&["sysinfo", "--json"][..], &flags].concat());
+    let cpu = &doc["peaks"]["cpu"];
+    assert_eq!(cpu["factors"]["turbo_ghz"]["value"], 3.0);
+    assert_eq!(cpu["factors"]["turbo_ghz"]["detail"], "--cpu-turbo-ghz");
+    for row in cpu["table"].as_array().unwrap() {
+        if let (Some(base), Some(turbo)) = (row["at_base"].as_f64(), row["at_turbo"].as_f64()) {
+            assert!((turbo / base - 1.5).abs() < 1e-12, "{row}");
+        }
+    }
+    let doc = peakbench_json(
+        &[
+            &[
+                "cpu", "-p", "f64", "--isa", "scalar", "-t", "1", "-d", "20ms", "-r", "1",
+            ][..],
+            &["--warmup", "0", "--json"],
+            &flags,
+        ]
+        .concat(),
+    );
+    for r in doc["results"].as_array().unwrap() {
+        let pair = &r["peak"]["pair"];
+        let (base, turbo) = (
+            pair["at_base"].as_f64().unwrap(),
+            pair["at_turbo"].as_f64().unwrap(),
+        );
+        assert!((turbo / base - 1.5).abs() < 1e-12, "{pair}");
+        assert_eq!(pair["base_ghz"]["source"], "flag");
+        assert_eq!(pair["turbo_ghz"]["detail"], "--cpu-turbo-ghz");
+        assert!(pair["measured_ghz"].as_f64().unwrap() > 0.0, "{pair}");
+        let source = r["peak"]["source"].as_str().unwrap();
+        assert!(
+            source.contains("at base 2 GHz") && source.contains("at turbo 3 GHz"),
+            "{source}"
+        );
+    }
+}
+
 /// Each kind of bad input: exit code 2 and one line naming the flag.
 #[test]
 fn bad_input_exits_2_with_one_line_naming_the_flag() {
@@ -92,6 +146,25 @@ fn bad_input_exits_2_with_one_line_naming_the_flag() {
         (&["sysinfo", "--disk-iops", "1e308"], "--disk-iops"),
         (&["sysinfo", "--disk-read-mbps", "0"], "--disk-read-mbps"),
         (&["sysinfo", "--int-units", "1e300"], "--int-units"),
+        (&["sysinfo", "--cpu-turbo-ghz", "-3"], "--cpu-turbo-ghz"),
+        (&["sysinfo", "--cpu-turbo-ghz", "0"], "--cpu-turbo-ghz"),
+        (&["cpu", "--cpu-turbo-ghz", "2e9"], "--cpu-turbo-ghz"),
+        (
+            &["sysinfo", "--cpu-ghz", "3", "--cpu-turbo-ghz", "2.5"],
+            "--cpu-turbo-ghz 2.5 is below --cpu-ghz 3",
+        ),
+        (
+            &[
+                "cpu",
+                "--cpu-ghz",
+                "3",
+                "--cpu-turbo-ghz",
+                "2.5",
+                "-d",
+                "10ms",
+            ],
+            "--cpu-turbo-ghz",
+        ),
         (&["cpu", "--int-units", "none"], "--int-units"),
         (&["disk", "--disk-write-mbps", "fast"], "--disk-write-mbps"),
         (&["sysinfo", "--disk-read-iops", "-5"], "--disk-read-iops"),

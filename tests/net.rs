@@ -428,6 +428,85 @@ fn reference_tools_run_beside_when_installed() {
     }
 }
 
+/// Issue 20, item 14: ICMP ping beside sockperf on every round-trip case, to the address the
+/// client targets, its payload the message where ICMP allows it.
+#[test]
+fn ping_is_the_icmp_reference_beside_the_round_trip() {
+    if !common::prerequisite(common::on_path("ping").map(|_| ())) {
+        return;
+    }
+    let doc = net(&[
+        "--reference",
+        "--mode",
+        "latency",
+        "--proto",
+        "tcp",
+        "-m",
+        "1,64",
+        "--duration",
+        "1s",
+    ]);
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for r in results {
+        let others = r["other_references"].as_array().expect("other references");
+        let ping = others
+            .iter()
+            .find(|o| o["tool"] == "ping")
+            .unwrap_or_else(|| panic!("no ping beside the round trip: {r}"));
+        let command = ping["command"].as_str().unwrap();
+        let server = r["params"]["other"]["server"].as_str().unwrap();
+        let ip = server.rsplit_once(':').unwrap().0.trim_matches(['[', ']']);
+        assert!(
+            command.ends_with(&format!(" {ip}")),
+            "ping goes to the server the client targets ({server}): {command}"
+        );
+        let note = ping["note"].as_str().unwrap_or_default();
+        let Some(value) = ping["value"].as_f64() else {
+            // A ping refused an ICMP socket is a note, not a failure; CI runs as root.
+            assert!(!common::strict(), "strict mode: ping gave no value: {note}");
+            assert!(note.contains("ping"), "{note}");
+            eprintln!("ping gave no value here: {note}");
+            continue;
+        };
+        assert!(value > 0.0, "{ping}");
+        let ratio = ping["ratio"].as_f64().unwrap();
+        let ours = r["value"].as_f64().unwrap();
+        assert!((ratio - ours / value).abs() < 1e-9 * ratio, "{ping}");
+        assert!(note.contains("ratio = our p50 ÷ ping's p50"), "{note}");
+        assert!(note.contains("interval"), "{note}");
+        let msg = r["params"]["message_bytes"].as_u64().unwrap();
+        if msg < 16 {
+            assert!(command.contains(" -s 16 "), "{command}");
+            assert!(
+                note.contains("below 16 B ping carries no timestamp"),
+                "{note}"
+            );
+        } else {
+            assert!(command.contains(&format!(" -s {msg} ")), "{command}");
+            assert!(note.contains("as the case's message"), "{note}");
+        }
+    }
+    let table = common::run(&[
+        "net",
+        "--reference",
+        "--mode",
+        "latency",
+        "--proto",
+        "udp",
+        "-r",
+        "1",
+        "--warmup",
+        "0s",
+        "--duration",
+        "1s",
+    ]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(table.status.success(), "{text}");
+    assert!(text.contains("Other references (ours / theirs):"), "{text}");
+    assert!(text.contains(": ping "), "{text}");
+}
+
 /// A control connection spoken by hand, as a hostile client would.
 struct RawClient {
     writer: TcpStream,

@@ -125,7 +125,10 @@ pub fn run(args: &ClusterArgs) -> Result<ExitCode> {
         return Err(UsageError(BUILD_HINT.into()).into());
     }
     match &args.command {
-        Some(ClusterCommand::Run(run)) => run_job(run),
+        Some(ClusterCommand::Run(run)) => {
+            run.peak.check()?;
+            run_job(run)
+        }
         None => Err(UsageError(
             "cluster: give a command: 'peakbench cluster run' under mpirun or srun (see --help)"
                 .into(),

@@ -238,6 +238,7 @@ impl Case for DiskCase {
                 value,
                 unit: unit.into(),
                 source,
+                pair: None,
             });
         let memory = ctx
             .host

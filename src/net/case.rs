@@ -148,6 +148,14 @@ impl Case for NetCase {
                 self.count,
                 ctx,
             )?);
+            if self.spec.mode == Mode::Latency {
+                // ICMP echo to the same address: the round trip without a TCP/UDP stack.
+                result = result.other_reference(super::reference::ping(
+                    &self.spec,
+                    addr.ip(),
+                    self.count,
+                )?);
+            }
         }
         Ok(result.finish())
     }
@@ -343,6 +351,7 @@ fn nic_peak(ctx: &Context, target: &Target) -> Option<PeakRef> {
                 "assumed loopback peak ({}: {})",
                 lo.gbps.source, lo.gbps.detail
             ),
+            pair: None,
         });
     }
     let addr = target.addr().ok()?;
@@ -362,6 +371,7 @@ fn nic_peak(ctx: &Context, target: &Target) -> Option<PeakRef> {
             "link speed of {name} ({}: {})",
             nic.gbps.source, nic.gbps.detail
         ),
+        pair: None,
     })
 }
 

@@ -86,6 +86,7 @@ pub fn bound_loopback(results: &mut [crate::result::BenchResult]) {
                  written) × 8000 Mb/s per GB/s; loopback moves every byte by memory copies, \
                  so this bounds it"
             ),
+            pair: None,
         });
         r.efficiency = Some(r.value / peak);
         r.warnings.retain(|w| w != LOOPBACK_UNBOUND);

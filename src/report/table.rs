@@ -203,6 +203,22 @@ fn footer(report: &Report, out: &mut String) {
             out.push_str(&format!("  {note}\n"));
         }
     }
+    clock_pairs(report, out);
+    let others: Vec<String> = report
+        .results
+        .iter()
+        .flat_map(|r| {
+            r.other_references
+                .iter()
+                .map(move |o| other_reference_line(r, o))
+        })
+        .collect();
+    if !others.is_empty() {
+        out.push_str("\nOther references (ours / theirs):\n");
+        for line in others {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
     let warnings: Vec<String> = report
         .warnings
         .iter()
@@ -219,6 +235,76 @@ fn footer(report: &Report, out: &mut String) {
             out.push_str(&format!("  {warning}\n"));
         }
     }
+}
+
+/// The CPU peaks at the base and the turbo clock, where a result has them: the clocks with
+/// their sources once, then each result's pair.
+fn clock_pairs(report: &Report, out: &mut String) {
+    let paired: Vec<(&BenchResult, &crate::peak::PeakRef, &crate::peak::ClockPair)> = report
+        .results
+        .iter()
+        .filter_map(|r| {
+            let peak = r.peak.as_ref()?;
+            Some((r, peak, peak.pair.as_ref()?))
+        })
+        .collect();
+    let Some((_, _, first)) = paired.first() else {
+        return;
+    };
+    let clock = |name: &str, f: &crate::peak::Factor| match f.value {
+        Some(g) => format!(
+            "{name} {} GHz ({}: {})",
+            format_value(g),
+            f.source,
+            f.detail
+        ),
+        None => format!("{name} clock unknown ({})", f.detail),
+    };
+    let measured = first
+        .measured_ghz
+        .map(|m| format!("; measured {} GHz", format_value(m)))
+        .unwrap_or_default();
+    out.push_str(&format!(
+        "\nPeaks at base / turbo clock ({}; {}{measured}):\n",
+        clock("base", &first.base_ghz),
+        clock("turbo", &first.turbo_ghz)
+    ));
+    let cell = |v: Option<f64>| v.map(format_value).unwrap_or_else(|| "unknown".into());
+    for (r, peak, pair) in paired {
+        out.push_str(&format!(
+            "  {} {}: {} / {} {}\n",
+            r.op,
+            describe_params(&r.params),
+            cell(pair.at_base),
+            cell(pair.at_turbo),
+            peak.unit
+        ));
+    }
+}
+
+/// One line of a result's further standard tool: its value and our ratio to it, or why it has
+/// none, then what it measured differently.
+fn other_reference_line(result: &BenchResult, other: &crate::result::Reference) -> String {
+    let value = match (other.value, other.ratio) {
+        (Some(v), Some(ratio)) => format!(
+            "{} {} {}, ratio {ratio:.2}",
+            other.tool,
+            format_value(v),
+            result.unit
+        ),
+        (Some(v), None) => format!("{} {} {}", other.tool, format_value(v), result.unit),
+        (None, _) => format!("{} n/a", other.tool),
+    };
+    let note = other
+        .note
+        .as_deref()
+        .map(|n| format!(" ({n})"))
+        .unwrap_or_default();
+    format!(
+        "{} {}: {value}{note}",
+        result.op,
+        describe_params(&result.params)
+    )
 }
 
 /// The human table: one aligned row per result, then how ops are counted, then warnings.

@@ -6,6 +6,7 @@
 //! its source.
 
 pub mod clock;
+pub mod clocks;
 mod collect;
 mod cpu;
 mod devices;
