@@ -158,6 +158,8 @@ pub struct Invocation<'a> {
     source: Source,
     any_exit_status: bool,
     refusal: Option<String>,
+    /// Descriptors the tool inherits under their own numbers, with what each is open on.
+    inherited: Vec<(RawFd, String)>,
     parse: Parser<'a>,
 }
 
@@ -181,6 +183,7 @@ impl<'a> Invocation<'a> {
             source: Source::Stdout,
             any_exit_status: false,
             refusal: None,
+            inherited: Vec::new(),
             parse: Box::new(parse),
         }
     }
@@ -228,6 +231,13 @@ impl<'a> Invocation<'a> {
         self
     }
 
+    /// Lets the tool inherit descriptor `fd` (it names it `/proc/self/fd/N`); the command line
+    /// shows that it is open on `shown`. The caller keeps `fd` open until the tool has run.
+    pub fn inherit_fd(mut self, fd: RawFd, shown: impl Into<String>) -> Self {
+        self.inherited.push((fd, shown.into()));
+        self
+    }
+
     /// Does not run the tool: the reference carries the command line and `why`.
     pub fn refuse(mut self, why: impl Into<String>) -> Self {
         self.refusal = Some(why.into());
@@ -250,6 +260,9 @@ impl<'a> Invocation<'a> {
         if !self.env.is_empty() {
             let env: Vec<String> = self.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
             context.push(env.join(" "));
+        }
+        for (fd, shown) in &self.inherited {
+            context.push(format!("descriptor {fd} open on {shown}"));
         }
         if !context.is_empty() {
             line = format!("{line} ({})", context.join("; "));
@@ -310,6 +323,9 @@ impl<'a> Invocation<'a> {
         let mut cmd = Command::new(program);
         cmd.args(&self.args);
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
+        for &(fd, _) in &self.inherited {
+            inherit_fd(&mut cmd, fd);
+        }
         if let Some(dir) = &dir {
             cmd.current_dir(dir.path());
         }
@@ -458,10 +474,54 @@ fn pause(wait: Duration, stop: &dyn Stop) -> bool {
 
 /// What a finished tool printed.
 #[derive(Debug)]
-struct ToolOutput {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
+pub struct ToolOutput {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Makes `cmd`'s child inherit descriptor `fd` under the same number. peakbench opens every
+/// descriptor close-on-exec; the flag is cleared in the child only, between fork and exec, so
+/// no other program started meanwhile (by another thread) inherits it. `fd` must be 3 or more
+/// (the child's standard streams are set up over 0–2) and stay open until the child is started.
+pub fn inherit_fd(cmd: &mut Command, fd: RawFd) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the child between fork and exec and makes only
+    // async-signal-safe calls (fcntl) on a descriptor of the child's own table.
+    unsafe {
+        cmd.pre_exec(move || {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+}
+
+/// A duplicate of `fd` numbered 3 or more, close-on-exec: what [`inherit_fd`] passes on.
+pub fn dup_for_child(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<OwnedFd> {
+    // SAFETY: F_DUPFD_CLOEXEC takes a descriptor and a lowest number; a non-negative result is
+    // a new descriptor that nothing else owns.
+    let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if new < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: as above, `new` is ours alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+/// Runs `cmd` (`name` in messages) to its end in a process group of its own, killed with all
+/// it started when `timeout` passes or Ctrl-C is pressed: what it printed, or why nothing.
+pub fn run_for_at_most(
+    cmd: &mut Command,
+    name: &str,
+    timeout: Duration,
+) -> Result<ToolOutput, String> {
+    run_bounded(cmd, name, timeout, &CtrlC).map_err(|e| match e {
+        NoValue::Interrupted => format!("{name} was interrupted"),
+        NoValue::Why(why) => why,
+    })
 }
 
 /// The command line as a user would type it in a shell (arguments with spaces or quotes quoted).

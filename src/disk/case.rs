@@ -1,5 +1,6 @@
 //! One disk case: the job it runs, how it counts, and what it reports.
 
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -217,7 +218,7 @@ impl Case for DiskCase {
         let mut settings = RunSettings::new(&ctx.runner, self.threads, stop);
         settings.warmup = self.ramp;
         settings.watch = Some(Duration::from_millis(10));
-        let reps = runner::measure(&settings, |i| DiskWorker::new(&job, &file.fd_path(), i))?;
+        let reps = runner::measure(&settings, |i| DiskWorker::new(&job, &file, i))?;
         let mbps: Vec<f64> = reps.iter().map(|r| r.units_per_sec() / 1e6).collect();
         let iops: Vec<f64> = reps.iter().map(|r| r.ops_per_sec()).collect();
         let (metric, unit, samples, extra) = if self.iops_headline() {
@@ -275,8 +276,11 @@ impl Case for DiskCase {
             .warn(self.notes.iter().cloned())
             .warn(cached);
         if ctx.runner.reference {
+            // fio inherits the checked file's descriptor and never opens its name.
+            let shared = file.share_with_tool()?;
             let job = fio::FioJob {
                 path: &file.path,
+                fd: shared.as_raw_fd(),
                 op: self.op,
                 rwmix_read: self.rwmix_read,
                 block: self.block,
@@ -296,6 +300,7 @@ impl Case for DiskCase {
                 cpus: ctx.runner.pin.then(runner::online_cpus),
             };
             let reference = job.run()?;
+            drop(shared);
             if job.op.writes() && reference.value.is_some() {
                 file.mark_foreign_writes();
             }

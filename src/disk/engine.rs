@@ -8,9 +8,9 @@
 //!
 //! Writes stamp their buffers and reads check what they got as [`super::stamp`] says.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::time::Instant;
 
 use anyhow::{Result, anyhow};
@@ -21,6 +21,7 @@ use crate::runner::{Quota, Tally, Worker};
 use crate::stats::LatencyHistogram;
 
 use super::buffer::AlignedBuf;
+use super::file::TestFile;
 use super::stamp::{FULL_CHECK_EVERY, stamp, verify, verify_ends};
 use super::{Engine, Op};
 
@@ -122,18 +123,12 @@ pub struct DiskWorker {
 }
 
 impl DiskWorker {
-    pub fn new(job: &Job, path: &std::path::Path, index: usize) -> Result<DiskWorker> {
+    pub fn new(job: &Job, target: &TestFile, index: usize) -> Result<DiskWorker> {
         // Read-only jobs open the file read-only, as fio does. On this VM's virtio disk random
         // 4 KiB reads at QD 1 through a read-only descriptor came out 1.03x and 1.01x (p50
         // 2.5 and 3 % lower) against a read-write one, in two sets of 16 and 20 alternations.
-        let mut options = OpenOptions::new();
-        options.read(true).write(job.op.writes());
-        if job.direct {
-            options.custom_flags(libc::O_DIRECT);
-        }
-        let file = options
-            .open(path)
-            .map_err(|e| anyhow!("opening {}: {e}", path.display()))?;
+        // Derived from the test file's one descriptor, never opened by name.
+        let file = target.reopen(job.op.writes(), job.direct)?;
         let depth = match job.engine {
             Engine::IoUring => job.qd as usize,
             Engine::Sync => 1,
@@ -488,6 +483,7 @@ mod io_tests {
     use super::*;
     use crate::disk::file::{self, Place, TargetSpec};
     use crate::disk::stamp::STAMP_EVERY;
+    use std::fs::OpenOptions;
 
     fn test_file(dir: &std::path::Path, bytes: u64) -> file::TestFile {
         file::open(&TargetSpec {
@@ -546,7 +542,7 @@ mod io_tests {
         for (engine, direct, qd) in [(Engine::IoUring, true, 4), (Engine::Sync, false, 1)] {
             let block = 64 * 1024;
             let j = job(Op::SeqWrite, engine, direct, &f, block, qd);
-            let mut w = DiskWorker::new(&j, &f.path, 0).unwrap();
+            let mut w = DiskWorker::new(&j, &f, 0).unwrap();
             let blocks = f.data_bytes / block;
             let tally = w.run(&Quota::units(blocks)).unwrap();
             assert_eq!(tally.units, f.data_bytes, "{engine:?}: bytes claimed");
@@ -567,7 +563,7 @@ mod io_tests {
             );
             // Two passes: 64 reads, the last of which checks its whole block.
             let r = job(Op::SeqRead, engine, direct, &f, block, qd);
-            let mut w = DiskWorker::new(&r, &f.path, 0).unwrap();
+            let mut w = DiskWorker::new(&r, &f, 0).unwrap();
             let tally = w.run(&Quota::units(2 * blocks)).unwrap();
             assert_eq!(tally.units, 2 * f.data_bytes);
             assert_eq!(
@@ -587,14 +583,14 @@ mod io_tests {
         for batch in [1, 3, 8] {
             let mut j = job(Op::SeqWrite, Engine::IoUring, true, &f, block, 8);
             j.batch = batch;
-            let tally = DiskWorker::new(&j, &f.path, 0)
+            let tally = DiskWorker::new(&j, &f, 0)
                 .unwrap()
                 .run(&Quota::units(blocks))
                 .unwrap();
             assert_eq!(tally.ops, blocks, "batch {batch}: every write completed");
             assert!(sequences(&f).iter().all(|&s| s > 0), "batch {batch}");
             j.op = Op::SeqRead;
-            let tally = DiskWorker::new(&j, &f.path, 0)
+            let tally = DiskWorker::new(&j, &f, 0)
                 .unwrap()
                 .run(&Quota::units(blocks))
                 .unwrap();
@@ -612,7 +608,7 @@ mod io_tests {
         let f = test_file(dir.path(), 1 << 20);
         for engine in [Engine::IoUring, Engine::Sync] {
             let j = job(Op::Rewrite, engine, true, &f, 8192, 2);
-            let mut w = DiskWorker::new(&j, &f.path, 0).unwrap();
+            let mut w = DiskWorker::new(&j, &f, 0).unwrap();
             let blocks = f.data_bytes / 8192;
             let tally = w.run(&Quota::units(2 * blocks)).unwrap();
             assert_eq!(tally.ops, 2 * blocks);
@@ -633,7 +629,7 @@ mod io_tests {
         handle.sync_all().unwrap();
         for engine in [Engine::IoUring, Engine::Sync] {
             let j = job(Op::SeqRead, engine, true, &f, 4096, 8);
-            let mut w = DiskWorker::new(&j, &f.path, 0).unwrap();
+            let mut w = DiskWorker::new(&j, &f, 0).unwrap();
             let e = w.run(&Quota::units(256)).unwrap_err();
             assert!(format!("{e:#}").contains("wrong data"), "{e:#}");
         }
@@ -654,7 +650,7 @@ mod io_tests {
         // 16 blocks a pass: read 64, the fourth pass's last block, is checked whole.
         let reads = FULL_CHECK_EVERY;
         assert_eq!(reads % (f.data_bytes / block), 0);
-        let mut w = DiskWorker::new(&j, &f.path, 0).unwrap();
+        let mut w = DiskWorker::new(&j, &f, 0).unwrap();
         w.run(&Quota::units(reads - 1)).unwrap();
         let e = w.run(&Quota::units(1)).unwrap_err();
         assert!(format!("{e:#}").contains(&format!("at {middle}")), "{e:#}");
@@ -667,7 +663,7 @@ mod io_tests {
         let mut j = job(Op::RandWrite, Engine::Sync, false, &f, 8, 1);
         j.region = f.data_bytes / 2;
         let before = std::fs::read(&f.path).unwrap();
-        let mut w = DiskWorker::new(&j, &f.path, 1).unwrap();
+        let mut w = DiskWorker::new(&j, &f, 1).unwrap();
         let tally = w.run(&Quota::units(2000)).unwrap();
         assert_eq!(tally.units, 16_000);
         let after = std::fs::read(&f.path).unwrap();

@@ -3,8 +3,8 @@
 //! peakbench writes only to a file it created itself: `peakbench-<16 hex>.tmp`, opened with
 //! `O_CREAT | O_EXCL`, whose first block is a header that starts with [`MAGIC`]. A path that
 //! exists without that header is refused, so is any block device unless the user names it with
-//! `--allow-device-write` and it is neither mounted, nor held (LVM, md, swap), nor carries a
-//! partition table or a file-system signature. Free space is checked (statvfs) before the file
+//! `--allow-device-write` and it passes the checks of [`super::device`] (held with `O_EXCL`,
+//! no partitions, no signature libblkid knows). Free space is checked (statvfs) before the file
 //! is created, with a margin. The file is registered with [`crate::interrupt`] (a second Ctrl-C
 //! removes it) and removed by `Drop` on every way out (end, error, first Ctrl-C, panic) unless
 //! `--keep` is given; a kept file is found and reused by the next run in the same directory.
@@ -24,6 +24,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context as _, Result, bail};
@@ -33,6 +34,7 @@ use crate::rng::Rng;
 use crate::units::format_size_approx;
 
 use super::buffer::AlignedBuf;
+use super::device::HeldDevice;
 use super::stamp::stamp;
 
 /// The first bytes of every peakbench test file.
@@ -48,8 +50,9 @@ pub enum Place {
     Dir(PathBuf),
     /// A new file at this path, or a peakbench file that already exists there.
     File(PathBuf),
-    /// A block device the user allowed with `--allow-device-write` (checks passed).
-    Device(PathBuf),
+    /// A block device the user allowed with `--allow-device-write`: checked, and held open
+    /// with `O_EXCL` until the run ends.
+    Device(Arc<HeldDevice>),
 }
 
 /// What the plan found out about the target before anything is created.
@@ -92,6 +95,38 @@ impl TestFile {
     pub fn fd_path(&self) -> PathBuf {
         use std::os::fd::AsRawFd;
         PathBuf::from(format!("/proc/self/fd/{}", self.handle.as_raw_fd()))
+    }
+
+    /// A new descriptor of this very file or device (through [`TestFile::fd_path`]), read-only
+    /// or read-write, with `O_DIRECT` or not; checked to be the same inode (and device number)
+    /// as the one descriptor opened by name.
+    pub fn reopen(&self, write: bool, direct: bool) -> Result<File> {
+        let mut options = OpenOptions::new();
+        options.read(true).write(write);
+        options.custom_flags(libc::O_CLOEXEC | if direct { libc::O_DIRECT } else { 0 });
+        let file = options
+            .open(self.fd_path())
+            .with_context(|| format!("opening {}", self.path.display()))?;
+        let (new, ours) = (file.metadata()?, self.handle.metadata()?);
+        if (new.dev(), new.ino(), new.rdev()) != (ours.dev(), ours.ino(), ours.rdev()) {
+            bail!(
+                "{} reopened as another file (inode {} on device {:#x}, not {} on {:#x})",
+                self.path.display(),
+                new.ino(),
+                new.dev(),
+                ours.ino(),
+                ours.dev()
+            );
+        }
+        Ok(file)
+    }
+
+    /// A duplicate of the one descriptor for a tool to inherit (3 or more, close-on-exec; see
+    /// [`crate::reference::inherit_fd`]): the tool opens `/proc/self/fd/N`, never the name.
+    pub fn share_with_tool(&self) -> Result<std::os::fd::OwnedFd> {
+        use std::os::fd::AsFd;
+        crate::reference::dup_for_child(self.handle.as_fd())
+            .with_context(|| format!("passing {} to a tool", self.path.display()))
     }
 
     /// Whether the name still refers to the file that was opened (then it may be unlinked).
@@ -254,11 +289,16 @@ pub fn alignment(dir: &Path) -> (u64, String) {
     let Ok(meta) = std::fs::metadata(dir) else {
         return (4096, "default (metadata unreadable)".into());
     };
-    let dev = if meta.file_type().is_block_device() {
+    alignment_of_device(if meta.file_type().is_block_device() {
         meta.rdev()
     } else {
         meta.dev()
-    };
+    })
+}
+
+/// O_DIRECT alignment on the block device numbered `dev`: its logical block size (that of
+/// the whole disk for a partition).
+pub fn alignment_of_device(dev: u64) -> (u64, String) {
     let (major, minor) = (libc::major(dev), libc::minor(dev));
     for rel in ["queue/logical_block_size", "../queue/logical_block_size"] {
         let path = format!("/sys/dev/block/{major}:{minor}/{rel}");
@@ -520,118 +560,6 @@ pub fn check_existing_file(path: &Path) -> Result<Header, TargetError> {
     }
 }
 
-/// Signatures that mark a device as holding data: (name, offset, bytes).
-const SIGNATURES: &[(&str, usize, &[u8])] = &[
-    ("an MBR partition table or boot sector", 510, &[0x55, 0xAA]),
-    ("a GPT partition table", 512, b"EFI PART"),
-    ("a GPT partition table", 4096, b"EFI PART"),
-    ("an ext2/3/4 file system", 1080, &[0x53, 0xEF]),
-    ("an XFS file system", 0, b"XFSB"),
-    ("a btrfs file system", 65600, b"_BHRfS_M"),
-    ("swap", 4086, b"SWAPSPACE2"),
-    ("swap", 4086, b"SWAP-SPACE"),
-    ("a LUKS volume", 0, b"LUKS\xba\xbe"),
-    ("an LVM physical volume", 536, b"LVM2 001"),
-    ("an NTFS file system", 3, b"NTFS    "),
-    ("an ISO 9660 file system", 32769, b"CD001"),
-    ("a squashfs file system", 0, b"hsqs"),
-    ("an F2FS file system", 1024, &[0x10, 0x20, 0xF5, 0xF2]),
-    ("a bcache device", 4120, &[0xc6, 0x85, 0x73, 0xf6]),
-    ("a ZFS label", 16384 + 128 * 1024, &[0x0c, 0xb1, 0xba, 0x00]),
-];
-
-/// The first signature found in the first bytes of a device, if any.
-pub fn signature_in(head: &[u8]) -> Option<&'static str> {
-    SIGNATURES.iter().find_map(|(name, offset, bytes)| {
-        (head.len() >= offset + bytes.len() && &head[*offset..offset + bytes.len()] == *bytes)
-            .then_some(*name)
-    })
-}
-
-/// Checks a block device the user allowed to be written: unmounted, unused and blank.
-pub fn check_device(path: &Path, allowed: Option<&Path>) -> Result<(), TargetError> {
-    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let allowed_canonical = allowed.map(|a| std::fs::canonicalize(a).unwrap_or(a.to_path_buf()));
-    if allowed_canonical.as_deref() != Some(canonical.as_path()) {
-        return Err(TargetError::DeviceNotAllowed {
-            path: path.to_path_buf(),
-        });
-    }
-    let refuse = |why: String| TargetError::DeviceInUse {
-        path: path.to_path_buf(),
-        why,
-    };
-    let meta =
-        std::fs::metadata(&canonical).map_err(|e| refuse(format!("cannot be read ({e})")))?;
-    let (major, minor) = (libc::major(meta.rdev()), libc::minor(meta.rdev()));
-    let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
-    let devices = [format!("{major}:{minor}")];
-    if let Ok(entries) = std::fs::read_dir(&sys) {
-        for entry in entries.flatten() {
-            if entry.path().join("partition").exists() {
-                let dev = std::fs::read_to_string(entry.path().join("dev")).unwrap_or_default();
-                return Err(refuse(format!(
-                    "has partitions ({}{})",
-                    entry.file_name().to_string_lossy(),
-                    if dev.is_empty() { "" } else { "…" }
-                )));
-            }
-        }
-    }
-    if std::fs::read_dir(sys.join("holders")).is_ok_and(|mut h| h.next().is_some()) {
-        return Err(refuse("is held by another device (LVM, md, dm)".into()));
-    }
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    for line in mountinfo.lines() {
-        if let Some(dev) = line.split_whitespace().nth(2)
-            && devices.contains(&dev.to_string())
-        {
-            let point = line.split_whitespace().nth(4).unwrap_or("?");
-            return Err(refuse(format!("is mounted on {point}")));
-        }
-    }
-    let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
-    let name = canonical.display().to_string();
-    if swaps
-        .lines()
-        .any(|l| l.split_whitespace().next() == Some(&name))
-    {
-        return Err(refuse("is in use as swap".into()));
-    }
-    let mut head = vec![0u8; 256 * 1024];
-    let mut file = File::open(&canonical).map_err(|e| refuse(format!("cannot be read ({e})")))?;
-    let mut got = 0;
-    while got < head.len() {
-        match file.read(&mut head[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) => return Err(refuse(format!("cannot be read ({e})"))),
-        }
-    }
-    if let Some(what) = signature_in(&head[..got]) {
-        return Err(refuse(format!("holds {what}")));
-    }
-    Ok(())
-}
-
-/// Bytes of a block device.
-pub fn device_bytes(path: &Path) -> Result<u64> {
-    use std::os::fd::AsRawFd;
-    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut bytes: u64 = 0;
-    // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
-    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
-    // SAFETY: the ioctl writes one u64 into `bytes`.
-    if unsafe { libc::ioctl(file.as_raw_fd(), BLKGETSIZE64, &mut bytes) } != 0 {
-        bail!(
-            "cannot read the size of {}: {}",
-            path.display(),
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok(bytes)
-}
-
 /// The data region starts here: a whole header block, aligned for O_DIRECT.
 pub fn data_offset(align: u64) -> u64 {
     align.max(4096)
@@ -640,15 +568,11 @@ pub fn data_offset(align: u64) -> u64 {
 /// Opens (creating and filling if needed) the test file described by `spec`.
 pub fn open(spec: &TargetSpec) -> Result<TestFile> {
     match &spec.place {
-        Place::Device(path) => {
-            let handle = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .custom_flags(libc::O_CLOEXEC)
-                .open(path)
-                .with_context(|| format!("opening {}", path.display()))?;
+        Place::Device(device) => {
+            // The held descriptor, after checking that the name still refers to its device.
+            let handle = device.descriptor()?;
             let file = TestFile {
-                path: path.clone(),
+                path: device.path.clone(),
                 handle,
                 data_offset: 0,
                 data_bytes: spec.data_bytes,
@@ -789,14 +713,12 @@ fn fill(file: &TestFile, direct: bool) -> Result<()> {
     use std::os::unix::fs::FileExt;
     // Derived from the one descriptor: O_DIRECT needs a new open of the same inode.
     let handle = if direct {
-        OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_DIRECT | libc::O_CLOEXEC)
-            .open(file.fd_path())
+        file.reopen(true, true)?
     } else {
-        file.handle.try_clone()
-    }
-    .with_context(|| format!("opening {} to fill it", file.path.display()))?;
+        file.handle
+            .try_clone()
+            .with_context(|| format!("opening {} to fill it", file.path.display()))?
+    };
     let mut buf = AlignedBuf::new(FILL_CHUNK, file.align.max(4096) as usize)?;
     let mut rng = Rng::from_clock();
     let mut done = 0u64;
@@ -841,18 +763,6 @@ mod tests {
         assert_eq!(Header::decode(&block), Some(h));
         assert_eq!(Header::decode(b"PEAKBENCH DISK TEST FILE v0\ntag=1"), None);
         assert_eq!(Header::decode(&[0u8; 4096]), None);
-    }
-
-    #[test]
-    fn signatures_are_found_where_they_live() {
-        let mut head = vec![0u8; 70_000];
-        assert_eq!(signature_in(&head), None);
-        head[1080] = 0x53;
-        head[1081] = 0xEF;
-        assert_eq!(signature_in(&head), Some("an ext2/3/4 file system"));
-        let mut gpt = vec![0u8; 8192];
-        gpt[512..520].copy_from_slice(b"EFI PART");
-        assert_eq!(signature_in(&gpt), Some("a GPT partition table"));
     }
 
     #[test]

@@ -6,7 +6,13 @@
 //! Random offsets are drawn with replacement on both sides (`--norandommap`). fio has no
 //! read-then-write-back of the same block; `rewrite` is compared with fio's sequential 50/50
 //! mix (`--rw=rw`), which moves the same bytes in the same order of regions.
+//!
+//! fio never opens the test file by its name: it inherits a descriptor of the file peakbench
+//! opened and checked, and its `--filename` is `/proc/self/fd/N`, which the kernel resolves to
+//! that very inode (a new open, so fio's own flags, O_DIRECT included, apply). A name swapped
+//! in a shared directory between peakbench's checks and fio's start cannot redirect fio.
 
+use std::os::fd::RawFd;
 use std::path::Path;
 use std::time::Duration;
 
@@ -24,7 +30,11 @@ pub const FIO: Tool = Tool {
 
 /// Everything fio needs to run the case's job.
 pub struct FioJob<'a> {
+    /// The test file's name, shown in the command line only.
     pub path: &'a Path,
+    /// A descriptor of the checked test file, 3 or more, close-on-exec, open while fio runs:
+    /// fio inherits it and opens `/proc/self/fd/<fd>`.
+    pub fd: RawFd,
     pub op: Op,
     pub rwmix_read: u32,
     pub block: u64,
@@ -69,7 +79,10 @@ impl FioJob<'_> {
         };
         let mut args = vec![
             "--name=peakbench".to_string(),
-            format!("--filename={}", fio_filename(self.path)),
+            format!(
+                "--filename={}",
+                fio_filename(Path::new(&format!("/proc/self/fd/{}", self.fd)))
+            ),
             format!("--rw={rw}"),
             format!("--bs={}", self.block),
             format!("--numjobs={}", self.threads),
@@ -156,14 +169,9 @@ impl FioJob<'_> {
             Stopping::Duration(d) => d + self.ramp + Duration::from_secs(60),
             Stopping::Bytes(_) | Stopping::Ios(_) => Duration::from_secs(3600),
         };
-        if self.path.to_str().is_none() {
-            return Err(crate::error::UsageError(format!(
-                "--reference: fio takes its file name as text, and {} is not UTF-8: give a --dir or --file whose path is",
-                self.path.display()
-            ))
-            .into());
-        }
-        Invocation::new(FIO, self.args(), limit, |stdout| self.reading(stdout)).run()
+        Invocation::new(FIO, self.args(), limit, |stdout| self.reading(stdout))
+            .inherit_fd(self.fd, self.path.display().to_string())
+            .run()
     }
 
     /// fio's value in the result's unit, with its other figures in the note.
@@ -273,6 +281,7 @@ mod tests {
     fn randread_job() -> FioJob<'static> {
         FioJob {
             path: Path::new("/d/peakbench-1.tmp"),
+            fd: 7,
             op: Op::RandRead,
             rwmix_read: 50,
             block: 4096,
@@ -303,12 +312,88 @@ mod tests {
         assert_eq!(fio_filename(Path::new("/d/x\\y/f")), "/d/x\\y/f");
     }
 
+    /// Issue 18, items 2 and 6: fio opened the test file by its name, so a name swapped for a
+    /// symbolic link after peakbench's checks sent fio's writes to the link's target. fio now
+    /// opens the descriptor peakbench checked: the victim is untouched and the checked inode
+    /// holds fio's writes.
+    #[test]
+    fn fio_writes_through_the_checked_descriptor_not_the_name() {
+        use crate::disk::file::{self, Place, TargetSpec};
+        if crate::reference::find_program("fio").is_none() {
+            eprintln!("skipped: fio is not installed");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = file::open(&TargetSpec {
+            place: Place::Dir(dir.path().to_path_buf()),
+            data_bytes: 1 << 20,
+            align: 4096,
+            align_source: "test".into(),
+            keep: false,
+            direct_fill: false,
+        })
+        .unwrap();
+        let checked = dir.path().join("checked-inode");
+        std::fs::rename(&file.path, &checked).unwrap();
+        let before = std::fs::read(&checked).unwrap();
+        let victim = dir.path().join("victim");
+        let victim_bytes = vec![0x55u8; before.len()];
+        std::fs::write(&victim, &victim_bytes).unwrap();
+        std::os::unix::fs::symlink(&victim, &file.path).unwrap();
+
+        let shared = file.share_with_tool().unwrap();
+        let job = FioJob {
+            path: &file.path,
+            fd: std::os::fd::AsRawFd::as_raw_fd(&shared),
+            op: Op::SeqWrite,
+            rwmix_read: 50,
+            block: 64 << 10,
+            threads: 1,
+            qd: 1,
+            batch: 1,
+            huge_iomem: false,
+            engine: Engine::Sync,
+            direct: true,
+            data_offset: file.data_offset,
+            region: file.data_bytes,
+            fsync_every: None,
+            end_fsync: true,
+            stop: Stopping::Bytes(file.data_bytes),
+            ramp: Duration::ZERO,
+            iops_headline: false,
+            cpus: None,
+        };
+        let reference = job.run().unwrap();
+        assert!(reference.value.is_some(), "{reference:?}");
+        assert!(
+            reference.command.contains("--filename=/proc/self/fd/")
+                && reference
+                    .command
+                    .contains(&format!("open on {}", file.path.display())),
+            "{}",
+            reference.command
+        );
+        assert_eq!(
+            std::fs::read(&victim).unwrap(),
+            victim_bytes,
+            "fio followed the planted link"
+        );
+        let after = std::fs::read(&checked).unwrap();
+        let offset = file.data_offset as usize;
+        assert_eq!(after[..offset], before[..offset], "the header is kept");
+        assert_ne!(
+            after[offset..],
+            before[offset..],
+            "fio wrote the checked inode"
+        );
+    }
+
     #[test]
     fn the_job_names_every_setting() {
         let job = randread_job();
         let line = job.args().join(" ");
         for part in [
-            "--filename=/d/peakbench-1.tmp",
+            "--filename=/proc/self/fd/7 ",
             "--rw=randread",
             "--bs=4096",
             "--iodepth_batch_submit=1",

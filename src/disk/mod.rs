@@ -15,6 +15,7 @@
 mod args;
 pub mod buffer;
 mod case;
+pub mod device;
 pub mod engine;
 pub mod file;
 pub mod fio;

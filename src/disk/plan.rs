@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::args::DiskArgs;
 use super::case::DiskCase;
+use super::device;
 use super::engine;
 use super::file::{self, Place, TargetError, TargetSpec, TestFile};
 use super::{DirectChoice, Engine, EngineChoice, Op, Stopping};
@@ -187,6 +188,11 @@ pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<
         opts = &fitted;
     }
     let spec = target_spec(opts)?;
+    if let Place::Device(device) = &spec.place
+        && let Some(note) = &device.probe_note
+    {
+        notes.push(note.clone());
+    }
     let engine = choose_engine(
         opts.engine,
         engine::new_ring(1).map(drop).map_err(|e| e.to_string()),
@@ -347,12 +353,13 @@ fn target_spec(opts: &DiskOptions) -> Result<TargetSpec> {
     };
     match std::fs::metadata(path) {
         Ok(meta) if meta.file_type().is_block_device() => {
-            file::check_device(path, opts.allow_device_write.as_deref())
+            // Held open with O_EXCL from here to the end of the run (the plan owns it).
+            let device = device::check_device(path, opts.allow_device_write.as_deref())
                 .map_err(|e| target_usage(e, "--file"))?;
-            let align = file::alignment(path);
-            let bytes = file::device_bytes(path)? / align.0 * align.0;
+            let align = file::alignment_of_device(device.rdev);
+            let bytes = device.bytes / align.0 * align.0;
             Ok(spec(
-                Place::Device(path.clone()),
+                Place::Device(Arc::new(device)),
                 opts.size.min(bytes),
                 align,
             ))
