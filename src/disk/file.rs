@@ -21,7 +21,6 @@
 //! bytes came from where it asked (see [`super::stamp`]).
 
 use std::fs::{File, OpenOptions};
-use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -261,18 +260,18 @@ impl Header {
 }
 
 /// Reads the header of `path`, `None` when the file has none (a file peakbench did not create).
+/// Opened read-only, never through a symbolic link and never waiting (a FIFO swapped in for a
+/// checked name would block an open forever), and only a regular file is read.
 pub fn read_header(path: &Path) -> Result<Option<Header>> {
-    let mut file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut block = vec![0u8; 512];
-    let mut got = 0;
-    while got < block.len() {
-        let n = file.read(&mut block[got..])?;
-        if n == 0 {
-            break;
-        }
-        got += n;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    if !file.metadata()?.file_type().is_file() {
+        bail!("{} is not a regular file", path.display());
     }
-    Ok(Header::decode(&block[..got]))
+    Ok(header_of(&file)?)
 }
 
 fn write_header(file: &File, path: &Path, header: &Header) -> Result<()> {
@@ -763,6 +762,41 @@ mod tests {
         assert_eq!(Header::decode(&block), Some(h));
         assert_eq!(Header::decode(b"PEAKBENCH DISK TEST FILE v0\ntag=1"), None);
         assert_eq!(Header::decode(&[0u8; 4096]), None);
+    }
+
+    /// A name checked as a regular file and then swapped for a FIFO or a symbolic link (a
+    /// shared directory, `--keep`): reading its header returns at once with an error; opening
+    /// the FIFO by name blocked forever.
+    #[test]
+    fn a_fifo_or_a_link_at_a_checked_name_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("peakbench-0000000000000001.tmp");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path and a mode.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || tx.send(read_header(&path).is_err()));
+        assert_eq!(
+            rx.recv_timeout(std::time::Duration::from_secs(5)),
+            Ok(true),
+            "reading a FIFO's header blocked or succeeded"
+        );
+        let target = dir.path().join("target");
+        let mut header = Header {
+            tag: 1,
+            data_offset: 4096,
+            data_bytes: 4096,
+            filled: true,
+            verifiable: true,
+        }
+        .encode();
+        header.resize(8192, 0);
+        std::fs::write(&target, &header).unwrap();
+        assert!(read_header(&target).unwrap().is_some());
+        let link = dir.path().join("peakbench-0000000000000002.tmp");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(read_header(&link).is_err(), "a link was followed");
     }
 
     #[test]
