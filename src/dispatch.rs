@@ -22,6 +22,13 @@ pub fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv
+        .get(1)
+        .is_some_and(|a| a == crate::interrupt::GUARD_ARG)
+    {
+        return crate::interrupt::guard_main();
+    }
+    crate::interrupt::enable_guard();
     if let Some(line) = cli::negative_number(&argv) {
         eprintln!("Error: {line}");
         return Exit::Usage.into();

@@ -7,9 +7,16 @@
 //! [`wake_fd`], which becomes readable with the request, instead of waking now and then to look
 //! at the flag.
 //!
-//! External tools run as a [`Group`]: a process group of their own, so that ending it ends
-//! everything the tool started (mpirun's ranks, a server's children), not only the program
-//! peakbench started. The second Ctrl-C ends every group still running before it exits.
+//! External tools run as a [`Group`]: a session of their own (and so a process group), so that
+//! ending it ends everything the tool started, not only the program peakbench started: mpirun
+//! puts each rank in a process group of its own, but every rank stays in mpirun's session. The
+//! second Ctrl-C ends every group still running before it exits.
+//!
+//! peakbench's own death by SIGKILL runs none of its code. The binary therefore starts a
+//! guard ([`GUARD_ARG`], [`guard_main`]) with the first tool: a small copy of itself that
+//! reads, on a pipe only peakbench writes, the sessions of the tools running now. When the
+//! pipe closes (peakbench exited, however it ended) the guard kills whatever is left in those
+//! sessions, then exits.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
@@ -22,6 +29,13 @@ static TEMPORARY: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 static WAKE: OnceLock<Option<OwnedFd>> = OnceLock::new();
 /// Process groups of the tools running now ([`Group`]), ended if the process must exit at once.
 static GROUPS: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
+/// Whether this process may start a guard (set by the binary's `main`; unit tests run none).
+static GUARD_ENABLED: AtomicBool = AtomicBool::new(false);
+/// The write end of the pipe to the guard, once started; `None` inside if it could not start.
+static GUARD: Mutex<Option<Option<std::fs::File>>> = Mutex::new(None);
+
+/// The hidden first argument that makes the binary run as the guard ([`guard_main`]).
+pub const GUARD_ARG: &str = "__peakbench-guard";
 
 /// The error a run returns when it stopped because the user asked it to.
 #[derive(Debug, thiserror::Error)]
@@ -97,31 +111,167 @@ fn remove_temporary_files() {
 fn end_groups() {
     if let Ok(groups) = GROUPS.try_lock() {
         for &group in groups.iter() {
-            // SAFETY: killpg takes a group id and a signal, no pointers.
-            unsafe { libc::killpg(group, libc::SIGKILL) };
+            kill_session(group);
         }
     }
 }
 
-/// A child process that leads a process group of its own, with everything it starts. Ending it
-/// ([`Group::end`], or dropping it) kills the whole group before the leader is reaped, so
-/// nothing the tool started outlives it; the kernel kills the leader if the thread that
-/// started it dies (`PR_SET_PDEATHSIG`), and a second Ctrl-C kills every group.
+/// The session of process `pid` from `/proc/PID/stat` (the sixth field, counted after the
+/// command name, which may itself hold spaces and parentheses).
+fn session_of(stat: &str) -> Option<libc::pid_t> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// Kills every process of session `sid` (a [`Group`]'s leader's pid) with SIGKILL: its
+/// process group first, then whatever /proc shows in the session, in a few passes for
+/// processes forked meanwhile. Never this process itself.
+pub fn kill_session(sid: libc::pid_t) {
+    if sid <= 1 {
+        return;
+    }
+    // SAFETY: killpg takes a group id and a signal, no pointers.
+    unsafe { libc::killpg(sid, libc::SIGKILL) };
+    let me = std::process::id() as libc::pid_t;
+    for _ in 0..3 {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        let mut found = false;
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<libc::pid_t>().ok())
+            else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue; // gone in between
+            };
+            if session_of(&stat) == Some(sid) {
+                found = true;
+                // SAFETY: kill takes a pid and a signal, no pointers.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+        if !found {
+            return;
+        }
+    }
+}
+
+/// Lets this process start a guard with its first tool: for the binary's `main` only (a
+/// test harness is no peakbench to re-run as a guard).
+pub fn enable_guard() {
+    GUARD_ENABLED.store(true, Ordering::SeqCst);
+}
+
+/// Tells the guard, starting it first if need be, that session `sid` opened (`+`) or closed
+/// (`-`). Without a guard (not enabled, or it could not start) nothing is said: peakbench then
+/// keeps only the kernel's guarantee for the leader (`PR_SET_PDEATHSIG`).
+fn tell_guard(sign: char, sid: libc::pid_t) {
+    use std::io::Write;
+    if !GUARD_ENABLED.load(Ordering::SeqCst) {
+        return;
+    }
+    let mut guard = GUARD.lock().unwrap_or_else(|e| e.into_inner());
+    let pipe = guard.get_or_insert_with(start_guard);
+    if let Some(pipe) = pipe {
+        let _ = writeln!(pipe, "{sign}{sid}");
+    }
+}
+
+/// Starts the guard: this binary with [`GUARD_ARG`], its standard input the read end of a pipe
+/// whose write end only this process holds (close-on-exec, so no tool inherits it).
+fn start_guard() -> Option<std::fs::File> {
+    let exe = std::env::current_exe().ok()?;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into a live array of two ints.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return None;
+    }
+    // SAFETY: both descriptors are new and owned by nobody else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let child = Command::new(exe)
+        .arg(GUARD_ARG)
+        .stdin(std::process::Stdio::from(read))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    // Reaped by a thread of its own, so an early guard exit leaves no zombie; at peakbench's
+    // exit it is re-parented and reaped by init.
+    let mut child = child;
+    let _ = std::thread::Builder::new()
+        .name("guard-reaper".into())
+        .spawn(move || child.wait());
+    Some(std::fs::File::from(write))
+}
+
+/// The guard's whole life: ignore the terminal's signals (Ctrl-C reaches the whole foreground
+/// group, and peakbench handles it), read `+SID` and `-SID` lines until the pipe closes, then
+/// kill what is left in every session still open. Returns the exit status.
+pub fn guard_main() -> std::process::ExitCode {
+    use std::io::BufRead;
+    // SAFETY: setting dispositions to SIG_IGN, before any thread starts.
+    unsafe {
+        for signal in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGPIPE,
+            libc::SIGQUIT,
+        ] {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+    }
+    let mut open: Vec<libc::pid_t> = Vec::new();
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let (sign, sid) = line.split_at(line.len().min(1));
+        let Ok(sid) = sid.parse::<libc::pid_t>() else {
+            continue;
+        };
+        match sign {
+            "+" => open.push(sid),
+            "-" => open.retain(|&s| s != sid),
+            _ => {}
+        }
+    }
+    for sid in open {
+        kill_session(sid);
+    }
+    std::process::ExitCode::SUCCESS
+}
+
+/// A child process that leads a session (and process group) of its own, with everything it
+/// starts. Ending it ([`Group::end`], or dropping it) kills the whole session before the leader
+/// is reaped, so nothing the tool started outlives it; the kernel kills the leader if the
+/// thread that started it dies (`PR_SET_PDEATHSIG`), the guard kills the session if peakbench
+/// dies, and a second Ctrl-C kills every group.
 pub struct Group {
     child: Child,
     ended: Option<ExitStatus>,
 }
 
 impl Group {
-    /// Spawns `cmd` as the leader of a new process group.
+    /// Spawns `cmd` as the leader of a new session (and so of a new process group).
     pub fn spawn(cmd: &mut Command) -> std::io::Result<Group> {
         use std::os::unix::process::CommandExt;
         let parent = std::process::id() as libc::pid_t;
-        cmd.process_group(0);
-        // SAFETY: the closure runs in the child between fork and exec and only makes two
-        // async-signal-safe system calls (prctl, getppid) on no shared state.
+        // SAFETY: the closure runs in the child between fork and exec and only makes three
+        // async-signal-safe system calls (setsid, prctl, getppid) on no shared state.
         unsafe {
             cmd.pre_exec(move || {
+                // A new session: mpirun's ranks, each in a process group of its own, stay in
+                // it, so one scan of /proc finds them all.
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
                 if libc::prctl(
                     libc::PR_SET_PDEATHSIG,
                     libc::SIGKILL as libc::c_ulong,
@@ -142,6 +292,8 @@ impl Group {
         let mut groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner());
         let child = cmd.spawn()?;
         groups.push(child.id() as libc::pid_t);
+        drop(groups);
+        tell_guard('+', child.id() as libc::pid_t);
         Ok(Group { child, ended: None })
     }
 
@@ -180,9 +332,10 @@ impl Group {
             return Ok(status);
         }
         let leader = self.child.id() as libc::pid_t;
-        // SAFETY: killpg takes a group id and a signal, no pointers. The leader is not reaped
-        // yet, so the group id is still this group's.
-        unsafe { libc::killpg(leader, libc::SIGKILL) };
+        // The leader is not reaped yet, so the session id is still this group's; the guard
+        // forgets it before the reaping frees the number for reuse.
+        kill_session(leader);
+        tell_guard('-', leader);
         let status = self.child.wait();
         GROUPS
             .lock()
@@ -197,5 +350,18 @@ impl Group {
 impl Drop for Group {
     fn drop(&mut self) {
         let _ = self.end();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_session_is_read_after_the_command_name() {
+        assert_eq!(session_of("42 (sleep) S 1 42 40 0 -1"), Some(40));
+        // A command name with spaces and a parenthesis of its own.
+        assert_eq!(session_of("7 (a) b (c) R 1 7 5 0"), Some(5));
+        assert_eq!(session_of("garbage"), None);
     }
 }

@@ -919,6 +919,30 @@ mod tests {
     }
 
     #[test]
+    fn a_timeout_ends_a_child_in_a_process_group_of_its_own() {
+        // mpirun puts each rank in a process group of its own: killing the tool's group
+        // alone left them running. The session holds them all. (perl is Debian's perl-base,
+        // always there: setpgrp, then exec, so $! is the rank's pid.)
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("rank.pid");
+        let mut run = sh(
+            &format!(
+                "perl -e 'setpgrp(0, 0); exec \"sleep\", \"30\"' & echo $! > {}; wait",
+                pid_file.display()
+            ),
+            |_| panic!("nothing to parse"),
+        );
+        run.timeout = Duration::from_millis(500);
+        let r = run.run_with(&never()).unwrap();
+        assert!(r.note.unwrap().contains("did not finish"));
+        let rank = read_pid(&pid_file);
+        assert!(
+            gone(rank),
+            "the tool's child {rank} in its own process group survived"
+        );
+    }
+
+    #[test]
     fn a_stop_ends_everything_the_tool_started() {
         let dir = tempfile::tempdir().unwrap();
         let pid_file = dir.path().join("grandchild.pid");

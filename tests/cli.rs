@@ -652,3 +652,90 @@ fn output_never_follows_a_link_planted_at_a_predictable_name() {
         .collect();
     assert!(left.is_empty(), "temporary files left: {left:?}");
 }
+
+/// Issue 18, item 10: peakbench killed by SIGKILL runs none of its code, yet nothing a tool
+/// started outlives it. The tool here (a stand-in `likwid-bench` first on PATH) starts a child
+/// in a process group of its own, as mpirun does with its ranks; the kernel kills the tool
+/// (PR_SET_PDEATHSIG) and peakbench's guard kills the rest of the tool's session.
+#[test]
+fn a_peakbench_killed_by_sigkill_leaves_nothing_its_tools_started() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let tool = dir.path().join("likwid-bench");
+    std::fs::write(
+        &tool,
+        format!(
+            "#!/bin/sh\nperl -e 'setpgrp(0, 0); exec \"sleep\", \"60\"' &\n\
+             echo \"$$ $!\" > {0}.tmp && mv {0}.tmp {0}\nwait\n",
+            pids.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let mut run = common::command(&[
+        "cpu",
+        "-p",
+        "f64",
+        "--isa",
+        "scalar",
+        "--fma",
+        "no",
+        "-t",
+        "1",
+        "-d",
+        "10ms",
+        "-r",
+        "1",
+        "--reference",
+        "--no-history",
+    ])
+    .env("PATH", path)
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (tool_pid, rank_pid) = loop {
+        let text = std::fs::read_to_string(&pids).unwrap_or_default();
+        let got: Vec<i32> = text
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if let [tool, rank] = got[..] {
+            break (tool, rank);
+        }
+        assert!(Instant::now() < deadline, "the stand-in tool never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    run.kill().unwrap(); // SIGKILL
+    run.wait().unwrap();
+    let alive = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(tool_pid) || alive(rank_pid) {
+        if Instant::now() > deadline {
+            // Leave nothing behind even when the test fails.
+            for pid in [tool_pid, rank_pid] {
+                // SAFETY: kill takes a pid and a signal, no pointers.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            panic!(
+                "after peakbench's SIGKILL the tool ({tool_pid}, alive: {}) or its child in a \
+                 group of its own ({rank_pid}, alive: {}) lived on",
+                alive(tool_pid),
+                alive(rank_pid)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
