@@ -642,6 +642,10 @@ fn lines(group: &[(&Item, Measure, f64)], axis: &str) -> Vec<Line> {
         .iter()
         .any(|(i, _, _)| i.result.op != group[0].0.result.op);
     let run_varies = group.iter().any(|(i, _, _)| i.run != group[0].0.run);
+    // A cluster run's node-local case measured on several hosts: a line per host.
+    let host_varies = group
+        .iter()
+        .any(|(i, _, _)| i.result.host != group[0].0.result.host);
     let settings = by_role(ParamRole::Setting);
     let split = |keys: &[String]| -> Vec<Line> {
         let mut lines: Vec<(Vec<String>, Line)> = Vec::new();
@@ -655,6 +659,9 @@ fn lines(group: &[(&Item, Measure, f64)], axis: &str) -> Vec<Line> {
                 item.run.to_string(),
                 measure.stat.to_string(),
             ]);
+            if host_varies {
+                key.push(item.result.host.clone());
+            }
             let point = Point {
                 x: *x,
                 y: measure.value,
@@ -674,6 +681,9 @@ fn lines(group: &[(&Item, Measure, f64)], axis: &str) -> Vec<Line> {
                     let mut name = Vec::new();
                     if run_varies {
                         name.push(format!("run {}", item.run + 1));
+                    }
+                    if host_varies {
+                        name.push(item.result.host.clone());
                     }
                     if op_varies {
                         name.push(item.result.op.clone());
@@ -1269,6 +1279,30 @@ mod tests {
                 (name, count)
             })
             .collect()
+    }
+
+    #[test]
+    fn a_cluster_runs_node_local_sweep_draws_one_line_per_host() {
+        let mut report = fixture();
+        report
+            .results
+            .retain(|r| r.subsystem == Subsystem::Cpu && r.op == "flops");
+        report
+            .results
+            .retain(|r| r.params.precision.as_deref() == Some("f64"));
+        let mut other = report.results.clone();
+        for r in &mut other {
+            r.host = "node-b".into();
+            r.value *= 0.5;
+        }
+        let first = report.results[0].host.clone();
+        report.results.extend(other);
+        let lines = lines_of(&render(1, &report), "cpu flops: throughput against threads");
+        assert_eq!(
+            lines,
+            vec![(first, 3), ("node-b".to_string(), 3)],
+            "one line per host, each as long as its sweep"
+        );
     }
 
     #[test]
