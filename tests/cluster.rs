@@ -445,6 +445,92 @@ fn collectives_over_all_ranks_give_time_and_bus_bandwidth_per_size() {
     }
 }
 
+#[test]
+fn reference_runs_hpcc_over_the_same_hosts_and_launch_and_records_the_ratios() {
+    if !common::prerequisite(common::on_path("hpcc").map(|_| ())) {
+        return;
+    }
+    let Some(lab) = lab(46, 2, &[]) else { return };
+    let html = lab.dir.join("report.html");
+    let (doc, out) = lab.run(
+        &[
+            "--html",
+            html.to_str().unwrap(),
+            "--phases",
+            "matrix",
+            "--reference",
+            "-r",
+            "2",
+            "--warmup",
+            "0",
+            "--matrix-duration",
+            "300ms",
+        ],
+        Duration::from_secs(300),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = doc.expect("the output file");
+    let refs = doc["cluster"]["references"].as_array().expect("references");
+    let metrics: Vec<&str> = refs.iter().map(|r| r["metric"].as_str().unwrap()).collect();
+    assert_eq!(refs.len(), 6, "{metrics:?}");
+    // hpcc ran as a second job on the same hosts, one rank each, launched the same way.
+    let hpl = &refs[0]["reference"];
+    let command = hpl["command"].as_str().unwrap();
+    assert!(hpl["value"].as_f64().is_some_and(|v| v > 0.0), "HPL: {hpl}");
+    for part in [
+        format!("--host {}:1,{}:1", lab.hosts[0], lab.hosts[1]),
+        "-np 2".into(),
+        format!("plm_rsh_agent {}", lab.agent().display()),
+        format!("btl_tcp_if_include {}", lab.subnet),
+        "hpcc".into(),
+    ] {
+        assert!(command.contains(&part), "{part} not in {command}");
+    }
+    // The ping-pong rows: the one link's best batch (hpcc counts each pair's best
+    // measurement) over hpcc's figure.
+    let link = |op: &str| {
+        let stats = &doc["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["op"] == op)
+            .unwrap_or_else(|| panic!("{op}"))["stats"];
+        let best = if op.ends_with("latency") {
+            "min"
+        } else {
+            "max"
+        };
+        stats[best].as_f64().unwrap()
+    };
+    for (row, op) in [
+        (1, "mpi-pingpong-latency"),
+        (2, "mpi-pingpong-latency"),
+        (3, "mpi-pingpong-bandwidth"),
+        (4, "mpi-pingpong-bandwidth"),
+    ] {
+        let r = &refs[row];
+        let theirs = r["reference"]["value"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{r}"));
+        assert_eq!(r["value"].as_f64().unwrap(), link(op), "{r}");
+        let ratio = r["reference"]["ratio"].as_f64().unwrap();
+        assert!((ratio - link(op) / theirs).abs() < 1e-9, "{r}");
+    }
+    // mpi4py: its ping-pong or why there is none.
+    assert!(
+        refs[5]["reference"]["tool"]
+            .as_str()
+            .unwrap()
+            .contains("mpi4py")
+    );
+    assert!(refs[5]["reference"]["value"].is_f64() || refs[5]["reference"]["note"].is_string());
+    let page = std::fs::read_to_string(&html).expect("the HTML report");
+    assert!(
+        page.contains("Standard tools over the same ranks"),
+        "{page}"
+    );
+}
+
 /// Runs the lab's job with host `host` told to stop answering at `step`
 /// (`PEAKBENCH_CLUSTER_FAULT`) and a case deadline of 4 s: the job must end by itself, soon
 /// after the deadline, with exit status non-zero and the document naming the host and step.

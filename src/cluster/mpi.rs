@@ -561,6 +561,9 @@ impl Leader<'_> {
             }
         }
         drop(cases);
+        if self.args.runner.reference {
+            self.references();
+        }
         // Every rank, leaders or not, waits for this word to end.
         for r in 1..comm.size {
             comm.send(r, TAG, &Step::Done, far());
@@ -589,6 +592,43 @@ impl Leader<'_> {
         session::write_html_report(&html, run_id, &session.report, &self.args.output);
         printed?;
         Ok(ExitCode::SUCCESS)
+    }
+
+    /// Rank 0, `--reference`: hpcc over the job's hosts and ranks, as a second mpirun job
+    /// with the job's launch parameters, while the other ranks sleep between probes; its
+    /// figures beside the matrix's (see [`super::reference`]).
+    fn references(&mut self) {
+        self.cluster().phase = "reference".into();
+        self.save();
+        let hosts: Vec<(String, usize)> = self
+            .layout
+            .hosts
+            .iter()
+            .map(|h| (h.name.clone(), h.ranks.len()))
+            .collect();
+        let env = std::env::vars_os().map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        });
+        let mca = super::reference::launch_parameters(env);
+        eprintln!(
+            "peakbench cluster: --reference: hpcc over the same {} ranks",
+            self.comm.size
+        );
+        match super::reference::run_hpcc(&hosts, &mca) {
+            Ok(hpcc) => {
+                let rows = super::reference::compare(
+                    &self.session().report.results,
+                    &hpcc,
+                    super::reference::mpi4py(),
+                );
+                self.cluster().references = rows;
+            }
+            Err(e) => eprintln!("peakbench cluster: --reference: {e:#}"),
+        }
+        self.save();
     }
 
     /// A leader other than rank 0: sends, runs what rank 0 says, sends again.
@@ -1002,6 +1042,22 @@ fn print_summary(report: &crate::result::Report) {
     }
     for f in &cluster.failures {
         eprintln!("failed: {} on {}: {}", f.case, f.host, f.why);
+    }
+    for r in &cluster.references {
+        let tool = &r.reference;
+        let theirs = match tool.value {
+            Some(v) => format!("{v:.3} {}", r.unit),
+            None => tool.note.clone().unwrap_or_default(),
+        };
+        let ours = match r.value {
+            Some(v) => format!("peakbench {v:.3} {}", r.unit),
+            None => "peakbench: none".into(),
+        };
+        let ratio = tool
+            .ratio
+            .map(|x| format!(" (ratio {x:.3})"))
+            .unwrap_or_default();
+        eprintln!("{}: {ours}, {} {theirs}{ratio}", r.metric, tool.tool);
     }
 }
 
