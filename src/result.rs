@@ -397,6 +397,12 @@ pub struct Cluster {
     /// The phase the run was in when the document was last written: `local`, `matrix`,
     /// `collectives`, `done`.
     pub phase: String,
+    /// The step in progress when the document was written (a node-local case id, `matrix
+    /// round 2 of 3`, `collective allreduce`, `reference`): rank 0 writes the document before
+    /// each step starts, so whatever ends the job, the document names the step it was in.
+    /// None once the run is done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
     /// A host is flagged where a case's value / the cluster median is below this.
     pub threshold: f64,
     /// Every node-local case: the value of each host, the median, each host's ratio.

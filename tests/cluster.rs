@@ -133,6 +133,34 @@ impl Lab {
         env: &[(&str, &str)],
         deadline: Duration,
     ) -> (Option<serde_json::Value>, Output) {
+        let child = self.spawn(args, env);
+        let pid = child.id();
+        let start = Instant::now();
+        let watchdog = std::thread::spawn(move || {
+            while start.elapsed() < deadline {
+                std::thread::sleep(Duration::from_millis(200));
+                // SAFETY: signal 0 only checks that the process exists.
+                if unsafe { libc::kill(pid as i32, 0) } != 0 {
+                    return;
+                }
+            }
+            // SAFETY: ends mpirun (this test's child), which ends its ranks.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        });
+        let output = child.wait_with_output().expect("mpirun ends");
+        let _ = watchdog.join();
+        (self.document(), output)
+    }
+
+    /// The document the job wrote so far, if it parses.
+    fn document(&self) -> Option<serde_json::Value> {
+        std::fs::read(self.dir.join("out.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+    }
+
+    /// Starts `peakbench cluster run ARGS` on every host (the output file removed first).
+    fn spawn(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
         let out_file = self.dir.join("out.json");
         let _ = std::fs::remove_file(&out_file);
         let mut cmd = Command::new("mpirun");
@@ -153,30 +181,26 @@ impl Lab {
             .arg(&out_file)
             .args(args);
         common::isolate(&mut cmd);
-        let child = cmd
-            .stdout(std::process::Stdio::piped())
+        cmd.stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
-            .expect("mpirun starts");
-        let pid = child.id();
-        let start = Instant::now();
-        let watchdog = std::thread::spawn(move || {
-            while start.elapsed() < deadline {
-                std::thread::sleep(Duration::from_millis(200));
-                // SAFETY: signal 0 only checks that the process exists.
-                if unsafe { libc::kill(pid as i32, 0) } != 0 {
-                    return;
-                }
-            }
-            // SAFETY: ends mpirun (this test's child), which ends its ranks.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-        });
-        let output = child.wait_with_output().expect("mpirun ends");
-        let _ = watchdog.join();
-        let doc = std::fs::read(&out_file)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
-        (doc, output)
+            .expect("mpirun starts")
+    }
+
+    /// The peakbench processes in host `i`'s namespace.
+    fn peakbench_pids(&self, i: usize) -> Vec<i32> {
+        let out = Command::new("ip")
+            .args(["netns", "pids", &self.namespaces[i]])
+            .output()
+            .expect("ip netns pids");
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm"))
+                    .is_ok_and(|c| c.trim() == "peakbench")
+            })
+            .collect()
     }
 }
 
@@ -598,6 +622,91 @@ fn a_host_that_stops_answering_ends_the_job_by_the_deadline_with_host_and_case_n
         "collective",
         &["--phases", "collectives", "--collective-max-bytes", "64KiB"],
     );
+}
+
+#[test]
+fn a_rank_killed_mid_case_ends_the_job_with_the_host_and_the_case_named() {
+    let Some(lab) = lab(47, 3, &[]) else { return };
+    let config = lab.dir.join("long.toml");
+    std::fs::write(
+        &config,
+        "[[cpu]]\nprecision = [\"f64\"]\nthreads = [1]\nduration = \"6s\"\n",
+    )
+    .unwrap();
+    let child = lab.spawn(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--phases",
+            "local",
+            "-r",
+            "1",
+            "--warmup",
+            "0",
+        ],
+        &[],
+    );
+    let pid = child.id() as i32;
+    // The ranks measure once the document names the case (rank 0 writes it before the case
+    // starts) and every host's peakbench runs: then host 2's is killed outright.
+    let killed = &lab.hosts[2];
+    let start = Instant::now();
+    let victim = loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the case never started"
+        );
+        let started = lab.document().is_some_and(|d| {
+            d["cluster"]["step"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("cpu"))
+        });
+        let pids = lab.peakbench_pids(2);
+        if started && !pids.is_empty() {
+            std::thread::sleep(Duration::from_millis(1500));
+            break pids[0];
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let killed_at = Instant::now();
+    // SAFETY: a process of this test's own job, in its own namespace.
+    unsafe { libc::kill(victim, libc::SIGKILL) };
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(90));
+        // SAFETY: this test's mpirun, if still there.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    let out = child.wait_with_output().expect("mpirun ends");
+    let took = killed_at.elapsed();
+    drop(watchdog);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    // Well before the case's deadline (3 × its estimate + 30 s): mpirun ends the job at once.
+    assert!(
+        took < Duration::from_secs(30),
+        "took {took:?}: {}",
+        stderr(&out)
+    );
+    let doc = lab.document().expect("the partial document");
+    assert_eq!(doc["status"], "failed", "{doc}\n{}", stderr(&out));
+    let failures = doc["cluster"]["failures"].as_array().unwrap();
+    let named: Vec<&serde_json::Value> = failures
+        .iter()
+        .filter(|f| f["host"] == killed.as_str())
+        .collect();
+    assert_eq!(named.len(), 1, "{failures:?}\n{}", stderr(&out));
+    assert!(
+        named[0]["case"].as_str().unwrap().starts_with("cpu"),
+        "{failures:?}"
+    );
+    assert!(
+        named[0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("killed or crashed"),
+        "{failures:?}"
+    );
+    // The other hosts answered: none of them is named.
+    assert_eq!(failures.len(), 1, "{failures:?}");
 }
 
 /// Cgroup v1 directories (cpuset and cpu) made for a test, removed when dropped (after the
