@@ -342,6 +342,11 @@ fn section(out: &mut String, subsystem: Subsystem, items: &[Item], runs: &[(i64,
     if multi {
         out.push_str("<th>run</th>");
     }
+    // A cluster run's results come from several hosts: a column says whose each row is.
+    let hosts = items.iter().any(|i| i.result.host != items[0].result.host);
+    if hosts {
+        out.push_str("<th>host</th>");
+    }
     for h in PASTE_HEADERS {
         let _ = write!(out, "<th>{}</th>", escape(h));
     }
@@ -357,6 +362,9 @@ fn section(out: &mut String, subsystem: Subsystem, items: &[Item], runs: &[(i64,
         out.push_str("<tr>");
         if multi {
             let _ = write!(out, "<td>{}</td>", runs[item.run].0);
+        }
+        if hosts {
+            let _ = write!(out, "<td>{}</td>", escape(&item.result.host));
         }
         for (i, cell) in paste_row(item.result, &shared).iter().enumerate() {
             let class = if (3..PASTE_HEADERS.len()).contains(&i) && i != 4 && i != 6 {
@@ -1297,12 +1305,18 @@ mod tests {
         }
         let first = report.results[0].host.clone();
         report.results.extend(other);
-        let lines = lines_of(&render(1, &report), "cpu flops: throughput against threads");
+        let html = render(1, &report);
+        let lines = lines_of(&html, "cpu flops: throughput against threads");
         assert_eq!(
             lines,
-            vec![(first, 3), ("node-b".to_string(), 3)],
+            vec![(first.clone(), 3), ("node-b".to_string(), 3)],
             "one line per host, each as long as its sweep"
         );
+        // And the table says whose each row is.
+        let rows = report.results.len() / 2;
+        assert!(html.contains("<th>host</th>"), "{html}");
+        assert_eq!(html.matches("<tr><td>node-b</td>").count(), rows);
+        assert_eq!(html.matches(&format!("<tr><td>{first}</td>")).count(), rows);
     }
 
     #[test]
