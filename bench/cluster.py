@@ -404,7 +404,11 @@ def main():
         ratio = mo / mt
         verdict = ""
         if target is not None:
-            ok = ratio <= target if direction == "lower" else ratio >= target
+            # Met only if both the ratio of the medians and the median of the rounds' own
+            # ratios meet it: on a machine that switches regimes, either alone can mislead.
+            own = statistics.median([o / t for o, t in zip(ours, theirs)])
+            meets = (lambda x: x <= target) if direction == "lower" else (lambda x: x >= target)
+            ok = meets(ratio) and meets(own)
             misses += not ok
             verdict = f"{'<=' if direction == 'lower' else '>='} {target:.2f} {'ok' if ok else 'MISS'}"
         paired = paired_text([o / t for o, t in zip(ours, theirs)])
