@@ -624,16 +624,19 @@ fn a_host_that_stops_answering_ends_the_job_by_the_deadline_with_host_and_case_n
     );
 }
 
-#[test]
-fn a_rank_killed_mid_case_ends_the_job_with_the_host_and_the_case_named() {
-    let Some(lab) = lab(47, 3, &[]) else { return };
+/// Starts a job whose one node-local case lasts 6 s on every host of `lab` and returns once
+/// the case runs (the document names it: rank 0 writes it before the case starts) and host
+/// `host`'s peakbench is there, with that process's id.
+// The child is returned to the caller, who waits for it (clippy sees only this function).
+#[allow(clippy::zombie_processes)]
+fn in_a_long_case(lab: &Lab, host: usize) -> (std::process::Child, i32) {
     let config = lab.dir.join("long.toml");
     std::fs::write(
         &config,
         "[[cpu]]\nprecision = [\"f64\"]\nthreads = [1]\nduration = \"6s\"\n",
     )
     .unwrap();
-    let child = lab.spawn(
+    let mut child = lab.spawn(
         &[
             "--config",
             config.to_str().unwrap(),
@@ -646,28 +649,50 @@ fn a_rank_killed_mid_case_ends_the_job_with_the_host_and_the_case_named() {
         ],
         &[],
     );
-    let pid = child.id() as i32;
-    // The ranks measure once the document names the case (rank 0 writes it before the case
-    // starts) and every host's peakbench runs: then host 2's is killed outright.
-    let killed = &lab.hosts[2];
     let start = Instant::now();
-    let victim = loop {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "the case never started"
-        );
+    loop {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the case never started");
+        }
         let started = lab.document().is_some_and(|d| {
             d["cluster"]["step"]
                 .as_str()
                 .is_some_and(|s| s.starts_with("cpu"))
         });
-        let pids = lab.peakbench_pids(2);
+        let pids = lab.peakbench_pids(host);
         if started && !pids.is_empty() {
             std::thread::sleep(Duration::from_millis(1500));
-            break pids[0];
+            return (child, pids[0]);
         }
         std::thread::sleep(Duration::from_millis(100));
-    };
+    }
+}
+
+#[test]
+fn ctrl_c_on_mpirun_stops_the_job_in_its_case_and_blames_no_host() {
+    let Some(lab) = lab(48, 3, &[]) else { return };
+    let (child, _) = in_a_long_case(&lab, 2);
+    // SAFETY: this test's own mpirun; SIGINT as Ctrl-C sends it.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().expect("mpirun ends");
+    let doc = lab.document().expect("the partial document");
+    assert_eq!(doc["status"], "interrupted", "{doc}\n{}", stderr(&out));
+    assert!(
+        doc["cluster"]["step"].as_str().unwrap().starts_with("cpu"),
+        "{doc}"
+    );
+    assert!(doc["cluster"]["failures"].is_null(), "{doc}");
+}
+
+#[test]
+fn a_rank_killed_mid_case_ends_the_job_with_the_host_and_the_case_named() {
+    let Some(lab) = lab(47, 3, &[]) else { return };
+    // Host 2's peakbench is killed outright in the middle of the case.
+    let killed = &lab.hosts[2];
+    let (child, victim) = in_a_long_case(&lab, 2);
+    let pid = child.id() as i32;
     let killed_at = Instant::now();
     // SAFETY: a process of this test's own job, in its own namespace.
     unsafe { libc::kill(victim, libc::SIGKILL) };
