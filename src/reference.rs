@@ -152,6 +152,8 @@ pub struct Invocation<'a> {
     launcher: Option<Tool>,
     args: Vec<String>,
     env: Vec<(String, String)>,
+    /// Prefixes of inherited environment variables the tool must not see.
+    env_removed: Vec<String>,
     files: Vec<InputFile>,
     timeout: Duration,
     server: Option<Server>,
@@ -177,6 +179,7 @@ impl<'a> Invocation<'a> {
             launcher: None,
             args,
             env: Vec::new(),
+            env_removed: Vec::new(),
             files: Vec::new(),
             timeout,
             server: None,
@@ -197,6 +200,13 @@ impl<'a> Invocation<'a> {
     /// Sets an environment variable for the tool.
     pub fn env(mut self, key: &str, value: &str) -> Self {
         self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// Removes the inherited environment variables whose names start with `prefix` (an MPI
+    /// rank's `OMPI_*`, which would make an mpirun it starts think it runs inside the job).
+    pub fn env_remove_prefixed(mut self, prefix: &str) -> Self {
+        self.env_removed.push(prefix.to_string());
         self
     }
 
@@ -322,6 +332,16 @@ impl<'a> Invocation<'a> {
         };
         let mut cmd = Command::new(program);
         cmd.args(&self.args);
+        for (key, _) in std::env::vars_os() {
+            let name = key.to_string_lossy();
+            if self
+                .env_removed
+                .iter()
+                .any(|p| name.starts_with(p.as_str()))
+            {
+                cmd.env_remove(&key);
+            }
+        }
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         for &(fd, _) in &self.inherited {
             inherit_fd(&mut cmd, fd);

@@ -402,6 +402,12 @@ pub struct Cluster {
     /// The phase the run was in when the document was last written: `local`, `matrix`,
     /// `collectives`, `done`.
     pub phase: String,
+    /// The step in progress when the document was written (a node-local case id, `matrix
+    /// round 2 of 3`, `collective allreduce`, `reference`): rank 0 writes the document before
+    /// each step starts, so whatever ends the job, the document names the step it was in.
+    /// None once the run is done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
     /// A host is flagged where a case's value / the cluster median is below this.
     pub threshold: f64,
     /// Every node-local case: the value of each host, the median, each host's ratio.
@@ -422,6 +428,23 @@ pub struct Cluster {
     /// Hosts that failed or did not answer in time, with the case and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<Failure>,
+    /// `--reference`: the standard tools run over the same ranks (hpcc's HPL and ping-pong,
+    /// mpi4py's ping-pong), each beside peakbench's figure over the same links.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub references: Vec<ClusterReference>,
+}
+
+/// A standard tool's figure over the whole job beside peakbench's (`--reference`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClusterReference {
+    /// What is compared, e.g. "MPI ping-pong latency, 8 B: the fastest link".
+    pub metric: String,
+    pub unit: String,
+    /// peakbench's figure over the same links, where it measures one; how it is taken from
+    /// the matrix is in `metric`.
+    pub value: Option<f64>,
+    /// The tool, its command, its value and `value / the tool's` as `ratio`.
+    pub reference: Reference,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -133,6 +133,34 @@ impl Lab {
         env: &[(&str, &str)],
         deadline: Duration,
     ) -> (Option<serde_json::Value>, Output) {
+        let child = self.spawn(args, env);
+        let pid = child.id();
+        let start = Instant::now();
+        let watchdog = std::thread::spawn(move || {
+            while start.elapsed() < deadline {
+                std::thread::sleep(Duration::from_millis(200));
+                // SAFETY: signal 0 only checks that the process exists.
+                if unsafe { libc::kill(pid as i32, 0) } != 0 {
+                    return;
+                }
+            }
+            // SAFETY: ends mpirun (this test's child), which ends its ranks.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        });
+        let output = child.wait_with_output().expect("mpirun ends");
+        let _ = watchdog.join();
+        (self.document(), output)
+    }
+
+    /// The document the job wrote so far, if it parses.
+    fn document(&self) -> Option<serde_json::Value> {
+        std::fs::read(self.dir.join("out.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+    }
+
+    /// Starts `peakbench cluster run ARGS` on every host (the output file removed first).
+    fn spawn(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
         let out_file = self.dir.join("out.json");
         let _ = std::fs::remove_file(&out_file);
         let mut cmd = Command::new("mpirun");
@@ -153,30 +181,26 @@ impl Lab {
             .arg(&out_file)
             .args(args);
         common::isolate(&mut cmd);
-        let child = cmd
-            .stdout(std::process::Stdio::piped())
+        cmd.stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
-            .expect("mpirun starts");
-        let pid = child.id();
-        let start = Instant::now();
-        let watchdog = std::thread::spawn(move || {
-            while start.elapsed() < deadline {
-                std::thread::sleep(Duration::from_millis(200));
-                // SAFETY: signal 0 only checks that the process exists.
-                if unsafe { libc::kill(pid as i32, 0) } != 0 {
-                    return;
-                }
-            }
-            // SAFETY: ends mpirun (this test's child), which ends its ranks.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-        });
-        let output = child.wait_with_output().expect("mpirun ends");
-        let _ = watchdog.join();
-        let doc = std::fs::read(&out_file)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
-        (doc, output)
+            .expect("mpirun starts")
+    }
+
+    /// The peakbench processes in host `i`'s namespace.
+    fn peakbench_pids(&self, i: usize) -> Vec<i32> {
+        let out = Command::new("ip")
+            .args(["netns", "pids", &self.namespaces[i]])
+            .output()
+            .expect("ip netns pids");
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm"))
+                    .is_ok_and(|c| c.trim() == "peakbench")
+            })
+            .collect()
     }
 }
 
@@ -445,6 +469,92 @@ fn collectives_over_all_ranks_give_time_and_bus_bandwidth_per_size() {
     }
 }
 
+#[test]
+fn reference_runs_hpcc_over_the_same_hosts_and_launch_and_records_the_ratios() {
+    if !common::prerequisite(common::on_path("hpcc").map(|_| ())) {
+        return;
+    }
+    let Some(lab) = lab(46, 2, &[]) else { return };
+    let html = lab.dir.join("report.html");
+    let (doc, out) = lab.run(
+        &[
+            "--html",
+            html.to_str().unwrap(),
+            "--phases",
+            "matrix",
+            "--reference",
+            "-r",
+            "2",
+            "--warmup",
+            "0",
+            "--matrix-duration",
+            "300ms",
+        ],
+        Duration::from_secs(300),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = doc.expect("the output file");
+    let refs = doc["cluster"]["references"].as_array().expect("references");
+    let metrics: Vec<&str> = refs.iter().map(|r| r["metric"].as_str().unwrap()).collect();
+    assert_eq!(refs.len(), 6, "{metrics:?}");
+    // hpcc ran as a second job on the same hosts, one rank each, launched the same way.
+    let hpl = &refs[0]["reference"];
+    let command = hpl["command"].as_str().unwrap();
+    assert!(hpl["value"].as_f64().is_some_and(|v| v > 0.0), "HPL: {hpl}");
+    for part in [
+        format!("--host {}:1,{}:1", lab.hosts[0], lab.hosts[1]),
+        "-np 2".into(),
+        format!("plm_rsh_agent {}", lab.agent().display()),
+        format!("btl_tcp_if_include {}", lab.subnet),
+        "hpcc".into(),
+    ] {
+        assert!(command.contains(&part), "{part} not in {command}");
+    }
+    // The ping-pong rows: the one link's best batch (hpcc counts each pair's best
+    // measurement) over hpcc's figure.
+    let link = |op: &str| {
+        let stats = &doc["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["op"] == op)
+            .unwrap_or_else(|| panic!("{op}"))["stats"];
+        let best = if op.ends_with("latency") {
+            "min"
+        } else {
+            "max"
+        };
+        stats[best].as_f64().unwrap()
+    };
+    for (row, op) in [
+        (1, "mpi-pingpong-latency"),
+        (2, "mpi-pingpong-latency"),
+        (3, "mpi-pingpong-bandwidth"),
+        (4, "mpi-pingpong-bandwidth"),
+    ] {
+        let r = &refs[row];
+        let theirs = r["reference"]["value"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{r}"));
+        assert_eq!(r["value"].as_f64().unwrap(), link(op), "{r}");
+        let ratio = r["reference"]["ratio"].as_f64().unwrap();
+        assert!((ratio - link(op) / theirs).abs() < 1e-9, "{r}");
+    }
+    // mpi4py: its ping-pong or why there is none.
+    assert!(
+        refs[5]["reference"]["tool"]
+            .as_str()
+            .unwrap()
+            .contains("mpi4py")
+    );
+    assert!(refs[5]["reference"]["value"].is_f64() || refs[5]["reference"]["note"].is_string());
+    let page = std::fs::read_to_string(&html).expect("the HTML report");
+    assert!(
+        page.contains("Standard tools over the same ranks"),
+        "{page}"
+    );
+}
+
 /// Runs the lab's job with host `host` told to stop answering at `step`
 /// (`PEAKBENCH_CLUSTER_FAULT`) and a case deadline of 4 s: the job must end by itself, soon
 /// after the deadline, with exit status non-zero and the document naming the host and step.
@@ -512,6 +622,116 @@ fn a_host_that_stops_answering_ends_the_job_by_the_deadline_with_host_and_case_n
         "collective",
         &["--phases", "collectives", "--collective-max-bytes", "64KiB"],
     );
+}
+
+/// Starts a job whose one node-local case lasts 6 s on every host of `lab` and returns once
+/// the case runs (the document names it: rank 0 writes it before the case starts) and host
+/// `host`'s peakbench is there, with that process's id.
+// The child is returned to the caller, who waits for it (clippy sees only this function).
+#[allow(clippy::zombie_processes)]
+fn in_a_long_case(lab: &Lab, host: usize) -> (std::process::Child, i32) {
+    let config = lab.dir.join("long.toml");
+    std::fs::write(
+        &config,
+        "[[cpu]]\nprecision = [\"f64\"]\nthreads = [1]\nduration = \"6s\"\n",
+    )
+    .unwrap();
+    let mut child = lab.spawn(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--phases",
+            "local",
+            "-r",
+            "1",
+            "--warmup",
+            "0",
+        ],
+        &[],
+    );
+    let start = Instant::now();
+    loop {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the case never started");
+        }
+        let started = lab.document().is_some_and(|d| {
+            d["cluster"]["step"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("cpu"))
+        });
+        let pids = lab.peakbench_pids(host);
+        if started && !pids.is_empty() {
+            std::thread::sleep(Duration::from_millis(1500));
+            return (child, pids[0]);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn ctrl_c_on_mpirun_stops_the_job_in_its_case_and_blames_no_host() {
+    let Some(lab) = lab(48, 3, &[]) else { return };
+    let (child, _) = in_a_long_case(&lab, 2);
+    // SAFETY: this test's own mpirun; SIGINT as Ctrl-C sends it.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().expect("mpirun ends");
+    let doc = lab.document().expect("the partial document");
+    assert_eq!(doc["status"], "interrupted", "{doc}\n{}", stderr(&out));
+    assert!(
+        doc["cluster"]["step"].as_str().unwrap().starts_with("cpu"),
+        "{doc}"
+    );
+    assert!(doc["cluster"]["failures"].is_null(), "{doc}");
+}
+
+#[test]
+fn a_rank_killed_mid_case_ends_the_job_with_the_host_and_the_case_named() {
+    let Some(lab) = lab(47, 3, &[]) else { return };
+    // Host 2's peakbench is killed outright in the middle of the case.
+    let killed = &lab.hosts[2];
+    let (child, victim) = in_a_long_case(&lab, 2);
+    let pid = child.id() as i32;
+    let killed_at = Instant::now();
+    // SAFETY: a process of this test's own job, in its own namespace.
+    unsafe { libc::kill(victim, libc::SIGKILL) };
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(90));
+        // SAFETY: this test's mpirun, if still there.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    let out = child.wait_with_output().expect("mpirun ends");
+    let took = killed_at.elapsed();
+    drop(watchdog);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    // Well before the case's deadline (3 × its estimate + 30 s): mpirun ends the job at once.
+    assert!(
+        took < Duration::from_secs(30),
+        "took {took:?}: {}",
+        stderr(&out)
+    );
+    let doc = lab.document().expect("the partial document");
+    assert_eq!(doc["status"], "failed", "{doc}\n{}", stderr(&out));
+    let failures = doc["cluster"]["failures"].as_array().unwrap();
+    let named: Vec<&serde_json::Value> = failures
+        .iter()
+        .filter(|f| f["host"] == killed.as_str())
+        .collect();
+    assert_eq!(named.len(), 1, "{failures:?}\n{}", stderr(&out));
+    assert!(
+        named[0]["case"].as_str().unwrap().starts_with("cpu"),
+        "{failures:?}"
+    );
+    assert!(
+        named[0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("killed or crashed"),
+        "{failures:?}"
+    );
+    // The other hosts answered: none of them is named.
+    assert_eq!(failures.len(), 1, "{failures:?}");
 }
 
 /// Cgroup v1 directories (cpuset and cpu) made for a test, removed when dropped (after the

@@ -12,6 +12,7 @@
 pub mod analysis;
 #[cfg(feature = "mpi")]
 mod mpi;
+pub mod reference;
 pub mod schedule;
 
 use std::path::PathBuf;

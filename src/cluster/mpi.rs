@@ -51,6 +51,12 @@ const TAG: i32 = 11;
 const TAG_PAIR: i32 = 12;
 /// The MPI ping-pong's own messages.
 const TAG_PING: i32 = 13;
+/// "I am alive and was asked to stop": each rank's answer to SIGTERM or Ctrl-C (see
+/// [`Leader::stopped`]).
+const TAG_STOP: i32 = 14;
+/// How long rank 0, asked to stop, waits for every other rank to say it is alive: well within
+/// the time Open MPI leaves between the SIGTERM and the SIGKILL with which it ends a job.
+const STOP_GRACE: Duration = Duration::from_millis(600);
 /// The time the ranks have to say hello, and the setup steps.
 const SETUP: Duration = Duration::from_secs(120);
 
@@ -59,11 +65,25 @@ struct Comm {
     world: SimpleCommunicator,
     rank: usize,
     size: usize,
+    /// Whether this rank told rank 0 that it was asked to stop.
+    told_stop: std::cell::Cell<bool>,
 }
 
 impl Comm {
     fn process(&self, rank: usize) -> mpi::topology::Process<'_> {
         self.world.process_at_rank(rank as i32)
+    }
+
+    /// A rank other than 0 that was asked to stop (SIGTERM: mpirun ending the job because a
+    /// rank died, or because it was itself stopped) tells rank 0, once, that it is alive, so
+    /// that rank 0 can name the ranks that are not. Called from every wait.
+    fn tell_stop(&self) {
+        if self.rank == 0 || self.told_stop.get() || !crate::interrupt::requested() {
+            return;
+        }
+        self.told_stop.set(true);
+        // One byte: sent eagerly, the call returns without rank 0 receiving it.
+        self.process(0).send_with_tag(&[1u8][..], TAG_STOP);
     }
 
     /// Sends `value` to `to`; a send that cannot complete before `deadline` (the peer gone)
@@ -99,7 +119,8 @@ impl Comm {
                     Ok(_) => return,
                     Err(pending) => request = pending,
                 }
-                if Instant::now() > deadline {
+                self.tell_stop();
+                if Instant::now() > deadline || (self.rank == 0 && crate::interrupt::requested()) {
                     stuck();
                 }
                 std::thread::sleep(POLL);
@@ -124,7 +145,8 @@ impl Comm {
             if let Some(message) = self.try_recv(from, tag) {
                 return Some(message.unwrap_or_else(|e| self.fatal(&format!("{e:#}"))));
             }
-            if Instant::now() > deadline {
+            self.tell_stop();
+            if Instant::now() > deadline || (self.rank == 0 && crate::interrupt::requested()) {
                 return None;
             }
             std::thread::sleep(POLL);
@@ -154,7 +176,9 @@ impl Comm {
                 Some(Err(e)) => self.fatal(&format!("{e:#}")),
                 None => true,
             });
-            if pending.is_empty() || Instant::now() > deadline {
+            // Asked to stop: the caller gives up on the ranks pending, which turns into
+            // naming the ranks that do not answer the stop (`Leader::stopped`).
+            if pending.is_empty() || Instant::now() > deadline || crate::interrupt::requested() {
                 return (got, pending);
             }
             std::thread::sleep(POLL);
@@ -169,6 +193,7 @@ impl Comm {
                 Ok(_) => return,
                 Err(pending) => request = pending,
             }
+            self.tell_stop();
             if Instant::now() > deadline {
                 self.fatal("the other ranks did not reach the final barrier");
             }
@@ -177,6 +202,7 @@ impl Comm {
     }
 
     fn fatal(&self, why: &str) -> ! {
+        self.tell_stop();
         eprintln!(
             "peakbench cluster: rank {}: {why}; ending the job",
             self.rank
@@ -200,7 +226,8 @@ fn spin<'a, D: ?Sized, S: Scope<'a>>(
             Err(pending) => request = pending,
         }
         tests = tests.wrapping_add(1);
-        if tests.is_multiple_of(256) && Instant::now() > deadline {
+        if tests.is_multiple_of(256) && (Instant::now() > deadline || crate::interrupt::requested())
+        {
             stuck();
         }
     }
@@ -323,6 +350,7 @@ fn job(universe: &Universe, args: &ClusterRunArgs) -> Result<ExitCode> {
         rank: world.rank() as usize,
         size: world.size() as usize,
         world,
+        told_stop: std::cell::Cell::new(false),
     };
     let start = Instant::now();
     let name = host_name();
@@ -450,6 +478,57 @@ impl Leader<'_> {
     /// No rank missing: a collective did not complete, and MPI does not say which rank
     /// stopped in it (the failure's host is `unknown`).
     fn give_up(&mut self, missing: &[usize], case: &str, why: &str) -> ! {
+        if crate::interrupt::requested() {
+            self.stopped(case);
+        }
+        self.record_and_end(missing, case, why)
+    }
+
+    /// Rank 0, asked to stop (SIGTERM, with which mpirun ends the job when a rank dies or
+    /// when it is itself stopped; or Ctrl-C) in `step`: waits [`STOP_GRACE`] for every other
+    /// rank to say it is alive ([`Comm::tell_stop`]); the ranks that do not are named, with
+    /// the step, as killed or crashed. If every rank answers, the run was stopped, not
+    /// failed. Writes the document and ends the job.
+    fn stopped(&mut self, step: &str) -> ! {
+        let comm = self.comm;
+        let until = Instant::now() + STOP_GRACE;
+        let mut alive = vec![false; comm.size];
+        alive[0] = true;
+        loop {
+            for (r, seen) in alive.iter_mut().enumerate().skip(1) {
+                if !*seen && comm.process(r).immediate_probe_with_tag(TAG_STOP).is_some() {
+                    let _ = comm.process(r).receive_vec_with_tag::<u8>(TAG_STOP);
+                    *seen = true;
+                }
+            }
+            if alive.iter().all(|a| *a) || Instant::now() > until {
+                break;
+            }
+            std::thread::sleep(POLL);
+        }
+        let silent: Vec<usize> = (0..comm.size).filter(|&r| !alive[r]).collect();
+        if silent.is_empty() {
+            eprintln!("peakbench cluster: stopped in {step}; every rank answered the stop");
+            let _ = self.session().finish(RunStatus::Interrupted);
+            if let Some(path) = self.session().output_path() {
+                eprintln!("results so far written to {}", path.display());
+            }
+            self.comm.world.abort(Exit::Interrupted as i32)
+        }
+        self.record_and_end(
+            &silent,
+            step,
+            &format!(
+                "its rank ended (killed or crashed) in this step: the job was being ended \
+                 (SIGTERM) and every other rank answered within {} ms, this one did not",
+                STOP_GRACE.as_millis()
+            ),
+        )
+    }
+
+    /// Rank 0 records that `missing` did not answer in `case`, writes the document and ends
+    /// the job (see [`Leader::give_up`]).
+    fn record_and_end(&mut self, missing: &[usize], case: &str, why: &str) -> ! {
         let mut failures: Vec<Failure> = missing
             .iter()
             .map(|&rank| Failure {
@@ -481,6 +560,13 @@ impl Leader<'_> {
             eprintln!("results so far written to {}", path.display());
         }
         self.comm.world.abort(Exit::Failed as i32)
+    }
+
+    /// Rank 0: the document names `step` as the one in progress and is written before it
+    /// starts, so that it names the step even when the job ends without a word from rank 0.
+    fn begin(&mut self, step: &str) {
+        self.cluster().step = Some(step.to_string());
+        self.save();
     }
 
     fn save(&mut self) {
@@ -561,12 +647,16 @@ impl Leader<'_> {
             }
         }
         drop(cases);
+        if self.args.runner.reference {
+            self.references();
+        }
         // Every rank, leaders or not, waits for this word to end.
         for r in 1..comm.size {
             comm.send(r, TAG, &Step::Done, far());
         }
         comm.barrier(Instant::now() + SETUP);
         self.cluster().phase = "done".into();
+        self.cluster().step = None;
         let mut session = self.session.take().expect("rank 0 has the document");
         session.finish(RunStatus::Complete)?;
         let format = if self.args.output.json {
@@ -589,6 +679,43 @@ impl Leader<'_> {
         session::write_html_report(&html, run_id, &session.report, &self.args.output);
         printed?;
         Ok(ExitCode::SUCCESS)
+    }
+
+    /// Rank 0, `--reference`: hpcc over the job's hosts and ranks, as a second mpirun job
+    /// with the job's launch parameters, while the other ranks sleep between probes; its
+    /// figures beside the matrix's (see [`super::reference`]).
+    fn references(&mut self) {
+        self.cluster().phase = "reference".into();
+        self.begin("reference");
+        let hosts: Vec<(String, usize)> = self
+            .layout
+            .hosts
+            .iter()
+            .map(|h| (h.name.clone(), h.ranks.len()))
+            .collect();
+        let env = std::env::vars_os().map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        });
+        let mca = super::reference::launch_parameters(env);
+        eprintln!(
+            "peakbench cluster: --reference: hpcc over the same {} ranks",
+            self.comm.size
+        );
+        match super::reference::run_hpcc(&hosts, &mca) {
+            Ok(hpcc) => {
+                let rows = super::reference::compare(
+                    &self.session().report.results,
+                    &hpcc,
+                    super::reference::mpi4py(),
+                );
+                self.cluster().references = rows;
+            }
+            Err(e) => eprintln!("peakbench cluster: --reference: {e:#}"),
+        }
+        self.save();
     }
 
     /// A leader other than rank 0: sends, runs what rank 0 says, sends again.
@@ -624,6 +751,7 @@ impl Leader<'_> {
         for (i, (id, deadline_s)) in list.cases.iter().enumerate() {
             let deadline = Duration::from_secs_f64(*deadline_s);
             if comm.rank == 0 {
+                self.begin(id);
                 let (_, missing) = comm.gather::<Step>(&others, Instant::now() + deadline);
                 if !missing.is_empty() {
                     self.give_up(
@@ -656,6 +784,11 @@ impl Leader<'_> {
                 continue;
             }
             let (outcomes, missing) = comm.gather::<Outcome>(&others, Instant::now() + deadline);
+            if crate::interrupt::requested() {
+                // The job is being ended: the case was cut short on every host that still
+                // runs; what matters is which host did not answer the stop.
+                self.give_up(&missing, id, "");
+            }
             let mut all = vec![(0, Outcome { result })];
             all.extend(outcomes);
             for (rank, outcome) in all {
@@ -734,7 +867,9 @@ impl Leader<'_> {
                 }
             };
             let round_start = Instant::now();
+            let step = format!("matrix round {} of {}", r + 1, rounds.len());
             let role = if comm.rank == 0 {
+                self.begin(&step);
                 for (h, &rank) in self.leaders.iter().enumerate().skip(1) {
                     comm.send(rank, TAG, &role_of(h), far());
                 }
@@ -742,7 +877,6 @@ impl Leader<'_> {
             } else {
                 comm.recv_root(far(), "matrix round")
             };
-            let step = format!("matrix round {} of {}", r + 1, rounds.len());
             if r == 0 {
                 fault(&self.layout.hosts[self.me].name, "matrix");
             }
@@ -788,6 +922,7 @@ impl Leader<'_> {
     fn collectives(&mut self) {
         let comm = self.comm;
         if comm.rank == 0 {
+            self.begin("collectives");
             for r in (1..comm.size).filter(|r| !self.leaders.contains(r)) {
                 comm.send(r, TAG, &Step::Collectives, far());
             }
@@ -1002,6 +1137,22 @@ fn print_summary(report: &crate::result::Report) {
     }
     for f in &cluster.failures {
         eprintln!("failed: {} on {}: {}", f.case, f.host, f.why);
+    }
+    for r in &cluster.references {
+        let tool = &r.reference;
+        let theirs = match tool.value {
+            Some(v) => format!("{v:.3} {}", r.unit),
+            None => tool.note.clone().unwrap_or_default(),
+        };
+        let ours = match r.value {
+            Some(v) => format!("peakbench {v:.3} {}", r.unit),
+            None => "peakbench: none".into(),
+        };
+        let ratio = tool
+            .ratio
+            .map(|x| format!(" (ratio {x:.3})"))
+            .unwrap_or_default();
+        eprintln!("{}: {ours}, {} {theirs}{ratio}", r.metric, tool.tool);
     }
 }
 

@@ -21,7 +21,7 @@ pub const HPCC: Tool = Tool {
     install: "apt-get install hpcc openmpi-bin",
 };
 
-const MPIRUN: Tool = Tool {
+pub const MPIRUN: Tool = Tool {
     name: "mpirun",
     program: "mpirun",
     install: "apt-get install openmpi-bin",
@@ -99,10 +99,10 @@ pub fn parse_likwid_mflops(text: &str) -> Option<f64> {
 }
 
 /// HPL's block size.
-const HPL_NB: u32 = 192;
+pub const HPL_NB: u32 = 192;
 
 /// hpcc's input: one HPL problem of order n on a 1 × cores grid; the other tests minimal.
-fn hpcc_input(n: u64, cores: usize) -> String {
+pub fn hpcc_input(n: u64, cores: usize) -> String {
     let lines = [
         "HPLinpack benchmark input file".to_string(),
         "written by peakbench --reference".to_string(),

@@ -25,6 +25,39 @@ pub fn section(out: &mut String, report: &Report) {
         heat_map(out, matrix, cluster.threshold);
     }
     collectives(out, report);
+    references(out, cluster);
+}
+
+/// `--reference`: the standard tools over the same ranks beside peakbench's figures.
+fn references(out: &mut String, cluster: &Cluster) {
+    if cluster.references.is_empty() {
+        return;
+    }
+    out.push_str(
+        "<h3>Standard tools over the same ranks</h3>\n<table class=\"cluster-references\">\
+         <tr><th>figure</th><th>peakbench</th><th>tool</th><th>tool's value</th>\
+         <th>peakbench / tool</th><th>command or why none</th></tr>\n",
+    );
+    for r in &cluster.references {
+        let tool = &r.reference;
+        let value = |v: Option<f64>| v.map_or("—".into(), |v| format!("{} {}", short(v), r.unit));
+        let why = match (&tool.value, &tool.note) {
+            (None, Some(note)) => format!("{}<br>{}", escape(note), escape(&tool.command)),
+            (Some(_), Some(note)) => format!("{}<br>{}", escape(&tool.command), escape(note)),
+            _ => escape(&tool.command),
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td><td>{why}</td></tr>",
+            escape(&r.metric),
+            escape(&value(r.value)),
+            escape(&tool.tool),
+            escape(&value(tool.value)),
+            tool.ratio.map_or("—".into(), |x| format!("{x:.3}")),
+        );
+    }
+    out.push_str("</table>\n");
 }
 
 fn hosts(out: &mut String, cluster: &Cluster) {

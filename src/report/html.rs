@@ -342,6 +342,11 @@ fn section(out: &mut String, subsystem: Subsystem, items: &[Item], runs: &[(i64,
     if multi {
         out.push_str("<th>run</th>");
     }
+    // A cluster run's results come from several hosts: a column says whose each row is.
+    let hosts = items.iter().any(|i| i.result.host != items[0].result.host);
+    if hosts {
+        out.push_str("<th>host</th>");
+    }
     for h in PASTE_HEADERS {
         let _ = write!(out, "<th>{}</th>", escape(h));
     }
@@ -357,6 +362,9 @@ fn section(out: &mut String, subsystem: Subsystem, items: &[Item], runs: &[(i64,
         out.push_str("<tr>");
         if multi {
             let _ = write!(out, "<td>{}</td>", runs[item.run].0);
+        }
+        if hosts {
+            let _ = write!(out, "<td>{}</td>", escape(&item.result.host));
         }
         for (i, cell) in paste_row(item.result, &shared).iter().enumerate() {
             let class = if (3..PASTE_HEADERS.len()).contains(&i) && i != 4 && i != 6 {
@@ -642,6 +650,10 @@ fn lines(group: &[(&Item, Measure, f64)], axis: &str) -> Vec<Line> {
         .iter()
         .any(|(i, _, _)| i.result.op != group[0].0.result.op);
     let run_varies = group.iter().any(|(i, _, _)| i.run != group[0].0.run);
+    // A cluster run's node-local case measured on several hosts: a line per host.
+    let host_varies = group
+        .iter()
+        .any(|(i, _, _)| i.result.host != group[0].0.result.host);
     let settings = by_role(ParamRole::Setting);
     let split = |keys: &[String]| -> Vec<Line> {
         let mut lines: Vec<(Vec<String>, Line)> = Vec::new();
@@ -655,6 +667,9 @@ fn lines(group: &[(&Item, Measure, f64)], axis: &str) -> Vec<Line> {
                 item.run.to_string(),
                 measure.stat.to_string(),
             ]);
+            if host_varies {
+                key.push(item.result.host.clone());
+            }
             let point = Point {
                 x: *x,
                 y: measure.value,
@@ -674,6 +689,9 @@ fn lines(group: &[(&Item, Measure, f64)], axis: &str) -> Vec<Line> {
                     let mut name = Vec::new();
                     if run_varies {
                         name.push(format!("run {}", item.run + 1));
+                    }
+                    if host_varies {
+                        name.push(item.result.host.clone());
                     }
                     if op_varies {
                         name.push(item.result.op.clone());
@@ -1269,6 +1287,36 @@ mod tests {
                 (name, count)
             })
             .collect()
+    }
+
+    #[test]
+    fn a_cluster_runs_node_local_sweep_draws_one_line_per_host() {
+        let mut report = fixture();
+        report
+            .results
+            .retain(|r| r.subsystem == Subsystem::Cpu && r.op == "flops");
+        report
+            .results
+            .retain(|r| r.params.precision.as_deref() == Some("f64"));
+        let mut other = report.results.clone();
+        for r in &mut other {
+            r.host = "node-b".into();
+            r.value *= 0.5;
+        }
+        let first = report.results[0].host.clone();
+        report.results.extend(other);
+        let html = render(1, &report);
+        let lines = lines_of(&html, "cpu flops: throughput against threads");
+        assert_eq!(
+            lines,
+            vec![(first.clone(), 3), ("node-b".to_string(), 3)],
+            "one line per host, each as long as its sweep"
+        );
+        // And the table says whose each row is.
+        let rows = report.results.len() / 2;
+        assert!(html.contains("<th>host</th>"), "{html}");
+        assert_eq!(html.matches("<tr><td>node-b</td>").count(), rows);
+        assert_eq!(html.matches(&format!("<tr><td>{first}</td>")).count(), rows);
     }
 
     #[test]

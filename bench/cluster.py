@@ -1,0 +1,429 @@
+#!/usr/bin/env python3
+"""peakbench cluster's MPI ping-pong and TCP matrix against hpcc and iperf3, on a namespace cluster.
+
+Builds the cluster tests/cluster.rs builds (network namespaces on a bridge with only this
+script's subnet, 10.231.60.0/24; each "host" with its own host name through `unshare --uts`;
+the real `mpirun` through an rsh agent script that runs each host's daemon with `ip netns
+exec`; `--mca btl tcp,self` and the TCP interfaces limited to the bridge's subnet), with two
+hosts, each in a cgroup v1 of its own pinned to one CPU (hosts that spin must not share a
+core), and measures in alternating rounds, the order flipped every round:
+
+- peakbench: `peakbench cluster run --phases matrix` between the two hosts: MPI's ping-pong
+  latency at 8 B and bandwidth at 4 MiB (and 2 MiB, hpcc's size), TCP throughput both ways;
+- hpcc over the same two ranks, same launch (its HPL at a small order, then its ping-pong
+  section: `MinPingPongLatency_usec`, `MaxPingPongBandwidth_GBytes`, whose message is
+  2,000,000 B);
+- iperf3 between the same two namespaces, both ways (one stream, 128 KiB writes, as the
+  matrix's TCP test);
+- `python3 -m mpi4py.bench pingpong` where mpi4py has it (3.1.4, Debian's, has only
+  helloworld and ringtest: the script says so and goes on).
+
+It prints the median of each figure, the ratio of the medians and the median of the rounds' own
+ratios with its distribution-free confidence interval (bench/pair.py), against the issue's
+targets: latency <= 1.05 x hpcc's, bandwidth >= 0.95 x, TCP >= 0.95 x iperf3. hpcc counts
+each pair's best measurement (its minimal time), so the MPI targets compare peakbench's best
+timed batch with it (same counting); peakbench's medians, its headline values, are shown too.
+
+    cargo build --release --features mpi
+    python3 bench/cluster.py --rounds 6          # as root: namespaces, bridge, cgroups
+
+Everything it creates (namespaces and the processes in them, veths, the bridge, the cgroups,
+the temporary directory) is removed at the end, also on an error or Ctrl-C. The machine is
+shared and noisy: compare medians of alternating runs, never absolute figures.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from pair import ci_note, paired_text  # noqa: E402
+PEAKBENCH = os.environ.get("PEAKBENCH", os.path.join(HERE, "..", "target", "release", "peakbench"))
+
+NET = 60  # 10.231.NET.0/24; tests/cluster.rs uses 41..45
+CGROUP_V1 = "/sys/fs/cgroup"
+
+
+def sh(*args, check=True):
+    done = subprocess.run(list(args), capture_output=True, text=True)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+class Lab:
+    """`count` hosts on a bridge, as tests/cluster.rs's Lab, host i in a cgroup on CPU i."""
+
+    def __init__(self, count, pin):
+        self.id = os.getpid() % 100000
+        self.bridge = f"pbbb{self.id}"[:15]
+        self.subnet = f"10.231.{NET}.0/24"
+        self.hosts, self.namespaces, self.veths, self.addrs, self.cgroups = [], [], [], [], []
+        self.dir = tempfile.mkdtemp(prefix="peakbench-cluster-bench-")
+        try:
+            self._build(count, pin)
+        except BaseException:
+            self.close()
+            raise
+
+    def _build(self, count, pin):
+        sh("ip", "link", "add", self.bridge, "type", "bridge")
+        sh("ip", "addr", "add", f"10.231.{NET}.254/24", "dev", self.bridge)
+        sh("ip", "link", "set", self.bridge, "up")
+        cases = ""
+        for i in range(count):
+            ns, host, veth = f"pbb{self.id}h{i}", f"pbb{NET}h{i}", f"pbw{self.id}h{i}"
+            sh("ip", "netns", "add", ns)
+            self.namespaces.append(ns)
+            sh("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
+            self.veths.append(veth)
+            sh("ip", "link", "set", veth, "master", self.bridge, "up")
+            addr = f"10.231.{NET}.{i + 1}"
+            sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", "eth0")
+            sh("ip", "-n", ns, "link", "set", "eth0", "up")
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+            join = ""
+            if pin:
+                group = f"pbbg{self.id}h{i}"
+                self._cgroup(group, i % os.cpu_count())
+                join = (f"echo $$ > {CGROUP_V1}/cpuset/{group}/tasks; "
+                        f"echo $$ > {CGROUP_V1}/cpu/{group}/tasks; ")
+            cases += f"  {host}) {join}ns={ns} ;;\n"
+            self.hosts.append(host)
+            self.addrs.append(addr)
+        # As tests/cluster.rs's agent: the host's cgroups, its namespace, its host name.
+        agent = ("#!/bin/sh\nhost=$1; shift\ncase \"$host\" in\n" + cases +
+                 "  *) echo \"no host $host\" >&2; exit 1 ;;\nesac\n"
+                 "exec ip netns exec \"$ns\" unshare --uts sh -c 'hostname \"$0\"; eval \"$1\"' "
+                 "\"$host\" \"$*\"\n")
+        with open(self.agent(), "w") as f:
+            f.write(agent)
+        os.chmod(self.agent(), 0o755)
+
+    def _cgroup(self, name, cpu):
+        cpuset = os.path.join(CGROUP_V1, "cpuset", name)
+        os.makedirs(cpuset)
+        self.cgroups.append(cpuset)
+        for file, value in (("cpuset.cpus", str(cpu)), ("cpuset.mems", "0")):
+            with open(os.path.join(cpuset, file), "w") as f:
+                f.write(value)
+        group = os.path.join(CGROUP_V1, "cpu", name)
+        os.makedirs(group)
+        self.cgroups.append(group)
+        with open(os.path.join(group, "cpu.shares"), "w") as f:
+            f.write("262144")
+
+    def agent(self):
+        return os.path.join(self.dir, "agent.sh")
+
+    def in_host(self, i, argv):
+        """argv run on host i: in its cgroups and its namespace, as the agent runs a rank."""
+        join = ""
+        if self.cgroups:
+            group = f"pbbg{self.id}h{i}"
+            join = (f"echo $$ > {CGROUP_V1}/cpuset/{group}/tasks; "
+                    f"echo $$ > {CGROUP_V1}/cpu/{group}/tasks; ")
+        return ["sh", "-c", join + 'exec ip netns exec "$0" "$@"', self.namespaces[i]] + argv
+
+    def mpirun(self, argv, np=None, env=()):
+        cmd = ["mpirun", "--allow-run-as-root", "-np", str(np or len(self.hosts)),
+               "--host", ",".join(self.hosts), "--mca", "plm_rsh_agent", self.agent(),
+               "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", self.subnet,
+               "--mca", "oob_tcp_if_include", self.subnet]
+        for name in env:
+            cmd += ["-x", name]
+        return cmd + argv
+
+    def close(self):
+        for ns in self.namespaces:
+            pids = sh("ip", "netns", "pids", ns, check=False).split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+        for group in self.cgroups:
+            tasks = os.path.join(group, "tasks")
+            for _ in range(50):
+                try:
+                    with open(tasks) as f:
+                        for pid in f.read().split():
+                            try:
+                                os.kill(int(pid), signal.SIGKILL)
+                            except ProcessLookupError:
+                                pass
+                except OSError:
+                    break
+                time.sleep(0.1)
+        for ns in self.namespaces:
+            sh("ip", "netns", "del", ns, check=False)
+        for veth in self.veths:
+            sh("ip", "link", "del", veth, check=False)
+        sh("ip", "link", "del", self.bridge, check=False)
+        for group in reversed(self.cgroups):
+            for _ in range(50):
+                try:
+                    os.rmdir(group)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.1)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def run(cmd, timeout, cwd=None):
+    """Runs cmd in a process group of its own, killed (TERM, then KILL) on timeout or Ctrl-C."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=cwd, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=3)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+        raise
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.strip()[-800:]}")
+    return out
+
+
+def peakbench(lab, reps, duration):
+    out = os.path.join(lab.dir, "out.json")
+    run(lab.mpirun([PEAKBENCH, "cluster", "run", "--no-history", "-o", out, "--phases", "matrix",
+                    "-r", str(reps), "--warmup", "0", "--matrix-duration", f"{duration}s"]),
+        timeout=300)
+    with open(out) as f:
+        doc = json.load(f)
+    got = {}
+    for r in doc["results"]:
+        if r["op"] == "mpi-pingpong-latency":
+            got["lat"] = r["value"]
+            got["lat_best"] = r["stats"]["min"]
+            curve = r["params"]["other"]["curve"]
+            got["bw2m"] = next(p["bandwidth_gbs"] for p in curve if p["bytes"] == 2 << 20)
+        elif r["op"] == "mpi-pingpong-bandwidth":
+            got["bw"] = r["value"]
+            got["bw_best"] = r["stats"]["max"]
+        elif r["op"] == "tcp-throughput":
+            reverse = r["params"]["other"].get("reverse", False)
+            got["tcp_rev" if reverse else "tcp"] = r["value"]
+            got["tcp_unit"] = r["unit"]
+    return got
+
+
+HPCC_INPUT = """HPLinpack benchmark input file
+written by peakbench bench/cluster.py
+HPL.out      output file name (if any)
+8            device out (6=stdout,7=stderr,file)
+1            # of problems sizes (N)
+{n}          Ns
+1            # of NBs
+192          NBs
+0            PMAP process mapping (0=Row-,1=Column-major)
+1            # of process grids (P x Q)
+1            Ps
+{q}            Qs
+16.0         threshold
+1            # of panel fact
+2            PFACTs (0=left, 1=Crout, 2=Right)
+1            # of recursive stopping criterium
+4            NBMINs (>= 1)
+1            # of panels in recursion
+2            NDIVs
+1            # of recursive panel fact.
+1            RFACTs (0=left, 1=Crout, 2=Right)
+1            # of broadcast
+1            BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)
+1            # of lookahead depth
+1            DEPTHs (>=0)
+2            SWAP (0=bin-exch,1=long,2=mix)
+64           swapping threshold
+0            L1 in (0=transposed,1=no-transposed) form
+0            U  in (0=transposed,1=no-transposed) form
+1            Equilibration (0=no,1=yes)
+8            memory alignment in double (> 0)
+##### separator line, ignored by hpcc #####
+0            Number of additional problem sizes for PTRANS
+1200         values of N
+0            number of additional blocking sizes for PTRANS
+40           values of NB
+"""
+
+
+def hpcc(lab, n):
+    work = tempfile.mkdtemp(dir=lab.dir)
+    with open(os.path.join(work, "hpccinf.txt"), "w") as f:
+        f.write(HPCC_INPUT.format(n=n, q=len(lab.hosts)))
+    os.environ["OMP_NUM_THREADS"] = os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    run(lab.mpirun(["hpcc"], env=["OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"]), timeout=600, cwd=work)
+    with open(os.path.join(work, "hpccoutf.txt")) as f:
+        text = f.read()
+    shutil.rmtree(work, ignore_errors=True)
+
+    def key(name):
+        m = re.search(rf"^{name}=(\S+)", text, re.M)
+        if not m:
+            raise RuntimeError(f"no {name} in hpccoutf.txt")
+        return float(m.group(1))
+    return {"lat": key("MinPingPongLatency_usec"), "bw": key("MaxPingPongBandwidth_GBytes"),
+            "hpl_gflops": key("HPL_Tflops") * 1000}
+
+
+def iperf3(lab, duration, reverse):
+    port = "5299"
+    server = subprocess.Popen(lab.in_host(1, ["iperf3", "-s", "-1", "-p", port, "-B", lab.addrs[1]]),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        for _ in range(100):  # until it listens (/proc/net/tcp of its namespace)
+            listening = sh("ip", "netns", "exec", lab.namespaces[1], "ss", "-ltnH", f"sport = :{port}")
+            if listening.strip():
+                break
+            time.sleep(0.05)
+        cmd = ["iperf3", "-c", lab.addrs[1], "-p", port, "-t", str(duration), "-O", "1", "-l", "128K",
+               "-P", "1", "-J"] + (["-R"] if reverse else [])
+        doc = json.loads(run(lab.in_host(0, cmd), timeout=duration + 60))
+        return doc["end"]["sum_received"]["bits_per_second"] / 1e6
+    finally:
+        try:
+            os.killpg(server.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        server.wait()
+
+
+def mpi4py_pingpong():
+    """Whether some python3 on PATH has mpi4py with a ping-pong benchmark; the note if not."""
+    seen = []
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        exe = os.path.join(d, "python3")
+        if not os.access(exe, os.X_OK) or os.path.realpath(exe) in seen:
+            continue
+        seen.append(os.path.realpath(exe))
+        done = subprocess.run([exe, "-c", "import mpi4py, mpi4py.bench as b; "
+                               "print(mpi4py.__version__, hasattr(b, 'pingpong'))"],
+                              capture_output=True, text=True)
+        if done.returncode == 0:
+            version, has = done.stdout.split()
+            if has == "True":
+                return exe, None
+            return None, (f"mpi4py {version} ({exe}) has no pingpong in `python3 -m mpi4py.bench` "
+                          "(only helloworld and ringtest): hpcc is the only MPI reference here")
+    return None, "no python3 on PATH has mpi4py"
+
+
+def one_round(lab, index, args):
+    """peakbench first on even rounds, the references first on odd ones."""
+    def ours():
+        return peakbench(lab, args.repetitions, args.duration)
+
+    def theirs():
+        ref = hpcc(lab, args.hpl_n)
+        ref["tcp"] = iperf3(lab, args.duration, False)
+        ref["tcp_rev"] = iperf3(lab, args.duration, True)
+        return ref
+    if index % 2 == 0:
+        a = ours()
+        b = theirs()
+    else:
+        b = theirs()
+        a = ours()
+    return a, b
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--repetitions", type=int, default=5, help="peakbench's -r (timed batches, TCP tests)")
+    parser.add_argument("--duration", type=int, default=2, help="seconds of each TCP test (whole seconds, as iperf3)")
+    parser.add_argument("--hpl-n", type=int, default=2000, help="hpcc's HPL order (its other tests follow it)")
+    parser.add_argument("--no-pin", action="store_true", help="no cpuset cgroups (the hosts share the CPUs)")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("needs root: network namespaces, a bridge and cgroups")
+    for tool in ("mpirun", "hpcc", "iperf3", "ip", "unshare"):
+        if not shutil.which(tool):
+            sys.exit(f"{tool} is not installed (apt-get install openmpi-bin hpcc iperf3 iproute2 util-linux)")
+    if not os.path.exists(PEAKBENCH):
+        sys.exit("build first: cargo build --release --features mpi")
+    pin = not args.no_pin and os.path.exists(f"{CGROUP_V1}/cpuset/cpuset.cpus")
+
+    def interrupted(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, interrupted)
+    python, mpi4py_note = mpi4py_pingpong()
+    lab = Lab(2, pin)
+    try:
+        rows = []
+        for i in range(args.rounds):
+            a, b = one_round(lab, i, args)
+            rows.append((a, b))
+            if args.verbose:
+                print(f"round {i + 1} ({'peakbench' if i % 2 == 0 else 'references'} first): "
+                      f"peakbench {a}, references {b}", file=sys.stderr, flush=True)
+    finally:
+        lab.close()
+    print(f"namespace cluster of 2 hosts ({'each pinned to a CPU of its own' if pin else 'not pinned'}), "
+          f"{args.rounds} alternating rounds; peakbench -r {args.repetitions}, TCP tests of {args.duration} s")
+    print(f"{'figure':<30} {'peakbench':>10} {'spread':>17} {'reference':>10} {'spread':>17} "
+          f"{'ratio':>6} {'paired [CI]':>17} {'target':>8}")
+    # hpcc counts each pair's best measurement (the minimal time of its repetitions): the
+    # targets compare peakbench's best timed batch with it; the medians (peakbench's headline
+    # values) are shown beside, without a target.
+    cases = [
+        ("MPI latency 8 B, best (us)", "lat_best", "lat", "hpcc MinPingPongLatency", "lower", 1.05),
+        ("MPI latency 8 B, median (us)", "lat", "lat", "hpcc MinPingPongLatency", "lower", None),
+        ("MPI bw 4 MiB, best (GB/s)", "bw_best", "bw", "hpcc MaxPingPongBandwidth (2e6 B)", "higher", 0.95),
+        ("MPI bw 4 MiB, median (GB/s)", "bw", "bw", "hpcc MaxPingPongBandwidth (2e6 B)", "higher", None),
+        ("MPI bw 2 MiB, median (GB/s)", "bw2m", "bw", "hpcc MaxPingPongBandwidth (2e6 B)", "higher", None),
+        ("TCP h0->h1 (Mb/s)", "tcp", "tcp", "iperf3", "higher", 0.95),
+        ("TCP h1->h0 (Mb/s)", "tcp_rev", "tcp_rev", "iperf3 -R", "higher", 0.95),
+    ]
+    misses = 0
+    for label, ours_key, ref_key, tool, direction, target in cases:
+        ours = [a[ours_key] for a, _ in rows]
+        theirs = [b[ref_key] for _, b in rows]
+        mo, mt = statistics.median(ours), statistics.median(theirs)
+        ratio = mo / mt
+        verdict = ""
+        if target is not None:
+            # Met only if both the ratio of the medians and the median of the rounds' own
+            # ratios meet it: on a machine that switches regimes, either alone can mislead.
+            own = statistics.median([o / t for o, t in zip(ours, theirs)])
+            meets = (lambda x: x <= target) if direction == "lower" else (lambda x: x >= target)
+            ok = meets(ratio) and meets(own)
+            misses += not ok
+            verdict = f"{'<=' if direction == 'lower' else '>='} {target:.2f} {'ok' if ok else 'MISS'}"
+        paired = paired_text([o / t for o, t in zip(ours, theirs)])
+        print(f"{label:<30} {mo:10.3f} {min(ours):8.3f}..{max(ours):<8.3f}{mt:10.3f} "
+              f"{min(theirs):8.3f}..{max(theirs):<8.3f}{ratio:6.3f} {paired:>17} {verdict:>8}  ({tool})")
+    hpl = [b["hpl_gflops"] for _, b in rows]
+    print(f"hpcc HPL (N={args.hpl_n}, 1 x 2 grid): median {statistics.median(hpl):.2f} GFLOP/s "
+          "(the side-by-side runs' own load; not a target)")
+    if python:
+        print(f"mpi4py: {python} has a pingpong; this script does not run it yet")
+    else:
+        print(f"mpi4py: {mpi4py_note}")
+    print(f"[paired]: {ci_note(args.rounds)}")
+    print(f"{len([c for c in cases if c[5]]) - misses} of {len([c for c in cases if c[5]])} targets met")
+
+
+if __name__ == "__main__":
+    main()
