@@ -47,6 +47,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from pair import ci_note, paired_text  # noqa: E402
+from hpcc import input_file  # noqa: E402
 PEAKBENCH = os.environ.get("PEAKBENCH", os.path.join(HERE, "..", "target", "release", "peakbench"))
 
 NET = 60  # 10.231.NET.0/24; tests/cluster.rs uses 41..45
@@ -228,49 +229,12 @@ def peakbench(lab, reps, duration):
     return got
 
 
-HPCC_INPUT = """HPLinpack benchmark input file
-written by peakbench bench/cluster.py
-HPL.out      output file name (if any)
-8            device out (6=stdout,7=stderr,file)
-1            # of problems sizes (N)
-{n}          Ns
-1            # of NBs
-192          NBs
-0            PMAP process mapping (0=Row-,1=Column-major)
-1            # of process grids (P x Q)
-1            Ps
-{q}            Qs
-16.0         threshold
-1            # of panel fact
-2            PFACTs (0=left, 1=Crout, 2=Right)
-1            # of recursive stopping criterium
-4            NBMINs (>= 1)
-1            # of panels in recursion
-2            NDIVs
-1            # of recursive panel fact.
-1            RFACTs (0=left, 1=Crout, 2=Right)
-1            # of broadcast
-1            BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)
-1            # of lookahead depth
-1            DEPTHs (>=0)
-2            SWAP (0=bin-exch,1=long,2=mix)
-64           swapping threshold
-0            L1 in (0=transposed,1=no-transposed) form
-0            U  in (0=transposed,1=no-transposed) form
-1            Equilibration (0=no,1=yes)
-8            memory alignment in double (> 0)
-##### separator line, ignored by hpcc #####
-0            Number of additional problem sizes for PTRANS
-1200         values of N
-0            number of additional blocking sizes for PTRANS
-40           values of NB
-"""
 
 
 def hpcc(lab, n):
     work = tempfile.mkdtemp(dir=lab.dir)
     with open(os.path.join(work, "hpccinf.txt"), "w") as f:
-        f.write(HPCC_INPUT.format(n=n, q=len(lab.hosts)))
+        f.write(input_file(n, nb=192, p=1, q=len(lab.hosts)))
     os.environ["OMP_NUM_THREADS"] = os.environ["OPENBLAS_NUM_THREADS"] = "1"
     run(lab.mpirun(["hpcc"], env=["OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"]), timeout=600, cwd=work)
     with open(os.path.join(work, "hpccoutf.txt")) as f:
