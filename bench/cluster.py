@@ -9,7 +9,10 @@ hosts, each in a cgroup v1 of its own pinned to one CPU (hosts that spin must no
 core), and measures in alternating rounds, the order flipped every round:
 
 - peakbench: `peakbench cluster run --phases matrix` between the two hosts: MPI's ping-pong
-  latency at 8 B and bandwidth at 4 MiB (and 2 MiB, hpcc's size), TCP throughput both ways;
+  latency at 8 B and bandwidth at 2 MiB (the size nearest hpcc's 2,000,000 B, which is what
+  `--reference` compares) and at 4 MiB (the matrix's headline size), TCP throughput both ways;
+- the same ping-pong written in C with blocking MPI_Send and MPI_Recv (bench/mpi_pingpong.c,
+  built here with mpicc), counted as peakbench counts: the parity of the implementation;
 - hpcc over the same two ranks, same launch (its HPL at a small order, then its ping-pong
   section: `MinPingPongLatency_usec`, `MaxPingPongBandwidth_GBytes`, whose message is
   2,000,000 B);
@@ -20,9 +23,11 @@ core), and measures in alternating rounds, the order flipped every round:
 
 It prints the median of each figure, the ratio of the medians and the median of the rounds' own
 ratios with its distribution-free confidence interval (bench/pair.py), against the issue's
-targets: latency <= 1.05 x hpcc's, bandwidth >= 0.95 x, TCP >= 0.95 x iperf3. hpcc counts
-each pair's best measurement (its minimal time), so the MPI targets compare peakbench's best
-timed batch with it (same counting); peakbench's medians, its headline values, are shown too.
+targets: latency <= 1.05 x, bandwidth >= 0.95 x, TCP >= 0.95 x iperf3. Against the C loop the
+counting is the same (best and median batch). hpcc counts otherwise: the best of 10 batches of
+8 round trips for its latency and the best of 4 single round trips for its bandwidth, which
+on this path reads far above any sustained ping-pong (see the comment at the table); its rows
+are printed against the same targets, and docs/cluster.md explains the gap.
 
     cargo build --release --features mpi
     python3 bench/cluster.py --rounds 6          # as root: namespaces, bridge, cgroups
@@ -218,7 +223,9 @@ def peakbench(lab, reps, duration):
             got["lat"] = r["value"]
             got["lat_best"] = r["stats"]["min"]
             curve = r["params"]["other"]["curve"]
-            got["bw2m"] = next(p["bandwidth_gbs"] for p in curve if p["bytes"] == 2 << 20)
+            two_mib = next(p for p in curve if p["bytes"] == 2 << 20)
+            got["bw2m"] = two_mib["bandwidth_gbs"]
+            got["bw2m_best"] = two_mib["bandwidth_best_gbs"]
         elif r["op"] == "mpi-pingpong-bandwidth":
             got["bw"] = r["value"]
             got["bw_best"] = r["stats"]["max"]
@@ -229,6 +236,24 @@ def peakbench(lab, reps, duration):
     return got
 
 
+
+
+def build_c_pingpong(lab):
+    """bench/mpi_pingpong.c (peakbench's ping-pong in C, MPI_Send/MPI_Recv), built with mpicc."""
+    exe = os.path.join(lab.dir, "mpi_pingpong")
+    sh("mpicc", "-O2", "-o", exe, os.path.join(HERE, "mpi_pingpong.c"))
+    return exe
+
+
+def c_pingpong(lab, exe, reps):
+    """The C ping-pong's best and median one-way times: latency at 8 B, bandwidth at 2 and 4 MiB."""
+    out = run(lab.mpirun([exe, str(reps), "8", str(2 << 20), str(4 << 20)]), timeout=300)
+    rows = {int(size): (float(best), float(median))
+            for size, best, median in (line.split() for line in out.splitlines() if line.strip())}
+    gbs = lambda size, t_us: size / t_us / 1e3  # noqa: E731
+    return {"c_lat_best": rows[8][0], "c_lat": rows[8][1],
+            "c_bw2m_best": gbs(2 << 20, rows[2 << 20][0]), "c_bw2m": gbs(2 << 20, rows[2 << 20][1]),
+            "c_bw_best": gbs(4 << 20, rows[4 << 20][0]), "c_bw": gbs(4 << 20, rows[4 << 20][1])}
 
 
 def hpcc(lab, n):
@@ -292,21 +317,29 @@ def mpi4py_pingpong():
     return None, "no python3 on PATH has mpi4py"
 
 
-def one_round(lab, index, args):
+def one_round(lab, index, args, exe):
     """peakbench first on even rounds, the references first on odd ones."""
+    # This machine switches between a fast and a slow regime every ten seconds or so (a plain C
+    # MPI_Send/MPI_Recv ping-pong reads 6.9 or 9.3 us, 2.8 or 1.5 GB/s, by launch), so the
+    # ping-pongs of a round run back to back: peakbench's comes at the end of its job (after
+    # its TCP tests), then the C one, then hpcc's (at the end of its job); reversed on the
+    # rounds where the references go first. The iperf3 runs go at the round's far end.
     def ours():
         return peakbench(lab, args.repetitions, args.duration)
 
-    def theirs():
-        ref = hpcc(lab, args.hpl_n)
+    def iperf3_both(ref):
         ref["tcp"] = iperf3(lab, args.duration, False)
         ref["tcp_rev"] = iperf3(lab, args.duration, True)
-        return ref
     if index % 2 == 0:
         a = ours()
-        b = theirs()
+        b = c_pingpong(lab, exe, args.repetitions)
+        b.update(hpcc(lab, args.hpl_n))
+        iperf3_both(b)
     else:
-        b = theirs()
+        b = {}
+        iperf3_both(b)
+        b.update(hpcc(lab, args.hpl_n))
+        b.update(c_pingpong(lab, exe, args.repetitions))
         a = ours()
     return a, b
 
@@ -316,15 +349,16 @@ def main():
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--repetitions", type=int, default=5, help="peakbench's -r (timed batches, TCP tests)")
     parser.add_argument("--duration", type=int, default=2, help="seconds of each TCP test (whole seconds, as iperf3)")
-    parser.add_argument("--hpl-n", type=int, default=2000, help="hpcc's HPL order (its other tests follow it)")
+    parser.add_argument("--hpl-n", type=int, default=1000, help="hpcc's HPL order (its other tests follow it)")
     parser.add_argument("--no-pin", action="store_true", help="no cpuset cgroups (the hosts share the CPUs)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root: network namespaces, a bridge and cgroups")
-    for tool in ("mpirun", "hpcc", "iperf3", "ip", "unshare"):
+    for tool in ("mpirun", "mpicc", "hpcc", "iperf3", "ip", "unshare"):
         if not shutil.which(tool):
-            sys.exit(f"{tool} is not installed (apt-get install openmpi-bin hpcc iperf3 iproute2 util-linux)")
+            sys.exit(f"{tool} is not installed "
+                     "(apt-get install openmpi-bin libopenmpi-dev hpcc iperf3 iproute2 util-linux)")
     if not os.path.exists(PEAKBENCH):
         sys.exit("build first: cargo build --release --features mpi")
     pin = not args.no_pin and os.path.exists(f"{CGROUP_V1}/cpuset/cpuset.cpus")
@@ -335,9 +369,10 @@ def main():
     python, mpi4py_note = mpi4py_pingpong()
     lab = Lab(2, pin)
     try:
+        exe = build_c_pingpong(lab)
         rows = []
         for i in range(args.rounds):
-            a, b = one_round(lab, i, args)
+            a, b = one_round(lab, i, args, exe)
             rows.append((a, b))
             if args.verbose:
                 print(f"round {i + 1} ({'peakbench' if i % 2 == 0 else 'references'} first): "
@@ -348,15 +383,26 @@ def main():
           f"{args.rounds} alternating rounds; peakbench -r {args.repetitions}, TCP tests of {args.duration} s")
     print(f"{'figure':<30} {'peakbench':>10} {'spread':>17} {'reference':>10} {'spread':>17} "
           f"{'ratio':>6} {'paired [CI]':>17} {'target':>8}")
-    # hpcc counts each pair's best measurement (the minimal time of its repetitions): the
-    # targets compare peakbench's best timed batch with it; the medians (peakbench's headline
-    # values) are shown beside, without a target.
+    # The implementation's parity: the same ping-pong written in C with blocking MPI_Send and
+    # MPI_Recv (bench/mpi_pingpong.c), counted as peakbench counts (the best and the median
+    # of its timed batches of up to 1000 round trips or 50 ms).
+    #
+    # hpcc's figures are counted otherwise: its latency is the best of 10 batches of 8 round
+    # trips (5 measurements, both directions), its bandwidth the best of 4 *single* round
+    # trips of 2,000,000 B (2 measurements, both directions). On this path a lone round trip
+    # reads well above a sustained one (the C loop with hpcc's counting reads about 3.4-4.1
+    # GB/s at 2,000,000 B, with peakbench's 2.6-2.7), so the bandwidth row against hpcc
+    # compares two different things; it is printed with the issue's target all the same.
     cases = [
+        ("MPI latency 8 B, best (us)", "lat_best", "c_lat_best", "C MPI_Send/Recv loop", "lower", 1.05),
+        ("MPI latency 8 B, median (us)", "lat", "c_lat", "C MPI_Send/Recv loop", "lower", 1.05),
+        ("MPI bw 2 MiB, best (GB/s)", "bw2m_best", "c_bw2m_best", "C MPI_Send/Recv loop", "higher", 0.95),
+        ("MPI bw 2 MiB, median (GB/s)", "bw2m", "c_bw2m", "C MPI_Send/Recv loop", "higher", 0.95),
+        ("MPI bw 4 MiB, best (GB/s)", "bw_best", "c_bw_best", "C MPI_Send/Recv loop", "higher", 0.95),
+        ("MPI bw 4 MiB, median (GB/s)", "bw", "c_bw", "C MPI_Send/Recv loop", "higher", 0.95),
         ("MPI latency 8 B, best (us)", "lat_best", "lat", "hpcc MinPingPongLatency", "lower", 1.05),
-        ("MPI latency 8 B, median (us)", "lat", "lat", "hpcc MinPingPongLatency", "lower", None),
+        ("MPI bw 2 MiB, best (GB/s)", "bw2m_best", "bw", "hpcc MaxPingPongBandwidth (2e6 B)", "higher", 0.95),
         ("MPI bw 4 MiB, best (GB/s)", "bw_best", "bw", "hpcc MaxPingPongBandwidth (2e6 B)", "higher", 0.95),
-        ("MPI bw 4 MiB, median (GB/s)", "bw", "bw", "hpcc MaxPingPongBandwidth (2e6 B)", "higher", None),
-        ("MPI bw 2 MiB, median (GB/s)", "bw2m", "bw", "hpcc MaxPingPongBandwidth (2e6 B)", "higher", None),
         ("TCP h0->h1 (Mb/s)", "tcp", "tcp", "iperf3", "higher", 0.95),
         ("TCP h1->h0 (Mb/s)", "tcp_rev", "tcp_rev", "iperf3 -R", "higher", 0.95),
     ]
