@@ -251,7 +251,10 @@ def c_pingpong(lab, exe, reps):
     rows = {int(size): (float(best), float(median))
             for size, best, median in (line.split() for line in out.splitlines() if line.strip())}
     gbs = lambda size, t_us: size / t_us / 1e3  # noqa: E731
-    return {"c_lat_best": rows[8][0], "c_lat": rows[8][1],
+    hpcc_like = run(lab.mpirun([exe, "hpcc"]), timeout=300)
+    counted = {int(size): float(best) for size, best, _ in
+               (line.split() for line in hpcc_like.splitlines() if line.strip())}
+    return {"c_hpcc_lat": counted[8], "c_hpcc_bw": gbs(2_000_000, counted[2_000_000]),"c_lat_best": rows[8][0], "c_lat": rows[8][1],
             "c_bw2m_best": gbs(2 << 20, rows[2 << 20][0]), "c_bw2m": gbs(2 << 20, rows[2 << 20][1]),
             "c_bw_best": gbs(4 << 20, rows[4 << 20][0]), "c_bw": gbs(4 << 20, rows[4 << 20][1])}
 
@@ -403,12 +406,15 @@ def main():
         ("MPI latency 8 B, best (us)", "lat_best", "lat", "hpcc MinPingPongLatency", "lower", 1.05),
         ("MPI bw 2 MiB, best (GB/s)", "bw2m_best", "bw", "hpcc MaxPingPongBandwidth (2e6 B)", "higher", 0.95),
         ("MPI bw 4 MiB, best (GB/s)", "bw_best", "bw", "hpcc MaxPingPongBandwidth (2e6 B)", "higher", 0.95),
+        # Where the gap to hpcc comes from: the C loop counted as hpcc counts, against hpcc.
+        ("C loop, hpcc's counting: 8 B (us)", "c_hpcc_lat", "lat", "hpcc MinPingPongLatency", "lower", None),
+        ("C loop, hpcc's counting: 2e6 B (GB/s)", "c_hpcc_bw", "bw", "hpcc MaxPingPongBandwidth", "higher", None),
         ("TCP h0->h1 (Mb/s)", "tcp", "tcp", "iperf3", "higher", 0.95),
         ("TCP h1->h0 (Mb/s)", "tcp_rev", "tcp_rev", "iperf3 -R", "higher", 0.95),
     ]
     misses = 0
     for label, ours_key, ref_key, tool, direction, target in cases:
-        ours = [a[ours_key] for a, _ in rows]
+        ours = [(b if ours_key.startswith("c_") else a)[ours_key] for a, b in rows]
         theirs = [b[ref_key] for _, b in rows]
         mo, mt = statistics.median(ours), statistics.median(theirs)
         ratio = mo / mt
