@@ -30,7 +30,7 @@ on this path reads far above any sustained ping-pong (see the comment at the tab
 are printed against the same targets, and docs/cluster.md explains the gap.
 
     cargo build --release --features mpi
-    python3 bench/cluster.py --rounds 6          # as root: namespaces, bridge, cgroups
+    python3 bench/cluster.py --rounds 10         # as root: namespaces, bridge, cgroups
 
 Everything it creates (namespaces and the processes in them, veths, the bridge, the cgroups,
 the temporary directory) is removed at the end, also on an error or Ctrl-C. The machine is
