@@ -2,7 +2,8 @@
 //! (`kind` = `result` or `sample`), with every parameter ([`Params::FIELDS`]; `other` as one
 //! column of JSON) and every statistic in its own column. `access_time_ns` is a memory block
 //! case's access time as users count it (all threads' elapsed time ÷ all accesses, median over
-//! repetitions), empty elsewhere.
+//! repetitions), empty elsewhere. `other_references` holds the result's other standard tools
+//! (ICMP ping beside sockperf) as a JSON array of their references, empty when there are none.
 
 use crate::result::{BenchResult, Params, Report};
 
@@ -29,6 +30,7 @@ const VALUES: &[&str] = &[
     "t_s",
     "ghz",
     "access_time_ns",
+    "other_references",
 ];
 
 /// The column a parameter goes in (`other` is `params_other`, a JSON object).
@@ -94,6 +96,11 @@ fn fields(result: &BenchResult) -> Vec<String> {
         String::new(),
         String::new(),
         opt(super::table::access_time_ns(result)),
+        if result.other_references.is_empty() {
+            String::new()
+        } else {
+            serde_json::to_string(&result.other_references).expect("references serialise")
+        },
     ]);
     row
 }

@@ -410,6 +410,22 @@ fn section(out: &mut String, subsystem: Subsystem, items: &[Item], runs: &[(i64,
         let _ = write!(out, "<li>{}</li>", escape(&note));
     }
     out.push_str("</ul></details>\n");
+    let others: Vec<String> = items
+        .iter()
+        .flat_map(|item| {
+            item.result
+                .other_references
+                .iter()
+                .map(|o| super::table::other_reference_line(item.result, o))
+        })
+        .collect();
+    if !others.is_empty() {
+        out.push_str("<details open><summary>Other references (ours / theirs)</summary><ul>");
+        for line in others {
+            let _ = write!(out, "<li>{}</li>", escape(&line));
+        }
+        out.push_str("</ul></details>\n");
+    }
     for chart in charts(items, runs[0].1, runs.len()) {
         let _ = writeln!(out, "<figure>{chart}</figure>");
     }

@@ -240,6 +240,49 @@ mod snapshots {
             assert_eq!(&record[at], expected, "{record:?}");
         }
     }
+
+    /// Another standard tool beside the main one (ICMP ping beside sockperf) reaches the CSV,
+    /// as a JSON array in its own column, and the HTML report, as well as the text table.
+    #[test]
+    fn other_references_reach_the_csv_and_the_html() {
+        let mut report = fixture();
+        let first = &mut report.results[0];
+        let id = first.id.clone();
+        first.other_references.push(crate::result::Reference {
+            tool: "ping".into(),
+            command: "ping -c 10 127.0.0.1".into(),
+            value: Some(4.0),
+            ratio: Some(3.5),
+            note: None,
+        });
+        let csv = String::from_utf8(Format::Csv.render(&report)).unwrap();
+        let mut reader = ::csv::Reader::from_reader(csv.as_bytes());
+        let headers = reader.headers().unwrap().clone();
+        let at = headers
+            .iter()
+            .position(|h| h == "other_references")
+            .unwrap();
+        let id_at = headers.iter().position(|h| h == "id").unwrap();
+        let mut seen = 0;
+        for record in reader.records() {
+            let record = record.unwrap();
+            if record[id_at] == id && &record[0] == "result" {
+                let cell: serde_json::Value = serde_json::from_str(&record[at]).unwrap();
+                assert_eq!(cell[0]["tool"], "ping");
+                assert_eq!(cell[0]["value"], 4.0);
+                seen += 1;
+            } else {
+                assert_eq!(&record[at], "", "{record:?}");
+            }
+        }
+        assert_eq!(seen, 1);
+        let page = html::render(1, &report);
+        assert!(page.contains("Other references"), "no section");
+        let line = format!("ping {}", crate::units::format_value(4.0));
+        assert!(page.contains(&line), "no {line} in the page");
+        let table = String::from_utf8(Format::Table.render(&report)).unwrap();
+        assert!(table.contains("Other references"), "{table}");
+    }
 }
 
 #[cfg(test)]

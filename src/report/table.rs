@@ -284,7 +284,7 @@ fn clock_pairs(report: &Report, out: &mut String) {
 
 /// One line of a result's further standard tool: its value and our ratio to it, or why it has
 /// none, then what it measured differently.
-fn other_reference_line(result: &BenchResult, other: &crate::result::Reference) -> String {
+pub fn other_reference_line(result: &BenchResult, other: &crate::result::Reference) -> String {
     let value = match (other.value, other.ratio) {
         (Some(v), Some(ratio)) => format!(
             "{} {} {}, ratio {ratio:.2}",
