@@ -276,8 +276,9 @@ pub fn compare(results: &[BenchResult], hpcc: &Hpcc, mpi4py: Reference) -> Vec<C
         )
     });
     // Bandwidth at the size nearest hpcc's (the largest size, 4 MiB, is the matrix's headline;
-    // on the namespace cluster a 4 MiB ping-pong reads about 5 % below a 2 MB one, in a plain
-    // C ping-pong as in peakbench's).
+    // on the namespace cluster a 4 MiB ping-pong read 3-16 % below a 2 MB one, in a plain C
+    // ping-pong as in peakbench's). hpcc's figure is still its best *single* round trip, where
+    // peakbench's is its best batch (docs/cluster.md).
     let bandwidth = [
         ("the fastest link", true, "MaxPingPongBandwidth_GBytes"),
         ("the slowest link", false, "MinPingPongBandwidth_GBytes"),
