@@ -414,6 +414,8 @@ def main():
     ]
     misses = 0
     for label, ours_key, ref_key, tool, direction, target in cases:
+        # The "C loop, hpcc's counting" rows put the C loop (a reference-side figure, key
+        # c_...) in peakbench's column, to set it against hpcc.
         ours = [(b if ours_key.startswith("c_") else a)[ours_key] for a, b in rows]
         theirs = [b[ref_key] for _, b in rows]
         mo, mt = statistics.median(ours), statistics.median(theirs)

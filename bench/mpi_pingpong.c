@@ -12,7 +12,8 @@
  * With REPS given as `hpcc`, it counts as hpcc's ping-pong section counts instead (for showing
  * where a gap to hpcc comes from): at 8 B the best of 5 measurements in each direction of 8
  * round trips each, at 2,000,000 B the best of 2 measurements in each direction of one round
- * trip each, every measurement after one untimed round trip; it prints those two lines.
+ * trip each, every measurement after one untimed round trip; it prints those two lines in the
+ * same three columns (the best measurement in both time columns: hpcc keeps no median).
  *
  *     mpicc -O2 -o mpi_pingpong bench/mpi_pingpong.c
  *     mpirun -np 2 ./mpi_pingpong 5 8 2097152 4194304
