@@ -218,6 +218,7 @@ pub const DERIVED_PARAMS: &[&str] = &[
     "submit_batch",
     "instruction",
     "form",
+    "receiver_spun",
 ];
 
 /// Parameters (of `params` or `params.other`) that are measurement bookkeeping.

@@ -176,6 +176,54 @@ fn loopback_tcp_and_udp_in_both_modes() {
     }
 }
 
+/// `--receiver-wait`: a spinning and a sleeping TCP receiver both count the stream, and the
+/// result says which ran (the setting, what the server did, and the counting rule); UDP has no
+/// such setting. `auto` on loopback spins only when the client's and the server's threads fit
+/// in the CPUs.
+#[test]
+fn the_tcp_receiver_spins_or_sleeps_as_asked_and_says_which() {
+    for (wait, spun, rule) in [
+        ("spin", true, "spun for up to 200 µs"),
+        ("sleep", false, "slept in poll(2)"),
+    ] {
+        let doc = net(&[
+            "--proto",
+            "tcp,udp",
+            "--mode",
+            "throughput",
+            "--receiver-wait",
+            wait,
+        ]);
+        let (tcp, udp) = (&doc["results"][0], &doc["results"][1]);
+        assert!(tcp["value"].as_f64().unwrap() > 0.0, "{tcp}");
+        assert_eq!(tcp["params"]["other"]["receiver_wait"], wait, "{tcp}");
+        assert_eq!(tcp["params"]["other"]["receiver_spun"], spun, "{tcp}");
+        assert!(tcp["counting"].as_str().unwrap().contains(rule), "{tcp}");
+        assert!(
+            udp["params"]["other"].get("receiver_wait").is_none(),
+            "{udp}"
+        );
+    }
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    for streams in [1, 2] {
+        let doc = net(&[
+            "--proto",
+            "tcp",
+            "--mode",
+            "throughput",
+            "--streams",
+            &streams.to_string(),
+        ]);
+        let tcp = &doc["results"][0];
+        assert_eq!(tcp["params"]["other"]["receiver_wait"], "auto");
+        assert_eq!(
+            tcp["params"]["other"]["receiver_spun"],
+            2 * streams <= cpus,
+            "{streams} streams on {cpus} CPUs: {tcp}"
+        );
+    }
+}
+
 #[test]
 fn nic_gbps_is_the_assumed_loopback_peak() {
     let doc = net(&["--proto", "tcp", "--mode", "throughput", "--nic-gbps", "25"]);
@@ -399,6 +447,7 @@ fn bad_input_is_exit_2_naming_the_flag() {
         (vec!["net", "--proto", "udp", "--rate", "1"], "--rate"),
         // Issue 18, item 9: refused at the flag, not at run time after earlier cases ran.
         (vec!["net", "--duration", "601s"], "--duration"),
+        (vec!["net", "--receiver-wait", "nap"], "--receiver-wait"),
         (
             vec!["net", "--omit", "5s", "--duration", "598s"],
             "--duration",

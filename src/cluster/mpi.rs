@@ -27,7 +27,7 @@ use super::schedule;
 use super::{ClusterRunArgs, Phase, plan_local};
 use crate::error::{Exit, UsageError};
 use crate::net::auth::{Key, Nonce};
-use crate::net::proto::TestSpec;
+use crate::net::proto::{ReceiverWait, TestSpec};
 use crate::net::server::LocalServer;
 use crate::net::{Mode, NetCase, Proto, Target};
 use crate::peak::Peaks;
@@ -1099,6 +1099,11 @@ impl Leader<'_> {
                     reverse,
                     rate_bps: None,
                     count: None,
+                    // The pairs of a round run at once, and hosts that share physical CPUs
+                    // (VMs on one hypervisor, this project's namespace cluster) would lose a
+                    // CPU to another pair's spinning receiver: every link sleeps alike, as
+                    // `auto` does for a peer that is not on loopback.
+                    receiver_wait: ReceiverWait::Sleep,
                 },
                 count: None,
                 pin: false,

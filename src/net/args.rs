@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::proto::ReceiverWait;
 use super::server::{Cidr, DEFAULT_PER_ADDRESS, MAX_STREAMS};
 use super::{DEFAULT_PORT, Mode, Proto};
 use crate::options::{duration, positive_count, positive_duration, positive_size, thread_count};
@@ -65,6 +66,11 @@ pub struct NetArgs {
     /// Unmeasured start of each throughput repetition (TCP slow start)
     #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = duration)]
     pub omit: Duration,
+    /// How the TCP throughput receiver waits on an empty socket: spin (reads on for 200 µs
+    /// before sleeping), sleep (in poll(2) at once, as iperf3), auto (spin when the receiving
+    /// and the sending threads of a loopback test fit in the CPUs; else sleep)
+    #[arg(long, value_name = "WAIT", ignore_case = true, default_value = "auto")]
+    pub receiver_wait: ReceiverWait,
     /// The server's shared key, a file of at least 16 bytes readable by you alone (else $PEAKBENCH_KEY_FILE)
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,

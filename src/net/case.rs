@@ -55,6 +55,11 @@ impl Case for NetCase {
                 .other
                 .insert("omit_s".into(), (s.omit_ms as f64 / 1e3).into());
         }
+        if s.mode == Mode::Throughput && s.proto == Proto::Tcp {
+            params
+                .other
+                .insert("receiver_wait".into(), s.receiver_wait.name().into());
+        }
         if let Some(rate) = s.rate_bps {
             params.other.insert("rate_bps".into(), rate.into());
         }
@@ -184,6 +189,7 @@ impl NetCase {
         let mut per_stream: Vec<Vec<f64>> = vec![Vec::new(); streams];
         let (mut sent, mut received, mut lost, mut loss_pct, mut reordered, mut jitter) =
             (vec![], vec![], vec![], vec![], vec![], vec![]);
+        let mut spun = 0;
         for outcome in outcomes {
             let Outcome::Throughput {
                 window,
@@ -193,6 +199,7 @@ impl NetCase {
             else {
                 bail!("a throughput test returned something else");
             };
+            spun += usize::from(window.receiver_spun);
             let secs = window.window_ns as f64 / 1e9;
             let bytes: u64 = window.stream_bytes.iter().sum();
             total.push(bytes as f64 * 8.0 / secs / 1e6);
@@ -217,14 +224,15 @@ impl NetCase {
         }
         let counting = match self.spec.proto {
             Proto::Tcp => format!(
-                "payload bytes read by the receiver ({}) in the window from {} ms after the start to the end of --duration, on the receiver's clock; 1 Mb = 10^6 bits; {}-byte writes",
+                "payload bytes read by the receiver ({}) in the window from {} ms after the start to the end of --duration, on the receiver's clock; 1 Mb = 10^6 bits; {}-byte writes; {}",
                 if self.spec.reverse {
                     "this client"
                 } else {
                     "the server"
                 },
                 self.spec.omit_ms,
-                self.spec.msg_bytes
+                self.spec.msg_bytes,
+                receiver_waits(spun, outcomes.len())
             ),
             Proto::Udp if !self.sequenced() => format!(
                 "UDP payload bytes (whole {}-byte datagrams, below the {}-byte sequence header, so sent without one) received by the {} in the window after {} ms, on its clock; lost = sent − received counts over the whole test only; reordering, duplicates and jitter unknown; 1 Mb = 10^6 bits",
@@ -255,8 +263,11 @@ impl NetCase {
         let unbound = self.target.loopback() && peak.is_none();
         let mut result = self
             .measured(ctx, "throughput", "Mb/s", counting, total)?
-            .peak(peak)
-            .extra("throughput", "Gb/s", &gbps);
+            .peak(peak);
+        if self.spec.proto == Proto::Tcp {
+            result = result.param("receiver_spun", spun == outcomes.len());
+        }
+        let mut result = result.extra("throughput", "Gb/s", &gbps);
         if streams > 1 {
             for (i, values) in per_stream.iter().enumerate() {
                 result = result.extra(format!("stream {i} throughput"), "Mb/s", values);
@@ -411,5 +422,20 @@ fn interface_of(ip: IpAddr) -> Option<String> {
         }
         libc::freeifaddrs(list);
         found
+    }
+}
+
+/// How the TCP receiver waited on an empty socket, for the counting rule: it spun in `spun` of
+/// `reps` repetitions (the server decides under `--receiver-wait auto`).
+fn receiver_waits(spun: usize, reps: usize) -> String {
+    let spin_us = super::data::SPIN.as_micros();
+    match spun {
+        0 => "the receiver slept in poll(2) whenever its socket was empty, as iperf3's does".into(),
+        n if n == reps => format!(
+            "the receiver read non-blocking and spun for up to {spin_us} µs on an empty socket before sleeping in poll(2) (a CPU per stream; iperf3's sleeps at once: --receiver-wait sleep)"
+        ),
+        n => format!(
+            "the receiver spun for up to {spin_us} µs on an empty socket in {n} of {reps} repetitions and slept in poll(2) in the others"
+        ),
     }
 }

@@ -165,7 +165,16 @@ pub fn run_test(
                         _ => bail!("the server answered out of turn"),
                     }
                 },
-                pin,
+                data::ReceiverThreads {
+                    pin,
+                    spin: data::receiver_spins(
+                        spec.receiver_wait,
+                        spec.proto,
+                        spec.streams as usize,
+                        server.ip().to_canonical().is_loopback(),
+                        crate::runner::num_cpus(),
+                    ),
+                },
             )?;
             Ok(Outcome::Throughput { window, udp, sent })
         }

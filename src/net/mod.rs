@@ -119,6 +119,7 @@ impl Benchmark for Net {
             reverse: args.reverse,
             rates_bps: unique(&args.rate),
             omit: args.omit,
+            receiver_wait: args.receiver_wait,
             key: auth::Key::resolve(args.key.as_deref())?,
         };
         let cases = plan::plan(&opts, ctx)?;
@@ -347,6 +348,7 @@ mod tests {
             reverse: false,
             rate_bps: None,
             count: None,
+            receiver_wait: proto::ReceiverWait::Auto,
         };
         let run = |k: Option<&auth::Key>| {
             client::run_test(server.addr, &spec, k, Duration::ZERO, Some(10), false)
@@ -378,6 +380,7 @@ mod tests {
             reverse: false,
             rate_bps: None,
             count: None,
+            receiver_wait: proto::ReceiverWait::Auto,
         };
         let Outcome::Throughput { window, sent, .. } =
             client::run_test(server.addr, &spec, Some(&key), Duration::ZERO, None, false).unwrap()

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::auth::Key;
 use super::case::NetCase;
 use super::child::{ChildServer, Placement};
+use super::proto::ReceiverWait;
 use super::server::{self, LocalServer};
 use super::{Mode, Proto, data, proto};
 use crate::error::usage;
@@ -31,6 +32,8 @@ pub struct NetOptions {
     /// UDP sending rates per stream; empty: unlimited.
     pub rates_bps: Vec<u64>,
     pub omit: Duration,
+    /// How the TCP throughput receiver waits on an empty socket.
+    pub receiver_wait: ReceiverWait,
     /// The remote server's shared key (`--key`); never written out.
     #[serde(skip)]
     pub key: Option<Key>,
@@ -50,6 +53,7 @@ impl NetOptions {
             reverse: false,
             rates_bps: Vec::new(),
             omit: Duration::from_millis(200),
+            receiver_wait: ReceiverWait::Auto,
             key: None,
         }
     }
@@ -223,6 +227,7 @@ pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
                         reverse: opts.reverse && mode == Mode::Throughput,
                         rate_bps,
                         count: opts.count.filter(|_| mode == Mode::Latency),
+                        receiver_wait: opts.receiver_wait,
                     };
                     cases.push(Box::new(NetCase {
                         spec,

@@ -41,6 +41,28 @@ named_enum! {
     }
 }
 
+named_enum! {
+    /// How a TCP throughput receiver waits while its socket is empty.
+    pub enum ReceiverWait {
+        /// spin on loopback when the sending and the receiving threads fit in the CPUs
+        Auto = "auto",
+        /// keep reading for up to 200 µs after the last data before sleeping in poll(2)
+        Spin = "spin" | "busy",
+        /// sleep in poll(2) as soon as the socket is empty, as iperf3's receiver does
+        Sleep = "sleep" | "poll",
+    }
+}
+
+impl ReceiverWait {
+    pub fn auto() -> Self {
+        ReceiverWait::Auto
+    }
+
+    pub fn is_auto(&self) -> bool {
+        *self == ReceiverWait::Auto
+    }
+}
+
 /// The parameters of one test, as the client sends them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -63,6 +85,13 @@ pub struct TestSpec {
     /// accepted; an older server refuses a hello that has it, naming the field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
+    /// How the TCP receiver waits on an empty socket; left out when `auto`, for the same
+    /// reason as `count`.
+    #[serde(
+        default = "ReceiverWait::auto",
+        skip_serializing_if = "ReceiverWait::is_auto"
+    )]
+    pub receiver_wait: ReceiverWait,
 }
 
 /// Counts of one UDP stream, kept by its receiver over the whole test.
@@ -84,6 +113,10 @@ pub struct Window {
     pub window_ns: u64,
     /// Payload bytes received in the window, per stream.
     pub stream_bytes: Vec<u64>,
+    /// The TCP receiver spun on its empty sockets instead of sleeping (absent from an older
+    /// peer's window, which always slept).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub receiver_spun: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

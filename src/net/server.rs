@@ -450,7 +450,16 @@ fn handle(
                         other => bail!("expected sent, got {}", kind(&other)),
                     }
                 },
-                false,
+                data::ReceiverThreads {
+                    pin: false,
+                    spin: data::receiver_spins(
+                        spec.receiver_wait,
+                        spec.proto,
+                        spec.streams as usize,
+                        canonical(peer.ip()).is_loopback(),
+                        crate::runner::num_cpus(),
+                    ),
+                },
             )?;
             control.send(&Msg::Final { udp })?;
         }
@@ -700,6 +709,7 @@ mod tests {
             reverse: false,
             rate_bps: None,
             count: None,
+            receiver_wait: proto::ReceiverWait::Auto,
         };
         assert_eq!(serving_time(&spec, MAX_TEST), Duration::from_secs(12));
         spec.count = Some(1_000_000);
