@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """peakbench net against iperf3 (throughput) and sockperf ping-pong (round-trip time) on loopback.
 
-Each round runs every case once with `--reference`: peakbench measures with its in-process
-server, then runs the standard tool with the same protocol, message size, streams and duration
+Each round runs every case once with `--reference`: peakbench measures with its loopback
+server (a child process), then runs the standard tool with the same protocol, message size, streams and duration
 (its server started on a free loopback port and stopped after). Rounds interleave the two tools
 in time; the script prints the median of each, the ratio of the medians against the issue's
 target, peakbench's CV, and for UDP the loss each reported.
@@ -27,9 +27,14 @@ sys.path.insert(0, HERE)
 from pair import ci_note, paired_text  # noqa: E402
 PEAKBENCH = os.environ.get("PEAKBENCH", os.path.join(HERE, "..", "target", "release", "peakbench"))
 
-# (label, peakbench args, direction of the target, target ratio)
+# (label, peakbench args, direction of the target ("info": none), target ratio)
 CASES = [
     ("tcp 128KiB x1", ["--proto", "tcp", "--mode", "throughput", "--msg", "128KiB", "--streams", "1"], "higher", 1.00),
+    # The same stream with the receiver sleeping in poll(2) at once, as iperf3's does: the
+    # like-for-like figure beside the default (a spinning receiver where the threads fit the
+    # CPUs). Shown for its ratio; the issue's target is the default's.
+    ("tcp 128KiB x1 sleep", ["--proto", "tcp", "--mode", "throughput", "--msg", "128KiB", "--streams", "1",
+                             "--receiver-wait", "sleep"], "info", None),
     ("tcp 128KiB x2", ["--proto", "tcp", "--mode", "throughput", "--msg", "128KiB", "--streams", "2"], "higher", 1.00),
     ("udp 1470B", ["--proto", "udp", "--mode", "throughput", "--msg", "1470"], "higher", 1.00),
     ("udp 64KB", ["--proto", "udp", "--mode", "throughput", "--msg", "64000"], "higher", 1.00),
@@ -76,29 +81,34 @@ def main():
                 v[2].append(loss)
             if note:
                 v[3].append(note)
-            print(f"round {r + 1} {label:>14}: peakbench {ours:10.2f} {unit}, reference {theirs}", file=sys.stderr)
-    print(f"{'case':>14} {'peakbench':>12} {'cv':>6} {'reference':>12} {'ratio':>7} {'target':>10}  note")
+            print(f"round {r + 1} {label:>19}: peakbench {ours:10.2f} {unit}, reference {theirs}", file=sys.stderr)
+    print(f"{'case':>19} {'peakbench':>12} {'cv':>6} {'reference':>12} {'ratio':>7} {'target':>10}  note")
     failures = 0
     for label, _, direction, target in cases:
         ours, theirs, loss, notes = values[label]
         m_ours = statistics.median(ours)
         cv = statistics.stdev(ours) / statistics.mean(ours) if len(ours) > 1 else float("nan")
         if not theirs:
-            print(f"{label:>14} {m_ours:12.2f} {cv:6.1%} {'-':>12} {'-':>7}  {notes[-1] if notes else ''}")
+            print(f"{label:>19} {m_ours:12.2f} {cv:6.1%} {'-':>12} {'-':>7}  {notes[-1] if notes else ''}")
             continue
         m_theirs = statistics.median(theirs)
         ratio = m_ours / m_theirs
-        ok = ratio >= target if direction == "higher" else ratio <= target
+        if direction == "info":
+            ok, want, verdict = True, "-", "  "
+        else:
+            ok = ratio >= target if direction == "higher" else ratio <= target
+            want = f"{'>=' if direction == 'higher' else '<='} {target:.2f}"
+            verdict = "ok" if ok else "MISS"
         failures += not ok
-        want = f"{'>=' if direction == 'higher' else '<='} {target:.2f}"
         extra = f"peakbench loss {statistics.median(loss):.1f} %; " if loss else ""
         extra += notes[-1] if notes else ""
         # The rounds' own ratios (the two runs of a round are adjacent in time).
         paired = [o / t for o, t in zip(ours, theirs)] if len(ours) == len(theirs) else []
         spread = f"paired {paired_text(paired)}" if paired else ""
-        print(f"{label:>14} {m_ours:12.2f} {cv:6.1%} {m_theirs:12.2f} {ratio:7.3f} {want:>7} {'ok' if ok else 'MISS'}  "
+        print(f"{label:>19} {m_ours:12.2f} {cv:6.1%} {m_theirs:12.2f} {ratio:7.3f} {want:>7} {verdict}  "
               f"{spread}; {units[label]}; {extra}")
-    print(f"{len(cases) - failures} of {len(cases)} cases meet the target (medians of {opts.rounds} rounds)")
+    targeted = sum(c[2] != "info" for c in cases)
+    print(f"{targeted - failures} of {targeted} cases meet the target (medians of {opts.rounds} rounds)")
     print(f"[paired]: {ci_note(opts.rounds)}")
 
 

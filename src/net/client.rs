@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::auth::{Key, Nonce};
-use super::data::{self, PingPong, Sockets};
+use super::data::{self, PingPong, Sockets, StreamCpus};
 use super::proto::{
     Control, Mode, Msg, Proto, TestSpec, UdpCounts, VERSION, Window, hello_message,
 };
@@ -121,13 +121,29 @@ pub fn run_test(
     let omit = Duration::from_millis(spec.omit_ms);
     let duration = Duration::from_millis(spec.duration_ms);
     let msg = spec.msg_bytes as usize;
+    // Spinning TCP receivers (the server's in forward mode, ours with --reverse) and, on
+    // loopback, where each side's threads run.
+    let loopback = server.ip().to_canonical().is_loopback();
+    let spin = data::receiver_spins(
+        spec.receiver_wait,
+        spec.proto,
+        spec.streams as usize,
+        loopback,
+        crate::runner::num_cpus(),
+    );
+    let (send_cpus, receive_cpus) = if pin {
+        (StreamCpus::pinned(pin), StreamCpus::pinned(pin))
+    } else {
+        StreamCpus::loopback_pair(spin, loopback, spec.streams as usize)
+    };
     match (spec.mode, spec.reverse) {
         (Mode::Throughput, false) => {
             let stop = AtomicBool::new(false);
             let end = Instant::now() + omit + duration + Duration::from_secs(15);
             let (window, sent) = std::thread::scope(|scope| {
-                let sender = scope
-                    .spawn(|| data::send(&sockets, msg, token, spec.rate_bps, &stop, end, pin));
+                let sender = scope.spawn(|| {
+                    data::send(&sockets, msg, token, spec.rate_bps, &stop, end, send_cpus)
+                });
                 let answer = control.recv(end);
                 stop.store(true, Ordering::SeqCst);
                 let sent = sender.join().expect("sender thread panicked")?;
@@ -166,14 +182,8 @@ pub fn run_test(
                     }
                 },
                 data::ReceiverThreads {
-                    pin,
-                    spin: data::receiver_spins(
-                        spec.receiver_wait,
-                        spec.proto,
-                        spec.streams as usize,
-                        server.ip().to_canonical().is_loopback(),
-                        crate::runner::num_cpus(),
-                    ),
+                    cpus: receive_cpus,
+                    spin,
                 },
             )?;
             Ok(Outcome::Throughput { window, udp, sent })
@@ -186,7 +196,7 @@ pub fn run_test(
                     .map(|i| {
                         let sockets = &sockets;
                         scope.spawn(move || {
-                            data::pin_stream(pin, i)?;
+                            data::pin_stream(StreamCpus::pinned(pin), i)?;
                             data::ping_pong(sockets, i, msg, warmup, deadline, count)
                         })
                     })

@@ -434,6 +434,18 @@ fn handle(
     control.send(&Msg::Ready)?;
     let deadline = Instant::now() + serving_time(&spec, policy.max_test);
     let msg = spec.msg_bytes as usize;
+    // Spinning TCP receivers (ours in forward mode, the client's with --reverse) and, on
+    // loopback, where each side's threads run (the client places its own alike).
+    let loopback = canonical(peer.ip()).is_loopback();
+    let spin = data::receiver_spins(
+        spec.receiver_wait,
+        spec.proto,
+        spec.streams as usize,
+        loopback,
+        crate::runner::num_cpus(),
+    );
+    let (send_cpus, receive_cpus) =
+        data::StreamCpus::loopback_pair(spin, loopback, spec.streams as usize);
     match (spec.mode, spec.reverse) {
         (Mode::Throughput, false) => {
             let watch = control.stream().try_clone()?;
@@ -451,14 +463,8 @@ fn handle(
                     }
                 },
                 data::ReceiverThreads {
-                    pin: false,
-                    spin: data::receiver_spins(
-                        spec.receiver_wait,
-                        spec.proto,
-                        spec.streams as usize,
-                        canonical(peer.ip()).is_loopback(),
-                        crate::runner::num_cpus(),
-                    ),
+                    cpus: receive_cpus,
+                    spin,
                 },
             )?;
             control.send(&Msg::Final { udp })?;
@@ -468,7 +474,15 @@ fn handle(
             let sent = std::thread::scope(|scope| {
                 let sender = std::thread::Builder::new()
                     .spawn_scoped(scope, || {
-                        data::send(&sockets, msg, token, spec.rate_bps, &stop, deadline, false)
+                        data::send(
+                            &sockets,
+                            msg,
+                            token,
+                            spec.rate_bps,
+                            &stop,
+                            deadline,
+                            send_cpus,
+                        )
                     })
                     .context("cannot start the sending thread; the test is refused")?;
                 let asked = control.recv(deadline);
