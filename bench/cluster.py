@@ -18,8 +18,9 @@ core), and measures in alternating rounds, the order flipped every round:
   2,000,000 B);
 - iperf3 between the same two namespaces, both ways (one stream, 128 KiB writes, as the
   matrix's TCP test);
-- `python3 -m mpi4py.bench pingpong` where mpi4py has it (3.1.4, Debian's, has only
-  helloworld and ringtest: the script says so and goes on).
+- `python3 -m mpi4py.bench pingpong` where mpi4py has it (4.0 or later; 3.1.4, Debian's, has
+  only helloworld and ringtest: the script says so and goes on; `--mpi4py PYTHON` names a
+  python that has it, e.g. a venv with mpi4py built from PyPI against the system's Open MPI).
 
 It prints the median of each figure, the ratio of the medians and the median of the rounds' own
 ratios with its distribution-free confidence interval (bench/pair.py), against the issue's
@@ -320,6 +321,21 @@ def mpi4py_pingpong():
     return None, "no python3 on PATH has mpi4py"
 
 
+def mpi4py_run(lab, python):
+    """mpi4py's ping-pong (numpy-free buffers, 100 round trips at 2 and 4 MiB instead of its
+    default 10): latency at 8 B and bandwidth at 2 and 4 MiB. Its counting: the mean of its
+    one-way times (half a round trip) over all timed round trips; bandwidth = size / that."""
+    out = run(lab.mpirun([python, "-m", "mpi4py.bench", "pingpong", "-a", "none", "-m", "8",
+                          "-n", str(4 << 20), "--skip-huge", "10", "--loop-huge", "100"]), timeout=300)
+    rows = {}
+    for line in out.splitlines():
+        words = line.replace("|", " ").split()
+        if len(words) >= 3 and words[0].isdigit():
+            rows[int(words[0])] = float(words[2])  # seconds, one way
+    gbs = lambda size: size / rows[size] / 1e9  # noqa: E731
+    return {"m4_lat": rows[8] * 1e6, "m4_bw2m": gbs(2 << 20), "m4_bw": gbs(4 << 20)}
+
+
 def one_round(lab, index, args, exe):
     """peakbench first on even rounds, the references first on odd ones."""
     # This machine switches between a fast and a slow regime every ten seconds or so (a plain C
@@ -333,15 +349,20 @@ def one_round(lab, index, args, exe):
     def iperf3_both(ref):
         ref["tcp"] = iperf3(lab, args.duration, False)
         ref["tcp_rev"] = iperf3(lab, args.duration, True)
+    def mpi4py_if(ref):
+        if args.mpi4py:
+            ref.update(mpi4py_run(lab, args.mpi4py))
     if index % 2 == 0:
         a = ours()
         b = c_pingpong(lab, exe, args.repetitions)
+        mpi4py_if(b)
         b.update(hpcc(lab, args.hpl_n))
         iperf3_both(b)
     else:
         b = {}
         iperf3_both(b)
         b.update(hpcc(lab, args.hpl_n))
+        mpi4py_if(b)
         b.update(c_pingpong(lab, exe, args.repetitions))
         a = ours()
     return a, b
@@ -354,6 +375,9 @@ def main():
     parser.add_argument("--duration", type=int, default=2, help="seconds of each TCP test (whole seconds, as iperf3)")
     parser.add_argument("--hpl-n", type=int, default=1000, help="hpcc's HPL order (its other tests follow it)")
     parser.add_argument("--no-pin", action="store_true", help="no cpuset cgroups (the hosts share the CPUs)")
+    parser.add_argument("--mpi4py", metavar="PYTHON",
+                        help="a python with mpi4py 4.0 or later (its pingpong), e.g. a venv's after "
+                             "`pip install --no-binary mpi4py 'mpi4py>=4'`; default: one on PATH, if any")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     if os.geteuid() != 0:
@@ -369,7 +393,8 @@ def main():
     def interrupted(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
     signal.signal(signal.SIGTERM, interrupted)
-    python, mpi4py_note = mpi4py_pingpong()
+    python, mpi4py_note = (args.mpi4py, None) if args.mpi4py else mpi4py_pingpong()
+    args.mpi4py = python
     lab = Lab(2, pin)
     try:
         exe = build_c_pingpong(lab)
@@ -409,10 +434,17 @@ def main():
         # Where the gap to hpcc comes from: the C loop counted as hpcc counts, against hpcc.
         ("C loop, hpcc's counting: 8 B (us)", "c_hpcc_lat", "lat", "hpcc MinPingPongLatency", "lower", None),
         ("C loop, hpcc's counting: 2e6 B (GB/s)", "c_hpcc_bw", "bw", "hpcc MaxPingPongBandwidth", "higher", None),
+        # mpi4py's ping-pong: the mean one-way time over all its round trips (10 000 at 8 B,
+        # 100 at 2 and 4 MiB), against peakbench's median batch.
+        ("MPI latency 8 B, median (us)", "lat", "m4_lat", "mpi4py.bench pingpong", "lower", 1.05),
+        ("MPI bw 2 MiB, median (GB/s)", "bw2m", "m4_bw2m", "mpi4py.bench pingpong", "higher", 0.95),
+        ("MPI bw 4 MiB, median (GB/s)", "bw", "m4_bw", "mpi4py.bench pingpong", "higher", 0.95),
         ("TCP h0->h1 (Mb/s)", "tcp", "tcp", "iperf3", "higher", 0.95),
         ("TCP h1->h0 (Mb/s)", "tcp_rev", "tcp_rev", "iperf3 -R", "higher", 0.95),
     ]
     misses = 0
+    if not python:
+        cases = [c for c in cases if not c[2].startswith("m4_")]
     for label, ours_key, ref_key, tool, direction, target in cases:
         # The "C loop, hpcc's counting" rows put the C loop (a reference-side figure, key
         # c_...) in peakbench's column, to set it against hpcc.
@@ -436,7 +468,7 @@ def main():
     print(f"hpcc HPL (N={args.hpl_n}, 1 x 2 grid): median {statistics.median(hpl):.2f} GFLOP/s "
           "(the side-by-side runs' own load; not a target)")
     if python:
-        print(f"mpi4py: {python} has a pingpong; this script does not run it yet")
+        print(f"mpi4py: {python}")
     else:
         print(f"mpi4py: {mpi4py_note}")
     print(f"[paired]: {ci_note(args.rounds)}")
