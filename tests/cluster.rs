@@ -496,7 +496,7 @@ fn reference_runs_hpcc_over_the_same_hosts_and_launch_and_records_the_ratios() {
     let doc = doc.expect("the output file");
     let refs = doc["cluster"]["references"].as_array().expect("references");
     let metrics: Vec<&str> = refs.iter().map(|r| r["metric"].as_str().unwrap()).collect();
-    assert_eq!(refs.len(), 6, "{metrics:?}");
+    assert_eq!(refs.len(), 7, "{metrics:?}");
     // hpcc ran as a second job on the same hosts, one rank each, launched the same way.
     let hpl = &refs[0]["reference"];
     let command = hpl["command"].as_str().unwrap();
@@ -551,14 +551,31 @@ fn reference_runs_hpcc_over_the_same_hosts_and_launch_and_records_the_ratios() {
             .unwrap()
             .contains("peakbench at 2 MiB")
     );
-    // mpi4py: its ping-pong or why there is none.
-    assert!(
-        refs[5]["reference"]["tool"]
-            .as_str()
-            .unwrap()
-            .contains("mpi4py")
-    );
-    assert!(refs[5]["reference"]["value"].is_f64() || refs[5]["reference"]["note"].is_string());
+    // mpi4py (4.0 or later on PATH): its latency and bandwidth on the link of ranks 0 and 1,
+    // each with a ratio; else why there is none.
+    let pingpong = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import mpi4py.bench as b; assert hasattr(b, 'pingpong')",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    for r in &refs[5..7] {
+        assert_eq!(r["reference"]["value"].is_f64(), pingpong, "{r}");
+        assert!(
+            r["reference"]["tool"].as_str().unwrap().contains("mpi4py"),
+            "{r}"
+        );
+        match r["reference"]["value"].as_f64() {
+            Some(theirs) => {
+                assert!(theirs > 0.0, "{r}");
+                let ratio = r["reference"]["ratio"].as_f64().expect("a ratio");
+                let ours = r["value"].as_f64().expect("the link's value");
+                assert!((ratio - ours / theirs).abs() < 1e-9, "{r}");
+            }
+            None => assert!(r["reference"]["note"].is_string(), "{r}"),
+        }
+    }
     let page = std::fs::read_to_string(&html).expect("the HTML report");
     assert!(
         page.contains("Standard tools over the same ranks"),

@@ -704,13 +704,23 @@ impl Leader<'_> {
             "peakbench cluster: --reference: hpcc over the same {} ranks",
             self.comm.size
         );
-        match super::reference::run_hpcc(&hosts, &mca) {
-            Ok(hpcc) => {
-                let rows = super::reference::compare(
-                    &self.session().report.results,
-                    &hpcc,
-                    super::reference::mpi4py(),
-                );
+        let run = || -> anyhow::Result<_> {
+            let hpcc = super::reference::run_hpcc(&hosts, &mca)?;
+            let mpi4py = match super::reference::find_mpi4py() {
+                Ok(python) => {
+                    eprintln!(
+                        "peakbench cluster: --reference: mpi4py's ping-pong ({})",
+                        python.display()
+                    );
+                    super::reference::run_mpi4py(&hosts, &mca, &python)?
+                }
+                Err(why) => super::reference::Mpi4py::absent(why),
+            };
+            Ok((hpcc, mpi4py))
+        };
+        match run() {
+            Ok((hpcc, mpi4py)) => {
+                let rows = super::reference::compare(&self.session().report.results, &hpcc, mpi4py);
                 self.cluster().references = rows;
             }
             Err(e) => eprintln!("peakbench cluster: --reference: {e:#}"),

@@ -47,6 +47,17 @@ pub fn hpl_order(ranks: usize) -> u64 {
 
 /// mpirun's arguments for hpcc on `hosts` (name, ranks), with the job's `mca` parameters.
 pub fn hpcc_args(hosts: &[(String, usize)], mca: &[(String, String)], root: bool) -> Vec<String> {
+    mpirun_args(hosts, mca, root, &[HPCC.program.to_string()])
+}
+
+/// mpirun's arguments for `program` (with its arguments) on `hosts` (name, ranks), with the
+/// job's `mca` parameters.
+fn mpirun_args(
+    hosts: &[(String, usize)],
+    mca: &[(String, String)],
+    root: bool,
+    program: &[String],
+) -> Vec<String> {
     let ranks: usize = hosts.iter().map(|h| h.1).sum();
     let mut args = Vec::new();
     if root {
@@ -58,7 +69,7 @@ pub fn hpcc_args(hosts: &[(String, usize)], mca: &[(String, String)], root: bool
     for (name, value) in mca {
         args.extend(["--mca".to_string(), name.clone(), value.clone()]);
     }
-    args.push(HPCC.program.to_string());
+    args.extend_from_slice(program);
     args
 }
 
@@ -124,13 +135,12 @@ pub fn run_hpcc(hosts: &[(String, usize)], mca: &[(String, String)]) -> anyhow::
 pub const MPI4PY: Tool = Tool {
     name: "mpi4py.bench pingpong",
     program: "python3",
-    install: "apt-get install python3-mpi4py (4.0 or later for its pingpong)",
+    install: "pip install --no-binary mpi4py 'mpi4py>=4' (Debian's python3-mpi4py 3.1.4 has no pingpong)",
 };
 
-/// mpi4py's ping-pong: whether some `python3` on PATH has `mpi4py.bench pingpong`; the
-/// reference records what was found (peakbench does not run it: the version of mpi4py with a
-/// ping-pong, 4.0, is not on this machine to read its output from).
-pub fn mpi4py() -> Reference {
+/// The first `python3` on PATH whose mpi4py has `python3 -m mpi4py.bench pingpong` (4.0 and
+/// later), or the reference that says why there is none.
+pub fn find_mpi4py() -> Result<std::path::PathBuf, Reference> {
     let probe =
         "import mpi4py, mpi4py.bench as b; print(mpi4py.__version__, hasattr(b, 'pingpong'))";
     let command = format!("python3 -c \"{probe}\"");
@@ -156,23 +166,133 @@ pub fn mpi4py() -> Reference {
         let mut words = said.split_whitespace();
         if let (true, Some(version), Some(has)) = (out.status.success(), words.next(), words.next())
         {
-            let why = if has == "True" {
-                format!(
-                    "mpi4py {version} ({}) has a pingpong in `python3 -m mpi4py.bench`; peakbench \
-                     does not run it yet",
-                    exe.display()
-                )
-            } else {
+            if has == "True" {
+                return Ok(exe);
+            }
+            return Err(MPI4PY.failed(
+                &command,
                 format!(
                     "mpi4py {version} ({}) has no pingpong in `python3 -m mpi4py.bench` (only \
                      helloworld and ringtest before 4.0): hpcc is the MPI reference",
                     exe.display()
-                )
-            };
-            return MPI4PY.failed(&command, why);
+                ),
+            ));
         }
     }
-    MPI4PY.failed(&command, "no python3 on PATH has mpi4py")
+    Err(MPI4PY.failed(&command, "no python3 on PATH has mpi4py"))
+}
+
+/// What mpi4py's ping-pong gave between ranks 0 and 1: the reference of its latency at 8 B
+/// (µs, or why there is none), its bandwidth per message size (GB/s), and the two hosts.
+pub struct Mpi4py {
+    pub latency: Reference,
+    pub bandwidth_gbs: BTreeMap<u64, f64>,
+    pub pair: Option<(String, String)>,
+}
+
+impl Mpi4py {
+    /// No run: `why` says why.
+    pub fn absent(why: Reference) -> Mpi4py {
+        Mpi4py {
+            latency: why,
+            bandwidth_gbs: BTreeMap::new(),
+            pair: None,
+        }
+    }
+}
+
+/// mpi4py's ping-pong's lines: message size (B) → its mean one-way time (s), the half round
+/// trip averaged over all its timed round trips.
+pub fn parse_pingpong(text: &str) -> BTreeMap<u64, f64> {
+    text.lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace().filter(|w| *w != "|");
+            let size = words.next()?.parse::<u64>().ok()?;
+            let _bandwidth = words.next()?;
+            let seconds = words.next()?.parse::<f64>().ok()?;
+            (seconds > 0.0).then_some((size, seconds))
+        })
+        .collect()
+}
+
+/// The largest message of mpi4py's ping-pong: the matrix's headline size.
+const MPI4PY_MAX_BYTES: u64 = 4 << 20;
+
+/// Runs `python -m mpi4py.bench pingpong` (8 B to 4 MiB, 100 timed round trips from 2 MiB up
+/// instead of its 10) over the job's hosts as a second `mpirun` job, as hpcc runs; its ranks 0
+/// and 1 are on the first two hosts. `Err` only when interrupted.
+pub fn run_mpi4py(
+    hosts: &[(String, usize)],
+    mca: &[(String, String)],
+    python: &std::path::Path,
+) -> anyhow::Result<Mpi4py> {
+    let pair = match hosts {
+        [a, b, ..] if a.1 == 1 => Some((a.0.clone(), b.0.clone())),
+        [a, ..] if a.1 >= 2 => Some((a.0.clone(), a.0.clone())),
+        _ => None,
+    };
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let program: Vec<String> = [
+        &python.display().to_string(),
+        "-m",
+        "mpi4py.bench",
+        "pingpong",
+        "-a",
+        "none",
+        "-m",
+        "8",
+        "-n",
+        &MPI4PY_MAX_BYTES.to_string(),
+        "--skip-huge",
+        "10",
+        "--loop-huge",
+        "100",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let args = mpirun_args(hosts, mca, root, &program);
+    let mut rows = BTreeMap::new();
+    let mut invocation = Invocation::new(MPI4PY, args, Duration::from_secs(300), |text| {
+        rows = parse_pingpong(text);
+        let one_way = rows.get(&8).ok_or("no 8-byte line in its output")?;
+        Ok(Reading {
+            value: one_way * 1e6,
+            note: Some(
+                "mpi4py's mean one-way time (half a round trip) over its 10 000 timed round \
+                 trips at 8 B, ranks 0 and 1"
+                    .into(),
+            ),
+        })
+    })
+    .launched_by(MPIRUN);
+    for prefix in ["OMPI_", "PMIX_", "ORTE_", "OPAL_"] {
+        invocation = invocation.env_remove_prefixed(prefix);
+    }
+    let latency = invocation.run()?;
+    Ok(Mpi4py {
+        latency,
+        bandwidth_gbs: rows
+            .iter()
+            .map(|(&size, &seconds)| (size, size as f64 / seconds / 1e9))
+            .collect(),
+        pair,
+    })
+}
+
+/// The matrix's result for `op` on the link between `a` and `b`, measured from either end.
+fn link<'r>(
+    results: &'r [BenchResult],
+    op: &str,
+    (a, b): &(String, String),
+) -> Option<&'r BenchResult> {
+    results.iter().find(|r| {
+        let peer = r.params.other.get("peer").and_then(|p| p.as_str());
+        r.op == op
+            && ((r.host == *a && peer == Some(b.as_str()))
+                || (r.host == *b && peer == Some(a.as_str())))
+    })
 }
 
 /// The figure of the links of the matrix for `op`, counted as hpcc counts (each link's best
@@ -236,7 +356,7 @@ fn bandwidth_near_hpcc(results: &[BenchResult], largest: bool) -> Option<(f64, u
 /// the fastest and the slowest link against hpcc's `Min`/`MaxPingPong…`. hpcc counts each
 /// pair's best measurement (its minimal time); so does the comparison: each link's best timed
 /// batch (the links' headline values in the matrix are their medians).
-pub fn compare(results: &[BenchResult], hpcc: &Hpcc, mpi4py: Reference) -> Vec<ClusterReference> {
+pub fn compare(results: &[BenchResult], hpcc: &Hpcc, mpi4py: Mpi4py) -> Vec<ClusterReference> {
     let mut out = vec![ClusterReference {
         metric: "HPL over all ranks (peakbench has no distributed solve; the hosts' own \
                  results are in the spread)"
@@ -318,11 +438,39 @@ pub fn compare(results: &[BenchResult], hpcc: &Hpcc, mpi4py: Reference) -> Vec<C
             reference,
         });
     }
+    // mpi4py counts a sustained ping-pong (a mean over all its round trips), as peakbench's
+    // median batch does: the link it ran on, median against mean.
+    let between = mpi4py
+        .pair
+        .as_ref()
+        .map_or("ranks 0 and 1".to_string(), |(a, b)| format!("{a}–{b}"));
+    let on_link = |op| mpi4py.pair.as_ref().and_then(|p| link(results, op, p));
+    let mut latency = mpi4py.latency.clone();
+    let ours = on_link("mpi-pingpong-latency").map(|r| r.value);
+    latency.ratio = ours.zip(latency.value).map(|(o, t)| o / t);
     out.push(ClusterReference {
-        metric: "MPI ping-pong latency, 8 B, best batch: the fastest link".into(),
+        metric: format!("MPI ping-pong latency, 8 B, median batch: {between} (mpi4py: its mean)"),
         unit: "µs".into(),
-        value: over_links(results, "mpi-pingpong-latency", false, false),
-        reference: mpi4py,
+        value: ours,
+        reference: latency,
+    });
+    let ours = on_link("mpi-pingpong-bandwidth").map(|r| r.value);
+    let mut bandwidth = match mpi4py.bandwidth_gbs.get(&MPI4PY_MAX_BYTES) {
+        Some(&gbs) => MPI4PY.value(
+            &mpi4py.latency.command,
+            gbs,
+            Some("4 MiB ÷ mpi4py's mean one-way time over its 100 timed round trips".into()),
+        ),
+        None => mpi4py.latency.clone(),
+    };
+    bandwidth.ratio = ours.zip(bandwidth.value).map(|(o, t)| o / t);
+    out.push(ClusterReference {
+        metric: format!(
+            "MPI ping-pong bandwidth, 4 MiB, median batch: {between} (mpi4py: its mean)"
+        ),
+        unit: "GB/s".into(),
+        value: ours,
+        reference: bandwidth,
     });
     out
 }
@@ -415,7 +563,11 @@ mod tests {
         let mut bw = link.clone();
         bw.op = "mpi-pingpong-bandwidth".into();
         (bw.value, bw.stats.min, bw.stats.max) = (6.9, 6.8, 7.0);
-        let rows = compare(&[link, slow, bw], &hpcc, MPI4PY.failed("", "none"));
+        let rows = compare(
+            &[link, slow, bw],
+            &hpcc,
+            Mpi4py::absent(MPI4PY.failed("", "none")),
+        );
         assert_eq!(rows[0].reference.value, Some(12.3));
         assert_eq!(rows[0].reference.ratio, None);
         assert_eq!(rows[1].value, Some(15.0));
@@ -430,5 +582,60 @@ mod tests {
             rows[3].metric
         );
         assert_eq!(rows[5].reference.note.as_deref(), Some("none"));
+        assert_eq!(rows[6].reference.note.as_deref(), Some("none"));
+    }
+
+    /// The lines of mpi4py 4.1.2's ping-pong as it printed them over two ranks here.
+    const MPI4PY_OUTPUT: &str = "# MPI PingPong Test
+# Size [B]  Bandwidth [MB/s] | Time Mean [s] ± StdDev [s]  Samples
+         8              1.11 | 7.2249928e-06 ± 1.2396e-05    10000
+   2097152           1698.64 | 1.2346079e-03 ± 2.3113e-05       10
+   4194304           1817.68 | 2.3075033e-03 ± 1.0691e-04       10
+";
+
+    #[test]
+    fn mpi4py_is_compared_on_the_link_it_ran_on_median_against_mean() {
+        let rows = parse_pingpong(MPI4PY_OUTPUT);
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[&8], 7.2249928e-06);
+        assert_eq!(rows[&(4 << 20)], 2.3075033e-03);
+        let fixture: crate::result::Report = serde_json::from_str(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/report.json"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        // The link a-b measured from b, and another link that is not mpi4py's.
+        let mut lat = fixture.results[0].clone();
+        (lat.op, lat.host, lat.value) = ("mpi-pingpong-latency".into(), "b".into(), 7.0);
+        lat.params.other.insert("peer".into(), "a".into());
+        let mut other = lat.clone();
+        other.params.other.insert("peer".into(), "c".into());
+        other.value = 99.0;
+        let mut bw = lat.clone();
+        (bw.op, bw.value) = ("mpi-pingpong-bandwidth".into(), 2.0);
+        let hpcc = Hpcc {
+            hpl: HPCC.failed("mpirun hpcc", "not installed"),
+            summary: BTreeMap::new(),
+        };
+        let run = Mpi4py {
+            latency: MPI4PY.value("mpirun python3 -m mpi4py.bench pingpong", 7.2249928, None),
+            bandwidth_gbs: rows
+                .iter()
+                .map(|(&b, &s)| (b, b as f64 / s / 1e9))
+                .collect(),
+            pair: Some(("a".into(), "b".into())),
+        };
+        let refs = compare(&[other, lat, bw], &hpcc, run);
+        let (latency, bandwidth) = (&refs[5], &refs[6]);
+        assert!(latency.metric.contains("a–b"), "{}", latency.metric);
+        assert_eq!(latency.value, Some(7.0));
+        assert_eq!(latency.reference.ratio, Some(7.0 / 7.2249928));
+        let theirs = (4u64 << 20) as f64 / 2.3075033e-03 / 1e9;
+        assert_eq!(bandwidth.reference.value, Some(theirs));
+        assert_eq!(bandwidth.reference.ratio, Some(2.0 / theirs));
+        assert_eq!(bandwidth.unit, "GB/s");
     }
 }
