@@ -477,6 +477,9 @@ fn a_reference_tool_runs_with_peakbench_asleep_and_dies_with_the_run() {
         .trim()
         .parse()
         .unwrap();
+    // The fake fio writes its pid as it starts, while peakbench may still be starting the
+    // threads that read its output (each blocks once as it starts): let it settle first.
+    std::thread::sleep(Duration::from_millis(300));
     let before = context_switches(child.id());
     std::thread::sleep(Duration::from_millis(500));
     let woke = context_switches(child.id()) - before;

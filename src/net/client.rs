@@ -131,11 +131,15 @@ pub fn run_test(
         loopback,
         crate::runner::num_cpus(),
     );
-    let (send_cpus, receive_cpus) = if pin {
-        (StreamCpus::pinned(pin), StreamCpus::pinned(pin))
-    } else {
-        StreamCpus::loopback_pair(spin, loopback, spec.streams as usize)
-    };
+    // The loopback placement wins over --pin's (stream i on the i-th CPU), which would put a
+    // reverse test's receivers on the server's senders' CPUs.
+    let (send_cpus, receive_cpus) =
+        match StreamCpus::loopback_pair(spin, loopback, spec.streams as usize) {
+            (StreamCpus::Free, StreamCpus::Free) => {
+                (StreamCpus::pinned(pin), StreamCpus::pinned(pin))
+            }
+            placed => placed,
+        };
     match (spec.mode, spec.reverse) {
         (Mode::Throughput, false) => {
             let stop = AtomicBool::new(false);
