@@ -123,30 +123,22 @@ pub fn run_test(
     let msg = spec.msg_bytes as usize;
     // Spinning TCP receivers (the server's in forward mode, ours with --reverse) and, on
     // loopback, where each side's threads run.
-    let loopback = server.ip().to_canonical().is_loopback();
-    let spin = data::receiver_spins(
-        spec.receiver_wait,
-        spec.proto,
-        spec.streams as usize,
-        loopback,
-        crate::runner::num_cpus(),
-    );
-    // The loopback placement wins over --pin's (stream i on the i-th CPU), which would put a
-    // reverse test's receivers on the server's senders' CPUs.
-    let (send_cpus, receive_cpus) =
-        match StreamCpus::loopback_pair(spin, loopback, spec.streams as usize) {
-            (StreamCpus::Free, StreamCpus::Free) => {
-                (StreamCpus::pinned(pin), StreamCpus::pinned(pin))
-            }
-            placed => placed,
-        };
+    let threads = data::DataThreads::for_test(spec, server.ip().to_canonical().is_loopback(), pin);
     match (spec.mode, spec.reverse) {
         (Mode::Throughput, false) => {
             let stop = AtomicBool::new(false);
             let end = Instant::now() + omit + duration + Duration::from_secs(15);
             let (window, sent) = std::thread::scope(|scope| {
                 let sender = scope.spawn(|| {
-                    data::send(&sockets, msg, token, spec.rate_bps, &stop, end, send_cpus)
+                    data::send(
+                        &sockets,
+                        msg,
+                        token,
+                        spec.rate_bps,
+                        &stop,
+                        end,
+                        threads.send,
+                    )
                 });
                 let answer = control.recv(end);
                 stop.store(true, Ordering::SeqCst);
@@ -185,10 +177,7 @@ pub fn run_test(
                         _ => bail!("the server answered out of turn"),
                     }
                 },
-                data::ReceiverThreads {
-                    cpus: receive_cpus,
-                    spin,
-                },
+                threads,
             )?;
             Ok(Outcome::Throughput { window, udp, sent })
         }

@@ -36,12 +36,41 @@ pub const POLL: Duration = Duration::from_millis(100);
 /// How long a spinning TCP receiver goes on reading an empty socket before it sleeps.
 pub const SPIN: Duration = Duration::from_micros(200);
 
-/// How the receiving threads of a test run: where (`--pin`, or apart from loopback senders),
-/// and whether they spin on an empty TCP socket (see [`receiver_spins`]).
+/// How one side of a test runs its data threads: whether the TCP receivers spin on an empty
+/// socket (see [`receiver_spins`]), and where the sending and the receiving threads run.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ReceiverThreads {
-    pub cpus: StreamCpus,
+pub struct DataThreads {
     pub spin: bool,
+    pub send: StreamCpus,
+    pub receive: StreamCpus,
+}
+
+impl DataThreads {
+    /// What both sides of `spec` derive alike, each from whether its peer is on `loopback`:
+    /// spinning receivers, and on loopback the placement of [`StreamCpus::loopback_pair`],
+    /// which wins over `--pin`'s (`pin`: stream i on the i-th CPU, which would put a
+    /// `--reverse` test's receivers on the server's senders' CPUs).
+    pub fn for_test(spec: &super::proto::TestSpec, loopback: bool, pin: bool) -> DataThreads {
+        let streams = spec.streams as usize;
+        let spin = receiver_spins(
+            spec.receiver_wait,
+            spec.proto,
+            streams,
+            loopback,
+            crate::runner::num_cpus(),
+        );
+        let (send, receive) = match StreamCpus::loopback_pair(spin, loopback, streams) {
+            (StreamCpus::Free, StreamCpus::Free) => {
+                (StreamCpus::pinned(pin), StreamCpus::pinned(pin))
+            }
+            placed => placed,
+        };
+        DataThreads {
+            spin,
+            send,
+            receive,
+        }
+    }
 }
 
 /// Whether the TCP receiver of a test spins on its empty sockets ([`SPIN`]) instead of sleeping
@@ -391,9 +420,13 @@ pub fn receive(
     duration: Duration,
     gone: impl Fn() -> bool,
     end_window: impl FnOnce(&Window) -> Result<Vec<u64>>,
-    threads: ReceiverThreads,
+    threads: DataThreads,
 ) -> Result<(Window, Vec<UdpCounts>)> {
-    let ReceiverThreads { cpus, spin } = threads;
+    let DataThreads {
+        spin,
+        receive: cpus,
+        ..
+    } = threads;
     let n = sockets.len();
     let counters = Counters {
         bytes: (0..n).map(|_| AtomicU64::new(0)).collect(),
@@ -512,18 +545,14 @@ fn receive_tcp(stream: &TcpStream, index: usize, counters: &Counters, spin: bool
             Ok(n) => {
                 total += n as u64;
                 counters.bytes[index].store(total, Ordering::Release);
-                if spin {
-                    last_data = now_ns();
-                }
+                last_data = now_ns();
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
                 if now_ns().saturating_sub(last_data) < spin_ns {
                     std::hint::spin_loop();
                 } else {
                     wait_readable(stream)?;
-                    if spin {
-                        last_data = now_ns();
-                    }
+                    last_data = now_ns();
                 }
             }
             Err(e) if timed_out(&e) => {}
@@ -949,7 +978,7 @@ mod tests {
                     sent = sender.join().unwrap().unwrap();
                     Ok(sent.clone())
                 },
-                ReceiverThreads::default(),
+                DataThreads::default(),
             )
             .unwrap();
             (w, u, sent)
@@ -1142,7 +1171,7 @@ mod tests {
                     stop.store(true, Ordering::SeqCst);
                     Ok(sender.join().unwrap().unwrap())
                 },
-                ReceiverThreads::default(),
+                DataThreads::default(),
             )
             .unwrap()
         });

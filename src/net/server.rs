@@ -436,16 +436,7 @@ fn handle(
     let msg = spec.msg_bytes as usize;
     // Spinning TCP receivers (ours in forward mode, the client's with --reverse) and, on
     // loopback, where each side's threads run (the client places its own alike).
-    let loopback = canonical(peer.ip()).is_loopback();
-    let spin = data::receiver_spins(
-        spec.receiver_wait,
-        spec.proto,
-        spec.streams as usize,
-        loopback,
-        crate::runner::num_cpus(),
-    );
-    let (send_cpus, receive_cpus) =
-        data::StreamCpus::loopback_pair(spin, loopback, spec.streams as usize);
+    let threads = data::DataThreads::for_test(&spec, canonical(peer.ip()).is_loopback(), false);
     match (spec.mode, spec.reverse) {
         (Mode::Throughput, false) => {
             let watch = control.stream().try_clone()?;
@@ -462,10 +453,7 @@ fn handle(
                         other => bail!("expected sent, got {}", kind(&other)),
                     }
                 },
-                data::ReceiverThreads {
-                    cpus: receive_cpus,
-                    spin,
-                },
+                threads,
             )?;
             control.send(&Msg::Final { udp })?;
         }
@@ -481,7 +469,7 @@ fn handle(
                             spec.rate_bps,
                             &stop,
                             deadline,
-                            send_cpus,
+                            threads.send,
                         )
                     })
                     .context("cannot start the sending thread; the test is refused")?;
