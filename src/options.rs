@@ -6,6 +6,7 @@
 //! here, so `--threads 1,,2` is refused with the flag's name like any other bad value;
 //! [`unique`] then drops repeated elements, keeping the first.
 
+use std::marker::PhantomData;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -153,6 +154,66 @@ impl PeakArgs {
         }
         Ok(())
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The flags benchmarks share. Each is declared once here and flattened into every command that
+// has it; a command states only its defaults, through [`Defaults`], because the work differs (a
+// CPU kernel sizes its work to a second, a disk needs seconds to leave its caches).
+
+/// What one benchmark command says of the shared flags it has: their defaults, in words for the
+/// help where they depend on the machine.
+pub trait Defaults: 'static {
+    /// The thread counts when `--threads` is not given, in words ("1 and every CPU").
+    const THREADS: &'static str = "1 and every CPU";
+    /// `--duration` when it is not given.
+    const DURATION: &'static str = "1s";
+    /// How the command uses one `--duration`, when it is more than the length of a repetition.
+    const DURATION_NOTE: &'static str = "";
+}
+
+/// `--threads`: the thread counts to sweep, a list.
+#[derive(Args, Debug, Clone)]
+pub struct Threads<D: Defaults> {
+    #[arg(
+        long = "threads",
+        short = 't',
+        value_name = "LIST",
+        value_delimiter = ',',
+        value_parser = thread_count,
+        help = format!("Thread counts (list; default: {})", D::THREADS)
+    )]
+    threads: Option<Vec<usize>>,
+    #[arg(skip)]
+    defaults: PhantomData<fn() -> D>,
+}
+
+impl<D: Defaults> Threads<D> {
+    /// The counts given, without repeats, or `default` (what [`Defaults::THREADS`] says).
+    pub fn or(&self, default: &[usize]) -> Vec<usize> {
+        unique(self.threads.as_deref().unwrap_or(default))
+    }
+
+    /// The counts given, if any.
+    pub fn given(&self) -> Option<&[usize]> {
+        self.threads.as_deref()
+    }
+}
+
+/// `--duration`: the length of one measured repetition.
+#[derive(Args, Debug, Clone)]
+pub struct Timing<D: Defaults> {
+    #[arg(
+        long = "duration",
+        short = 'd',
+        value_name = "DURATION",
+        default_value = D::DURATION,
+        value_parser = positive_duration,
+        help = format!("Length of one measured repetition{}", D::DURATION_NOTE)
+    )]
+    pub duration: Duration,
+    #[arg(skip)]
+    defaults: PhantomData<fn() -> D>,
 }
 
 /// The list without repeated elements, in the order first given (`--proto tcp,tcp` is tcp).

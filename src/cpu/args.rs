@@ -5,7 +5,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::names::named_enum;
-use crate::options::{positive_count, positive_duration, positive_u32, thread_count};
+use crate::options::{Defaults, Threads, Timing, positive_count, positive_duration, positive_u32};
 use crate::peak::{Isa, Precision};
 use crate::runner::Scaling;
 
@@ -106,6 +106,26 @@ impl FmaChoice {
     }
 }
 
+/// The defaults of `cpu` and `cpu gemm`: 1 and every CPU, the single core and the whole chip,
+/// the two points of every scaling curve.
+#[derive(Debug, Clone)]
+pub struct CpuDefaults;
+
+impl Defaults for CpuDefaults {
+    const DURATION_NOTE: &'static str = ": the work of one repetition is sized so that one \
+        thread needs about this long (--ops fixes it instead)";
+}
+
+/// The defaults of `cpu linpack`: every CPU only, as HPL runs. Linpack's figure is the
+/// machine's; the one-core solve is asked for with `-t 1`.
+#[derive(Debug, Clone)]
+pub struct LinpackDefaults;
+
+impl Defaults for LinpackDefaults {
+    const THREADS: &'static str = "every CPU, as HPL runs; Linpack's figure is the \
+        machine's, add 1 for the one-core solve";
+}
+
 #[derive(Args, Debug)]
 pub struct CpuArgs {
     /// Precisions (list)
@@ -130,18 +150,16 @@ pub struct CpuArgs {
     /// Floating-point kernels with fused multiply-add, without (separate adds and multiplies), or both
     #[arg(long, value_enum, default_value = "yes")]
     pub fma: FmaChoice,
-    /// Thread counts (list; default: 1 and every CPU)
-    #[arg(long, short = 't', value_name = "LIST", value_delimiter = ',', value_parser = thread_count)]
-    pub threads: Option<Vec<usize>>,
+    #[command(flatten)]
+    pub threads: Threads<CpuDefaults>,
     /// strong: a fixed total of work split among threads; weak: the same work per thread
     #[arg(long, value_enum, default_value = "strong")]
     pub scaling: Scaling,
     /// Work of one repetition in ops (total for strong, per thread for weak), e.g. 100G
     #[arg(long, value_name = "COUNT", value_parser = positive_count)]
     pub ops: Option<u64>,
-    /// Size the work so that one thread needs about this long per repetition
-    #[arg(long, short = 'd', default_value = "1s", value_name = "DURATION", value_parser = positive_duration)]
-    pub duration: Duration,
+    #[command(flatten)]
+    pub timing: Timing<CpuDefaults>,
     /// Sampling run: record this many samples with all threads busy (e.g. 600)
     #[arg(long, value_name = "N", value_parser = positive_u32)]
     pub samples: Option<u32>,
@@ -155,9 +173,8 @@ pub struct LinpackArgs {
     /// Orders of the system (list), e.g. 1000,5000,10000
     #[arg(long, short = 'n', value_name = "LIST", value_delimiter = ',', default_value = "2000", value_parser = positive_count)]
     pub n: Vec<u64>,
-    /// Thread counts (list; default: every CPU)
-    #[arg(long, short = 't', value_name = "LIST", value_delimiter = ',', value_parser = thread_count)]
-    pub threads: Option<Vec<usize>>,
+    #[command(flatten)]
+    pub threads: Threads<LinpackDefaults>,
     /// The BLAS and LAPACK that solve, loaded at run time
     #[arg(long, value_enum, ignore_case = true, default_value = "auto")]
     pub blas: super::blas::BlasChoice,
@@ -168,9 +185,8 @@ pub struct GemmArgs {
     /// Orders of the matrices (list), e.g. 2000,4000
     #[arg(long, short = 'n', value_name = "LIST", value_delimiter = ',', default_value = "4000", value_parser = positive_count)]
     pub n: Vec<u64>,
-    /// Thread counts (list; default: 1 and every CPU)
-    #[arg(long, short = 't', value_name = "LIST", value_delimiter = ',', value_parser = thread_count)]
-    pub threads: Option<Vec<usize>>,
+    #[command(flatten)]
+    pub threads: Threads<CpuDefaults>,
     /// The BLAS that multiplies, loaded at run time
     #[arg(long, value_enum, ignore_case = true, default_value = "auto")]
     pub blas: super::blas::BlasChoice,

@@ -62,10 +62,10 @@ impl Benchmark for Cpu {
                     .collect::<Vec<_>>(),
             ),
             fma: args.fma.values().to_vec(),
-            threads: unique(args.threads.as_deref().unwrap_or(&default_threads())),
+            threads: args.threads.or(&default_threads()),
             scaling: args.scaling,
             ops: args.ops,
-            duration: args.duration,
+            duration: args.timing.duration,
             samples: args.samples.map(|n| (n, args.interval)),
         };
         let (cases, mut notes) = plan(&options, ctx);
@@ -96,7 +96,7 @@ impl Benchmark for Linpack {
 
     fn plan(args: &LinpackArgs, ctx: &Context) -> Result<Plan> {
         let orders = unique(&args.n);
-        let threads = unique(args.threads.as_deref().unwrap_or(&[runner::num_cpus()]));
+        let threads = args.threads.or(&[runner::num_cpus()]);
         let available = ctx.host.memory.available_bytes;
         let solver = blas::choose(args.blas)?;
         let mut cases: Vec<Box<dyn Case>> = Vec::new();
@@ -161,7 +161,7 @@ impl Benchmark for Gemm {
 
     fn plan(args: &GemmArgs, ctx: &Context) -> Result<Plan> {
         let orders = unique(&args.n);
-        let threads = unique(args.threads.as_deref().unwrap_or(&default_threads()));
+        let threads = args.threads.or(&default_threads());
         let available = ctx.host.memory.available_bytes;
         let solver = blas::choose(args.blas)?;
         let mut cases: Vec<Box<dyn Case>> = Vec::new();

@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::{EngineChoice, MAX_BLOCK, Op};
 use crate::options::{
-    duration, percent, positive_count, positive_duration, positive_size, positive_u32, thread_count,
+    Defaults, Threads, Timing, duration, percent, positive_count, positive_size, positive_u32,
 };
 
 /// A block size, 1 B to [`MAX_BLOCK`].
@@ -30,6 +30,18 @@ fn queue_depth(text: &str) -> Result<u32, String> {
     }
 }
 
+/// The defaults of `disk`: one thread (each thread has its own file descriptor and region of
+/// the file; `-t` sweeps them); 3 s per repetition, long enough for a device's write cache and
+/// its queue to reach their steady state.
+#[derive(Debug, Clone)]
+pub struct DiskDefaults;
+
+impl Defaults for DiskDefaults {
+    const THREADS: &'static str = "1; each thread has its own file descriptor and region of \
+        the file";
+    const DURATION: &'static str = "3s";
+}
+
 #[derive(Args, Debug)]
 pub struct DiskArgs {
     /// Ops (list)
@@ -44,9 +56,9 @@ pub struct DiskArgs {
     /// Block sizes (list), e.g. 4KiB,1MiB; O_DIRECT needs multiples of the device's logical block
     #[arg(long, short = 'b', value_name = "LIST", default_value = "4KiB,1MiB", value_delimiter = ',', value_parser = block)]
     pub block: Vec<u64>,
-    /// Thread counts (list), each with its own file descriptor and region of the file
-    #[arg(long, short = 't', value_name = "LIST", default_value = "1", value_delimiter = ',', value_parser = thread_count)]
-    pub threads: Vec<usize>,
+    // Each thread has its own file descriptor and region of the file.
+    #[command(flatten)]
+    pub threads: Threads<DiskDefaults>,
     /// Queue depths per thread (list); above 1 needs io_uring
     #[arg(long, value_name = "LIST", default_value = "1", value_delimiter = ',', value_parser = queue_depth)]
     pub qd: Vec<u32>,
@@ -57,15 +69,14 @@ pub struct DiskArgs {
     /// Data size of the test file
     #[arg(long, short = 's', value_name = "SIZE", default_value = "1GiB", value_parser = positive_size)]
     pub size: u64,
-    /// Length of one repetition (time-based; 3 repetitions by default)
-    #[arg(long, short = 'd', value_name = "DURATION", default_value = "3s", value_parser = positive_duration, conflicts_with_all = ["bytes", "ios"])]
-    pub duration: Duration,
+    #[command(flatten)]
+    pub timing: Timing<DiskDefaults>,
     /// Size-based instead: bytes moved by all threads in one repetition
-    #[arg(long, value_name = "SIZE", value_parser = positive_size, conflicts_with = "ios")]
+    #[arg(long, value_name = "SIZE", value_parser = positive_size, conflicts_with_all = ["ios", "duration"])]
     pub bytes: Option<u64>,
     /// Count-based instead: I/Os completed by all threads in one repetition (split equally),
     /// e.g. a latency sweep with the same number of samples at every thread count
-    #[arg(long, value_name = "N", value_parser = positive_count)]
+    #[arg(long, value_name = "N", value_parser = positive_count, conflicts_with = "duration")]
     pub ios: Option<u64>,
     /// Unmeasured ramp-up before the repetitions of each case (default: --warmup's value)
     #[arg(long, value_name = "DURATION", value_parser = duration)]

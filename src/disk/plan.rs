@@ -49,14 +49,14 @@ impl DiskOptions {
         DiskOptions {
             ops: unique(&args.op),
             blocks: unique(&args.block),
-            threads: unique(&args.threads),
+            threads: args.threads.or(&[1]),
             qds: unique(&args.qd),
             batch: args.batch,
             size: args.size,
             stop: match (args.bytes, args.ios) {
                 (Some(b), _) => Stopping::Bytes(b),
                 (None, Some(n)) => Stopping::Ios(n),
-                (None, None) => Stopping::Duration(args.duration),
+                (None, None) => Stopping::Duration(args.timing.duration),
             },
             ramp,
             dir: args.dir.clone(),

@@ -7,8 +7,26 @@ use clap::Args;
 use super::MemOp;
 use super::loaded::LoadOp;
 use crate::options::{
-    OrAll, duration, or_all, positive_count, positive_duration, positive_size, thread_count,
+    Defaults, OrAll, Threads, Timing, duration, or_all, positive_count, positive_size, thread_count,
 };
+
+/// The defaults of `mem`: 1 and every CPU; a repetition of 300 ms, tens of passes over a
+/// working set of 1 GiB at DRAM speed.
+#[derive(Debug, Clone)]
+pub struct MemDefaults;
+
+impl Defaults for MemDefaults {
+    const DURATION: &'static str = "300ms";
+}
+
+/// The defaults of `mem latency`: one chasing thread; 100 ms per working set, millions of
+/// dependent loads even at DRAM latency, over a curve of some twenty sizes.
+#[derive(Debug, Clone)]
+pub struct LatencyDefaults;
+
+impl Defaults for LatencyDefaults {
+    const DURATION: &'static str = "100ms";
+}
 
 #[derive(Args, Debug)]
 pub struct MemArgs {
@@ -18,23 +36,21 @@ pub struct MemArgs {
     /// Bytes per access (list, e.g. 1B,8B,1KB,8KB,1MB,80MB); default 1 MiB sequential, 64 B random
     #[arg(long, short = 'b', value_name = "LIST", value_delimiter = ',', value_parser = positive_size)]
     pub block: Option<Vec<u64>>,
-    /// Thread counts (list; default: 1 and every CPU)
-    #[arg(long, short = 't', value_name = "LIST", value_delimiter = ',', value_parser = thread_count)]
-    pub threads: Option<Vec<usize>>,
+    #[command(flatten)]
+    pub threads: Threads<MemDefaults>,
     /// Working set of all threads together (default 1 GiB, at least 4 × the last-level cache)
     #[arg(long, short = 's', value_name = "SIZE", value_parser = positive_size)]
     pub size: Option<u64>,
     /// Non-temporal (streaming) stores for write, copy and the STREAM kernels
     #[arg(long)]
     pub nt: bool,
-    /// Length of one repetition (time-based)
-    #[arg(long, short = 'd', default_value = "300ms", value_name = "DURATION", value_parser = positive_duration, conflicts_with_all = ["bytes", "ops"])]
-    pub duration: Duration,
+    #[command(flatten)]
+    pub timing: Timing<MemDefaults>,
     /// Size-based instead: bytes counted (by the stated rule) of all threads in one repetition
-    #[arg(long, value_name = "SIZE", value_parser = positive_size, conflicts_with = "ops")]
+    #[arg(long, value_name = "SIZE", value_parser = positive_size, conflicts_with_all = ["ops", "duration"])]
     pub bytes: Option<u64>,
     /// Count-based instead: accesses (STREAM: elements) of all threads in one repetition
-    #[arg(long, value_name = "N", value_parser = positive_count)]
+    #[arg(long, value_name = "N", value_parser = positive_count, conflicts_with = "duration")]
     pub ops: Option<u64>,
 }
 
@@ -46,9 +62,8 @@ pub struct LatencyArgs {
     /// Ask for transparent huge pages (madvise); without it 4 KiB pages are asked for
     #[arg(long)]
     pub huge_pages: bool,
-    /// Length of one repetition
-    #[arg(long, short = 'd', default_value = "100ms", value_name = "DURATION", value_parser = positive_duration)]
-    pub duration: Duration,
+    #[command(flatten)]
+    pub timing: Timing<LatencyDefaults>,
     /// Loaded latency: N other threads stream over buffers of their own while the chase runs
     /// (default working set 256 MiB)
     #[arg(long, value_name = "N", value_parser = thread_count)]

@@ -55,12 +55,12 @@ impl Benchmark for Mem {
         let mut options = MemOptions::defaults();
         options.ops = OrAll::expand(&args.op);
         options.blocks = args.block.as_deref().map(unique);
-        if let Some(threads) = &args.threads {
+        if let Some(threads) = args.threads.given() {
             options.threads = unique(threads);
         }
         options.size = args.size;
         options.nt = args.nt;
-        options.duration = args.duration;
+        options.duration = args.timing.duration;
         options.work = match (args.bytes, args.ops) {
             (Some(b), _) => Some(plan::Work::Bytes(b)),
             (None, Some(n)) => Some(plan::Work::Ops(n)),
@@ -90,7 +90,7 @@ impl Benchmark for MemLatency {
             options.sizes = unique(sizes);
         }
         options.huge_pages = args.huge_pages;
-        options.duration = args.duration;
+        options.duration = args.timing.duration;
         if let Some(threads) = args.load_threads {
             let load = loaded::LoadOptions {
                 threads,

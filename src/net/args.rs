@@ -9,7 +9,9 @@ use clap::Args;
 use super::proto::ReceiverWait;
 use super::server::{Cidr, DEFAULT_PER_ADDRESS, MAX_STREAMS};
 use super::{DEFAULT_PORT, Mode, Proto};
-use crate::options::{duration, positive_count, positive_duration, positive_size, thread_count};
+use crate::options::{
+    Defaults, Timing, duration, positive_count, positive_duration, positive_size, thread_count,
+};
 
 /// A message size, 1 B to 1 MB (each protocol's own limit is checked when planning).
 fn message(text: &str) -> Result<u64, String> {
@@ -19,6 +21,15 @@ fn message(text: &str) -> Result<u64, String> {
         )),
         m => Ok(m),
     }
+}
+
+/// The defaults of `net`: 2 s per repetition after the omitted start (`--omit`), long enough
+/// for TCP's window to settle on loopback and a LAN. Its threads are streams (`-P`).
+#[derive(Debug, Clone)]
+pub struct NetDefaults;
+
+impl Defaults for NetDefaults {
+    const DURATION: &'static str = "2s";
 }
 
 #[derive(Args, Debug)]
@@ -50,9 +61,8 @@ pub struct NetArgs {
     /// Parallel streams (connections, each on its own thread), list
     #[arg(long, short = 'P', value_name = "LIST", value_delimiter = ',', default_value = "1", value_parser = thread_count)]
     pub streams: Vec<usize>,
-    /// Measured length of each repetition
-    #[arg(long, short = 'd', default_value = "2s", value_name = "DURATION", value_parser = positive_duration)]
-    pub duration: Duration,
+    #[command(flatten)]
+    pub timing: Timing<NetDefaults>,
     /// Round trips per stream and repetition for latency (instead of --duration)
     #[arg(long, value_name = "N", value_parser = positive_count)]
     pub count: Option<u64>,

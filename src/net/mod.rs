@@ -114,7 +114,7 @@ impl Benchmark for Net {
             modes: unique(&args.mode),
             msgs: args.msg.as_deref().map(unique),
             streams: unique(&args.streams),
-            duration: args.duration,
+            duration: args.timing.duration,
             count: args.count,
             reverse: args.reverse,
             rates_bps: unique(&args.rate),
