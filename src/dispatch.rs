@@ -107,7 +107,7 @@ fn run(matches: &clap::ArgMatches) -> Result<ExitCode> {
             let output = OutputArgs::from_matches(matches)?;
             let peak = PeakArgs::from_matches(matches)?;
             peak.check()?;
-            let ctx = session::context(&runner, &peak);
+            let ctx = session::context(&runner, &peak, &crate::cpu::probe());
             let mut plan = workload.plan(matches, &ctx)?;
             let config = std::mem::take(&mut plan.config);
             plan.config = serde_json::json!({ workload.name(): config, "runner": ctx.runner });
@@ -138,7 +138,7 @@ impl<T: clap::FromArgMatches> FromMatches for T {
 fn sysinfo(args: &SysinfoArgs) -> Result<ExitCode> {
     args.peak.check()?;
     let host = crate::sysinfo::collect();
-    let peaks = crate::peak::Peaks::compute(&host, &args.peak, &session::probe());
+    let peaks = crate::peak::Peaks::compute(&host, &args.peak, &crate::cpu::probe());
     if args.json {
         let doc = serde_json::json!({
             "schema_version": SCHEMA_VERSION,
@@ -189,7 +189,7 @@ fn run_matrix(args: &RunArgs) -> Result<ExitCode> {
         .iter()
         .map(|entry| config::parse_entry(entry, &origin))
         .collect::<Result<Vec<_>, _>>()?;
-    let ctx = session::context(&args.runner, &args.peak);
+    let ctx = session::context(&args.runner, &args.peak, &crate::cpu::probe());
     let mut plan = Plan::empty(serde_json::Value::Null);
     let mut experiments = Vec::new();
     for (entry, (workload, matches)) in entries.iter().zip(&parsed) {

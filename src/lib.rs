@@ -21,12 +21,13 @@
 //! 3. the results document ([`result`]);
 //! 4. measuring: the [`runner`] and the standard tools ([`reference`]);
 //! 5. output and storage: the exporters ([`report`]) and the [`history`];
-//! 6. planning: the [`plan`] types and the [`workload`] trait;
+//! 6. planning and running: the [`plan`] types, the [`workload`] trait and the [`session`],
+//!    which runs any plan and names no workload (the caller hands it the clock probe);
 //! 7. the workloads: [`cpu`], [`memory`], [`disk`], [`net`], each one folder;
 //! 8. the [`registry`] of workloads (one line each);
-//! 9. running: the [`session`], `peakbench run`'s [`config`], `peakbench cluster` ([`cluster`],
-//!    its MPI part behind the cargo feature `mpi`), the [`cli`] tree and the [`dispatch`]er,
-//!    which only `main.rs` names.
+//! 9. the commands: `peakbench run`'s [`config`], `peakbench cluster` ([`cluster`], its MPI part
+//!    behind the cargo feature `mpi`), the [`cli`] tree and the [`dispatch`]er, which only
+//!    `main.rs` names.
 //!
 //! Adding a workload is a folder under `src/`, a `pub mod` line here and a line in
 //! [`registry`] (see `docs/architecture.md`).
@@ -53,6 +54,7 @@ pub mod history;
 
 pub mod plan;
 pub mod workload;
+pub mod session;
 
 pub mod cpu;
 pub mod memory;
@@ -61,7 +63,6 @@ pub mod net;
 
 pub mod registry;
 
-pub mod session;
 pub mod config;
 pub mod cluster;
 pub mod cli;

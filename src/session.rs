@@ -24,16 +24,11 @@ use crate::report::{Format, OutputFile};
 use crate::result::{BenchResult, Report, RunStatus, SCHEMA_VERSION, Tool, now_rfc3339};
 use crate::units::format_duration;
 
-/// The context of a run on this machine: its inventory, the clock and FMA probes, the peaks.
-pub fn context(runner: &RunnerArgs, peak: &PeakArgs) -> Context {
-    Context::new(crate::sysinfo::collect(), peak, &probe(), runner.clone())
-}
-
-/// The clock of one core (the one probe, by thread CPU time) and, at that clock, the FMA
-/// instructions it retires per cycle at the widest vector ISA, for peaks whose factors the
-/// microarchitecture table does not know.
-pub fn probe() -> Probes {
-    crate::cpu::probe()
+/// The context of a run on this machine: its inventory, the peaks, and the `probes` the caller
+/// ran (the clock of one core and the FMA instructions it retires per cycle, which the CPU
+/// workload measures: the session names no workload).
+pub fn context(runner: &RunnerArgs, peak: &PeakArgs, probes: &Probes) -> Context {
+    Context::new(crate::sysinfo::collect(), peak, probes, runner.clone())
 }
 
 /// Warnings about the machine as a whole, each with what to do.
@@ -216,7 +211,6 @@ impl Session {
 
     /// Sets how the run ended and writes the document.
     pub fn finish(&mut self, status: RunStatus) -> Result<()> {
-        crate::net::bound_loopback(&mut self.report.results);
         self.report.status = status;
         self.report.finished_at = Some(now_rfc3339());
         self.save()

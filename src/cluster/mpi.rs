@@ -411,7 +411,7 @@ fn job(universe: &Universe, args: &ClusterRunArgs) -> Result<ExitCode> {
         comm.barrier(far());
         return Ok(ExitCode::SUCCESS);
     }
-    let ctx = session::context(&args.runner, &args.peak);
+    let ctx = session::context(&args.runner, &args.peak, &crate::cpu::probe());
     let plan = plan_local(args, &ctx)?;
     let mut leader = Leader {
         comm: &comm,
