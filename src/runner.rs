@@ -198,108 +198,160 @@ where
     if settings.threads == 0 {
         bail!("a case needs at least one thread");
     }
-    let threads = settings.threads;
-    let shares = match settings.stop {
-        Stop::Work(total) => Some(split_work(total, threads, settings.scaling)),
-        Stop::Duration(_) => None,
-    };
-    let rounds = settings.repetitions as usize + usize::from(!settings.warmup.is_zero());
-    let barrier = Barrier::new(threads + 1);
-    let failed = AtomicBool::new(false);
-    let errors: Mutex<Vec<anyhow::Error>> = Mutex::new(Vec::new());
-    // results[round][thread] = (start, end, tally, CPU time)
-    let results: Mutex<Vec<Vec<Option<Stamped>>>> = Mutex::new(vec![vec![None; threads]; rounds]);
-    let has_warmup = !settings.warmup.is_zero();
-    let quota_for = |round: usize, index: usize, start: Instant| -> Quota {
-        match (round == 0 && has_warmup, settings.stop, &shares) {
-            (true, _, _) => Quota::until(start + settings.warmup),
+    let rounds = Rounds::new(settings, &make);
+    std::thread::scope(|scope| {
+        for index in 0..settings.threads {
+            let rounds = &rounds;
+            scope.spawn(move || rounds.work::<W>(index));
+        }
+        rounds.coordinate();
+    });
+    rounds.outcome()
+}
+
+/// What the threads of one [`measure`] share: the barrier that releases them together, the
+/// coordinator's decision for each round, the errors, and every thread's stamps.
+struct Rounds<'a, F> {
+    settings: &'a RunSettings,
+    make: &'a F,
+    /// Each thread's units for a work-based stop.
+    shares: Option<Vec<u64>>,
+    /// The warm-up round, if any, then the repetitions.
+    count: usize,
+    has_warmup: bool,
+    barrier: Barrier,
+    failed: AtomicBool,
+    errors: Mutex<Vec<anyhow::Error>>,
+    /// `stamps[round][thread]`.
+    stamps: Mutex<Vec<Vec<Option<Stamped>>>>,
+    /// Set by the coordinating thread before each release; read by the workers after it, so
+    /// every thread takes the same decision and nobody is left waiting at a barrier.
+    proceed: AtomicBool,
+    /// Workers that have finished the current round; read by a watching coordinator.
+    finished: AtomicUsize,
+}
+
+impl<'a, F> Rounds<'a, F> {
+    fn new(settings: &'a RunSettings, make: &'a F) -> Self {
+        let threads = settings.threads;
+        let has_warmup = !settings.warmup.is_zero();
+        let count = settings.repetitions as usize + usize::from(has_warmup);
+        Rounds {
+            settings,
+            make,
+            shares: match settings.stop {
+                Stop::Work(total) => Some(split_work(total, threads, settings.scaling)),
+                Stop::Duration(_) => None,
+            },
+            count,
+            has_warmup,
+            barrier: Barrier::new(threads + 1),
+            failed: AtomicBool::new(false),
+            errors: Mutex::new(Vec::new()),
+            stamps: Mutex::new(vec![vec![None; threads]; count]),
+            proceed: AtomicBool::new(false),
+            finished: AtomicUsize::new(0),
+        }
+    }
+
+    /// What thread `index` must do in `round`, which it starts at `start`.
+    fn quota(&self, round: usize, index: usize, start: Instant) -> Quota {
+        match (
+            round == 0 && self.has_warmup,
+            self.settings.stop,
+            &self.shares,
+        ) {
+            (true, _, _) => Quota::until(start + self.settings.warmup),
             (false, _, Some(shares)) => Quota::units(shares[index]),
             (false, Stop::Duration(d), _) => Quota::until(start + d),
             (false, Stop::Work(_), None) => unreachable!("work stops always have shares"),
         }
-    };
-    // Set by the coordinating thread before each release; read by the workers after it, so
-    // every thread takes the same decision and nobody is left waiting at a barrier.
-    let proceed = AtomicBool::new(false);
-    // Workers that have finished the current round; read by a watching coordinator.
-    let finished = AtomicUsize::new(0);
+    }
 
-    std::thread::scope(|scope| {
-        for index in 0..threads {
-            let cpu = cpu_for(settings.pin, index);
-            let (barrier, failed, errors, results, make, proceed, quota_for, finished) = (
-                &barrier, &failed, &errors, &results, &make, &proceed, &quota_for, &finished,
-            );
-            scope.spawn(move || {
-                let fail = |error: anyhow::Error| {
-                    failed.store(true, Ordering::SeqCst);
-                    errors.lock().unwrap().push(error);
-                };
-                let mut worker = match cpu.map_or(Ok(()), pin_to).and_then(|()| make(index)) {
-                    Ok(worker) => Some(worker),
-                    Err(error) => {
-                        fail(error.context(format!("preparing thread {index}")));
-                        None
-                    }
-                };
-                barrier.wait(); // every thread prepared (or failed to)
-                for round in 0..rounds {
-                    barrier.wait(); // released together
-                    if !proceed.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    let worker = worker
-                        .as_mut()
-                        .expect("a failed preparation stops the case");
-                    // The thread's CPU clock is read outside the timed span, one call each side.
-                    let cpu_start = thread_cpu_ns();
-                    let start = Instant::now();
-                    let quota = quota_for(round, index, start);
-                    let outcome = worker.run(&quota);
-                    let end = Instant::now();
-                    let cpu = Duration::from_nanos(thread_cpu_ns().saturating_sub(cpu_start));
-                    match outcome {
-                        Ok(tally) => {
-                            results.lock().unwrap()[round][index] = Some((start, end, tally, cpu))
-                        }
-                        Err(error) => fail(error.context(format!("thread {index}"))),
-                    }
-                    finished.fetch_add(1, Ordering::SeqCst);
-                    barrier.wait(); // all done with this round
+    fn fail(&self, error: anyhow::Error) {
+        self.failed.store(true, Ordering::SeqCst);
+        self.errors.lock().unwrap().push(error);
+    }
+
+    /// The life of worker thread `index`: pinned and prepared, then one timed span per round
+    /// for as long as the coordinator lets the rounds go on.
+    fn work<W>(&self, index: usize)
+    where
+        W: Worker,
+        F: Fn(usize) -> Result<W>,
+    {
+        let cpu = cpu_for(self.settings.pin, index);
+        let mut worker = match cpu.map_or(Ok(()), pin_to).and_then(|()| (self.make)(index)) {
+            Ok(worker) => Some(worker),
+            Err(error) => {
+                self.fail(error.context(format!("preparing thread {index}")));
+                None
+            }
+        };
+        self.barrier.wait(); // every thread prepared (or failed to)
+        for round in 0..self.count {
+            self.barrier.wait(); // released together
+            if !self.proceed.load(Ordering::SeqCst) {
+                return;
+            }
+            let worker = worker
+                .as_mut()
+                .expect("a failed preparation stops the case");
+            // The thread's CPU clock is read outside the timed span, one call each side.
+            let cpu_start = thread_cpu_ns();
+            let start = Instant::now();
+            let quota = self.quota(round, index, start);
+            let outcome = worker.run(&quota);
+            let end = Instant::now();
+            let cpu = Duration::from_nanos(thread_cpu_ns().saturating_sub(cpu_start));
+            match outcome {
+                Ok(tally) => {
+                    self.stamps.lock().unwrap()[round][index] = Some((start, end, tally, cpu))
                 }
-            });
+                Err(error) => self.fail(error.context(format!("thread {index}"))),
+            }
+            self.finished.fetch_add(1, Ordering::SeqCst);
+            self.barrier.wait(); // all done with this round
         }
-        barrier.wait(); // preparation over: `failed` is settled
-        for _ in 0..rounds {
-            let go = !failed.load(Ordering::SeqCst) && !interrupt::requested();
-            proceed.store(go, Ordering::SeqCst);
-            finished.store(0, Ordering::SeqCst);
-            barrier.wait();
+    }
+
+    /// The coordinator, on the calling thread: releases each round unless a thread failed or
+    /// the user interrupted, and with `watch` set polls until every worker has finished it.
+    fn coordinate(&self) {
+        self.barrier.wait(); // preparation over: `failed` is settled
+        for _ in 0..self.count {
+            let go = !self.failed.load(Ordering::SeqCst) && !interrupt::requested();
+            self.proceed.store(go, Ordering::SeqCst);
+            self.finished.store(0, Ordering::SeqCst);
+            self.barrier.wait();
             if !go {
                 break;
             }
-            if let Some(interval) = settings.watch {
-                while finished.load(Ordering::SeqCst) < threads {
+            if let Some(interval) = self.settings.watch {
+                while self.finished.load(Ordering::SeqCst) < self.settings.threads {
                     std::thread::sleep(interval);
                 }
             }
-            barrier.wait();
+            self.barrier.wait();
         }
-    });
+    }
 
-    if let Some(error) = errors.into_inner().unwrap().into_iter().next() {
-        return Err(error);
+    /// The repetitions (the warm-up dropped), or the first error, or the interrupt.
+    fn outcome(self) -> Result<Vec<Repetition>> {
+        if let Some(error) = self.errors.into_inner().unwrap().into_iter().next() {
+            return Err(error);
+        }
+        if interrupt::requested() {
+            return Err(anyhow!(interrupt::Interrupted));
+        }
+        self.stamps
+            .into_inner()
+            .unwrap()
+            .into_iter()
+            .skip(usize::from(self.has_warmup))
+            .map(|round| assemble(round).context("a thread reported no result"))
+            .collect()
     }
-    if interrupt::requested() {
-        return Err(anyhow!(interrupt::Interrupted));
-    }
-    results
-        .into_inner()
-        .unwrap()
-        .into_iter()
-        .skip(usize::from(has_warmup))
-        .map(|round| assemble(round).context("a thread reported no result"))
-        .collect()
 }
 
 /// One thread's start, end, tally and CPU time in one round.
