@@ -37,6 +37,25 @@ pub enum TopCommand {
     Cluster(crate::cluster::ClusterArgs),
     #[command(flatten)]
     History(HistoryCommand),
+    /// Shell completions on stdout, e.g. `peakbench completions bash > /etc/bash_completion.d/peakbench`
+    Completions(CompletionsArgs),
+    /// The manual page (roff) on stdout, or one page per command into a directory with --dir
+    Man(ManArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell to complete in
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// Write peakbench.1 and a page for every command (peakbench-cpu.1, peakbench-net-serve.1, …)
+    /// into this directory instead
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -1,12 +1,15 @@
 //! The top of the program: parse the command line, run the command it names, turn the outcome
 //! into an exit code. Only `main.rs` names this module.
 
+use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use clap::error::ErrorKind;
 
-use crate::cli::{self, Parsed, Preset, RunArgs, SysinfoArgs, TopCommand};
+use crate::cli::{
+    self, CompletionsArgs, ManArgs, Parsed, Preset, RunArgs, SysinfoArgs, TopCommand,
+};
 use crate::config;
 use crate::error::{self, Exit, UsageError};
 use crate::options::{OutputArgs, PeakArgs, RunnerArgs};
@@ -107,7 +110,7 @@ fn run(matches: &clap::ArgMatches) -> Result<ExitCode> {
             let output = OutputArgs::from_matches(matches)?;
             let peak = PeakArgs::from_matches(matches)?;
             peak.check()?;
-            let ctx = session::context(&runner, &peak, &crate::cpu::probe());
+            let ctx = session::context(&runner, &peak, &crate::registry::probe());
             let mut plan = workload.plan(matches, &ctx)?;
             let config = std::mem::take(&mut plan.config);
             plan.config = serde_json::json!({ workload.name(): config, "runner": ctx.runner });
@@ -119,8 +122,43 @@ fn run(matches: &clap::ArgMatches) -> Result<ExitCode> {
             TopCommand::Run(args) => run_matrix(&args),
             TopCommand::Cluster(args) => crate::cluster::run(&args),
             TopCommand::History(command) => crate::history::run(&command),
+            TopCommand::Completions(args) => completions(&args),
+            TopCommand::Man(args) => man(&args),
         },
     }
+}
+
+/// `peakbench completions SHELL`: the script for the whole tree, workloads included.
+fn completions(args: &CompletionsArgs) -> Result<ExitCode> {
+    let mut stdout = std::io::stdout().lock();
+    clap_complete::generate(args.shell, &mut cli::command(), "peakbench", &mut stdout);
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `peakbench man`: the page of the top command on stdout, or with `--dir` one page per
+/// command of the tree (`peakbench-mem-latency.1`), as `man -l` and a `man1` directory read them.
+fn man(args: &ManArgs) -> Result<ExitCode> {
+    let cmd = cli::command();
+    match &args.dir {
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            clap_mangen::Man::new(cmd).render(&mut stdout)?;
+            stdout.flush()?;
+        }
+        Some(dir) => {
+            if !dir.is_dir() {
+                return Err(crate::error::usage(format!(
+                    "--dir: {} is not a directory; create it first",
+                    dir.display()
+                )));
+            }
+            clap_mangen::generate_to(cmd, dir)
+                .with_context(|| format!("writing the pages into {}", dir.display()))?;
+            eprintln!("manual pages written to {}", dir.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The option groups read back from a command's matches.
@@ -138,7 +176,7 @@ impl<T: clap::FromArgMatches> FromMatches for T {
 fn sysinfo(args: &SysinfoArgs) -> Result<ExitCode> {
     args.peak.check()?;
     let host = crate::sysinfo::collect();
-    let peaks = crate::peak::Peaks::compute(&host, &args.peak, &crate::cpu::probe());
+    let peaks = crate::peak::Peaks::compute(&host, &args.peak, &crate::registry::probe());
     if args.json {
         let doc = serde_json::json!({
             "schema_version": SCHEMA_VERSION,
@@ -189,7 +227,7 @@ fn run_matrix(args: &RunArgs) -> Result<ExitCode> {
         .iter()
         .map(|entry| config::parse_entry(entry, &origin))
         .collect::<Result<Vec<_>, _>>()?;
-    let ctx = session::context(&args.runner, &args.peak, &crate::cpu::probe());
+    let ctx = session::context(&args.runner, &args.peak, &crate::registry::probe());
     let mut plan = Plan::empty(serde_json::Value::Null);
     let mut experiments = Vec::new();
     for (entry, (workload, matches)) in entries.iter().zip(&parsed) {

@@ -120,6 +120,42 @@ fn no_module_uses_one_declared_after_it() {
     );
 }
 
+/// A new workload is its folder, its `pub mod` line in lib.rs and one line in the registry: the
+/// session below the workloads cannot name one (the layering above sees to that), and the
+/// commands above the registry reach them only through it. `cluster` is the one exception: it
+/// is built on the network workload's transport and server.
+#[test]
+fn the_commands_reach_the_workloads_only_through_the_registry() {
+    let order = layers();
+    let at = |name: &str| order.iter().position(|m| m == name).unwrap();
+    let workloads = &order[at("session") + 1..at("registry")];
+    assert!(workloads.contains(&"net".to_string()), "{workloads:?}");
+    let mut named = Vec::new();
+    for command in &order[at("registry") + 1..] {
+        if command == "cluster" {
+            continue;
+        }
+        for file in files_of(command) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let code: String = text
+                .lines()
+                .map(|l| l.split("//").next().unwrap_or(""))
+                .collect::<Vec<_>>()
+                .join("\n");
+            for name in named_modules(&code) {
+                if workloads.contains(&name) {
+                    named.push(format!("{} names crate::{name}", file.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "go through crate::registry:\n{}",
+        named.join("\n")
+    );
+}
+
 #[test]
 fn only_main_names_the_dispatcher() {
     let main = std::fs::read_to_string(src().join("main.rs")).unwrap();

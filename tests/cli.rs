@@ -739,3 +739,53 @@ fn a_peakbench_killed_by_sigkill_leaves_nothing_its_tools_started() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn completions_and_manual_pages_cover_the_whole_tree() {
+    // Every workload the registry adds reaches the completion script, not only the top commands.
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef"),
+        ("fish", "complete -c"),
+    ] {
+        let out = peakbench(&["completions", shell]);
+        assert!(out.status.success(), "{shell}");
+        let script = String::from_utf8(out.stdout).unwrap();
+        assert!(script.contains(marker), "{shell}: {marker}");
+        for word in ["linpack", "latency", "serve", "threads"] {
+            assert!(script.contains(word), "{shell} completes {word}");
+        }
+    }
+    let out = peakbench(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    let page = String::from_utf8(peakbench(&["man"]).stdout).unwrap();
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH peakbench 1"),
+        "{page}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = peakbench(&["man", "--dir", dir.path().to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for page in [
+        "peakbench.1",
+        "peakbench-cpu-linpack.1",
+        "peakbench-net-serve.1",
+        "peakbench-disk.1",
+    ] {
+        let text = std::fs::read_to_string(dir.path().join(page)).unwrap();
+        assert!(text.contains(".TH"), "{page}");
+    }
+    let disk = std::fs::read_to_string(dir.path().join("peakbench-disk.1")).unwrap();
+    assert!(
+        disk.contains("queue depth"),
+        "the disk page has its own flags"
+    );
+    let out = peakbench(&["man", "--dir", "/nonexistent/peakbench-man"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--dir"));
+}
