@@ -191,8 +191,8 @@ pub struct Params {
 }
 
 /// How a parameter takes part in telling results apart. The exporters that group results (the
-/// HTML report's lines, the pasted tables' parameter column) ask [`param_role`]; which
-/// parameters are bookkeeping is stated here, next to the model, and nowhere else.
+/// HTML report's lines, the pasted tables' parameter column) ask [`param_role`]; a parameter no
+/// workload declares in [`PARAMS`] is a setting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamRole {
     /// Chosen by the user or the plan: where it varies among results of one op, it names a line.
@@ -206,53 +206,110 @@ pub enum ParamRole {
     Bookkeeping,
 }
 
-/// Parameters (of `params` or `params.other`) that follow from the settings.
-pub const DERIVED_PARAMS: &[&str] = &[
-    "working_set_bytes",
-    "file_bytes",
-    "direct",
-    "io",
-    "nodes",
-    "cache_level",
-    "bytes_per_repetition",
-    "submit_batch",
-    "instruction",
-    "form",
-    "receiver_spun",
-];
+/// What the exporters know of one parameter (a field of [`Params`] or a key of `params.other`):
+/// its role and, for a setting that a sweep varies, the chart axis it makes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ParamInfo {
+    pub key: &'static str,
+    pub role: ParamRole,
+    pub axis: Option<Axis>,
+}
 
-/// Parameters (of `params` or `params.other`) that are measurement bookkeeping.
-pub const BOOKKEEPING_PARAMS: &[&str] = &[
-    "bytes_moved",
-    "region_bytes",
-    "stamps_checked",
-    "path",
-    "ops_per_repetition",
-    "scaled_residual_max",
-    "library",
-    "clock_ghz_measured",
-    "step_from_previous",
-    "server",
-    "in_process_server",
-    "loopback",
-    "checked_error_of_bound_max",
-    "library_kernel",
-    "library_path",
-    "library_version",
-    "solver",
-    "ios_per_repetition",
-];
+/// A parameter as the x axis of a chart.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Axis {
+    /// What the chart is against, e.g. "block size".
+    pub name: &'static str,
+    /// The axis label with its unit, e.g. "block size (bytes)".
+    pub label: &'static str,
+    pub scale: AxisScale,
+    /// The charts of a run come axis by axis in this order (threads first).
+    pub rank: u8,
+}
+
+/// How an axis's ticks read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AxisScale {
+    Count,
+    Bytes,
+    BitRate,
+}
+
+impl ParamInfo {
+    /// A setting that charts put on their x axis.
+    pub const fn axis(
+        key: &'static str,
+        name: &'static str,
+        label: &'static str,
+        scale: AxisScale,
+        rank: u8,
+    ) -> ParamInfo {
+        let axis = Axis {
+            name,
+            label,
+            scale,
+            rank,
+        };
+        ParamInfo {
+            key,
+            role: ParamRole::Setting,
+            axis: Some(axis),
+        }
+    }
+
+    pub const fn derived(key: &'static str) -> ParamInfo {
+        ParamInfo {
+            key,
+            role: ParamRole::Derived,
+            axis: None,
+        }
+    }
+
+    pub const fn bookkeeping(key: &'static str) -> ParamInfo {
+        ParamInfo {
+            key,
+            role: ParamRole::Bookkeeping,
+            axis: None,
+        }
+    }
+}
+
+/// The parameters every workload declares, beside its cases in its own folder:
+/// `#[distributed_slice(crate::result::PARAMS)] static PARAMS: &[ParamInfo] = &[…];`. The
+/// exporters sit below the workloads and name none of them; the linker gathers the lists.
+#[linkme::distributed_slice]
+pub static PARAMS: [&'static [ParamInfo]];
+
+/// Every declared parameter, the first declaration of each key (the tests check that two
+/// declarations of one key agree).
+pub fn declared_params() -> Vec<&'static ParamInfo> {
+    let mut seen: Vec<&'static ParamInfo> = Vec::new();
+    for info in PARAMS.iter().flat_map(|list| list.iter()) {
+        if !seen.iter().any(|s| s.key == info.key) {
+            seen.push(info);
+        }
+    }
+    seen
+}
+
+/// The parameters charts put on their x axis, in their order.
+pub fn chart_axes() -> Vec<(&'static str, Axis)> {
+    let mut axes: Vec<(&'static str, Axis)> = declared_params()
+        .into_iter()
+        .filter_map(|p| p.axis.map(|a| (p.key, a)))
+        .collect();
+    axes.sort_by_key(|(key, axis)| (axis.rank, *key));
+    axes
+}
 
 /// The role of the parameter `name` (a field of [`Params`] or a key of `params.other`).
 pub fn param_role(name: &str) -> ParamRole {
     let name = name.strip_prefix(OTHER_PREFIX).unwrap_or(name);
-    if BOOKKEEPING_PARAMS.contains(&name) {
-        ParamRole::Bookkeeping
-    } else if DERIVED_PARAMS.contains(&name) {
-        ParamRole::Derived
-    } else {
-        ParamRole::Setting
-    }
+    PARAMS
+        .iter()
+        .flat_map(|list| list.iter())
+        .find(|p| p.key == name)
+        .map_or(ParamRole::Setting, |p| p.role)
 }
 
 /// How [`Params::flat`] names a key of `other` that is also the name of a field.
@@ -628,5 +685,16 @@ mod tests {
         assert_eq!(param_role("bytes_moved"), ParamRole::Bookkeeping);
         assert_eq!(param_role("working_set_bytes"), ParamRole::Derived);
         assert_eq!(param_role("threads"), ParamRole::Setting);
+    }
+
+    #[test]
+    fn two_declarations_of_one_parameter_agree() {
+        for a in PARAMS.iter().flat_map(|list| list.iter()) {
+            for b in PARAMS.iter().flat_map(|list| list.iter()) {
+                if a.key == b.key {
+                    assert_eq!(a, b, "two workloads declare {} differently", a.key);
+                }
+            }
+        }
     }
 }

@@ -8,6 +8,7 @@
 //! --interval D`) keeps all threads busy and records the rate of every interval instead.
 
 pub mod args;
+mod params;
 pub mod blas;
 pub mod gemm;
 pub mod kernels;

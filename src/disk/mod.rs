@@ -13,6 +13,7 @@
 //! Latencies are per I/O, submission to completion, merged over threads and repetitions.
 
 mod args;
+mod params;
 pub mod buffer;
 mod case;
 pub mod device;

@@ -8,6 +8,7 @@
 //! start (`--omit`, TCP slow start) for throughput and the runner's `--warmup` for latency.
 
 pub mod args;
+mod params;
 pub mod auth;
 mod case;
 pub mod client;

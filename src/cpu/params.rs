@@ -1,0 +1,27 @@
+//! The parameters of the CPU results, as the exporters need to know them.
+
+use linkme::distributed_slice;
+
+use crate::result::{AxisScale, PARAMS, ParamInfo};
+
+#[distributed_slice(PARAMS)]
+static CPU_PARAMS: &[ParamInfo] = &[
+    ParamInfo::axis("threads", "threads", "threads (count)", AxisScale::Count, 1),
+    ParamInfo::axis(
+        "n",
+        "n",
+        "problem size n (order of the matrix)",
+        AxisScale::Count,
+        6,
+    ),
+    ParamInfo::derived("instruction"),
+    ParamInfo::derived("form"),
+    ParamInfo::bookkeeping("ops_per_repetition"),
+    ParamInfo::bookkeeping("scaled_residual_max"),
+    ParamInfo::bookkeeping("checked_error_of_bound_max"),
+    ParamInfo::bookkeeping("library"),
+    ParamInfo::bookkeeping("library_kernel"),
+    ParamInfo::bookkeeping("library_path"),
+    ParamInfo::bookkeeping("library_version"),
+    ParamInfo::bookkeeping("solver"),
+];
