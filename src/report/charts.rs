@@ -1,11 +1,11 @@
 //! Inline SVG charts, drawn in Rust: no script, no network, readable when printed.
 //!
-//! Two kinds: a line chart (x and y axes, each linear or logarithmic, with ticks, units, a
-//! legend, optional vertical markers such as cache sizes, labelled horizontal lines such as a
-//! peak, and a shaded band such as a spread) and a horizontal bar chart for efficiencies. Every
-//! data point is also drawn as a marker, so a line of one point shows. Sixteen colours and four
-//! marker shapes keep sixteen lines apart; a series may be dashed (the standard tool's values
-//! beside ours, in the same colour) or dotted (a peak that changes along the x axis).
+//! A line chart: x and y axes, each linear or logarithmic, with ticks, units, a legend, optional
+//! vertical markers such as cache sizes, labelled horizontal lines such as a peak, and a shaded
+//! band such as a spread. Every data point is also drawn as a marker, so a line of one point
+//! shows. Sixteen colours and four marker shapes keep sixteen lines apart; a series may be
+//! dashed (the standard tool's values beside ours, in the same colour) or dotted (a peak that
+//! changes along the x axis).
 
 use std::fmt::Write;
 
@@ -350,10 +350,10 @@ fn tick_label(value: f64, ticks: Ticks) -> String {
     }
 }
 
-fn svg_open(out: &mut String, height: f64, title: &str, kind: &str) {
+fn svg_open(out: &mut String, height: f64, title: &str) {
     let _ = write!(
         out,
-        r#"<svg class="chart" data-kind="{kind}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img" aria-label="{t}"><title>{t}</title><text x="{x}" y="22" text-anchor="middle" class="title">{t}</text>"#,
+        r#"<svg class="chart" data-kind="line" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img" aria-label="{t}"><title>{t}</title><text x="{x}" y="22" text-anchor="middle" class="title">{t}</text>"#,
         t = escape(title),
         x = WIDTH / 2.0,
     );
@@ -390,15 +390,27 @@ pub fn line_chart(chart: &LineChart) -> String {
     let legend_rows = entries.len().div_ceil(columns) + chart.notes.len();
     let height = PLOT_BOTTOM + 50.0 + LEGEND_LINE * legend_rows as f64 + 10.0;
     let mut out = String::new();
-    svg_open(&mut out, height, &chart.title, "line");
-    // Grid and ticks.
-    for t in x.ticks(chart.x_ticks == Ticks::Count) {
+    svg_open(&mut out, height, &chart.title);
+    grid(&mut out, &x, &y, chart.x_ticks);
+    frame(&mut out, chart);
+    marks(&mut out, &x, &y, chart);
+    for series in &chart.series {
+        series_svg(&mut out, &x, &y, series);
+    }
+    legend(&mut out, &entries, columns, &chart.notes);
+    out.push_str("</svg>");
+    out
+}
+
+/// The grid lines and tick labels of both axes.
+fn grid(out: &mut String, x: &Axis, y: &Axis, x_ticks: Ticks) {
+    for t in x.ticks(x_ticks == Ticks::Count) {
         let px = x.map(t);
         let _ = write!(
             out,
             r##"<line x1="{px:.1}" y1="{PLOT_TOP}" x2="{px:.1}" y2="{PLOT_BOTTOM}" stroke="#e4e4e4"/><text x="{px:.1}" y="{ty}" text-anchor="middle" class="tick">{l}</text>"##,
             ty = PLOT_BOTTOM + 16.0,
-            l = escape(&tick_label(t, chart.x_ticks)),
+            l = escape(&tick_label(t, x_ticks)),
         );
     }
     for t in y.ticks(false) {
@@ -411,16 +423,24 @@ pub fn line_chart(chart: &LineChart) -> String {
             l = escape(&tick_label(t, Ticks::Number)),
         );
     }
-    let scale_note = |s: Scale| match s {
-        Scale::Linear => "",
+}
+
+/// An axis label with its scale where the scale is logarithmic: "working set (bytes, log₂
+/// scale)".
+fn with_scale(label: &str, scale: Scale) -> String {
+    let note = match scale {
+        Scale::Linear => return label.to_string(),
         Scale::Log2 => ", log₂ scale",
         Scale::Log10 => ", log scale",
     };
-    let with_scale = |label: &str, s: Scale| match (label.strip_suffix(')'), s) {
-        (_, Scale::Linear) => label.to_string(),
-        (Some(open), _) => format!("{open}{})", scale_note(s)),
-        (None, _) => format!("{label} ({})", &scale_note(s)[2..]),
-    };
+    match label.strip_suffix(')') {
+        Some(open) => format!("{open}{note})"),
+        None => format!("{label} ({})", &note[2..]),
+    }
+}
+
+/// The plot's frame and the labels of both axes.
+fn frame(out: &mut String, chart: &LineChart) {
     let _ = write!(
         out,
         r##"<rect x="{PLOT_LEFT}" y="{PLOT_TOP}" width="{w}" height="{h}" fill="none" stroke="#444"/><text x="{cx}" y="{xl}" text-anchor="middle" class="axis">{xt}</text><text x="16" y="{cy}" text-anchor="middle" transform="rotate(-90 16 {cy})" class="axis">{yt}</text>"##,
@@ -432,6 +452,11 @@ pub fn line_chart(chart: &LineChart) -> String {
         xt = escape(&with_scale(&chart.x_label, chart.x_scale)),
         yt = escape(&with_scale(&chart.y_label, chart.y_scale)),
     );
+}
+
+/// What is drawn behind the series: the band, the vertical markers and the horizontal lines,
+/// each labelled, those outside an axis left out.
+fn marks(out: &mut String, x: &Axis, y: &Axis, chart: &LineChart) {
     if let Some((lo, hi, label)) = &chart.band
         && y.contains(*lo)
         && y.contains(*hi)
@@ -473,54 +498,61 @@ pub fn line_chart(chart: &LineChart) -> String {
             l = escape(&hline.label),
         );
     }
-    for series in &chart.series {
-        let (color, shape) = style_of(series.style);
-        let points: Vec<(f64, f64)> = series
-            .points
+}
+
+/// One series: its polyline and a marker at each point (none for a dotted peak), the points
+/// outside an axis left out.
+fn series_svg(out: &mut String, x: &Axis, y: &Axis, series: &Series) {
+    let (color, shape) = style_of(series.style);
+    let points: Vec<(f64, f64)> = series
+        .points
+        .iter()
+        .filter(|(px, py)| x.contains(*px) && y.contains(*py))
+        .map(|(px, py)| (x.map(*px), y.map(*py)))
+        .collect();
+    let class = match series.stroke {
+        Stroke::Dashed => "series reference",
+        Stroke::Dotted => "series peak",
+        Stroke::Solid | Stroke::Run(_) => "series",
+    };
+    let _ = write!(
+        out,
+        r#"<g class="{class}" data-name="{n}" data-points="{c}">"#,
+        n = escape(&series.name),
+        c = points.len()
+    );
+    if points.len() > 1 {
+        let list: Vec<String> = points
             .iter()
-            .filter(|(px, py)| x.contains(*px) && y.contains(*py))
-            .map(|(px, py)| (x.map(*px), y.map(*py)))
+            .map(|(a, b)| format!("{a:.1},{b:.1}"))
             .collect();
-        let class = match series.stroke {
-            Stroke::Dashed => "series reference",
-            Stroke::Dotted => "series peak",
-            Stroke::Solid | Stroke::Run(_) => "series",
+        let width = if series.stroke == Stroke::Dotted {
+            1.5
+        } else {
+            2.0
         };
         let _ = write!(
             out,
-            r#"<g class="{class}" data-name="{n}" data-points="{c}">"#,
-            n = escape(&series.name),
-            c = points.len()
+            r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="{width}"{}/>"#,
+            list.join(" "),
+            dash(series.stroke)
         );
-        if points.len() > 1 {
-            let list: Vec<String> = points
-                .iter()
-                .map(|(a, b)| format!("{a:.1},{b:.1}"))
-                .collect();
-            let width = if series.stroke == Stroke::Dotted {
-                1.5
-            } else {
-                2.0
-            };
-            let _ = write!(
-                out,
-                r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="{width}"{}/>"#,
-                list.join(" "),
-                dash(series.stroke)
-            );
-        }
-        if series.stroke != Stroke::Dotted {
-            let class = if series.stroke == Stroke::Dashed {
-                "reference-point"
-            } else {
-                "point"
-            };
-            for (a, b) in &points {
-                marker_svg(&mut out, shape, *a, *b, color, class);
-            }
-        }
-        out.push_str("</g>");
     }
+    if series.stroke != Stroke::Dotted {
+        let class = if series.stroke == Stroke::Dashed {
+            "reference-point"
+        } else {
+            "point"
+        };
+        for (a, b) in &points {
+            marker_svg(out, shape, *a, *b, color, class);
+        }
+    }
+    out.push_str("</g>");
+}
+
+/// The legend under the plot, in `columns` columns, then the notes.
+fn legend(out: &mut String, entries: &[&Series], columns: usize, notes: &[String]) {
     let rows = entries.len().div_ceil(columns);
     let column_width = (PLOT_RIGHT - PLOT_LEFT) / columns as f64;
     for (i, series) in entries.iter().enumerate() {
@@ -534,7 +566,7 @@ pub fn line_chart(chart: &LineChart) -> String {
             x2 = lx + 24.0,
             d = dash(series.stroke),
         );
-        marker_svg(&mut out, shape, lx + 12.0, ly - 4.0, color, "legend-marker");
+        marker_svg(out, shape, lx + 12.0, ly - 4.0, color, "legend-marker");
         let _ = write!(
             out,
             r#"<text x="{tx}" y="{ly:.1}" class="legend">{name}</text>"#,
@@ -542,7 +574,7 @@ pub fn line_chart(chart: &LineChart) -> String {
             name = escape(&series.name),
         );
     }
-    for (i, note) in chart.notes.iter().enumerate() {
+    for (i, note) in notes.iter().enumerate() {
         let _ = write!(
             out,
             r#"<text x="{PLOT_LEFT}" y="{ly:.1}" class="note">{n}</text>"#,
@@ -550,61 +582,6 @@ pub fn line_chart(chart: &LineChart) -> String {
             n = escape(note),
         );
     }
-    out.push_str("</svg>");
-    out
-}
-
-/// Horizontal bars of fractions (e.g. efficiencies), drawn as percentages.
-pub fn bar_chart(title: &str, x_label: &str, bars: &[(String, f64)]) -> String {
-    const LABEL_RIGHT: f64 = 330.0;
-    const BAR: f64 = 20.0;
-    let top = 40.0;
-    let bottom = top + BAR * bars.len() as f64;
-    let max = bars.iter().map(|b| b.1).fold(1.0f64, f64::max);
-    let x = Axis::new(
-        Scale::Linear,
-        [0.0, max].into_iter(),
-        true,
-        (LABEL_RIGHT, PLOT_RIGHT),
-    );
-    let mut out = String::new();
-    svg_open(&mut out, bottom + 50.0, title, "bar");
-    for t in x.ticks(false) {
-        let px = x.map(t);
-        let _ = write!(
-            out,
-            r##"<line x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{bottom}" stroke="#e4e4e4"/><text x="{px:.1}" y="{ty}" text-anchor="middle" class="tick">{l}%</text>"##,
-            ty = bottom + 16.0,
-            l = format_value(t * 100.0),
-        );
-    }
-    for (i, (label, value)) in bars.iter().enumerate() {
-        let y = top + BAR * i as f64;
-        let width = (x.map(value.max(0.0)) - LABEL_RIGHT).max(0.5);
-        let _ = write!(
-            out,
-            r##"<text x="{lx}" y="{ty:.1}" text-anchor="end" class="legend">{l}</text><rect class="bar" x="{LABEL_RIGHT}" y="{ry:.1}" width="{width:.1}" height="{h}" fill="{c}"/><text x="{vx:.1}" y="{ty:.1}" class="tick">{v:.1}%</text>"##,
-            lx = LABEL_RIGHT - 6.0,
-            ty = y + BAR * 0.7,
-            l = escape(label),
-            ry = y + 2.0,
-            h = BAR - 4.0,
-            c = PALETTE[0],
-            vx = LABEL_RIGHT + width + 4.0,
-            v = value * 100.0,
-        );
-    }
-    let px = x.map(1.0);
-    let _ = write!(
-        out,
-        r##"<line x1="{px:.1}" y1="{t}" x2="{px:.1}" y2="{bottom}" stroke="#d62728" stroke-dasharray="4 3"/><text x="{cx}" y="{xl}" text-anchor="middle" class="axis">{xt}</text>"##,
-        t = top - 6.0,
-        cx = (LABEL_RIGHT + PLOT_RIGHT) / 2.0,
-        xl = bottom + 36.0,
-        xt = escape(x_label),
-    );
-    out.push_str("</svg>");
-    out
 }
 
 #[cfg(test)]

@@ -521,12 +521,11 @@ pub fn subsystems(report: &Report) -> Vec<crate::result::Subsystem> {
 /// The pasted tables in Markdown: a header, one table per subsystem, how work is counted and
 /// the warnings.
 pub fn render_markdown_tables(report: &Report) -> String {
-    let cell = |text: &str| text.replace('|', "\\|").replace("…", "–");
     let mut out = format!(
         "# peakbench {} on {}\n\n{} ({}), {}\n",
         report.tool.version,
-        cell(&report.host.hostname),
-        cell(&report.host.cpu.model_name),
+        markdown_cell(&report.host.hostname),
+        markdown_cell(&report.host.cpu.model_name),
         report.started_at,
         status_word(report)
     );
@@ -539,7 +538,7 @@ pub fn render_markdown_tables(report: &Report) -> String {
             .collect();
         let (shared, described) = shared_params(&results);
         if !described.is_empty() {
-            out.push_str(&format!("Every row: {}\n\n", cell(&described)));
+            out.push_str(&format!("Every row: {}\n\n", markdown_cell(&described)));
         }
         let access = any_access_time(results.iter().copied());
         let (head, align) = if access {
@@ -555,7 +554,10 @@ pub fn render_markdown_tables(report: &Report) -> String {
             "|---|---|--:|--:|---|--:|---|--:|--:|--:|--:|--:|--:|--:|{align}\n"
         ));
         for r in results {
-            let mut cells: Vec<String> = paste_row(r, &shared).iter().map(|c| cell(c)).collect();
+            let mut cells: Vec<String> = paste_row(r, &shared)
+                .iter()
+                .map(|c| markdown_cell(c))
+                .collect();
             if access {
                 cells.push(access_time_cell(r));
             }
@@ -601,7 +603,6 @@ pub fn render_markdown_runs(runs: &[(i64, &Report)]) -> String {
     if let [(_, report)] = runs {
         return render_markdown_tables(report);
     }
-    let cell = |text: &str| text.replace('|', "\\|").replace("…", "–");
     let ids: Vec<String> = runs.iter().map(|(id, _)| id.to_string()).collect();
     let mut out = format!("# peakbench runs {}\n\n", ids.join(", "));
     out.push_str(
@@ -610,107 +611,16 @@ pub fn render_markdown_runs(runs: &[(i64, &Report)]) -> String {
     for (id, r) in runs {
         out.push_str(&format!(
             "| {id} | {} | {} | {} | {} | {} |\n",
-            cell(&r.host.hostname),
-            cell(&r.host.cpu.model_name),
+            markdown_cell(&r.host.hostname),
+            markdown_cell(&r.host.cpu.model_name),
             r.started_at,
-            cell(&r.tool.version),
+            markdown_cell(&r.tool.version),
             status_word(r)
         ));
     }
-    let first = runs[0].0;
-    let mut order: Vec<crate::result::Subsystem> = Vec::new();
-    for (_, r) in runs {
-        for s in subsystems(r) {
-            if !order.contains(&s) {
-                order.push(s);
-            }
-        }
-    }
-    for subsystem in order {
+    for subsystem in subsystems_of_runs(runs) {
         out.push_str(&format!("\n## {}\n\n", subsystem.name()));
-        let all: Vec<&BenchResult> = runs
-            .iter()
-            .flat_map(|(_, r)| r.results.iter().filter(|x| x.subsystem == subsystem))
-            .collect();
-        let (shared, described) = shared_params(&all);
-        if !described.is_empty() {
-            out.push_str(&format!("Every row: {}\n\n", cell(&described)));
-        }
-        let latency = all.iter().any(|r| r.latency_ns.is_some());
-        let tool = all.iter().any(|r| r.reference.is_some());
-        // Per run: measured, cv, efficiency, [ours / tool], [p50, p99], [against the first].
-        let mut headers = vec!["workload", "parameters", "concurrency", "unit"]
-            .into_iter()
-            .map(String::from)
-            .collect::<Vec<_>>();
-        let mut align = vec!["---", "---", "--:", "---"];
-        for (index, (id, _)) in runs.iter().enumerate() {
-            headers.extend([
-                format!("run {id}"),
-                format!("run {id} cv"),
-                format!("run {id} efficiency"),
-            ]);
-            align.extend(["--:", "--:", "--:"]);
-            if tool {
-                headers.push(format!("run {id} ours / tool"));
-                align.push("--:");
-            }
-            if latency {
-                headers.extend([format!("run {id} p50"), format!("run {id} p99")]);
-                align.extend(["--:", "--:"]);
-            }
-            if index > 0 {
-                headers.push(format!("run {id} against run {first}"));
-                align.push("---");
-            }
-        }
-        out.push_str(&format!(
-            "| {} |\n|{}|\n",
-            headers.join(" | "),
-            align.join("|")
-        ));
-        let mut cases: Vec<&str> = Vec::new();
-        for r in &all {
-            if !cases.contains(&r.id.as_str()) {
-                cases.push(&r.id);
-            }
-        }
-        for case in cases {
-            let found: Vec<Option<&BenchResult>> = runs
-                .iter()
-                .map(|(_, r)| r.results.iter().find(|x| x.id == case))
-                .collect();
-            let Some(model) = found.iter().flatten().next() else {
-                continue;
-            };
-            let row = paste_row(model, &shared);
-            let mut cells = vec![
-                row[0].clone(),
-                row[1].clone(),
-                row[2].clone(),
-                row[4].clone(),
-            ];
-            for (index, result) in found.iter().enumerate() {
-                let own = result.map(|r| paste_row(r, &shared));
-                let pick = |i: usize| own.as_ref().map_or("-".to_string(), |c| c[i].clone());
-                cells.extend([pick(3), pick(5), pick(10)]);
-                if tool {
-                    cells.push(pick(8));
-                }
-                if latency {
-                    cells.extend([pick(12), pick(13)]);
-                }
-                if index > 0 {
-                    cells.push(match (found[0], result) {
-                        (Some(a), Some(b)) => super::change_cell(a, b),
-                        (None, Some(_)) => format!("not in run {first}"),
-                        _ => "-".into(),
-                    });
-                }
-            }
-            let cells: Vec<String> = cells.iter().map(|c| cell(c)).collect();
-            out.push_str(&format!("| {} |\n", cells.join(" | ")));
-        }
+        out.push_str(&runs_side_by_side(runs, subsystem));
     }
     out.push_str(&counting_section(
         runs.iter().flat_map(|(_, report)| &report.results),
@@ -727,6 +637,140 @@ pub fn render_markdown_runs(runs: &[(i64, &Report)]) -> String {
         out.push_str(&format!("\n## Warnings\n\n{}\n", warnings.join("\n")));
     }
     out
+}
+
+/// Text as a Markdown table cell: `|` escaped, the ellipsis of a range as a dash.
+fn markdown_cell(text: &str) -> String {
+    text.replace('|', "\\|").replace("…", "–")
+}
+
+/// The subsystems of several runs, in the order of their first result in the first run that has
+/// them.
+pub fn subsystems_of_runs(runs: &[(i64, &Report)]) -> Vec<crate::result::Subsystem> {
+    let mut order = Vec::new();
+    for (_, report) in runs {
+        for s in subsystems(report) {
+            if !order.contains(&s) {
+                order.push(s);
+            }
+        }
+    }
+    order
+}
+
+/// Which of the optional columns a comparison table has for each run.
+#[derive(Clone, Copy)]
+struct RunColumns {
+    /// Ours against the standard tool, where any case ran it.
+    tool: bool,
+    /// p50 and p99, where any case has latencies.
+    latency: bool,
+}
+
+/// One subsystem's cases in Markdown, the runs side by side: what every row shares, then the
+/// table with a row per case.
+fn runs_side_by_side(runs: &[(i64, &Report)], subsystem: crate::result::Subsystem) -> String {
+    let mut out = String::new();
+    let all: Vec<&BenchResult> = runs
+        .iter()
+        .flat_map(|(_, r)| r.results.iter().filter(|x| x.subsystem == subsystem))
+        .collect();
+    let (shared, described) = shared_params(&all);
+    if !described.is_empty() {
+        out.push_str(&format!("Every row: {}\n\n", markdown_cell(&described)));
+    }
+    let columns = RunColumns {
+        tool: all.iter().any(|r| r.reference.is_some()),
+        latency: all.iter().any(|r| r.latency_ns.is_some()),
+    };
+    out.push_str(&side_by_side_header(runs, columns));
+    let mut cases: Vec<&str> = Vec::new();
+    for r in &all {
+        if !cases.contains(&r.id.as_str()) {
+            cases.push(&r.id);
+        }
+    }
+    for case in cases {
+        let found: Vec<Option<&BenchResult>> = runs
+            .iter()
+            .map(|(_, r)| r.results.iter().find(|x| x.id == case))
+            .collect();
+        let Some(cells) = side_by_side_row(&found, &shared, runs[0].0, columns) else {
+            continue;
+        };
+        let cells: Vec<String> = cells.iter().map(|c| markdown_cell(c)).collect();
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out
+}
+
+/// The header and alignment rows: the case's columns, then per run measured, cv, efficiency,
+/// [ours / tool], [p50, p99], [against the first run].
+fn side_by_side_header(runs: &[(i64, &Report)], columns: RunColumns) -> String {
+    let first = runs[0].0;
+    let mut headers = vec!["workload", "parameters", "concurrency", "unit"]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+    let mut align = vec!["---", "---", "--:", "---"];
+    for (index, (id, _)) in runs.iter().enumerate() {
+        headers.extend([
+            format!("run {id}"),
+            format!("run {id} cv"),
+            format!("run {id} efficiency"),
+        ]);
+        align.extend(["--:", "--:", "--:"]);
+        if columns.tool {
+            headers.push(format!("run {id} ours / tool"));
+            align.push("--:");
+        }
+        if columns.latency {
+            headers.extend([format!("run {id} p50"), format!("run {id} p99")]);
+            align.extend(["--:", "--:"]);
+        }
+        if index > 0 {
+            headers.push(format!("run {id} against run {first}"));
+            align.push("---");
+        }
+    }
+    format!("| {} |\n|{}|\n", headers.join(" | "), align.join("|"))
+}
+
+/// The cells of one case, `found` its result in each run (run `first` the first); `None` when
+/// no run has it.
+fn side_by_side_row(
+    found: &[Option<&BenchResult>],
+    shared: &[String],
+    first: i64,
+    columns: RunColumns,
+) -> Option<Vec<String>> {
+    let model = found.iter().flatten().next()?;
+    let row = paste_row(model, shared);
+    let mut cells = vec![
+        row[0].clone(),
+        row[1].clone(),
+        row[2].clone(),
+        row[4].clone(),
+    ];
+    for (index, result) in found.iter().enumerate() {
+        let own = result.map(|r| paste_row(r, shared));
+        let pick = |i: usize| own.as_ref().map_or("-".to_string(), |c| c[i].clone());
+        cells.extend([pick(3), pick(5), pick(10)]);
+        if columns.tool {
+            cells.push(pick(8));
+        }
+        if columns.latency {
+            cells.extend([pick(12), pick(13)]);
+        }
+        if index > 0 {
+            cells.push(match (found[0], result) {
+                (Some(a), Some(b)) => super::change_cell(a, b),
+                (None, Some(_)) => format!("not in run {first}"),
+                _ => "-".into(),
+            });
+        }
+    }
+    Some(cells)
 }
 
 /// The "How work is counted" section: each op's counting rule once, in the order first met;
