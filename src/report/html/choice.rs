@@ -1,5 +1,5 @@
-//! Which charts a subsystem's results get. Per axis a result has (the parameters of
-//! [`X_PARAMS`]) and per quantity it measured (the headline metric, each extra metric, latency
+//! Which charts a subsystem's results get. Per axis a result has (the parameters the workloads
+//! declare as axes) and per quantity it measured (the headline metric, each extra metric, latency
 //! p50/p99: a [`Measure`]), a chart of the results that sweep that axis, split into lines by
 //! `lines`; with more lines than colours, one chart per op and one of the ops side by side. Then
 //! the curves of their own: the cache-latency curve, the loaded latency, each sampling run's
@@ -12,10 +12,11 @@ use super::draw::{Chart, draw};
 use super::lines::{Line, lines, readable_time};
 use crate::report::charts::{HLine, LineChart, Marker, PALETTE, Scale, Series, Ticks, line_chart};
 use crate::report::table::describe_params;
-use crate::result::{BenchResult, Report};
+use crate::result::{AxisScale, BenchResult, Report, chart_axes};
 use crate::units::format_value;
 
-/// A parameter a chart can put on its x axis, by its name in [`Params::flat`].
+/// A parameter a chart can put on its x axis, by its name in `Params::flat`: the axes the
+/// workloads declare ([`crate::result::chart_axes`]), in their order.
 #[derive(Clone, Copy)]
 struct XParam {
     key: &'static str,
@@ -24,50 +25,21 @@ struct XParam {
     ticks: Ticks,
 }
 
-const X_PARAMS: [XParam; 7] = [
-    XParam {
-        key: "threads",
-        name: "threads",
-        label: "threads (count)",
-        ticks: Ticks::Count,
-    },
-    XParam {
-        key: "block_bytes",
-        name: "block size",
-        label: "block size (bytes)",
-        ticks: Ticks::Bytes,
-    },
-    XParam {
-        key: "message_bytes",
-        name: "message size",
-        label: "message size (bytes)",
-        ticks: Ticks::Bytes,
-    },
-    XParam {
-        key: "streams",
-        name: "streams",
-        label: "parallel streams (count)",
-        ticks: Ticks::Count,
-    },
-    XParam {
-        key: "queue_depth",
-        name: "queue depth",
-        label: "queue depth (I/Os in flight per thread)",
-        ticks: Ticks::Count,
-    },
-    XParam {
-        key: "n",
-        name: "n",
-        label: "problem size n (order of the matrix)",
-        ticks: Ticks::Count,
-    },
-    XParam {
-        key: "rate_bps",
-        name: "offered rate",
-        label: "offered rate per stream (bit/s)",
-        ticks: Ticks::BitRate,
-    },
-];
+fn x_params() -> Vec<XParam> {
+    chart_axes()
+        .into_iter()
+        .map(|(key, axis)| XParam {
+            key,
+            name: axis.name,
+            label: axis.label,
+            ticks: match axis.scale {
+                AxisScale::Count => Ticks::Count,
+                AxisScale::Bytes => Ticks::Bytes,
+                AxisScale::BitRate => Ticks::BitRate,
+            },
+        })
+        .collect()
+}
 
 fn is_cache_curve(r: &BenchResult) -> bool {
     r.op == "latency" && r.params.working_set_bytes.is_some() && !is_loaded_latency(r)
@@ -175,7 +147,7 @@ pub(super) fn charts(items: &[Item], report: &Report, runs: usize) -> Vec<String
         .first()
         .map(|i| i.result.subsystem.name())
         .unwrap_or("");
-    for axis in X_PARAMS {
+    for axis in x_params() {
         for ((metric, _), group) in quantities(items, axis.key) {
             let (group, all) = swept_only(group, axis.key);
             if !all.iter().any(Line::spans) {
