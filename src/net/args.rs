@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::proto::ReceiverWait;
-use super::server::{Cidr, DEFAULT_PER_ADDRESS, MAX_STREAMS};
-use super::{DEFAULT_PORT, Mode, Proto};
+use super::limits::{DEFAULT_PORT, MAX_STREAMS};
+use super::proto::{Mode, Proto, ReceiverWait};
+use super::server::{Cidr, DEFAULT_PER_ADDRESS};
 use crate::options::{duration, positive_count, positive_duration, positive_size, thread_count};
 
 /// A message size, 1 B to 1 MB (each protocol's own limit is checked when planning).

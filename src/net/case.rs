@@ -7,14 +7,20 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 
 use super::client::{self, Outcome};
-use super::plan::Target;
-use super::{Mode, Proto, proto};
+use super::proto::{self, Mode, Proto};
+use super::target::Target;
 use crate::peak::PeakRef;
 use crate::plan::{Case, CaseSpec, Context, Measured, guess};
 use crate::result::{BenchResult, Params, Subsystem};
 use crate::runner::{self, Round};
 use crate::stats::LatencyHistogram;
 use crate::units::format_size;
+
+/// The note of a loopback throughput result with no peak, until a memory copy result of the
+/// same run bounds it (see `super::bound_loopback`).
+pub const LOOPBACK_UNBOUND: &str = "loopback has no link speed: its bound is the memory copy \
+    bandwidth, which was not measured in this run (run 'peakbench mem --op copy' in the same \
+    run, or give the peak you assume with --nic-gbps)";
 
 /// One network experiment.
 pub struct NetCase {
@@ -41,7 +47,7 @@ impl Case for NetCase {
             .other
             .insert("in_process_server".into(), self.target.in_process().into());
         if self.target.in_process()
-            && let Ok(placement) = super::plan::Target::placement()
+            && let Ok(placement) = Target::placement()
         {
             params
                 .other
@@ -288,7 +294,7 @@ impl NetCase {
         ] {
             result = result.extra(metric, unit, values);
         }
-        let loopback = unbound.then(|| super::LOOPBACK_UNBOUND.to_string());
+        let loopback = unbound.then(|| LOOPBACK_UNBOUND.to_string());
         let lossy = (loss_pct.iter().any(|&l| l > 1.0) && self.spec.rate_bps.is_none()).then(|| {
             "UDP at unlimited rate loses datagrams at the receiver: give --rate to measure loss at a chosen load".to_string()
         });

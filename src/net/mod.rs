@@ -12,11 +12,13 @@ pub mod auth;
 mod case;
 pub mod client;
 pub mod data;
+pub mod limits;
 mod plan;
 pub mod proto;
 pub mod reference;
 pub mod server;
 pub mod child;
+mod target;
 
 use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
 use std::process::ExitCode;
@@ -34,18 +36,12 @@ use crate::options::unique;
 use crate::plan::{Context, Plan};
 use crate::workload::{Benchmark, Direct};
 use args::{NetArgs, ServeArgs};
-pub use case::NetCase;
-pub use plan::{NetOptions, Target};
+pub use case::{LOOPBACK_UNBOUND, NetCase};
+pub use limits::DEFAULT_PORT;
+use limits::{MAX_STREAMS, MAX_TEST};
+pub use plan::NetOptions;
 pub use proto::{Mode, Proto};
-
-/// The server's port when none is given.
-pub const DEFAULT_PORT: u16 = 5301;
-
-/// The note of a loopback throughput result with no peak, until a memory copy result of the
-/// same run bounds it (see [`bound_loopback`]).
-pub const LOOPBACK_UNBOUND: &str = "loopback has no link speed: its bound is the memory copy \
-    bandwidth, which was not measured in this run (run 'peakbench mem --op copy' in the same \
-    run, or give the peak you assume with --nic-gbps)";
+pub use target::Target;
 
 /// Gives each loopback throughput result that has no peak the memory copy bandwidth measured
 /// in the same run as its peak: the highest `mem --op copy` throughput (GB/s, bytes read plus
@@ -175,16 +171,16 @@ pub fn resolve_server(text: &str) -> Result<SocketAddr, String> {
 }
 
 fn serve_command(args: &ServeArgs) -> Result<ExitCode> {
-    if args.max_duration > server::MAX_TEST {
+    if args.max_duration > MAX_TEST {
         return Err(usage(format!(
             "--max-duration: at most {} s (the protocol's limit)",
-            server::MAX_TEST.as_secs()
+            MAX_TEST.as_secs()
         )));
     }
-    if args.max_streams > u64::from(server::MAX_STREAMS) {
+    if args.max_streams > u64::from(MAX_STREAMS) {
         return Err(usage(format!(
             "--max-streams: at most {} (the protocol's limit)",
-            server::MAX_STREAMS
+            MAX_STREAMS
         )));
     }
     let policy = server::Policy {
@@ -303,7 +299,7 @@ mod tests {
         let plan = crate::workload::plan_for::<Net>(&args, &ctx).unwrap();
         let ids: Vec<String> = plan.cases.iter().map(|c| c.spec().id).collect();
         assert_eq!(ids, ["net-tcp-latency-m1-s1", "net-udp-latency-m1-s1"]);
-        let target = plan::Target::new(None, None);
+        let target = Target::new(None, None);
         assert!(
             !target.started(),
             "a target starts nothing until a case asks for it"
@@ -323,14 +319,14 @@ mod tests {
 
     #[test]
     fn message_sizes_are_checked_per_protocol() {
-        assert!(data::check_msg(Proto::Tcp, true, 1).is_ok());
-        assert!(data::check_msg(Proto::Tcp, true, 1_000_001).is_err());
-        assert!(data::check_msg(Proto::Udp, true, 65_507).is_ok());
-        assert!(data::check_msg(Proto::Udp, true, 65_508).is_err());
+        assert!(limits::check_msg(Proto::Tcp, true, 1).is_ok());
+        assert!(limits::check_msg(Proto::Tcp, true, 1_000_001).is_err());
+        assert!(limits::check_msg(Proto::Udp, true, 65_507).is_ok());
+        assert!(limits::check_msg(Proto::Udp, true, 65_508).is_err());
         // Throughput datagrams under the sequence header go without one (issue 20, item 12).
-        assert!(data::check_msg(Proto::Udp, true, 1).is_ok());
-        assert!(data::check_msg(Proto::Udp, true, 0).is_err());
-        assert!(data::check_msg(Proto::Udp, false, 1).is_ok());
+        assert!(limits::check_msg(Proto::Udp, true, 1).is_ok());
+        assert!(limits::check_msg(Proto::Udp, true, 0).is_err());
+        assert!(limits::check_msg(Proto::Udp, false, 1).is_ok());
     }
 
     /// A server with a key serves its holders only; the key never crosses the wire.

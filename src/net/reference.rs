@@ -24,8 +24,8 @@
 use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
 use std::time::Duration;
 
-use super::Target;
 use super::proto::{Mode, Proto, TestSpec};
+use super::target::Target;
 use crate::plan::Context;
 use crate::reference::{Invocation, Reading, Ready, Server, Source, Tool};
 use crate::result::Reference;

@@ -19,14 +19,11 @@ use anyhow::{Context, Result, bail};
 
 use super::auth::{Key, Nonce};
 use super::data::{self, Sockets};
+use super::limits::{self, MAX_STREAMS, MAX_TEST};
 use super::proto::{self, Control, Mode, Msg, Proto, TestSpec, VERSION};
 
 /// Tests served at once; one more is refused.
 pub const MAX_TESTS: usize = 64;
-/// Longest test a client may ask for (omit + duration).
-pub const MAX_TEST: Duration = Duration::from_secs(600);
-/// Most streams in one test.
-pub const MAX_STREAMS: u32 = 128;
 /// Time a client has for each handshake step.
 const STEP: Duration = Duration::from_secs(5);
 
@@ -309,7 +306,7 @@ fn invalid(spec: &TestSpec, policy: &Policy) -> Option<String> {
     if spec.streams == 0 || spec.streams > policy.max_streams {
         return Some(format!("streams must be 1 to {}", policy.max_streams));
     }
-    if let Err(e) = data::check_msg(spec.proto, spec.mode == Mode::Throughput, spec.msg_bytes) {
+    if let Err(e) = limits::check_msg(spec.proto, spec.mode == Mode::Throughput, spec.msg_bytes) {
         return Some(e.to_string());
     }
     if spec.duration_ms == 0 {
@@ -336,7 +333,7 @@ fn invalid(spec: &TestSpec, policy: &Policy) -> Option<String> {
     if let Some(rate) = spec.rate_bps
         && spec.proto == Proto::Udp
         && spec.mode == Mode::Throughput
-        && let Err(e) = data::check_rate(spec.msg_bytes, rate)
+        && let Err(e) = limits::check_rate(spec.msg_bytes, rate)
     {
         return Some(format!("rate: {e}"));
     }
@@ -645,7 +642,7 @@ pub fn random_token() -> u64 {
     // SAFETY: writes at most 8 bytes into an 8-byte buffer.
     let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), 8, 0) };
     if n != 8 {
-        return super::data::now_ns() ^ 0x9e37_79b9_7f4a_7c15;
+        return data::now_ns() ^ 0x9e37_79b9_7f4a_7c15;
     }
     u64::from_le_bytes(bytes)
 }
