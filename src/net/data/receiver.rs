@@ -28,6 +28,62 @@ struct Counters {
     give_up_ns: AtomicU64,
 }
 
+impl Counters {
+    fn new(streams: usize) -> Counters {
+        Counters {
+            bytes: (0..streams).map(|_| AtomicU64::new(0)).collect(),
+            draining: AtomicBool::new(false),
+            expected: (0..streams).map(|_| AtomicU64::new(u64::MAX)).collect(),
+            give_up_ns: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// Each stream's bytes so far.
+    fn snapshot(&self) -> Vec<u64> {
+        self.bytes
+            .iter()
+            .map(|b| b.load(Ordering::Acquire))
+            .collect()
+    }
+
+    /// Tells the receiving threads to stop at once.
+    fn give_up(&self) {
+        self.give_up_ns.store(0, Ordering::Release);
+        self.draining.store(true, Ordering::Release);
+    }
+
+    /// Tells the receiving threads what the sender sent (when it said), and to drain what is
+    /// still in flight for at most 2 s.
+    fn drain(&self, sent: Option<&[u64]>) {
+        for (e, s) in self.expected.iter().zip(sent.unwrap_or_default()) {
+            e.store(*s, Ordering::Release);
+        }
+        self.give_up_ns
+            .store(now_ns() + 2_000_000_000, Ordering::Release);
+        self.draining.store(true, Ordering::Release);
+    }
+
+    /// Times the window on this clock: `omit`, then `duration`; returns its length and each
+    /// stream's bytes in it, or `None` when the peer is `gone`.
+    fn window(
+        &self,
+        omit: Duration,
+        duration: Duration,
+        gone: &impl Fn() -> bool,
+    ) -> Option<(Duration, Vec<u64>)> {
+        let start = Instant::now();
+        sleep_until(start + omit, gone);
+        let (from, before) = (Instant::now(), self.snapshot());
+        sleep_until(from + duration, gone);
+        let (to, after) = (Instant::now(), self.snapshot());
+        if gone() {
+            return None;
+        }
+        let bytes = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+        Some((to.duration_since(from), bytes))
+    }
+}
+
 /// Receives on every stream: times the window (`omit`, then `duration`), calls `end_window`
 /// with what was counted in it (which tells the sender to stop and returns what it sent),
 /// drains what is still in flight, and returns the window and the UDP counts. `gone` is asked
@@ -46,19 +102,10 @@ pub fn receive(
         receive: cpus,
         ..
     } = threads;
-    let n = sockets.len();
-    let counters = Counters {
-        bytes: (0..n).map(|_| AtomicU64::new(0)).collect(),
-        draining: AtomicBool::new(false),
-        expected: (0..n).map(|_| AtomicU64::new(u64::MAX)).collect(),
-        give_up_ns: AtomicU64::new(u64::MAX),
-    };
+    let counters = Counters::new(sockets.len());
     std::thread::scope(|scope| {
         let counters = &counters;
-        let abort = || {
-            counters.give_up_ns.store(0, Ordering::Release);
-            counters.draining.store(true, Ordering::Release);
-        };
+        let abort = || counters.give_up();
         let handles = match sockets {
             Sockets::Tcp(streams) => spawn_streams(
                 scope,
@@ -83,41 +130,20 @@ pub fn receive(
                 abort,
             )?,
         };
-        let snapshot = || -> Vec<u64> {
-            counters
-                .bytes
-                .iter()
-                .map(|b| b.load(Ordering::Acquire))
-                .collect()
-        };
-        let start = Instant::now();
-        sleep_until(start + omit, &gone);
-        let (from, before) = (Instant::now(), snapshot());
-        sleep_until(from + duration, &gone);
-        let (to, after) = (Instant::now(), snapshot());
-        if gone() {
-            counters.give_up_ns.store(0, Ordering::Release);
-            counters.draining.store(true, Ordering::Release);
+        let Some((length, stream_bytes)) = counters.window(omit, duration, &gone) else {
+            counters.give_up();
             for h in handles {
                 let _ = h.join();
             }
             bail!("the other side went away during the test");
-        }
+        };
         let window = Window {
-            window_ns: to.duration_since(from).as_nanos() as u64,
-            stream_bytes: after.iter().zip(&before).map(|(a, b)| a - b).collect(),
+            window_ns: length.as_nanos() as u64,
+            stream_bytes,
             receiver_spun: spin && matches!(sockets, Sockets::Tcp(_)),
         };
         let ended = end_window(&window);
-        if let Ok(sent) = &ended {
-            for (e, s) in counters.expected.iter().zip(sent) {
-                e.store(*s, Ordering::Release);
-            }
-        }
-        counters
-            .give_up_ns
-            .store(now_ns() + 2_000_000_000, Ordering::Release);
-        counters.draining.store(true, Ordering::Release);
+        counters.drain(ended.as_deref().ok());
         let mut udp = Vec::new();
         let mut failure = ended.err();
         for h in handles {
