@@ -216,7 +216,6 @@ impl Session {
 
     /// Sets how the run ended and writes the document.
     pub fn finish(&mut self, status: RunStatus) -> Result<()> {
-        crate::net::bound_loopback(&mut self.report.results);
         self.report.status = status;
         self.report.finished_at = Some(now_rfc3339());
         self.save()

@@ -8,6 +8,7 @@ use anyhow::{Context as _, Result};
 
 use super::auth::Key;
 use super::child::{ChildServer, Placement};
+use super::loopback::LoopbackBound;
 use super::server::LocalServer;
 
 /// The loopback server: a child process (the default) or a thread of this process.
@@ -34,6 +35,8 @@ pub struct Target {
     /// The remote server's key, or a random one shared with the loopback server, so no
     /// other local user can run tests on it.
     key: Option<Key>,
+    /// The memory copy that bounds loopback throughput, measured by the first case that needs it.
+    bound: LoopbackBound,
 }
 
 impl Target {
@@ -46,14 +49,20 @@ impl Target {
             remote,
             local: Mutex::new(None),
             key,
+            bound: LoopbackBound::default(),
         }
+    }
+
+    /// The loopback peak the cases of this target share.
+    pub fn bound(&self) -> &LoopbackBound {
+        &self.bound
     }
 
     pub fn key(&self) -> Option<&Key> {
         self.key.as_ref()
     }
 
-    /// The server's address, starting the in-process server if this is its first use.
+    /// The server's address, starting the loopback server if this is its first use.
     pub fn addr(&self) -> Result<SocketAddr> {
         if let Some(addr) = self.remote {
             return Ok(addr);
@@ -84,18 +93,19 @@ impl Target {
         self.remote.is_none_or(|a| a.ip().is_loopback())
     }
 
-    /// The remote server's address as text (empty for the in-process server).
+    /// The remote server's address as text (empty for the loopback server peakbench starts).
     pub fn remote_ip(&self) -> String {
         self.remote.map(|a| a.ip().to_string()).unwrap_or_default()
     }
 
-    /// Whether the in-process server is running (for tests: planning must not start it).
+    /// Whether the loopback server is running (for tests: planning must not start it).
     #[cfg(test)]
     pub fn started(&self) -> bool {
         self.local.lock().unwrap().is_some()
     }
 
-    /// Whether the tests go to the in-process server.
+    /// Whether the tests go to the loopback server peakbench starts (a child process, or with
+    /// `PEAKBENCH_LOOPBACK_SERVER=thread` a thread of this one).
     pub fn in_process(&self) -> bool {
         self.remote.is_none()
     }
