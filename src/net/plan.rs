@@ -18,7 +18,8 @@ use crate::plan::{Case, Context};
 /// Validated client settings, constructible from code (the presets build one).
 #[derive(Clone, Debug, Serialize)]
 pub struct NetOptions {
-    /// `None`: an in-process server on 127.0.0.1, started when the first case runs.
+    /// `None`: the loopback server on 127.0.0.1 (a child process), started when the first case
+    /// runs.
     pub server: Option<SocketAddr>,
     pub protos: Vec<Proto>,
     pub modes: Vec<Mode>,
@@ -66,7 +67,7 @@ fn default_msg(proto: Proto, mode: Mode) -> u64 {
     }
 }
 
-/// The cases of `opts`, in the order they run. Nothing starts here: the in-process server
+/// The cases of `opts`, in the order they run. Nothing starts here: the loopback server
 /// (when there is no `server`) starts with the first case that runs.
 pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
     let target = Arc::new(Target::new(opts.server, opts.key.clone()));
