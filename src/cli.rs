@@ -8,8 +8,9 @@ use anyhow::Result;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::history::HistoryCommand;
-use crate::names::named_enum;
 use crate::options::{OutputArgs, PeakArgs, RunnerArgs};
+// `peakbench run --preset` and `cluster run --preset` take the same presets (config.rs).
+pub use crate::config::Preset;
 use crate::registry::WORKLOADS;
 use crate::workload::{Direct, Workload};
 
@@ -65,18 +66,6 @@ pub struct SysinfoArgs {
     pub json: bool,
     #[command(flatten)]
     pub peak: PeakArgs,
-}
-
-named_enum! {
-    /// A built-in matrix of experiments.
-    pub enum Preset {
-        /// every subsystem in about a minute
-        Quick = "quick",
-        /// the users' whole matrix
-        Standard = "standard",
-        /// every size, hours
-        Full = "full",
-    }
 }
 
 #[derive(Args, Debug)]

@@ -21,6 +21,7 @@ use std::path::Path;
 use clap::Args;
 
 use crate::error::UsageError;
+use crate::names::{Named, named_enum};
 use crate::options::{OutputArgs, PeakArgs, RunnerArgs};
 use crate::registry;
 use crate::workload::Workload;
@@ -181,14 +182,32 @@ fn one_line(e: &toml::de::Error) -> String {
     text
 }
 
-/// The built-in presets, written as configs.
-pub fn preset_text(name: &str) -> Option<&'static str> {
-    match name {
-        "quick" => Some(include_str!("../presets/quick.toml")),
-        "standard" => Some(include_str!("../presets/standard.toml")),
-        "full" => Some(include_str!("../presets/full.toml")),
-        _ => None,
+named_enum! {
+    /// A built-in matrix of experiments (`run --preset`, `cluster run --preset`).
+    pub enum Preset {
+        /// every subsystem in about a minute
+        Quick = "quick",
+        /// the users' whole matrix
+        Standard = "standard",
+        /// every size, hours
+        Full = "full",
     }
+}
+
+impl Preset {
+    /// The preset, written as a config.
+    pub fn text(self) -> &'static str {
+        match self {
+            Preset::Quick => include_str!("../presets/quick.toml"),
+            Preset::Standard => include_str!("../presets/standard.toml"),
+            Preset::Full => include_str!("../presets/full.toml"),
+        }
+    }
+}
+
+/// The built-in presets, written as configs, by name.
+pub fn preset_text(name: &str) -> Option<&'static str> {
+    Preset::from_name(name).map(Preset::text)
 }
 
 #[cfg(test)]

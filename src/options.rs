@@ -345,6 +345,60 @@ pub fn percent(text: &str) -> Result<u32, String> {
     }
 }
 
+/// A rate in bits per second as iperf3's `-b` takes it, and as its users write it: a whole or
+/// decimal number, an optional decimal prefix (k, M, G, T, either case) and an optional unit
+/// of bits (`bit`, `bits`, `b`, each optionally `/s`, or `bps`): `100K`, `500M`, `1G`,
+/// `2.5G`, `1Gbit`, `500Mbit/s`, `1Gbps`. A capital `B` is bytes, and refused.
+pub fn bit_rate(text: &str) -> Result<u64, String> {
+    let usage = || {
+        format!(
+            "'{text}' is not a rate: give bits per second, e.g. 100K, 500M, 1G, 1Gbit or \
+             500Mbit/s (decimal prefixes)"
+        )
+    };
+    let trimmed = text.trim();
+    let number_end = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(trimmed.len());
+    let (number, rest) = trimmed.split_at(number_end);
+    let (scale, unit) = match rest.chars().next() {
+        Some('k' | 'K') => (3, &rest[1..]),
+        Some('m' | 'M') => (6, &rest[1..]),
+        Some('g' | 'G') => (9, &rest[1..]),
+        Some('t' | 'T') => (12, &rest[1..]),
+        _ => (0, rest),
+    };
+    if unit.starts_with('B') {
+        return Err(format!(
+            "'{text}' is in bytes: a rate is in bits per second, e.g. 8G for 1 GB/s"
+        ));
+    }
+    if !matches!(
+        unit.to_ascii_lowercase().as_str(),
+        "" | "bit" | "bits" | "b" | "bit/s" | "bits/s" | "b/s" | "bps"
+    ) {
+        return Err(usage());
+    }
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() && fraction.is_empty() || fraction.contains('.') {
+        return Err(usage());
+    }
+    if fraction.len() > scale {
+        return Err(format!(
+            "'{text}' is not a whole number of bits per second: give fewer decimals"
+        ));
+    }
+    // whole × 10^scale + fraction × 10^(scale − its digits), in integers.
+    let digits = format!("{whole}{fraction:0<scale$}");
+    let bits = digits.parse::<u64>().map_err(|_| {
+        format!("'{text}' is beyond any link: give at most 18 digits of bits per second")
+    })?;
+    if bits == 0 {
+        return Err("0 bit/s sends nothing: give a positive rate, e.g. 100M".into());
+    }
+    Ok(bits)
+}
+
 /// The most threads (or streams) a case may ask for.
 pub const MAX_THREADS: u64 = 4096;
 
@@ -383,5 +437,48 @@ mod tests {
     #[test]
     fn unique_keeps_the_first_of_each() {
         assert_eq!(unique(&[1, 2, 1, 4, 2]), vec![1, 2, 4]);
+    }
+
+    /// Issue 30, item 6: the rates iperf3's users type, in bits per second, decimal.
+    #[test]
+    fn rates_take_what_iperf3_users_type() {
+        for (text, bits) in [
+            ("1G", 1_000_000_000),
+            ("1Gbit", 1_000_000_000),
+            ("1gbit", 1_000_000_000),
+            ("1Gbps", 1_000_000_000),
+            ("1Gb", 1_000_000_000),
+            ("500M", 500_000_000),
+            ("500m", 500_000_000),
+            ("500Mbit/s", 500_000_000),
+            ("500Mbits/s", 500_000_000),
+            ("100K", 100_000),
+            ("100k", 100_000),
+            ("100Kbit", 100_000),
+            ("2.5G", 2_500_000_000),
+            ("1.5K", 1500),
+            (".5M", 500_000),
+            ("8000", 8000),
+            ("8000bit/s", 8000),
+            ("10T", 10_000_000_000_000),
+            (" 1G ", 1_000_000_000),
+        ] {
+            assert_eq!(bit_rate(text), Ok(bits), "{text}");
+        }
+    }
+
+    #[test]
+    fn rates_in_bytes_fractions_of_a_bit_and_nothing_are_refused() {
+        for text in ["1GB", "1GB/s", "100MBps", "1B"] {
+            let error = bit_rate(text).unwrap_err();
+            assert!(error.contains("bytes"), "{text}: {error}");
+        }
+        for text in ["", "G", "abc", "1X", "1Gbyte", "1.2.3M", "1Mbit/h", "-1M"] {
+            assert!(bit_rate(text).is_err(), "{text}");
+        }
+        assert!(bit_rate("1.0001K").unwrap_err().contains("whole number"));
+        assert!(bit_rate("0").unwrap_err().contains("nothing"));
+        assert!(bit_rate("0.0M").unwrap_err().contains("nothing"));
+        assert!(bit_rate("99999999999T").unwrap_err().contains("beyond"));
     }
 }

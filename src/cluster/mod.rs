@@ -22,7 +22,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
-use crate::config;
+use crate::config::{self, Preset};
 use crate::error::UsageError;
 use crate::names::named_enum;
 use crate::options::{OutputArgs, PeakArgs, RunnerArgs, duration};
@@ -56,8 +56,8 @@ named_enum! {
 #[derive(Args, Debug)]
 pub struct ClusterRunArgs {
     /// The node-local matrix to run on every host (that of 'peakbench run')
-    #[arg(long, value_parser = ["quick", "standard", "full"], conflicts_with = "config")]
-    pub preset: Option<String>,
+    #[arg(long, value_enum, conflicts_with = "config")]
+    pub preset: Option<Preset>,
     /// A TOML file of node-local experiments, as for 'peakbench run --config'
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -152,13 +152,13 @@ fn run_job(_: &ClusterRunArgs) -> Result<ExitCode> {
 /// ones (the network is the matrix's), with notes on what was left out. Each host plans from
 /// its own context; rank 0's plan decides which cases run, in which order.
 pub fn plan_local(args: &ClusterRunArgs, ctx: &Context) -> Result<Plan> {
-    let preset = args.preset.as_deref().unwrap_or("quick");
+    let preset = args.preset.unwrap_or(Preset::Quick);
     let (origin, mut entries) = match &args.config {
         Some(path) => (format!("--config {}", path.display()), config::load(path)?),
-        None => {
-            let text = config::preset_text(preset).expect("every preset has a config");
-            (format!("preset {preset}"), config::parse(text, preset)?)
-        }
+        None => (
+            format!("preset {preset}"),
+            config::parse(preset.text(), preset.name())?,
+        ),
     };
     let mut plan = Plan::empty(serde_json::Value::Null);
     let before = entries.len();
@@ -195,7 +195,7 @@ pub fn plan_local(args: &ClusterRunArgs, ctx: &Context) -> Result<Plan> {
     plan.config = serde_json::json!({ "experiments": experiments, "runner": ctx.runner });
     match &args.config {
         Some(path) => plan.config["config"] = path.display().to_string().into(),
-        None => plan.config["preset"] = preset.into(),
+        None => plan.config["preset"] = preset.name().into(),
     }
     Ok(plan)
 }

@@ -357,6 +357,14 @@ fn bandwidth_near_hpcc(results: &[BenchResult], largest: bool) -> Option<(f64, u
 /// pair's best measurement (its minimal time); so does the comparison: each link's best timed
 /// batch (the links' headline values in the matrix are their medians).
 pub fn compare(results: &[BenchResult], hpcc: &Hpcc, mpi4py: Mpi4py) -> Vec<ClusterReference> {
+    let mut out = hpcc_rows(results, hpcc);
+    out.extend(mpi4py_rows(results, mpi4py));
+    out
+}
+
+/// HPL's row (no ratio), then the ping-pong's best batches of the fastest and the slowest
+/// link against hpcc's `Min`/`MaxPingPong…`.
+fn hpcc_rows(results: &[BenchResult], hpcc: &Hpcc) -> Vec<ClusterReference> {
     let mut out = vec![ClusterReference {
         metric: "HPL over all ranks (peakbench has no distributed solve; the hosts' own \
                  results are in the spread)"
@@ -438,8 +446,13 @@ pub fn compare(results: &[BenchResult], hpcc: &Hpcc, mpi4py: Mpi4py) -> Vec<Clus
             reference,
         });
     }
-    // mpi4py counts a sustained ping-pong (a mean over all its round trips), as peakbench's
-    // median batch does: the link it ran on, median against mean.
+    out
+}
+
+/// mpi4py counts a sustained ping-pong (a mean over all its round trips), as peakbench's median
+/// batch does: the link it ran on, median against mean, latency and bandwidth.
+fn mpi4py_rows(results: &[BenchResult], mpi4py: Mpi4py) -> Vec<ClusterReference> {
+    let mut out = Vec::new();
     let between = mpi4py
         .pair
         .as_ref()

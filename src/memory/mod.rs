@@ -23,6 +23,7 @@
 //! nodes, one load depending on the previous, so nothing overlaps and no prefetcher can guess.
 
 pub mod args;
+pub mod bound;
 mod params;
 mod case;
 pub mod kernels;

@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::proto::ReceiverWait;
-use super::server::{Cidr, DEFAULT_PER_ADDRESS, MAX_STREAMS};
-use super::{DEFAULT_PORT, Mode, Proto};
+use super::limits::{DEFAULT_PORT, MAX_STREAMS};
+use super::proto::{Mode, Proto, ReceiverWait};
+use super::server::{Cidr, DEFAULT_PER_ADDRESS};
 use crate::options::{
-    Defaults, Timing, duration, positive_count, positive_duration, positive_size, thread_count,
+    Defaults, Timing, bit_rate, duration, positive_count, positive_duration, positive_size,
+    thread_count,
 };
 
 /// A message size, 1 B to 1 MB (each protocol's own limit is checked when planning).
@@ -34,7 +35,7 @@ impl Defaults for NetDefaults {
 
 #[derive(Args, Debug)]
 pub struct NetArgs {
-    /// The server, HOST[:PORT] (a 'peakbench net serve' there); without it an in-process server on 127.0.0.1
+    /// The server, HOST[:PORT] (a 'peakbench net serve' there); without it a loopback server on 127.0.0.1 that peakbench starts as a child process
     #[arg(long, short = 's', value_name = "HOST[:PORT]")]
     pub server: Option<String>,
     /// Protocols (list)
@@ -69,9 +70,10 @@ pub struct NetArgs {
     /// The server sends and this side receives
     #[arg(long, short = 'R')]
     pub reverse: bool,
-    /// UDP sending rates per stream in bit/s (list, e.g. 100M,500M,1G: the loss against the
-    /// offered rate); unlimited without it
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = positive_count)]
+    /// UDP sending rates per stream in bits per second (list; decimal prefixes as iperf3's -b:
+    /// 100K, 500M, 1G, 2.5G, 1Gbit, 500Mbit/s): the loss against the offered rate; unlimited
+    /// without it
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = bit_rate)]
     pub rate: Vec<u64>,
     /// Unmeasured start of each throughput repetition (TCP slow start)
     #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = duration)]
@@ -109,8 +111,8 @@ pub struct ServeArgs {
     /// Most streams in one test, at most 128
     #[arg(long, value_name = "N", default_value_t = MAX_STREAMS as u64, value_parser = positive_count)]
     pub max_streams: u64,
-    /// Fastest UDP rate per stream a client may ask for, in bit/s (e.g. 100M); unlimited without it
-    #[arg(long, value_name = "BITS", value_parser = positive_count)]
+    /// Fastest UDP rate per stream a client may ask for, in bits per second as --rate (e.g. 100M, 1Gbit); unlimited without it
+    #[arg(long, value_name = "BITS", value_parser = bit_rate)]
     pub max_rate: Option<u64>,
     /// Print "port N" on stdout once listening, log nothing (the loopback child of `net`)
     #[arg(long, hide = true)]

@@ -8,7 +8,7 @@
 //!
 //! A key comes from a file (`--key FILE` on `net` and `net serve`, else the file named by
 //! `$PEAKBENCH_KEY_FILE`), or from bytes in memory ([`Key::from_bytes`], [`Key::random`]) so a
-//! program can make a per-run key and hand it to an in-process server and its client. A key
+//! program can make a per-run key and hand it to a server it starts itself (the loopback child, on its stdin) and its client. A key
 //! file must not be readable by group or others (like an ssh private key), and holds at least
 //! [`MIN_KEY_BYTES`] bytes; a trailing newline is not part of the key.
 
@@ -71,7 +71,7 @@ impl Key {
         Ok(Key(bytes.to_vec()))
     }
 
-    /// 32 random bytes from the kernel: a per-run key for an in-process server and client.
+    /// 32 random bytes from the kernel: a per-run key for a server peakbench starts itself and its client.
     pub fn random() -> Key {
         Key(random_bytes().to_vec())
     }

@@ -7,8 +7,8 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 
 use super::client::{self, Outcome};
-use super::plan::Target;
-use super::{Mode, Proto, proto};
+use super::proto::{self, Mode, Proto};
+use super::target::Target;
 use crate::peak::PeakRef;
 use crate::plan::{Case, CaseSpec, Context, Measured, guess};
 use crate::result::{BenchResult, Params, Subsystem};
@@ -41,7 +41,7 @@ impl Case for NetCase {
             .other
             .insert("in_process_server".into(), self.target.in_process().into());
         if self.target.in_process()
-            && let Ok(placement) = super::plan::Target::placement()
+            && let Ok(placement) = Target::placement()
         {
             params
                 .other
@@ -115,6 +115,12 @@ impl Case for NetCase {
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {
+        // The peak first: on loopback it is a memory copy (once per plan), measured before the
+        // server starts and outside every timed test.
+        let bound = match self.spec.mode {
+            Mode::Throughput => self.throughput_bound(ctx)?,
+            Mode::Latency => Bound::default(),
+        };
         let addr = self.target.addr()?;
         // Each round is one whole test on the server. The warm-up round is an unmeasured test
         // of --warmup's length; every latency test also warms its own connection up for
@@ -141,7 +147,7 @@ impl Case for NetCase {
         let (walls, outcomes): (Vec<Duration>, Vec<Outcome>) =
             outcomes.into_iter().map(|o| (o.wall, o.value)).unzip();
         let mut result = match self.spec.mode {
-            Mode::Throughput => self.throughput_result(ctx, &outcomes)?,
+            Mode::Throughput => self.throughput_result(ctx, &outcomes, bound)?,
             Mode::Latency => self.latency_result(ctx, &outcomes)?,
         }
         .walls(walls)
@@ -183,46 +189,82 @@ impl NetCase {
         self.spec()
             .measured(&ctx.host.hostname, metric, unit, counting, samples)
     }
-    fn throughput_result(&self, ctx: &Context, outcomes: &[Outcome]) -> Result<Measured> {
+    /// The peak of this throughput case: the link's (or on loopback the `--nic-gbps` the user
+    /// assumed), else on loopback the memory copy bound ([`super::loopback`]), else none.
+    fn throughput_bound(&self, ctx: &Context) -> Result<Bound> {
+        if let Some(peak) = nic_peak(ctx, &self.target) {
+            return Ok(Bound {
+                peak: Some(peak),
+                note: None,
+            });
+        }
+        if !self.target.loopback() {
+            return Ok(Bound::default());
+        }
+        Ok(match self.target.bound().peak(ctx)? {
+            Ok(peak) => Bound {
+                peak: Some(peak),
+                note: None,
+            },
+            Err(note) => Bound {
+                peak: None,
+                note: Some(note),
+            },
+        })
+    }
+
+    fn throughput_result(
+        &self,
+        ctx: &Context,
+        outcomes: &[Outcome],
+        bound: Bound,
+    ) -> Result<Measured> {
         let streams = self.spec.streams as usize;
-        let mut total = Vec::new();
-        let mut per_stream: Vec<Vec<f64>> = vec![Vec::new(); streams];
-        let (mut sent, mut received, mut lost, mut loss_pct, mut reordered, mut jitter) =
-            (vec![], vec![], vec![], vec![], vec![], vec![]);
-        let mut spun = 0;
-        for outcome in outcomes {
-            let Outcome::Throughput {
-                window,
-                udp,
-                sent: s,
-            } = outcome
-            else {
-                bail!("a throughput test returned something else");
-            };
-            spun += usize::from(window.receiver_spun);
-            let secs = window.window_ns as f64 / 1e9;
-            let bytes: u64 = window.stream_bytes.iter().sum();
-            total.push(bytes as f64 * 8.0 / secs / 1e6);
-            for (i, b) in window.stream_bytes.iter().enumerate().take(streams) {
-                per_stream[i].push(*b as f64 * 8.0 / secs / 1e6);
-            }
-            if self.spec.proto == Proto::Udp {
-                let s: u64 = s.iter().sum();
-                let r: u64 = udp.iter().map(|u| u.received).sum();
-                sent.push(s as f64);
-                received.push(r as f64);
-                lost.push(s.saturating_sub(r) as f64);
-                loss_pct.push(if s > 0 {
-                    100.0 * s.saturating_sub(r) as f64 / s as f64
-                } else {
-                    0.0
-                });
-                reordered.push(udp.iter().map(|u| u.reordered).sum::<u64>() as f64);
-                let j = udp.iter().map(|u| u.jitter_ns).sum::<f64>() / udp.len().max(1) as f64;
-                jitter.push(j / 1e3);
+        let mut series = Series::of(outcomes, streams, self.spec.proto == Proto::Udp)?;
+        let counting = self.throughput_counting(series.spun, outcomes.len());
+        let gbps: Vec<f64> = series.total.iter().map(|v| v / 1e3).collect();
+        let mut result = self
+            .measured(ctx, "throughput", "Mb/s", counting, series.total.clone())?
+            .peak(bound.peak);
+        if self.spec.proto == Proto::Tcp {
+            result = result.param("receiver_spun", series.spun == outcomes.len());
+        }
+        let mut result = result.extra("throughput", "Gb/s", &gbps);
+        if streams > 1 {
+            for (i, values) in series.per_stream.iter().enumerate() {
+                result = result.extra(format!("stream {i} throughput"), "Mb/s", values);
             }
         }
-        let counting = match self.spec.proto {
+        if !self.sequenced() {
+            // Without sequence numbers there is nothing to tell order or timing by.
+            series.reordered.clear();
+            series.jitter.clear();
+        }
+        for (metric, unit, values) in [
+            ("packets sent", "packets", &series.sent),
+            ("packets received", "packets", &series.received),
+            ("packets lost", "packets", &series.lost),
+            ("loss", "%", &series.loss_pct),
+            ("packets reordered", "packets", &series.reordered),
+            ("jitter", "µs", &series.jitter),
+        ] {
+            result = result.extra(metric, unit, values);
+        }
+        let lossy = (series.loss_pct.iter().any(|&l| l > 1.0) && self.spec.rate_bps.is_none()).then(|| {
+            "UDP at unlimited rate loses datagrams at the receiver: give --rate to measure loss at a chosen load".to_string()
+        });
+        Ok(result.warn(bound.note).warn(lossy))
+    }
+
+    /// How a throughput case counts, for its protocol (`spun`: the repetitions of `reps` in
+    /// which the TCP receiver spun).
+    fn throughput_counting(&self, spun: usize, reps: usize) -> String {
+        let receiver = if self.spec.reverse {
+            "client"
+        } else {
+            "server"
+        };
+        match self.spec.proto {
             Proto::Tcp => format!(
                 "payload bytes read by the receiver ({}) in the window from {} ms after the start to the end of --duration, on the receiver's clock; 1 Mb = 10^6 bits; {}-byte writes; {}",
                 if self.spec.reverse {
@@ -232,67 +274,19 @@ impl NetCase {
                 },
                 self.spec.omit_ms,
                 self.spec.msg_bytes,
-                receiver_waits(spun, outcomes.len())
+                receiver_waits(spun, reps)
             ),
             Proto::Udp if !self.sequenced() => format!(
-                "UDP payload bytes (whole {}-byte datagrams, below the {}-byte sequence header, so sent without one) received by the {} in the window after {} ms, on its clock; lost = sent − received counts over the whole test only; reordering, duplicates and jitter unknown; 1 Mb = 10^6 bits",
+                "UDP payload bytes (whole {}-byte datagrams, below the {}-byte sequence header, so sent without one) received by the {receiver} in the window after {} ms, on its clock; lost = sent − received counts over the whole test only; reordering, duplicates and jitter unknown; 1 Mb = 10^6 bits",
                 self.spec.msg_bytes,
                 super::data::UDP_HEADER,
-                if self.spec.reverse {
-                    "client"
-                } else {
-                    "server"
-                },
                 self.spec.omit_ms
             ),
             Proto::Udp => format!(
-                "UDP payload bytes (whole {}-byte datagrams, the 20-byte sequence header included) received by the {} in the window after {} ms, on its clock; lost = sent − received over the whole test; 1 Mb = 10^6 bits",
-                self.spec.msg_bytes,
-                if self.spec.reverse {
-                    "client"
-                } else {
-                    "server"
-                },
-                self.spec.omit_ms
+                "UDP payload bytes (whole {}-byte datagrams, the 20-byte sequence header included) received by the {receiver} in the window after {} ms, on its clock; lost = sent − received over the whole test; 1 Mb = 10^6 bits",
+                self.spec.msg_bytes, self.spec.omit_ms
             ),
-        };
-        let gbps: Vec<f64> = total.iter().map(|v| v / 1e3).collect();
-        let peak = nic_peak(ctx, &self.target);
-        // Bounded after the run by a memory copy result, if one is measured (see
-        // `super::bound_loopback`).
-        let unbound = self.target.loopback() && peak.is_none();
-        let mut result = self
-            .measured(ctx, "throughput", "Mb/s", counting, total)?
-            .peak(peak);
-        if self.spec.proto == Proto::Tcp {
-            result = result.param("receiver_spun", spun == outcomes.len());
         }
-        let mut result = result.extra("throughput", "Gb/s", &gbps);
-        if streams > 1 {
-            for (i, values) in per_stream.iter().enumerate() {
-                result = result.extra(format!("stream {i} throughput"), "Mb/s", values);
-            }
-        }
-        if !self.sequenced() {
-            // Without sequence numbers there is nothing to tell order or timing by.
-            reordered.clear();
-            jitter.clear();
-        }
-        for (metric, unit, values) in [
-            ("packets sent", "packets", &sent),
-            ("packets received", "packets", &received),
-            ("packets lost", "packets", &lost),
-            ("loss", "%", &loss_pct),
-            ("packets reordered", "packets", &reordered),
-            ("jitter", "µs", &jitter),
-        ] {
-            result = result.extra(metric, unit, values);
-        }
-        let loopback = unbound.then(|| super::LOOPBACK_UNBOUND.to_string());
-        let lossy = (loss_pct.iter().any(|&l| l > 1.0) && self.spec.rate_bps.is_none()).then(|| {
-            "UDP at unlimited rate loses datagrams at the receiver: give --rate to measure loss at a chosen load".to_string()
-        });
-        Ok(result.warn(loopback).warn(lossy))
     }
 
     fn latency_result(&self, ctx: &Context, outcomes: &[Outcome]) -> Result<Measured> {
@@ -347,6 +341,73 @@ impl NetCase {
             result = result.extra("requests lost", "packets", &lost);
         }
         Ok(result)
+    }
+}
+
+/// The peak of a throughput result, or the note that says why it has none.
+#[derive(Default)]
+struct Bound {
+    peak: Option<PeakRef>,
+    note: Option<String>,
+}
+
+/// The series of a throughput case, one value per repetition: Mb/s in all and per stream, and
+/// for UDP the packets and jitter (µs); `spun`: the repetitions whose TCP receiver spun.
+#[derive(Default)]
+struct Series {
+    total: Vec<f64>,
+    per_stream: Vec<Vec<f64>>,
+    sent: Vec<f64>,
+    received: Vec<f64>,
+    lost: Vec<f64>,
+    loss_pct: Vec<f64>,
+    reordered: Vec<f64>,
+    jitter: Vec<f64>,
+    spun: usize,
+}
+
+impl Series {
+    fn of(outcomes: &[Outcome], streams: usize, udp: bool) -> Result<Series> {
+        let mut series = Series {
+            per_stream: vec![Vec::new(); streams],
+            ..Series::default()
+        };
+        for outcome in outcomes {
+            let Outcome::Throughput {
+                window,
+                udp: counts,
+                sent,
+            } = outcome
+            else {
+                bail!("a throughput test returned something else");
+            };
+            series.spun += usize::from(window.receiver_spun);
+            let secs = window.window_ns as f64 / 1e9;
+            let bytes: u64 = window.stream_bytes.iter().sum();
+            series.total.push(bytes as f64 * 8.0 / secs / 1e6);
+            for (i, b) in window.stream_bytes.iter().enumerate().take(streams) {
+                series.per_stream[i].push(*b as f64 * 8.0 / secs / 1e6);
+            }
+            if udp {
+                let s: u64 = sent.iter().sum();
+                let r: u64 = counts.iter().map(|u| u.received).sum();
+                series.sent.push(s as f64);
+                series.received.push(r as f64);
+                series.lost.push(s.saturating_sub(r) as f64);
+                series.loss_pct.push(if s > 0 {
+                    100.0 * s.saturating_sub(r) as f64 / s as f64
+                } else {
+                    0.0
+                });
+                series
+                    .reordered
+                    .push(counts.iter().map(|u| u.reordered).sum::<u64>() as f64);
+                let j =
+                    counts.iter().map(|u| u.jitter_ns).sum::<f64>() / counts.len().max(1) as f64;
+                series.jitter.push(j / 1e3);
+            }
+        }
+        Ok(series)
     }
 }
 

@@ -91,24 +91,7 @@ pub fn run_test(
     let stream = connect(server)?;
     stream.set_nodelay(true)?;
     let mut control = Control::new(stream)?;
-    let auth = handshake(&mut control, server, spec, key)?;
-    control.send(&Msg::Hello {
-        peakbench: VERSION,
-        test: spec.clone(),
-        auth,
-    })?;
-    let step = Instant::now() + Duration::from_secs(10);
-    let (ports, token) = match control
-        .recv(step)
-        .context("waiting for the server's answer")?
-    {
-        Msg::Accepted { ports, token, .. } => (ports, token),
-        Msg::Refused { error } => bail!(
-            "the server at {server} refused the test: {}",
-            super::proto::escaped(&error)
-        ),
-        _ => bail!("the server at {server} answered out of turn"),
-    };
+    let (ports, token) = request(&mut control, server, spec, key)?;
     let sockets = open_data(server.ip(), spec, &ports, token)?;
     match control.recv(Instant::now() + Duration::from_secs(10))? {
         Msg::Ready => {}
@@ -118,94 +101,155 @@ pub fn run_test(
         ),
         _ => bail!("the server at {server} answered out of turn"),
     }
-    let omit = Duration::from_millis(spec.omit_ms);
-    let duration = Duration::from_millis(spec.duration_ms);
-    let msg = spec.msg_bytes as usize;
     // Spinning TCP receivers (the server's in forward mode, ours with --reverse) and, on
     // loopback, where each side's threads run.
     let threads = data::DataThreads::for_test(spec, server.ip().to_canonical().is_loopback(), pin);
     match (spec.mode, spec.reverse) {
-        (Mode::Throughput, false) => {
-            let stop = AtomicBool::new(false);
-            let end = Instant::now() + omit + duration + Duration::from_secs(15);
-            let (window, sent) = std::thread::scope(|scope| {
-                let sender = scope.spawn(|| {
-                    data::send(
-                        &sockets,
-                        msg,
-                        token,
-                        spec.rate_bps,
-                        &stop,
-                        end,
-                        threads.send,
-                    )
-                });
-                let answer = control.recv(end);
-                stop.store(true, Ordering::SeqCst);
-                let sent = sender.join().expect("sender thread panicked")?;
-                match answer.context("waiting for the server's count")? {
-                    Msg::Window(w) => Ok((w, sent)),
-                    _ => bail!("the server answered out of turn"),
-                }
-            })?;
-            control.send(&Msg::Sent {
-                per_stream: sent.clone(),
-            })?;
-            match control.recv(Instant::now() + Duration::from_secs(10))? {
-                Msg::Final { udp } => Ok(Outcome::Throughput { window, udp, sent }),
-                _ => bail!("the server answered out of turn"),
-            }
-        }
-        (Mode::Throughput, true) => {
-            let end = Instant::now() + omit + duration + Duration::from_secs(15);
-            let mut sent = Vec::new();
-            let watch = control.stream().try_clone()?;
-            let gone = || super::proto::peer_closed(&watch);
-            let (window, udp) = data::receive(
-                &sockets,
-                token,
-                omit,
-                duration,
-                gone,
-                |_| {
-                    control.send(&Msg::Stop)?;
-                    match control.recv(end)? {
-                        Msg::Sent { per_stream } => {
-                            sent = per_stream.clone();
-                            Ok(per_stream)
-                        }
-                        _ => bail!("the server answered out of turn"),
-                    }
-                },
-                threads,
-            )?;
-            Ok(Outcome::Throughput { window, udp, sent })
-        }
+        (Mode::Throughput, false) => send_window(control, &sockets, spec, token, threads),
+        (Mode::Throughput, true) => receive_window(control, &sockets, spec, token, threads),
         (Mode::Latency, _) => {
-            data::prepare_ping(&sockets)?;
-            let deadline = Instant::now() + warmup + duration;
-            let results: Vec<Result<PingPong>> = std::thread::scope(|scope| {
-                let handles: Vec<_> = (0..sockets.len())
-                    .map(|i| {
-                        let sockets = &sockets;
-                        scope.spawn(move || {
-                            data::pin_stream(StreamCpus::pinned(pin), i)?;
-                            data::ping_pong(sockets, i, msg, warmup, deadline, count)
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("ping-pong thread panicked"))
-                    .collect()
-            });
+            let deadline = Instant::now() + warmup + Duration::from_millis(spec.duration_ms);
+            let streams = ping_streams(&sockets, spec, warmup, deadline, count, pin);
             drop(sockets);
             drop(control);
-            Ok(Outcome::Latency(
-                results.into_iter().collect::<Result<_>>()?,
-            ))
+            Ok(Outcome::Latency(streams?))
         }
     }
+}
+
+/// The handshake and the hello; returns the data ports and the token the server accepted the
+/// test with.
+fn request(
+    control: &mut Control,
+    server: SocketAddr,
+    spec: &TestSpec,
+    key: Option<&Key>,
+) -> Result<(Vec<u16>, u64)> {
+    let auth = handshake(control, server, spec, key)?;
+    control.send(&Msg::Hello {
+        peakbench: VERSION,
+        test: spec.clone(),
+        auth,
+    })?;
+    let step = Instant::now() + Duration::from_secs(10);
+    match control
+        .recv(step)
+        .context("waiting for the server's answer")?
+    {
+        Msg::Accepted { ports, token, .. } => Ok((ports, token)),
+        Msg::Refused { error } => bail!(
+            "the server at {server} refused the test: {}",
+            super::proto::escaped(&error)
+        ),
+        _ => bail!("the server at {server} answered out of turn"),
+    }
+}
+
+/// Forward throughput: this side sends until the server's window is over, then tells what it
+/// sent and gets the final UDP counts.
+fn send_window(
+    mut control: Control,
+    sockets: &Sockets,
+    spec: &TestSpec,
+    token: u64,
+    threads: data::DataThreads,
+) -> Result<Outcome> {
+    let stop = AtomicBool::new(false);
+    let end = Instant::now()
+        + Duration::from_millis(spec.omit_ms + spec.duration_ms)
+        + Duration::from_secs(15);
+    let (window, sent) = std::thread::scope(|scope| {
+        let sender = scope.spawn(|| {
+            data::send(
+                sockets,
+                spec.msg_bytes as usize,
+                token,
+                spec.rate_bps,
+                &stop,
+                end,
+                threads.send,
+            )
+        });
+        let answer = control.recv(end);
+        stop.store(true, Ordering::SeqCst);
+        let sent = sender.join().expect("sender thread panicked")?;
+        match answer.context("waiting for the server's count")? {
+            Msg::Window(w) => Ok((w, sent)),
+            _ => bail!("the server answered out of turn"),
+        }
+    })?;
+    control.send(&Msg::Sent {
+        per_stream: sent.clone(),
+    })?;
+    match control.recv(Instant::now() + Duration::from_secs(10))? {
+        Msg::Final { udp } => Ok(Outcome::Throughput { window, udp, sent }),
+        _ => bail!("the server answered out of turn"),
+    }
+}
+
+/// `--reverse` throughput: this side receives and counts, and at the end of its window asks
+/// the server to stop and what it sent.
+fn receive_window(
+    mut control: Control,
+    sockets: &Sockets,
+    spec: &TestSpec,
+    token: u64,
+    threads: data::DataThreads,
+) -> Result<Outcome> {
+    let omit = Duration::from_millis(spec.omit_ms);
+    let duration = Duration::from_millis(spec.duration_ms);
+    let end = Instant::now() + omit + duration + Duration::from_secs(15);
+    let mut sent = Vec::new();
+    let watch = control.stream().try_clone()?;
+    let gone = || super::proto::peer_closed(&watch);
+    let (window, udp) = data::receive(
+        sockets,
+        token,
+        omit,
+        duration,
+        gone,
+        |_| {
+            control.send(&Msg::Stop)?;
+            match control.recv(end)? {
+                Msg::Sent { per_stream } => {
+                    sent = per_stream.clone();
+                    Ok(per_stream)
+                }
+                _ => bail!("the server answered out of turn"),
+            }
+        },
+        threads,
+    )?;
+    Ok(Outcome::Throughput { window, udp, sent })
+}
+
+/// Latency: a ping-pong on every stream at once, each on its own thread (stream i on the i-th
+/// CPU with `pin`).
+fn ping_streams(
+    sockets: &Sockets,
+    spec: &TestSpec,
+    warmup: Duration,
+    deadline: Instant,
+    count: Option<u64>,
+    pin: bool,
+) -> Result<Vec<PingPong>> {
+    data::prepare_ping(sockets)?;
+    let msg = spec.msg_bytes as usize;
+    let results: Vec<Result<PingPong>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..sockets.len())
+            .map(|i| {
+                scope.spawn(move || {
+                    data::pin_stream(StreamCpus::pinned(pin), i)?;
+                    data::ping_pong(sockets, i, msg, warmup, deadline, count)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("ping-pong thread panicked"))
+            .collect()
+    });
+    results.into_iter().collect()
 }
 
 fn open_data(ip: IpAddr, spec: &TestSpec, ports: &[u16], token: u64) -> Result<Sockets> {

@@ -1,5 +1,6 @@
 //! Network: TCP and UDP throughput and ping-pong round-trip time between a client and a
-//! `peakbench net serve` server (or an in-process one on loopback).
+//! `peakbench net serve` server (or, without `--server`, one on loopback that peakbench starts
+//! as a child process).
 //!
 //! Each repetition is one test on the server, on data connections of its own: the control
 //! protocol is in [`proto`], the data path and how bytes are counted in [`data`]. The network
@@ -13,11 +14,14 @@ pub mod auth;
 mod case;
 pub mod client;
 pub mod data;
+pub mod limits;
+mod loopback;
 mod plan;
 pub mod proto;
 pub mod reference;
 pub mod server;
 pub mod child;
+mod target;
 
 use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
 use std::process::ExitCode;
@@ -36,63 +40,11 @@ use crate::plan::{Context, Plan};
 use crate::workload::{Benchmark, Direct};
 use args::{NetArgs, ServeArgs};
 pub use case::NetCase;
-pub use plan::{NetOptions, Target};
+pub use limits::DEFAULT_PORT;
+use limits::{MAX_STREAMS, MAX_TEST};
+pub use plan::NetOptions;
 pub use proto::{Mode, Proto};
-
-/// The server's port when none is given.
-pub const DEFAULT_PORT: u16 = 5301;
-
-/// The note of a loopback throughput result with no peak, until a memory copy result of the
-/// same run bounds it (see [`bound_loopback`]).
-pub const LOOPBACK_UNBOUND: &str = "loopback has no link speed: its bound is the memory copy \
-    bandwidth, which was not measured in this run (run 'peakbench mem --op copy' in the same \
-    run, or give the peak you assume with --nic-gbps)";
-
-/// Gives each loopback throughput result that has no peak the memory copy bandwidth measured
-/// in the same run as its peak: the highest `mem --op copy` throughput (GB/s, bytes read plus
-/// bytes written), × 8000 to Mb/s. Results without such a copy keep the
-/// [`LOOPBACK_UNBOUND`] note.
-pub fn bound_loopback(results: &mut [crate::result::BenchResult]) {
-    use crate::result::Subsystem;
-    let copy = results
-        .iter()
-        .filter(|r| {
-            r.subsystem == Subsystem::Memory
-                && r.op == "copy"
-                && r.metric == "throughput"
-                && r.unit == "GB/s"
-                && r.value > 0.0
-        })
-        .max_by(|a, b| a.value.total_cmp(&b.value))
-        .map(|r| (r.id.clone(), r.value));
-    let Some((id, gbs)) = copy else {
-        return;
-    };
-    for r in results.iter_mut() {
-        let loopback = r.params.other.get("loopback") == Some(&serde_json::Value::Bool(true));
-        if r.subsystem != Subsystem::Network
-            || !loopback
-            || r.metric != "throughput"
-            || r.unit != "Mb/s"
-            || r.peak.is_some()
-        {
-            continue;
-        }
-        let peak = gbs * 8000.0;
-        r.peak = Some(crate::peak::PeakRef {
-            value: peak,
-            unit: "Mb/s".into(),
-            source: format!(
-                "memory copy bandwidth measured in this run ({id}: {gbs:.2} GB/s, bytes read + \
-                 written) × 8000 Mb/s per GB/s; loopback moves every byte by memory copies, \
-                 so this bounds it"
-            ),
-            pair: None,
-        });
-        r.efficiency = Some(r.value / peak);
-        r.warnings.retain(|w| w != LOOPBACK_UNBOUND);
-    }
-}
+pub use target::Target;
 
 /// `peakbench net`.
 pub struct Net;
@@ -176,16 +128,16 @@ pub fn resolve_server(text: &str) -> Result<SocketAddr, String> {
 }
 
 fn serve_command(args: &ServeArgs) -> Result<ExitCode> {
-    if args.max_duration > server::MAX_TEST {
+    if args.max_duration > MAX_TEST {
         return Err(usage(format!(
             "--max-duration: at most {} s (the protocol's limit)",
-            server::MAX_TEST.as_secs()
+            MAX_TEST.as_secs()
         )));
     }
-    if args.max_streams > u64::from(server::MAX_STREAMS) {
+    if args.max_streams > u64::from(MAX_STREAMS) {
         return Err(usage(format!(
             "--max-streams: at most {} (the protocol's limit)",
-            server::MAX_STREAMS
+            MAX_STREAMS
         )));
     }
     let policy = server::Policy {
@@ -251,45 +203,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_memory_copy_of_the_same_run_bounds_loopback_throughput() {
-        use crate::result::{BenchResult, Subsystem};
-        let mut lo = BenchResult::example("net-tcp-throughput", "Mb/s", vec![40_000.0]);
-        lo.subsystem = Subsystem::Network;
-        lo.params.other.insert("loopback".into(), true.into());
-        lo.warnings.push(LOOPBACK_UNBOUND.into());
-        let mut remote = lo.clone();
-        remote.params.other.clear();
-        let mut alone = vec![lo.clone()];
-        bound_loopback(&mut alone);
-        assert!(alone[0].peak.is_none());
-        assert_eq!(alone[0].warnings, [LOOPBACK_UNBOUND]);
-        let copy = |id: &str, gbs: f64| {
-            let mut c = BenchResult::example(id, "GB/s", vec![gbs]);
-            c.subsystem = Subsystem::Memory;
-            c.op = "copy".into();
-            c
-        };
-        let mut read = copy("mem-read", 90.0);
-        read.op = "read".into();
-        let mut run = vec![
-            lo,
-            remote,
-            copy("mem-copy-a", 10.0),
-            copy("mem-copy-b", 20.0),
-            read,
-        ];
-        bound_loopback(&mut run);
-        // The highest copy (not the read) × 8000 Mb/s per GB/s.
-        let peak = run[0].peak.as_ref().unwrap();
-        assert_eq!(peak.value, 160_000.0);
-        assert!(peak.source.contains("mem-copy-b"), "{}", peak.source);
-        assert_eq!(run[0].efficiency, Some(0.25));
-        assert!(run[0].warnings.is_empty());
-        // A result over a NIC keeps its own (here: no) peak.
-        assert!(run[1].peak.is_none());
-    }
-
-    #[test]
     fn repeated_protocols_and_modes_plan_each_case_once_and_start_nothing() {
         let ctx = crate::plan::Context::fixture();
         let args = [
@@ -304,7 +217,7 @@ mod tests {
         let plan = crate::workload::plan_for::<Net>(&args, &ctx).unwrap();
         let ids: Vec<String> = plan.cases.iter().map(|c| c.spec().id).collect();
         assert_eq!(ids, ["net-tcp-latency-m1-s1", "net-udp-latency-m1-s1"]);
-        let target = plan::Target::new(None, None);
+        let target = Target::new(None, None);
         assert!(
             !target.started(),
             "a target starts nothing until a case asks for it"
@@ -324,14 +237,14 @@ mod tests {
 
     #[test]
     fn message_sizes_are_checked_per_protocol() {
-        assert!(data::check_msg(Proto::Tcp, true, 1).is_ok());
-        assert!(data::check_msg(Proto::Tcp, true, 1_000_001).is_err());
-        assert!(data::check_msg(Proto::Udp, true, 65_507).is_ok());
-        assert!(data::check_msg(Proto::Udp, true, 65_508).is_err());
+        assert!(limits::check_msg(Proto::Tcp, true, 1).is_ok());
+        assert!(limits::check_msg(Proto::Tcp, true, 1_000_001).is_err());
+        assert!(limits::check_msg(Proto::Udp, true, 65_507).is_ok());
+        assert!(limits::check_msg(Proto::Udp, true, 65_508).is_err());
         // Throughput datagrams under the sequence header go without one (issue 20, item 12).
-        assert!(data::check_msg(Proto::Udp, true, 1).is_ok());
-        assert!(data::check_msg(Proto::Udp, true, 0).is_err());
-        assert!(data::check_msg(Proto::Udp, false, 1).is_ok());
+        assert!(limits::check_msg(Proto::Udp, true, 1).is_ok());
+        assert!(limits::check_msg(Proto::Udp, true, 0).is_err());
+        assert!(limits::check_msg(Proto::Udp, false, 1).is_ok());
     }
 
     /// A server with a key serves its holders only; the key never crosses the wire.

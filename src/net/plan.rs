@@ -1,25 +1,25 @@
 //! `peakbench net`'s options expanded into cases, and where their tests go.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use super::auth::Key;
 use super::case::NetCase;
-use super::child::{ChildServer, Placement};
-use super::proto::ReceiverWait;
-use super::server::{self, LocalServer};
-use super::{Mode, Proto, data, proto};
+use super::limits::{self, MAX_STREAMS, MAX_TEST};
+use super::proto::{self, Mode, Proto, ReceiverWait};
+use super::target::Target;
 use crate::error::usage;
 use crate::plan::{Case, Context};
 
 /// Validated client settings, constructible from code (the presets build one).
 #[derive(Clone, Debug, Serialize)]
 pub struct NetOptions {
-    /// `None`: an in-process server on 127.0.0.1, started when the first case runs.
+    /// `None`: the loopback server on 127.0.0.1 (a child process), started when the first case
+    /// runs.
     pub server: Option<SocketAddr>,
     pub protos: Vec<Proto>,
     pub modes: Vec<Mode>,
@@ -59,97 +59,6 @@ impl NetOptions {
     }
 }
 
-/// The loopback server: a child process (the default) or a thread of this process.
-enum Loopback {
-    Thread(LocalServer),
-    Process(ChildServer),
-}
-
-impl Loopback {
-    fn addr(&self) -> SocketAddr {
-        match self {
-            Loopback::Thread(s) => s.addr,
-            Loopback::Process(s) => s.addr,
-        }
-    }
-}
-
-/// Where the tests go: a remote server, or the loopback one (a child process, see
-/// [`super::child`]), started when the first case needs it and stopped when the last case that
-/// shares it is dropped.
-pub struct Target {
-    remote: Option<SocketAddr>,
-    local: Mutex<Option<Loopback>>,
-    /// The remote server's key, or a random one shared with the loopback server, so no
-    /// other local user can run tests on it.
-    key: Option<Key>,
-}
-
-impl Target {
-    pub fn new(remote: Option<SocketAddr>, key: Option<Key>) -> Target {
-        let key = match remote {
-            Some(_) => key,
-            None => Some(key.unwrap_or_else(Key::random)),
-        };
-        Target {
-            remote,
-            local: Mutex::new(None),
-            key,
-        }
-    }
-
-    pub fn key(&self) -> Option<&Key> {
-        self.key.as_ref()
-    }
-
-    /// The server's address, starting the in-process server if this is its first use.
-    pub fn addr(&self) -> Result<SocketAddr> {
-        if let Some(addr) = self.remote {
-            return Ok(addr);
-        }
-        let mut local = self.local.lock().unwrap_or_else(|p| p.into_inner());
-        if local.is_none() {
-            *local = Some(match Self::placement()? {
-                Placement::Thread => Loopback::Thread(LocalServer::start(self.key.clone())?),
-                Placement::Process => {
-                    let program = std::env::current_exe().context("peakbench's own path")?;
-                    Loopback::Process(ChildServer::start(&program, self.key.as_ref())?)
-                }
-            });
-        }
-        Ok(local.as_ref().expect("started above").addr())
-    }
-
-    /// Where the loopback server runs: `PEAKBENCH_LOOPBACK_SERVER`, a child process by
-    /// default; a thread in unit tests, whose executable is not peakbench.
-    pub fn placement() -> Result<Placement> {
-        if cfg!(test) {
-            return Ok(Placement::Thread);
-        }
-        Placement::from_env()
-    }
-
-    pub fn loopback(&self) -> bool {
-        self.remote.is_none_or(|a| a.ip().is_loopback())
-    }
-
-    /// The remote server's address as text (empty for the in-process server).
-    pub fn remote_ip(&self) -> String {
-        self.remote.map(|a| a.ip().to_string()).unwrap_or_default()
-    }
-
-    /// Whether the in-process server is running (for tests: planning must not start it).
-    #[cfg(test)]
-    pub fn started(&self) -> bool {
-        self.local.lock().unwrap().is_some()
-    }
-
-    /// Whether the tests go to the in-process server.
-    pub fn in_process(&self) -> bool {
-        self.remote.is_none()
-    }
-}
-
 fn default_msg(proto: Proto, mode: Mode) -> u64 {
     match (proto, mode) {
         (Proto::Tcp, Mode::Throughput) => 128 * 1024,
@@ -158,7 +67,7 @@ fn default_msg(proto: Proto, mode: Mode) -> u64 {
     }
 }
 
-/// The cases of `opts`, in the order they run. Nothing starts here: the in-process server
+/// The cases of `opts`, in the order they run. Nothing starts here: the loopback server
 /// (when there is no `server`) starts with the first case that runs.
 pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
     let target = Arc::new(Target::new(opts.server, opts.key.clone()));
@@ -167,12 +76,12 @@ pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
             "--count: counts round trips of latency tests; throughput runs by --duration",
         ));
     }
-    if (opts.modes.contains(&Mode::Throughput) && opts.omit + opts.duration > server::MAX_TEST)
-        || opts.duration > server::MAX_TEST
+    if (opts.modes.contains(&Mode::Throughput) && opts.omit + opts.duration > MAX_TEST)
+        || opts.duration > MAX_TEST
     {
         return Err(usage(format!(
             "--duration: a test lasts at most {} s with --omit (the server's limit): give a shorter --duration",
-            server::MAX_TEST.as_secs()
+            MAX_TEST.as_secs()
         )));
     }
     let mut cases: Vec<Box<dyn Case>> = Vec::new();
@@ -183,12 +92,12 @@ pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
                 .clone()
                 .unwrap_or_else(|| vec![default_msg(proto, mode)]);
             for msg in msgs {
-                if let Err(e) = data::check_msg(proto, mode == Mode::Throughput, msg) {
+                if let Err(e) = limits::check_msg(proto, mode == Mode::Throughput, msg) {
                     return Err(usage(format!("--msg: {e}")));
                 }
                 if proto == Proto::Udp && mode == Mode::Throughput {
                     for &rate in &opts.rates_bps {
-                        if let Err(e) = data::check_rate(msg, rate) {
+                        if let Err(e) = limits::check_rate(msg, rate) {
                             return Err(usage(format!("--rate: {e}")));
                         }
                     }
@@ -207,10 +116,10 @@ pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
                     .iter()
                     .flat_map(|s| rates.iter().map(move |r| (s, *r)))
                 {
-                    if streams as u32 > server::MAX_STREAMS {
+                    if streams as u32 > MAX_STREAMS {
                         return Err(usage(format!(
                             "--streams: at most {} per test",
-                            server::MAX_STREAMS
+                            MAX_STREAMS
                         )));
                     }
                     let spec = proto::TestSpec {

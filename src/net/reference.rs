@@ -1,7 +1,7 @@
 //! The standard tools on the same case: iperf3 for throughput, sockperf ping-pong for latency,
 //! and ICMP `ping` (iputils) beside sockperf as the floor of a round trip.
 //!
-//! Against the in-process server, peakbench starts the tool's server itself on a free loopback
+//! On loopback (no `--server`), peakbench starts the tool's server itself on a free loopback
 //! port (`iperf3 -s -1`, `sockperf sr`) and stops it afterwards; against a remote `--server` it
 //! expects `iperf3 -s` (port 5201) and `sockperf sr` (port 11111) running there.
 //! iperf3's value is `end.sum_received.bits_per_second` (its receiver's count, like ours);
@@ -24,8 +24,8 @@
 use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
 use std::time::Duration;
 
-use super::Target;
 use super::proto::{Mode, Proto, TestSpec};
+use super::target::Target;
 use crate::plan::Context;
 use crate::reference::{Invocation, Reading, Ready, Server, Source, Tool};
 use crate::result::Reference;

@@ -19,14 +19,11 @@ use anyhow::{Context, Result, bail};
 
 use super::auth::{Key, Nonce};
 use super::data::{self, Sockets};
+use super::limits::{self, MAX_STREAMS, MAX_TEST};
 use super::proto::{self, Control, Mode, Msg, Proto, TestSpec, VERSION};
 
 /// Tests served at once; one more is refused.
 pub const MAX_TESTS: usize = 64;
-/// Longest test a client may ask for (omit + duration).
-pub const MAX_TEST: Duration = Duration::from_secs(600);
-/// Most streams in one test.
-pub const MAX_STREAMS: u32 = 128;
 /// Time a client has for each handshake step.
 const STEP: Duration = Duration::from_secs(5);
 
@@ -309,7 +306,7 @@ fn invalid(spec: &TestSpec, policy: &Policy) -> Option<String> {
     if spec.streams == 0 || spec.streams > policy.max_streams {
         return Some(format!("streams must be 1 to {}", policy.max_streams));
     }
-    if let Err(e) = data::check_msg(spec.proto, spec.mode == Mode::Throughput, spec.msg_bytes) {
+    if let Err(e) = limits::check_msg(spec.proto, spec.mode == Mode::Throughput, spec.msg_bytes) {
         return Some(e.to_string());
     }
     if spec.duration_ms == 0 {
@@ -336,7 +333,7 @@ fn invalid(spec: &TestSpec, policy: &Policy) -> Option<String> {
     if let Some(rate) = spec.rate_bps
         && spec.proto == Proto::Udp
         && spec.mode == Mode::Throughput
-        && let Err(e) = data::check_rate(spec.msg_bytes, rate)
+        && let Err(e) = limits::check_rate(spec.msg_bytes, rate)
     {
         return Some(format!("rate: {e}"));
     }
@@ -357,6 +354,8 @@ fn serving_time(spec: &TestSpec, max_test: Duration) -> Duration {
     length + Duration::from_secs(10)
 }
 
+/// One client's test, from its hello to the end: admitted ([`admit`]), its data connections
+/// collected, then served as its mode asks.
 fn handle(
     stream: TcpStream,
     peer: SocketAddr,
@@ -366,54 +365,7 @@ fn handle(
     stream.set_nodelay(true)?;
     let local = stream.local_addr()?.ip();
     let mut control = Control::new(stream)?;
-    let nonce = Nonce::random();
-    control.send(&Msg::Challenge {
-        version: VERSION,
-        nonce: nonce.to_hex(),
-        key: policy.key.is_some(),
-    })?;
-    let (spec, auth) = match control.recv(Instant::now() + STEP) {
-        Ok(Msg::Hello {
-            peakbench,
-            test,
-            auth,
-        }) if peakbench == VERSION => (test, auth),
-        Ok(Msg::Hello { peakbench, .. }) => {
-            let why = format!(
-                "protocol version {peakbench} is not {VERSION}: use the same peakbench on both sides"
-            );
-            control.send(&Msg::Refused { error: why.clone() })?;
-            bail!("refused: {why}");
-        }
-        Ok(other) => {
-            let why = format!("expected hello, got {}", kind(&other));
-            control.send(&Msg::Refused { error: why.clone() })?;
-            bail!("refused: {why}");
-        }
-        Err(e) => {
-            let why = format!("{e:#}");
-            let _ = control.send(&Msg::Refused { error: why.clone() });
-            bail!("refused: {why}");
-        }
-    };
-    if let Some(key) = &policy.key {
-        let proven = auth
-            .as_deref()
-            .is_some_and(|proof| key.verify(&nonce, &proto::hello_message(&spec), proof));
-        if !proven {
-            let why = if auth.is_none() {
-                "this server requires its shared key: give the same key file with --key FILE or $PEAKBENCH_KEY_FILE"
-            } else {
-                "the hello's proof does not match this server's key: give the same key file with --key FILE or $PEAKBENCH_KEY_FILE"
-            };
-            control.send(&Msg::Refused { error: why.into() })?;
-            bail!("refused: {why}");
-        }
-    }
-    if let Some(why) = invalid(&spec, policy).or_else(|| descriptors_short(&spec)) {
-        control.send(&Msg::Refused { error: why.clone() })?;
-        bail!("refused: {why}");
-    }
+    let spec = admit(&mut control, policy)?;
     say(format!(
         "{peer}: {} {} {} streams of {} B messages, {} ms{}",
         spec.proto.name(),
@@ -432,70 +384,155 @@ fn handle(
     })?;
     let sockets = collect_data(pending, &spec, token, peer.ip())?;
     control.send(&Msg::Ready)?;
-    let deadline = Instant::now() + serving_time(&spec, policy.max_test);
-    let msg = spec.msg_bytes as usize;
-    // Spinning TCP receivers (ours in forward mode, the client's with --reverse) and, on
-    // loopback, where each side's threads run (the client places its own alike).
-    let threads = data::DataThreads::for_test(&spec, canonical(peer.ip()).is_loopback(), false);
+    let test = Test {
+        sockets: &sockets,
+        spec: &spec,
+        token,
+        deadline: Instant::now() + serving_time(&spec, policy.max_test),
+        // Spinning TCP receivers (ours in forward mode, the client's with --reverse) and, on
+        // loopback, where each side's threads run (the client places its own alike).
+        threads: data::DataThreads::for_test(&spec, canonical(peer.ip()).is_loopback(), false),
+    };
     match (spec.mode, spec.reverse) {
-        (Mode::Throughput, false) => {
-            let watch = control.stream().try_clone()?;
-            let (_, udp) = data::receive(
-                &sockets,
-                token,
-                Duration::from_millis(spec.omit_ms),
-                Duration::from_millis(spec.duration_ms),
-                || proto::peer_closed(&watch),
-                |window| {
-                    control.send(&Msg::Window(window.clone()))?;
-                    match control.recv(deadline)? {
-                        Msg::Sent { per_stream } => Ok(per_stream),
-                        other => bail!("expected sent, got {}", kind(&other)),
-                    }
-                },
-                threads,
-            )?;
-            control.send(&Msg::Final { udp })?;
+        (Mode::Throughput, false) => test.receive(&mut control),
+        (Mode::Throughput, true) => test.send(&mut control),
+        (Mode::Latency, _) => test.echo(&mut control),
+    }
+}
+
+/// The challenge, the client's hello and its proof of the key, and the test it asks for
+/// checked against the policy; a test that cannot be served is refused with the reason.
+fn admit(control: &mut Control, policy: &Policy) -> Result<TestSpec> {
+    let nonce = Nonce::random();
+    control.send(&Msg::Challenge {
+        version: VERSION,
+        nonce: nonce.to_hex(),
+        key: policy.key.is_some(),
+    })?;
+    let refuse = |control: &mut Control, why: String| -> Result<TestSpec> {
+        control.send(&Msg::Refused { error: why.clone() })?;
+        bail!("refused: {why}");
+    };
+    let (spec, auth) = match control.recv(Instant::now() + STEP) {
+        Ok(Msg::Hello {
+            peakbench,
+            test,
+            auth,
+        }) if peakbench == VERSION => (test, auth),
+        Ok(Msg::Hello { peakbench, .. }) => {
+            return refuse(
+                control,
+                format!(
+                    "protocol version {peakbench} is not {VERSION}: use the same peakbench on both sides"
+                ),
+            );
         }
-        (Mode::Throughput, true) => {
-            let stop = AtomicBool::new(false);
-            let sent = std::thread::scope(|scope| {
-                let sender = std::thread::Builder::new()
-                    .spawn_scoped(scope, || {
-                        data::send(
-                            &sockets,
-                            msg,
-                            token,
-                            spec.rate_bps,
-                            &stop,
-                            deadline,
-                            threads.send,
-                        )
-                    })
-                    .context("cannot start the sending thread; the test is refused")?;
-                let asked = control.recv(deadline);
-                stop.store(true, Ordering::SeqCst);
-                let sent = data::join_stream(sender)?;
-                match asked? {
-                    Msg::Stop => Ok(sent),
-                    other => bail!("expected stop, got {}", kind(&other)),
-                }
-            })?;
-            control.send(&Msg::Sent { per_stream: sent })?;
+        Ok(other) => return refuse(control, format!("expected hello, got {}", kind(&other))),
+        Err(e) => {
+            let why = format!("{e:#}");
+            let _ = control.send(&Msg::Refused { error: why.clone() });
+            bail!("refused: {why}");
         }
-        (Mode::Latency, _) => {
-            let stop = AtomicBool::new(false);
-            std::thread::scope(|scope| {
-                let echo = std::thread::Builder::new()
-                    .spawn_scoped(scope, || data::echo(&sockets, msg, &stop, deadline))
-                    .context("cannot start the echo thread; the test is refused")?;
-                control.wait_closed(deadline);
-                stop.store(true, Ordering::SeqCst);
-                data::join_stream(echo)
-            })?;
+    };
+    if let Some(key) = &policy.key {
+        let proven = auth
+            .as_deref()
+            .is_some_and(|proof| key.verify(&nonce, &proto::hello_message(&spec), proof));
+        if !proven {
+            let why = if auth.is_none() {
+                "this server requires its shared key: give the same key file with --key FILE or $PEAKBENCH_KEY_FILE"
+            } else {
+                "the hello's proof does not match this server's key: give the same key file with --key FILE or $PEAKBENCH_KEY_FILE"
+            };
+            return refuse(control, why.into());
         }
     }
-    Ok(())
+    if let Some(why) = invalid(&spec, policy).or_else(|| descriptors_short(&spec)) {
+        return refuse(control, why);
+    }
+    Ok(spec)
+}
+
+/// An admitted test with its data connections, served until `deadline`.
+struct Test<'a> {
+    sockets: &'a Sockets,
+    spec: &'a TestSpec,
+    token: u64,
+    deadline: Instant,
+    threads: data::DataThreads,
+}
+
+impl Test<'_> {
+    /// Forward throughput: this side receives and counts, tells the client its window, and
+    /// after the client's totals sends the final UDP counts.
+    fn receive(&self, control: &mut Control) -> Result<()> {
+        let watch = control.stream().try_clone()?;
+        let (_, udp) = data::receive(
+            self.sockets,
+            self.token,
+            Duration::from_millis(self.spec.omit_ms),
+            Duration::from_millis(self.spec.duration_ms),
+            || proto::peer_closed(&watch),
+            |window| {
+                control.send(&Msg::Window(window.clone()))?;
+                match control.recv(self.deadline)? {
+                    Msg::Sent { per_stream } => Ok(per_stream),
+                    other => bail!("expected sent, got {}", kind(&other)),
+                }
+            },
+            self.threads,
+        )?;
+        control.send(&Msg::Final { udp })
+    }
+
+    /// `--reverse` throughput: this side sends until the client, which counts, says stop, then
+    /// tells what it sent.
+    fn send(&self, control: &mut Control) -> Result<()> {
+        let stop = AtomicBool::new(false);
+        let sent = std::thread::scope(|scope| {
+            let sender = std::thread::Builder::new()
+                .spawn_scoped(scope, || {
+                    data::send(
+                        self.sockets,
+                        self.spec.msg_bytes as usize,
+                        self.token,
+                        self.spec.rate_bps,
+                        &stop,
+                        self.deadline,
+                        self.threads.send,
+                    )
+                })
+                .context("cannot start the sending thread; the test is refused")?;
+            let asked = control.recv(self.deadline);
+            stop.store(true, Ordering::SeqCst);
+            let sent = data::join_stream(sender)?;
+            match asked? {
+                Msg::Stop => Ok(sent),
+                other => bail!("expected stop, got {}", kind(&other)),
+            }
+        })?;
+        control.send(&Msg::Sent { per_stream: sent })
+    }
+
+    /// Latency: this side echoes every message until the client closes the control connection.
+    fn echo(&self, control: &mut Control) -> Result<()> {
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let echo = std::thread::Builder::new()
+                .spawn_scoped(scope, || {
+                    data::echo(
+                        self.sockets,
+                        self.spec.msg_bytes as usize,
+                        &stop,
+                        self.deadline,
+                    )
+                })
+                .context("cannot start the echo thread; the test is refused")?;
+            control.wait_closed(self.deadline);
+            stop.store(true, Ordering::SeqCst);
+            data::join_stream(echo)
+        })
+    }
 }
 
 /// Why the test's sockets would not fit under the open-file limit, or `None`: each stream
@@ -645,7 +682,7 @@ pub fn random_token() -> u64 {
     // SAFETY: writes at most 8 bytes into an 8-byte buffer.
     let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), 8, 0) };
     if n != 8 {
-        return super::data::now_ns() ^ 0x9e37_79b9_7f4a_7c15;
+        return data::now_ns() ^ 0x9e37_79b9_7f4a_7c15;
     }
     u64::from_le_bytes(bytes)
 }
