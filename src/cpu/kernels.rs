@@ -1162,6 +1162,28 @@ mod tests {
         }
     }
 
+    /// Issue 30 item 7: every kernel has an entry (a count, or 0 where its ISA is absent) on
+    /// every microarchitecture of the table, so that no measured kernel goes without a peak on
+    /// a CPU the table knows.
+    #[test]
+    fn every_kernel_has_an_entry_on_every_microarchitecture() {
+        use crate::peak::Pipe;
+        use crate::sysinfo::microarch;
+        // A model name that tells the SKU of the rows that need one.
+        let platinum = "Intel(R) Xeon(R) Platinum 8280 CPU @ 2.70GHz";
+        for name in microarch::names() {
+            let (core, _) = microarch::resources(name, platinum).unwrap();
+            for kernel in all() {
+                let pipe = Pipe::of(kernel.precision, kernel.isa, kernel.fma, kernel.form);
+                assert!(
+                    pipe.in_table(&core).is_some(),
+                    "{} ({pipe:?}) has no entry on {name}",
+                    kernel.id()
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_cpu_without_a_feature_is_told_not_run() {
         // No CPU lacks SSE2 on x86-64; AMX is on Intel Xeons from Sapphire Rapids only.
