@@ -30,15 +30,16 @@ impl Isa {
 }
 
 named_enum! {
-    /// Element types.
+    /// Element types. Their names are also the single-type values of `cpu --precision`
+    /// (`cpu::args::PrecisionChoice`), so the doc lines below are its help.
     pub enum Precision {
         I8 = "i8",
         I16 = "i16",
         I32 = "i32",
         I64 = "i64",
-        /// IEEE half precision (AVX512-FP16)
+        /// 16-bit IEEE float, vfmadd231ph (needs AVX512-FP16)
         F16 = "f16",
-        /// bfloat16: 8-bit exponent, 8-bit significand (AVX512_BF16 dot products, AMX-BF16)
+        /// bfloat16 dot products, vdpbf16ps (AVX512_BF16) and AMX-BF16 tiles
         Bf16 = "bf16",
         F32 = "f32",
         F64 = "f64",
