@@ -280,6 +280,32 @@ mod tests {
         assert!(fine.check().is_ok());
     }
 
+    /// Issue 30 item 7: on Zen 5 (the fixture's host, family 26) `cpu -p HP` printed no peak
+    /// for `vdpbf16ps` and `vpdpwssd`: the table had no dot-product pipes for it.
+    #[test]
+    fn zen5_dot_products_have_a_peak() {
+        let mut host = fixture_host();
+        assert_eq!(host.cpu.microarch.value.as_deref(), Some("zen5"));
+        for flag in ["avx512f", "avx512_bf16", "avx512_vnni"] {
+            host.cpu.simd.push(flag.to_string());
+        }
+        let peaks = Peaks::compute(&host, &PeakArgs::default(), &probes());
+        for precision in [Precision::Bf16, Precision::I16, Precision::I8] {
+            let row = peaks
+                .cpu
+                .form_row(precision, Isa::Avx512, false, Form::Dot)
+                .unwrap();
+            // Two 512-bit dot products per cycle, 32 pairs (64 for i8) of 2 ops each.
+            let pairs = f64::from(512 / precision.bits());
+            assert_eq!(
+                row.per_cycle_per_core,
+                Some(2.0 * pairs * 2.0),
+                "{precision}"
+            );
+            assert!(peaks.cpu.for_threads(row, 2, None).is_some(), "{precision}");
+        }
+    }
+
     #[test]
     fn lanes() {
         assert_eq!(Precision::F64.lanes(Isa::Avx512), 8);
