@@ -2,26 +2,18 @@
 
 use std::time::Duration;
 
-use clap::Args;
+use clap::builder::PossibleValue;
+use clap::{Args, ValueEnum};
 
-use crate::names::named_enum;
+use crate::names::{Named, named_enum};
 use crate::options::{Defaults, Threads, Timing, positive_count, positive_duration, positive_u32};
 use crate::peak::{Isa, Precision};
 use crate::runner::Scaling;
 
 named_enum! {
-    /// A precision as users list it: one element type, or a width that stands for several.
-    pub enum PrecisionChoice {
-        I8 = "i8",
-        I16 = "i16",
-        I32 = "i32",
-        I64 = "i64",
-        /// 16-bit IEEE float, vfmadd231ph (needs AVX512-FP16)
-        F16 = "f16",
-        /// bfloat16 dot products, vdpbf16ps (AVX512_BF16) and AMX-BF16 tiles
-        Bf16 = "bf16",
-        F32 = "f32",
-        F64 = "f64",
+    /// A width that stands for the element types of that size, the only names a precision
+    /// choice has beside [`Precision`]'s own.
+    pub enum Width {
         /// quarter precision, 8 bit: i8 adds and dot products (x86 has no 8-bit float arithmetic)
         Qp = "qp",
         /// half precision, 16 bit: f16, bf16 and i16 (adds and dot products)
@@ -33,21 +25,61 @@ named_enum! {
     }
 }
 
-impl PrecisionChoice {
-    /// The element types this choice stands for.
+impl Width {
+    /// The element types this width stands for.
     pub fn precisions(self) -> &'static [Precision] {
         match self {
-            PrecisionChoice::I8 | PrecisionChoice::Qp => &[Precision::I8],
-            PrecisionChoice::I16 => &[Precision::I16],
-            PrecisionChoice::I32 => &[Precision::I32],
-            PrecisionChoice::I64 => &[Precision::I64],
-            PrecisionChoice::F16 => &[Precision::F16],
-            PrecisionChoice::Bf16 => &[Precision::Bf16],
-            PrecisionChoice::F32 => &[Precision::F32],
-            PrecisionChoice::F64 => &[Precision::F64],
-            PrecisionChoice::Hp => &[Precision::F16, Precision::Bf16, Precision::I16],
-            PrecisionChoice::Sp => &[Precision::F32, Precision::I32],
-            PrecisionChoice::Dp => &[Precision::F64, Precision::I64],
+            Width::Qp => &[Precision::I8],
+            Width::Hp => &[Precision::F16, Precision::Bf16, Precision::I16],
+            Width::Sp => &[Precision::F32, Precision::I32],
+            Width::Dp => &[Precision::F64, Precision::I64],
+        }
+    }
+}
+
+/// A precision as users list it: one element type, by [`Precision`]'s names (so that the two
+/// lists cannot drift), or a [`Width`] that stands for several.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrecisionChoice {
+    One(Precision),
+    Width(Width),
+}
+
+/// Every choice: the element types, then the widths.
+const CHOICES: [PrecisionChoice; Precision::ALL.len() + Width::ALL.len()] = {
+    let mut all = [PrecisionChoice::Width(Width::Qp); Precision::ALL.len() + Width::ALL.len()];
+    let mut i = 0;
+    while i < Precision::ALL.len() {
+        all[i] = PrecisionChoice::One(Precision::ALL[i]);
+        i += 1;
+    }
+    let mut j = 0;
+    while j < Width::ALL.len() {
+        all[Precision::ALL.len() + j] = PrecisionChoice::Width(Width::ALL[j]);
+        j += 1;
+    }
+    all
+};
+
+impl PrecisionChoice {
+    /// The element types this choice stands for.
+    pub fn precisions(self) -> Vec<Precision> {
+        match self {
+            PrecisionChoice::One(precision) => vec![precision],
+            PrecisionChoice::Width(width) => width.precisions().to_vec(),
+        }
+    }
+}
+
+impl ValueEnum for PrecisionChoice {
+    fn value_variants<'a>() -> &'a [Self] {
+        &CHOICES
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        match self {
+            PrecisionChoice::One(precision) => precision.to_possible_value(),
+            PrecisionChoice::Width(width) => width.to_possible_value(),
         }
     }
 }
@@ -190,4 +222,30 @@ pub struct GemmArgs {
     /// The BLAS that multiplies, loaded at run time
     #[arg(long, value_enum, ignore_case = true, default_value = "auto")]
     pub blas: super::blas::BlasChoice,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 30 item 4: every element type parses as a choice under its own name and stands for
+    /// itself; the widths are the only other names.
+    #[test]
+    fn every_precision_name_is_a_choice_for_itself() {
+        for &precision in Precision::ALL {
+            let choice = PrecisionChoice::from_str(precision.name(), true).unwrap();
+            assert_eq!(choice, PrecisionChoice::One(precision));
+            assert_eq!(choice.precisions(), [precision]);
+        }
+        let names: Vec<String> = PrecisionChoice::value_variants()
+            .iter()
+            .map(|c| c.to_possible_value().unwrap().get_name().to_string())
+            .collect();
+        let widths = &names[Precision::ALL.len()..];
+        assert_eq!(widths, ["qp", "hp", "sp", "dp"]);
+        assert_eq!(
+            PrecisionChoice::from_str("HP", true).unwrap().precisions(),
+            [Precision::F16, Precision::Bf16, Precision::I16]
+        );
+    }
 }

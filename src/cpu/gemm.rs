@@ -12,12 +12,13 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result, anyhow, bail};
+use anyhow::{Result, bail};
 use faer::{Accum, MatMut, MatRef, Par};
 
 use super::blas::{self, Blas, Vendor};
-use super::linpack::{LAPACK_STACK, library_params};
-use crate::plan::{Case, CaseSpec, Context, guess};
+use super::library;
+use super::linpack::library_params;
+use crate::plan::{Case, CaseSpec, Context};
 use crate::reference::{Invocation, Reading, Tool};
 use crate::result::{BenchResult, Params, Reference, Subsystem};
 use crate::rng::Rng;
@@ -86,7 +87,7 @@ impl GemmCase {
         a: &[f64],
         b: &[f64],
         c: &mut [f64],
-    ) -> Result<Vec<super::LibraryRound>> {
+    ) -> Result<Vec<library::LibraryRound>> {
         let n = self.n as usize;
         let threads = self.threads;
         let multiply = |c: &mut [f64]| -> Result<()> {
@@ -157,73 +158,29 @@ impl Case for GemmCase {
     }
 
     fn estimate(&self, ctx: &Context) -> Duration {
-        let rate = 30e9 * self.threads.min(runner::num_cpus()) as f64;
+        // At 30 GFLOP/s per thread, generating the matrices once.
         let generate = 3.0 * (self.n * self.n) as f64 / 1e8;
-        guess::sum([
-            guess::secs(flops(self.n) / rate * ctx.runner.repetitions as f64 + generate),
-            ctx.runner.warmup,
-        ])
+        library::estimate(ctx, self.threads, flops(self.n), 30e9, 0.0, generate)
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {
-        let available = ctx.host.memory.available_bytes;
-        if available > 0 && memory_needed(self.n) > available {
-            bail!(
-                "gemm n = {} needs {} of memory and {} is available: choose a smaller --n",
-                self.n,
-                crate::units::format_size_approx(memory_needed(self.n)),
-                crate::units::format_size_approx(available)
-            );
-        }
+        library::check_memory(
+            "gemm ",
+            self.n,
+            memory_needed(self.n),
+            ctx.host.memory.available_bytes,
+        )?;
         let n = self.n as usize;
         let mut rng = Rng::new(17 + self.n);
         let (a, b) = (random_matrix(n, &mut rng), random_matrix(n, &mut rng));
         let mut c = vec![0.0; n * n];
-        let library = match self.solver {
-            // Opened on this unpinned thread: OpenBLAS's workers inherit the loader's CPUs.
-            Some(vendor) => {
-                Some(blas::open(vendor).map_err(|why| anyhow!("{}: {why}", vendor.name()))?)
-            }
-            None => None,
-        };
-        let pin = self.pin;
-        let rounds = std::thread::scope(|scope| {
-            let worker = std::thread::Builder::new()
-                .name("gemm".into())
-                .stack_size(LAPACK_STACK)
-                .spawn_scoped(scope, || -> Result<_> {
-                    match library {
-                        Some(blas) => {
-                            if let Some(cpu) = runner::cpu_for(pin, 0) {
-                                runner::pin_to(cpu)?;
-                            }
-                            blas.with_threads(self.threads, || {
-                                self.repetitions(ctx, library, &a, &b, &mut c)
-                            })
-                        }
-                        None => {
-                            let pool = rayon::ThreadPoolBuilder::new()
-                                .num_threads(self.threads)
-                                .start_handler(move |index| {
-                                    if let Some(cpu) = runner::cpu_for(pin, index)
-                                        && let Err(e) = runner::pin_to(cpu)
-                                    {
-                                        eprintln!("warning: gemm thread {index}: {e:#}");
-                                    }
-                                })
-                                .build()?;
-                            pool.install(|| self.repetitions(ctx, None, &a, &b, &mut c))
-                        }
-                    }
-                })
-                .context("cannot start the gemm thread")?;
-            worker
-                .join()
-                .map_err(|_| anyhow!("the gemm thread panicked"))?
+        let library = library::open(self.solver)?;
+        let rounds = library::run_on_threads("gemm", library, self.threads, self.pin, || {
+            self.repetitions(ctx, library, &a, &b, &mut c)
         })?;
         let samples: Vec<f64> = rounds.iter().map(|r| r.value.0).collect();
         let worst = rounds.iter().map(|r| r.value.1).fold(0.0, f64::max);
-        let peak = super::f64_fma_peak(ctx, self.threads);
+        let peak = library::f64_fma_peak(ctx, self.threads);
         let mut result = self
             .spec()
             .measured(

@@ -15,12 +15,13 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result, anyhow, bail};
+use anyhow::{Result, bail};
 use faer::linalg::solvers::Solve as _;
 use faer::{Mat, Par};
 
-use super::blas::{self, Blas, Vendor};
-use crate::plan::{Case, CaseSpec, Context, guess};
+use super::blas::{Blas, Vendor};
+use super::library;
+use crate::plan::{Case, CaseSpec, Context};
 use crate::result::{BenchResult, Params, Subsystem};
 use crate::rng::Rng;
 use crate::runner::{self, Round};
@@ -33,9 +34,6 @@ pub fn flops(n: u64) -> f64 {
     let n = n as f64;
     2.0 / 3.0 * n * n * n + 2.0 * n * n
 }
-
-/// The stack of the thread that calls LAPACK.
-pub const LAPACK_STACK: usize = 64 << 20;
 
 /// Bytes a solve of order n holds at once: A, its factorised copy, b and x.
 pub fn memory_needed(n: u64) -> u64 {
@@ -128,26 +126,13 @@ impl LinpackCase {
         ctx: &Context,
         a: &Mat<f64>,
         b: &Mat<f64>,
-    ) -> Result<Vec<super::LibraryRound>> {
-        let pin = self.pin;
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(self.threads)
-            .start_handler(move |index| {
-                if let Some(cpu) = runner::cpu_for(pin, index) {
-                    // A thread that cannot be pinned runs unpinned; the result says pinned
-                    // only as asked, so report it.
-                    if let Err(e) = runner::pin_to(cpu) {
-                        eprintln!("warning: linpack thread {index}: {e:#}");
-                    }
-                }
-            })
-            .build()?;
+    ) -> Result<Vec<library::LibraryRound>> {
         let par = if self.threads == 1 {
             Par::Seq
         } else {
             Par::rayon(self.threads)
         };
-        pool.install(|| {
+        library::run_on_threads("linpack", None, self.threads, self.pin, || {
             faer::set_global_parallelism(par);
             runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
                 Round::Warmup(budget) => {
@@ -180,54 +165,38 @@ impl LinpackCase {
         blas: &Blas,
         a: &Mat<f64>,
         b: &Mat<f64>,
-    ) -> Result<Vec<super::LibraryRound>> {
+    ) -> Result<Vec<library::LibraryRound>> {
         let n = self.n as usize;
-        let pin = self.pin;
-        std::thread::scope(|scope| {
-            let solver = std::thread::Builder::new()
-                .name("linpack-lapack".into())
-                .stack_size(LAPACK_STACK)
-                .spawn_scoped(scope, move || {
-                    if let Some(cpu) = runner::cpu_for(pin, 0) {
-                        runner::pin_to(cpu)?;
+        library::run_on_threads("LAPACK", Some(blas), self.threads, self.pin, || {
+            let mut lu = vec![0.0; n * n];
+            let mut x = vec![0.0; n];
+            let mut ipiv = vec![0; n];
+            runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
+                Round::Warmup(budget) => {
+                    let (wa, wb) = random_system(self.warmup_order(budget), 7);
+                    let m = wa.nrows();
+                    let start = Instant::now();
+                    while start.elapsed() < budget && !crate::interrupt::requested() {
+                        copy_system(&wa, &wb, &mut lu, &mut x);
+                        blas.solve(m, &mut lu[..m * m], &mut x[..m], &mut ipiv)?;
+                        check(&wa, &column(&x[..m]), &wb, self.n)?;
                     }
-                    let mut lu = vec![0.0; n * n];
-                    let mut x = vec![0.0; n];
-                    let mut ipiv = vec![0; n];
-                    blas.with_threads(self.threads, || {
-                        runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
-                            Round::Warmup(budget) => {
-                                let (wa, wb) = random_system(self.warmup_order(budget), 7);
-                                let m = wa.nrows();
-                                let start = Instant::now();
-                                while start.elapsed() < budget && !crate::interrupt::requested() {
-                                    copy_system(&wa, &wb, &mut lu, &mut x);
-                                    blas.solve(m, &mut lu[..m * m], &mut x[..m], &mut ipiv)?;
-                                    check(&wa, &column(&x[..m]), &wb, self.n)?;
-                                }
-                                Ok((0.0, 0.0, None))
-                            }
-                            Round::Measured(_) => {
-                                copy_system(a, b, &mut lu, &mut x);
-                                let (solved, elapsed, waited) =
-                                    runner::timed_waiting(self.threads, || {
-                                        blas.solve(n, &mut lu, &mut x, &mut ipiv)
-                                    });
-                                solved?;
-                                let residual = check(a, &column(&x), b, self.n)?;
-                                Ok((
-                                    flops(self.n) / elapsed.as_secs_f64() / 1e9,
-                                    residual,
-                                    waited,
-                                ))
-                            }
-                        })
-                    })
-                })
-                .context("cannot start the LAPACK thread")?;
-            solver
-                .join()
-                .map_err(|_| anyhow!("the LAPACK thread panicked"))?
+                    Ok((0.0, 0.0, None))
+                }
+                Round::Measured(_) => {
+                    copy_system(a, b, &mut lu, &mut x);
+                    let (solved, elapsed, waited) = runner::timed_waiting(self.threads, || {
+                        blas.solve(n, &mut lu, &mut x, &mut ipiv)
+                    });
+                    solved?;
+                    let residual = check(a, &column(&x), b, self.n)?;
+                    Ok((
+                        flops(self.n) / elapsed.as_secs_f64() / 1e9,
+                        residual,
+                        waited,
+                    ))
+                }
+            })
         })
     }
 }
@@ -254,43 +223,34 @@ impl Case for LinpackCase {
     }
 
     fn estimate(&self, ctx: &Context) -> Duration {
-        // At a modest 20 GFLOP/s per thread; the plan is a guide, not a promise.
-        let rate = 20e9 * self.threads.min(crate::runner::num_cpus()) as f64;
+        // At a modest 20 GFLOP/s per thread, generating and checking each repetition.
         let generate_and_check = 3.0 * (self.n * self.n) as f64 / 1e8;
-        guess::sum([
-            guess::secs(
-                (flops(self.n) / rate + generate_and_check) * ctx.runner.repetitions as f64,
-            ),
-            ctx.runner.warmup,
-        ])
+        library::estimate(
+            ctx,
+            self.threads,
+            flops(self.n),
+            20e9,
+            generate_and_check,
+            0.0,
+        )
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {
-        let available = ctx.host.memory.available_bytes;
-        if available > 0 && memory_needed(self.n) > available {
-            bail!(
-                "n = {} needs {} of memory and {} is available: choose a smaller --n",
-                self.n,
-                crate::units::format_size_approx(memory_needed(self.n)),
-                crate::units::format_size_approx(available)
-            );
-        }
+        library::check_memory(
+            "",
+            self.n,
+            memory_needed(self.n),
+            ctx.host.memory.available_bytes,
+        )?;
         let (a, b) = random_system(self.n as usize, 42 + self.n);
-        let library = match self.solver {
-            // Opened here, on a thread that is not pinned: OpenBLAS starts its worker threads
-            // when it is loaded, and they would inherit a pinned thread's single CPU.
-            Some(vendor) => {
-                Some(blas::open(vendor).map_err(|why| anyhow!("{}: {why}", vendor.name()))?)
-            }
-            None => None,
-        };
+        let library = library::open(self.solver)?;
         let rounds = match library {
             Some(library) => self.run_lapack(ctx, library, &a, &b)?,
             None => self.run_faer(ctx, &a, &b)?,
         };
         let samples: Vec<f64> = rounds.iter().map(|r| r.value.0).collect();
         let residual_max = rounds.iter().map(|r| r.value.1).fold(0.0, f64::max);
-        let peak = super::f64_fma_peak(ctx, self.threads);
+        let peak = library::f64_fma_peak(ctx, self.threads);
         let mut result = self
             .spec()
             .measured(

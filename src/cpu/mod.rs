@@ -12,6 +12,7 @@ mod params;
 pub mod blas;
 pub mod gemm;
 pub mod kernels;
+mod library;
 pub mod linpack;
 pub mod reference;
 
@@ -23,7 +24,7 @@ use anyhow::{Result, bail};
 
 use crate::error::usage;
 use crate::options::unique;
-use crate::peak::{Form, Isa, PeakRef, Precision, Probes};
+use crate::peak::{Form, Isa, Precision, Probes};
 use crate::plan::{Case, CaseSpec, Context, Plan, guess};
 use crate::result::{BenchResult, Params, Subsystem, TimePoint};
 use crate::runner::{self, Quota, Round, RunSettings, Scaling, Stop, Tally, Worker};
@@ -52,7 +53,7 @@ impl Benchmark for Cpu {
                 &args
                     .precision
                     .iter()
-                    .flat_map(|p| p.precisions().iter().copied())
+                    .flat_map(|p| p.precisions())
                     .collect::<Vec<_>>(),
             ),
             isas: unique(
@@ -70,7 +71,10 @@ impl Benchmark for Cpu {
             samples: args.samples.map(|n| (n, args.interval)),
         };
         let (cases, mut notes) = plan(&options, ctx);
-        if args.precision.contains(&args::PrecisionChoice::Qp) {
+        if args
+            .precision
+            .contains(&args::PrecisionChoice::Width(args::Width::Qp))
+        {
             notes.push(
                 "QP float: x86 has no 8-bit float arithmetic; QP is measured as i8 adds and dot products"
                     .to_string(),
@@ -102,7 +106,7 @@ impl Benchmark for Linpack {
         let solver = blas::choose(args.blas)?;
         let mut cases: Vec<Box<dyn Case>> = Vec::new();
         for &n in &orders {
-            check_fits(n, linpack::memory_needed(n), available)?;
+            library::check_fits(n, linpack::memory_needed(n), available)?;
             for &t in &threads {
                 cases.push(Box::new(linpack::LinpackCase {
                     n,
@@ -125,32 +129,6 @@ impl Benchmark for Linpack {
     }
 }
 
-/// A measured repetition of a library-driven case (Linpack, DGEMM): GFLOP/s, the figure its
-/// check reports, and the share of the time its threads waited for a CPU
-/// ([`runner::timed_waiting`]; `None` in the warm-up or without schedstat).
-pub(crate) type LibraryRound = runner::Timed<(f64, f64, Option<f64>)>;
-
-/// The peak of a dense f64 solve or multiply on `threads` cores: f64 FMA at the widest ISA the
-/// CPU has (what HPL and DGEMM kernels run).
-pub(crate) fn f64_fma_peak(ctx: &Context, threads: usize) -> Option<PeakRef> {
-    let cpu = &ctx.peaks.cpu;
-    let widest = *cpu.isas.last().unwrap_or(&Isa::Scalar);
-    cpu.row(Precision::F64, widest, true)
-        .and_then(|row| cpu.for_threads(row, threads, None))
-}
-
-/// Refuses an order `n` whose matrices (`needed` bytes) do not fit in the available memory.
-fn check_fits(n: u64, needed: u64, available: u64) -> Result<()> {
-    if available > 0 && needed > available {
-        return Err(usage(format!(
-            "--n: {n} needs {} of memory and {} is available: give a smaller order",
-            crate::units::format_size_approx(needed),
-            crate::units::format_size_approx(available)
-        )));
-    }
-    Ok(())
-}
-
 /// `peakbench cpu gemm`.
 pub struct Gemm;
 
@@ -167,7 +145,7 @@ impl Benchmark for Gemm {
         let solver = blas::choose(args.blas)?;
         let mut cases: Vec<Box<dyn Case>> = Vec::new();
         for &n in &orders {
-            check_fits(n, gemm::memory_needed(n), available)?;
+            library::check_fits(n, gemm::memory_needed(n), available)?;
             for &t in &threads {
                 cases.push(Box::new(gemm::GemmCase {
                     n,
@@ -236,78 +214,17 @@ pub fn probe() -> Probes {
 pub fn plan(options: &CpuOptions, ctx: &Context) -> (Vec<Box<dyn Case>>, Vec<String>) {
     let mut cases: Vec<Box<dyn Case>> = Vec::new();
     let mut notes = Vec::new();
-    // Combinations without a kernel, one line per precision and reason: (precision, why) → ISAs.
-    let mut missing: Vec<((Precision, String), Vec<String>)> = Vec::new();
-    let mut no_kernel = |precision: Precision, where_: String, why: String| match missing
-        .iter_mut()
-        .find(|(key, _)| *key == (precision, why.clone()))
-    {
-        Some((_, places)) => {
-            if !places.contains(&where_) {
-                places.push(where_)
-            }
-        }
-        None => missing.push(((precision, why), vec![where_])),
-    };
-    let pin = ctx.runner.pin;
+    let mut missing = Missing::default();
     for &precision in &options.precisions {
         for &isa in &options.isas {
-            let fmas: &[bool] = if precision.is_float() {
-                &options.fma
-            } else {
-                &[false]
-            };
-            // Element-wise arithmetic, then at 512 bit the dot products and AMX tiles.
-            let mut variants: Vec<(bool, Form)> = Vec::new();
-            if precision != Precision::Bf16 {
-                variants.extend(unique(fmas).into_iter().map(|fma| (fma, Form::Arith)));
-            }
-            if isa == Isa::Avx512 {
-                if matches!(precision, Precision::I8 | Precision::I16 | Precision::Bf16) {
-                    variants.push((false, Form::Dot));
-                }
-                // AMX tiles where the CPU has AMX; bf16, which has no adds, says so otherwise.
-                let amx = ctx.host.cpu.simd.iter().any(|f| f == "amx_tile");
-                if precision == Precision::Bf16 || (precision == Precision::I8 && amx) {
-                    variants.push((false, Form::Tile));
-                }
-            } else if precision == Precision::Bf16 {
-                no_kernel(
-                    precision,
-                    isa.name().to_string(),
-                    "bf16 is measured by 512-bit vdpbf16ps dot products and AMX tiles".to_string(),
-                );
-            }
-            for (fma, form) in variants {
-                let label = format!(
-                    "{} {}{}",
-                    precision.name(),
-                    if form == Form::Tile {
-                        "amx"
-                    } else {
-                        isa.name()
-                    },
-                    match form {
-                        Form::Dot => " dot",
-                        Form::Tile => "",
-                        Form::Arith if precision.is_float() && fma => " fma",
-                        Form::Arith if precision.is_float() => " no-fma",
-                        Form::Arith => "",
-                    }
-                );
+            for (fma, form) in variants(precision, isa, &options.fma, ctx, &mut missing) {
+                let label = case_label(precision, isa, fma, form);
                 let Some(kernel) = kernels::find(precision, isa, fma, form) else {
-                    let why = match precision {
-                        Precision::F16 if isa == Isa::Avx512 => {
-                            "f16 is measured with vfmadd231ph only".to_string()
-                        }
-                        Precision::F16 => "16-bit float arithmetic needs AVX512-FP16".to_string(),
-                        p => format!("no {} kernel at this width", p.name()),
-                    };
                     let place = label
                         .trim_start_matches(precision.name())
                         .trim()
                         .to_string();
-                    no_kernel(precision, place, why);
+                    missing.add(precision, place, no_kernel_reason(precision, isa));
                     continue;
                 };
                 if !kernel.supported() {
@@ -317,43 +234,142 @@ pub fn plan(options: &CpuOptions, ctx: &Context) -> (Vec<Box<dyn Case>>, Vec<Str
                     ));
                     continue;
                 }
-                let calibration = Arc::new(OnceLock::new());
-                match options.samples {
-                    Some((count, interval)) => {
-                        let threads = *options.threads.iter().max().unwrap_or(&1);
-                        cases.push(Box::new(SamplingCase {
-                            kernel,
-                            threads,
-                            count,
-                            interval,
-                            pin,
-                        }));
-                    }
-                    None => {
-                        for &threads in &options.threads {
-                            cases.push(Box::new(ThroughputCase {
-                                kernel,
-                                threads,
-                                scaling: options.scaling,
-                                ops: options.ops,
-                                duration: options.duration,
-                                pin,
-                                calibration: calibration.clone(),
-                            }));
-                        }
-                    }
-                }
+                cases.extend(kernel_cases(kernel, options, ctx.runner.pin));
             }
         }
     }
-    for ((precision, why), places) in missing {
-        notes.push(format!(
-            "{} {}: no kernel ({why})",
-            precision.name(),
-            places.join(", ")
-        ));
-    }
+    notes.extend(missing.notes());
     (cases, notes)
+}
+
+/// The forms one precision is measured in at one ISA: element-wise arithmetic (with and
+/// without FMA as asked, for floats), then at 512 bit the dot products and AMX tiles. A
+/// combination no form covers (bf16 below 512 bit) is noted in `missing`.
+fn variants(
+    precision: Precision,
+    isa: Isa,
+    fma: &[bool],
+    ctx: &Context,
+    missing: &mut Missing,
+) -> Vec<(bool, Form)> {
+    let fmas: &[bool] = if precision.is_float() { fma } else { &[false] };
+    let mut variants: Vec<(bool, Form)> = Vec::new();
+    if precision != Precision::Bf16 {
+        variants.extend(unique(fmas).into_iter().map(|fma| (fma, Form::Arith)));
+    }
+    if isa == Isa::Avx512 {
+        if matches!(precision, Precision::I8 | Precision::I16 | Precision::Bf16) {
+            variants.push((false, Form::Dot));
+        }
+        // AMX tiles where the CPU has AMX; bf16, which has no adds, says so otherwise.
+        let amx = ctx.host.cpu.simd.iter().any(|f| f == "amx_tile");
+        if precision == Precision::Bf16 || (precision == Precision::I8 && amx) {
+            variants.push((false, Form::Tile));
+        }
+    } else if precision == Precision::Bf16 {
+        missing.add(
+            precision,
+            isa.name().to_string(),
+            "bf16 is measured by 512-bit vdpbf16ps dot products and AMX tiles".to_string(),
+        );
+    }
+    variants
+}
+
+/// "f64 avx2 fma", "i8 avx512 dot", "bf16 amx": how notes name a combination.
+fn case_label(precision: Precision, isa: Isa, fma: bool, form: Form) -> String {
+    format!(
+        "{} {}{}",
+        precision.name(),
+        if form == Form::Tile {
+            "amx"
+        } else {
+            isa.name()
+        },
+        match form {
+            Form::Dot => " dot",
+            Form::Tile => "",
+            Form::Arith if precision.is_float() && fma => " fma",
+            Form::Arith if precision.is_float() => " no-fma",
+            Form::Arith => "",
+        }
+    )
+}
+
+/// Why this build has no kernel for a combination.
+fn no_kernel_reason(precision: Precision, isa: Isa) -> String {
+    match precision {
+        Precision::F16 if isa == Isa::Avx512 => "f16 is measured with vfmadd231ph only".to_string(),
+        Precision::F16 => "16-bit float arithmetic needs AVX512-FP16".to_string(),
+        p => format!("no {} kernel at this width", p.name()),
+    }
+}
+
+/// The cases of one kernel: one per thread count, sharing one calibration, or one sampling run
+/// on the most threads.
+fn kernel_cases(kernel: &'static Kernel, options: &CpuOptions, pin: bool) -> Vec<Box<dyn Case>> {
+    match options.samples {
+        Some((count, interval)) => {
+            let threads = *options.threads.iter().max().unwrap_or(&1);
+            vec![Box::new(SamplingCase {
+                kernel,
+                threads,
+                count,
+                interval,
+                pin,
+            })]
+        }
+        None => {
+            let calibration = Arc::new(OnceLock::new());
+            options
+                .threads
+                .iter()
+                .map(|&threads| -> Box<dyn Case> {
+                    Box::new(ThroughputCase {
+                        kernel,
+                        threads,
+                        scaling: options.scaling,
+                        ops: options.ops,
+                        duration: options.duration,
+                        pin,
+                        calibration: calibration.clone(),
+                    })
+                })
+                .collect()
+        }
+    }
+}
+
+/// Combinations without a kernel, one note per precision and reason: (precision, why) → the
+/// places (ISAs, forms) it covers.
+#[derive(Default)]
+struct Missing(Vec<((Precision, String), Vec<String>)>);
+
+impl Missing {
+    fn add(&mut self, precision: Precision, place: String, why: String) {
+        match self
+            .0
+            .iter_mut()
+            .find(|(key, _)| *key == (precision, why.clone()))
+        {
+            Some((_, places)) => {
+                if !places.contains(&place) {
+                    places.push(place)
+                }
+            }
+            None => self.0.push(((precision, why), vec![place])),
+        }
+    }
+
+    fn notes(self) -> impl Iterator<Item = String> {
+        self.0.into_iter().map(|((precision, why), places)| {
+            format!(
+                "{} {}: no kernel ({why})",
+                precision.name(),
+                places.join(", ")
+            )
+        })
+    }
 }
 
 fn case_params(kernel: &Kernel, threads: usize, pinned: bool) -> Params {

@@ -4,143 +4,227 @@
 //! and no pipes exist that no CPU is named for. [`identify`] goes from CPUID to a name (sysinfo
 //! reports it); [`resources`] from the name to the pipes (the CPU peaks multiply them out).
 //!
-//! The pipe counts are from the vendors' optimisation manuals. A 512-bit count of 0 means the
-//! ISA is absent; 1 on a double-pumped design (Zen 4) means one 512-bit instruction per cycle.
+//! The pipe counts are from the vendors' optimisation manuals, each row with its sources. A
+//! 512-bit count of 0 means the ISA is absent; 1 on a double-pumped design (Zen 4) means one
+//! 512-bit instruction per cycle. Every row states every instruction a CPU kernel runs (the
+//! dot products, f16 and AMX included), so no kernel is left without a peak on a known CPU.
 
 use std::ops::RangeInclusive;
 
 use super::Fact;
 use Cpuid::{Amd, Intel, IntelSteppings};
+use Entry::{Absent, OnFmaPipes, PerCycle};
 
 /// The microarchitectures: a name, the CPUs CPUID tells it for, and the pipes of one core,
 /// `pipes(FMA, FADD, vector integer add, scalar integer ALUs)`, the first three at 128, 256 and
-/// 512 bit.
+/// 512 bit, then `.extensions(VNNI, BF16 dot, FP16 FMA, AMX tile)`: the 512-bit instructions
+/// beyond them, each an [`Entry`] that every row states (`Absent` where the ISA is not there).
+///
+/// Sources: "SOG" is the vendor's optimisation guide (Intel 64 and IA-32 Architectures
+/// Optimization Reference Manual; AMD Software Optimization Guide for family 17h pub. 56305,
+/// 19h pub. 57647, 1Ah pub. 58455); "LLVM model" is LLVM's scheduling model of the core (the
+/// llvm-mca resource tables), which cites the SOG; "measured" is a peakbench run, with its
+/// figure. A count nobody could check through those is marked "unverified" with the reasoning.
 const TABLE: &[Microarch] = &[
     // Sandy Bridge and Ivy Bridge have no FMA: the first column is their one FP multiply pipe
     // (port 0), the second their one FP add pipe (port 1), both 256 bit wide for AVX floats, so
     // a multiply and an add per cycle (8 DP FLOP per cycle at 256 bit). Integer vectors are 128
     // bit only (AVX2 came with Haswell): `paddd` issues on ports 1 and 5; three scalar ALUs
-    // (ports 0, 1, 5).
+    // (ports 0, 1, 5). Intel SOG. No AVX-512, so none of the extensions.
     row(
         "sandybridge",
         Intel(&[0x2A, 0x2D]),
-        pipes([1., 1., 0.], [1., 1., 0.], [2., 0., 0.], 3.),
+        pipes([1., 1., 0.], [1., 1., 0.], [2., 0., 0.], 3.)
+            .extensions(Absent, Absent, Absent, Absent),
     ),
     row(
         "ivybridge",
         Intel(&[0x3A, 0x3E]),
-        pipes([1., 1., 0.], [1., 1., 0.], [2., 0., 0.], 3.),
+        pipes([1., 1., 0.], [1., 1., 0.], [2., 0., 0.], 3.)
+            .extensions(Absent, Absent, Absent, Absent),
     ),
+    // Haswell to client Skylake: two 256-bit FMA pipes (ports 0, 1), integer adds on ports 0, 1
+    // (Haswell, Broadwell) or 0, 1, 5 (Skylake), four scalar ALUs. Intel SOG. No AVX-512.
     row(
         "haswell",
         Intel(&[0x3C, 0x3F, 0x45, 0x46]),
-        pipes([2., 2., 0.], NONE, [2., 2., 0.], 4.),
+        pipes([2., 2., 0.], NONE, [2., 2., 0.], 4.).extensions(Absent, Absent, Absent, Absent),
     ),
     row(
         "broadwell",
         Intel(&[0x3D, 0x47, 0x4F, 0x56]),
-        pipes([2., 2., 0.], NONE, [2., 2., 0.], 4.),
+        pipes([2., 2., 0.], NONE, [2., 2., 0.], 4.).extensions(Absent, Absent, Absent, Absent),
     ),
     row(
         "skylake",
         Intel(&[0x4E, 0x5E, 0x8E, 0x9E, 0xA5, 0xA6]),
-        pipes([2., 2., 0.], NONE, [3., 3., 0.], 4.),
+        pipes([2., 2., 0.], NONE, [3., 3., 0.], 4.).extensions(Absent, Absent, Absent, Absent),
     ),
     // Skylake-SP, Cascade Lake and Cooper Lake share model 0x55 and differ by stepping. Two
     // 512-bit FMA pipes (ports 0+1 fused, and port 5) on Platinum, Gold 6xxx and Xeon W parts;
-    // one on Gold 5xxx (but 5122), Silver and Bronze.
+    // one on Gold 5xxx (but 5122), Silver and Bronze (Intel SOG, "Intel AVX-512 FMA units").
+    // 512-bit integer adds on ports 0 and 5. Skylake-SP has AVX-512F/BW but no VNNI, BF16,
+    // FP16 or AMX (Intel ISA extensions reference, per CPUID).
     row(
         "skylake-sp",
         IntelSteppings(0x55, 0..=4),
-        pipes([2., 2., 2.], NONE, [3., 3., 2.], 4.).avx512_fma_by_sku(),
+        pipes([2., 2., 2.], NONE, [3., 3., 2.], 4.)
+            .avx512_fma_by_sku()
+            .extensions(Absent, Absent, Absent, Absent),
     ),
+    // Cascade Lake adds AVX512_VNNI: `vpdpbusd`/`vpdpwssd` zmm issue on the 512-bit FMA ports
+    // (p0, p5), as on Ice Lake-SP below. Unverified for Cascade Lake itself: it shares the
+    // Skylake-SP core, whose 512-bit integer multiplies (`vpmaddwd`) use the same two ports.
     row(
         "cascadelake",
         IntelSteppings(0x55, 5..=7),
         pipes([2., 2., 2.], NONE, [3., 3., 2.], 4.)
             .avx512_fma_by_sku()
-            .vnni(Dot::OnFmaPipes),
+            .extensions(OnFmaPipes, Absent, Absent, Absent),
     ),
+    // Cooper Lake adds AVX512_BF16. `vdpbf16ps` on the FMA ports: unverified (no throughput
+    // table found for Cooper Lake); reasoning: the dot product is a pair of bf16 FMAs per
+    // 32-bit lane, done in the FMA units as on Sapphire Rapids.
     row(
         "cooperlake",
         IntelSteppings(0x55, 10..=u32::MAX),
         pipes([2., 2., 2.], NONE, [3., 3., 2.], 4.)
             .avx512_fma_by_sku()
-            .vnni(Dot::OnFmaPipes)
-            .bf16(Dot::OnFmaPipes),
+            .extensions(OnFmaPipes, OnFmaPipes, Absent, Absent),
     ),
+    // Ice Lake client and Tiger Lake: one 512-bit FMA pipe (ports 0+1 fused), so one 512-bit
+    // VNNI dot per cycle; no BF16 (Tiger Lake has VP2INTERSECT, not BF16), FP16 or AMX.
     row(
         "icelake",
         Intel(&[0x7D, 0x7E]),
-        pipes([2., 2., 1.], NONE, [3., 3., 2.], 4.).vnni(Dot::OnFmaPipes),
+        pipes([2., 2., 1.], NONE, [3., 3., 2.], 4.).extensions(OnFmaPipes, Absent, Absent, Absent),
     ),
+    // Ice Lake-SP: two 512-bit FMA pipes; `vpdpbusd`/`vpdpwssd` zmm 1 uop on p0 or p5,
+    // reciprocal throughput 0.5 (LLVM model IceLakeServer, llvm-mca resources-avx512vnni.s).
+    // No BF16, FP16 or AMX.
     row(
         "icelake-sp",
         Intel(&[0x6A, 0x6C]),
-        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.).vnni(Dot::OnFmaPipes),
+        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.).extensions(OnFmaPipes, Absent, Absent, Absent),
     ),
     row(
         "tigerlake",
         Intel(&[0x8C, 0x8D]),
-        pipes([2., 2., 1.], NONE, [3., 3., 2.], 4.).vnni(Dot::OnFmaPipes),
+        pipes([2., 2., 1.], NONE, [3., 3., 2.], 4.).extensions(OnFmaPipes, Absent, Absent, Absent),
     ),
+    // Alder Lake: AVX-512 is fused off (the E-cores lack it); its AVX-VNNI is 256 bit, which
+    // no peakbench kernel runs.
     row(
         "alderlake",
         Intel(&[0x97, 0x9A, 0xB7, 0xBA, 0xBF]),
-        pipes([2., 2., 0.], NONE, [3., 3., 0.], 4.),
+        pipes([2., 2., 0.], NONE, [3., 3., 0.], 4.).extensions(Absent, Absent, Absent, Absent),
     ),
+    // Sapphire Rapids (model 0x8F), Emerald Rapids (0xCF) and Granite Rapids (0xAD, 0xAE): two
+    // 512-bit FMA pipes (p0+p1 fused, p5) on every Xeon SKU of these generations.
+    // - VNNI on the FMA ports, 2 per cycle: Intel gives AVX-512 VNNI as 256 int8 ops per cycle
+    //   per core beside AMX's 2048 (Sapphire Rapids AMX material) = 2 × 64 pairs × 2 ops.
+    //   Unverified against a throughput table: LLVM's SapphireRapids model has `vpdpbusd` zmm on
+    //   p0 only (reciprocal throughput 1.0); if that is right the VNNI peak here is 2 × too high.
+    // - BF16 `vdpbf16ps` on the FMA ports: unverified, reasoning as for Cooper Lake.
+    // - FP16 `vfmadd231ph` on the FMA ports: AVX512-FP16 runs on the same FMA units with twice
+    //   the f32 lanes (Intel AVX512-FP16 architecture specification); unverified per port.
+    // - AMX: one tile multiply per 16 cycles, [`AMX_TILE_CYCLES`]: 2048 int8 ops and 1024 bf16
+    //   FLOP per cycle per core, Intel's AMX figures. Granite Rapids adds AMX-FP16, which no
+    //   peakbench kernel runs.
     row(
         "sapphirerapids",
         Intel(&[0x8F]),
-        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.)
-            .vnni(Dot::OnFmaPipes)
-            .bf16(Dot::OnFmaPipes)
-            .amx(AMX_TILE_CYCLES),
+        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.).extensions(
+            OnFmaPipes,
+            OnFmaPipes,
+            OnFmaPipes,
+            PerCycle(1. / AMX_TILE_CYCLES),
+        ),
     ),
     row(
         "emeraldrapids",
         Intel(&[0xCF]),
-        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.)
-            .vnni(Dot::OnFmaPipes)
-            .bf16(Dot::OnFmaPipes)
-            .amx(AMX_TILE_CYCLES),
+        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.).extensions(
+            OnFmaPipes,
+            OnFmaPipes,
+            OnFmaPipes,
+            PerCycle(1. / AMX_TILE_CYCLES),
+        ),
     ),
     row(
         "graniterapids",
         Intel(&[0xAD, 0xAE]),
-        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.)
-            .vnni(Dot::OnFmaPipes)
-            .bf16(Dot::OnFmaPipes)
-            .amx(AMX_TILE_CYCLES),
+        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.).extensions(
+            OnFmaPipes,
+            OnFmaPipes,
+            OnFmaPipes,
+            PerCycle(1. / AMX_TILE_CYCLES),
+        ),
     ),
+    // Zen and Zen+: four 128-bit FP pipes, two of them multiply/FMA (FP0, FP1), two add (FP2,
+    // FP3); 256-bit ops split in two. AMD SOG 17h. No AVX-512.
     row(
         "zen",
         Amd(0x17, &[0x00..=0x2F]),
-        pipes([2., 1., 0.], [2., 1., 0.], [4., 2., 0.], 4.),
+        pipes([2., 1., 0.], [2., 1., 0.], [4., 2., 0.], 4.)
+            .extensions(Absent, Absent, Absent, Absent),
     ),
+    // Zen 2 and Zen 3: the same four pipes, 256 bit wide: 2 × 256-bit FMA + 2 × 256-bit FADD.
+    // AMD SOG 17h (Zen 2) and 19h (Zen 3). No AVX-512, so no 512-bit VNNI, BF16, FP16 or AMX
+    // (Zen 3 has no VNNI of any width).
     row(
         "zen2",
         Amd(0x17, &[0x30..=u32::MAX]),
-        pipes([2., 2., 0.], [2., 2., 0.], [3., 3., 0.], 4.),
+        pipes([2., 2., 0.], [2., 2., 0.], [3., 3., 0.], 4.)
+            .extensions(Absent, Absent, Absent, Absent),
     ),
     row(
         "zen3",
         Amd(0x19, &[0x00..=0x0F, 0x20..=0x5F]),
-        pipes([2., 2., 0.], [2., 2., 0.], [4., 4., 0.], 4.),
+        pipes([2., 2., 0.], [2., 2., 0.], [4., 4., 0.], 4.)
+            .extensions(Absent, Absent, Absent, Absent),
     ),
+    // Zen 4: the Zen 3 pipes run 512-bit ops over both 256-bit halves (double-pumped), so one
+    // 512-bit FMA and one 512-bit FADD per cycle. AVX512_VNNI and AVX512_BF16: one 512-bit
+    // `vpdpbusd`/`vpdpwssd`/`vdpbf16ps` per cycle (AMD SOG 19h pub. 57647; measured: 99-100 %
+    // of that peak by `peakbench cpu -p i8,i16,bf16` on an EPYC 9004 guest, docs/cpu.md; LLVM's
+    // Znver4 model has reciprocal throughput 2.0 for them, which the measurement refutes). No
+    // AVX512-FP16, no AMX.
     row(
         "zen4",
         Amd(0x19, &[0x10..=0x1F, 0x60..=0x7F, 0xA0..=0xAF]),
-        pipes([2., 2., 1.], [2., 2., 1.], [4., 4., 2.], 4.)
-            .vnni(Dot::Pipes(1.))
-            .bf16(Dot::Pipes(1.)),
+        pipes([2., 2., 1.], [2., 2., 1.], [4., 4., 2.], 4.).extensions(
+            PerCycle(1.),
+            PerCycle(1.),
+            Absent,
+            Absent,
+        ),
     ),
+    // Zen 5 (full-width desktop and server parts): four 512-bit FP pipes, FMA on FP0/FP1, FADD
+    // on FP2/FP3; six ALUs. AMD SOG 1Ah pub. 58455 via LLVM's Znver5 model.
+    // - VNNI: "VNNIs execute in the first two pipes" (FP0, FP1), 512 bit wide: 2 per cycle.
+    // - BF16 `vdpbf16ps`: on FP2/FP3 in LLVM's Znver5 model: 2 per cycle. Unverified against
+    //   the guide's own latency table.
+    // Measured: 540 GFLOP/s `vdpbf16ps` and 541 GIOP/s `vpdpwssd` on the 2 cores of a Zen 5
+    // guest (family 26 model 2): 270 G ops/s per core, 64 ops per instruction, so about 1.55
+    // per cycle at the 2.7 GHz that guest's clock probe reads (tests/fixtures/report.json),
+    // more than one pipe can give. No AVX512-FP16, no AMX.
     row(
         "zen5",
         Amd(0x1A, &[0..=u32::MAX]),
-        pipes([2., 2., 2.], [2., 2., 2.], [4., 4., 4.], 6.),
+        pipes([2., 2., 2.], [2., 2., 2.], [4., 4., 4.], 6.).extensions(
+            PerCycle(2.),
+            PerCycle(2.),
+            Absent,
+            Absent,
+        ),
     ),
 ];
+
+/// The names of the table's rows, as [`identify`] gives them.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    TABLE.iter().map(|row| row.name)
+}
 
 /// Cycles one AMX tile multiply (`tdpbssd`, `tdpbf16ps`, 16 × 16 results) occupies the TMUL
 /// unit on Sapphire Rapids and its successors: 16 (Intel 64 and IA-32 Architectures
@@ -162,12 +246,14 @@ pub struct CoreResources {
     pub vec_int_units: [f64; 3],
     /// Scalar integer ALUs.
     pub scalar_int_units: f64,
-    /// 512-bit VNNI dot products (`vpdpbusd`, `vpdpwssd`) per cycle; `None` when the table has
-    /// no figure for this microarchitecture.
+    /// 512-bit VNNI dot products (`vpdpbusd`, `vpdpwssd`) per cycle: 0 where the ISA is
+    /// absent, `None` where the row has no entry (which a test forbids).
     pub vnni_units: Option<f64>,
-    /// 512-bit bf16 dot products (`vdpbf16ps`) per cycle; `None` as above.
+    /// 512-bit bf16 dot products (`vdpbf16ps`) per cycle; 0 and `None` as above.
     pub bf16_dot_units: Option<f64>,
-    /// AMX tile multiplies per cycle (1 / cycles per instruction); `None` as above.
+    /// 512-bit f16 FMAs (`vfmadd231ph`) per cycle; 0 and `None` as above.
+    pub f16_fma_units: Option<f64>,
+    /// AMX tile multiplies per cycle (1 / cycles per instruction); 0 and `None` as above.
     pub amx_tiles_per_cycle: Option<f64>,
     /// Where these numbers come from.
     pub reference: &'static str,
@@ -219,19 +305,21 @@ pub fn resources(name: &str, model_name: &str) -> Option<(CoreResources, String)
     if pipes.avx512_fma_by_sku {
         fma_units[2] = xeon_avx512_units(model_name)?;
     }
-    let dot = |d: Dot| match d {
-        Dot::Absent => None,
-        Dot::OnFmaPipes => Some(fma_units[2]),
-        Dot::Pipes(units) => Some(units),
+    let entry = |e: Entry| match e {
+        Entry::Unlisted => None,
+        Absent => Some(0.),
+        OnFmaPipes => Some(fma_units[2]),
+        PerCycle(units) => Some(units),
     };
     let core = CoreResources {
         fma_units,
         fadd_units: pipes.fadd,
         vec_int_units: pipes.vector_int,
         scalar_int_units: pipes.int_alus,
-        vnni_units: dot(pipes.vnni),
-        bf16_dot_units: dot(pipes.bf16),
-        amx_tiles_per_cycle: (pipes.amx_cycles > 0.).then(|| 1. / pipes.amx_cycles),
+        vnni_units: entry(pipes.vnni),
+        bf16_dot_units: entry(pipes.bf16),
+        f16_fma_units: entry(pipes.f16),
+        amx_tiles_per_cycle: entry(pipes.amx),
         reference: row.cpuid.manual(),
     };
     let fma = fma_units.map(|units| units.to_string()).join("/");
@@ -333,25 +421,27 @@ struct Pipes {
     /// `fma` then holds the most any SKU has.
     avx512_fma_by_sku: bool,
     /// 512-bit VNNI dot products per cycle.
-    vnni: Dot,
+    vnni: Entry,
     /// 512-bit bf16 dot products per cycle.
-    bf16: Dot,
-    /// Cycles per AMX tile multiply (0: no AMX in the table).
-    amx_cycles: f64,
+    bf16: Entry,
+    /// 512-bit f16 FMAs per cycle.
+    f16: Entry,
+    /// AMX tile multiplies per cycle.
+    amx: Entry,
 }
 
-/// Where a 512-bit dot-product instruction runs.
+/// How many of one 512-bit instruction beyond the FMA and add pipes a core starts per cycle.
 #[derive(Clone, Copy)]
-enum Dot {
-    /// The table has no figure (the ISA is absent, or not measured on this design).
+enum Entry {
+    /// The row says nothing (only before `.extensions` is called; a test forbids it).
+    Unlisted,
+    /// The ISA is absent on this microarchitecture: 0 per cycle.
     Absent,
-    /// On the 512-bit FMA pipes (Intel: ports 0 and 5 where the SKU has both).
+    /// On the 512-bit FMA pipes, as many as they are (Intel: ports 0 and 5 where the SKU has
+    /// both).
     OnFmaPipes,
-    /// This many per cycle. Zen 4: one 512-bit `vpdpbusd`/`vpdpwssd`/`vdpbf16ps` per cycle, two
-    /// 256-bit pipes working on the two halves (AMD Software Optimization Guide for Family 19h,
-    /// pub. 57647, instruction latency table; 1.0 per cycle measured by `peakbench cpu -p
-    /// i8,i16,bf16` on an EPYC 9004 vCPU).
-    Pipes(f64),
+    /// This many per cycle.
+    PerCycle(f64),
 }
 
 const fn pipes(fma: [f64; 3], fadd: [f64; 3], vector_int: [f64; 3], int_alus: f64) -> Pipes {
@@ -361,9 +451,10 @@ const fn pipes(fma: [f64; 3], fadd: [f64; 3], vector_int: [f64; 3], int_alus: f6
         vector_int,
         int_alus,
         avx512_fma_by_sku: false,
-        vnni: Dot::Absent,
-        bf16: Dot::Absent,
-        amx_cycles: 0.,
+        vnni: Entry::Unlisted,
+        bf16: Entry::Unlisted,
+        f16: Entry::Unlisted,
+        amx: Entry::Unlisted,
     }
 }
 
@@ -373,18 +464,13 @@ impl Pipes {
         self
     }
 
-    const fn vnni(mut self, dot: Dot) -> Pipes {
-        self.vnni = dot;
-        self
-    }
-
-    const fn bf16(mut self, dot: Dot) -> Pipes {
-        self.bf16 = dot;
-        self
-    }
-
-    const fn amx(mut self, cycles: f64) -> Pipes {
-        self.amx_cycles = cycles;
+    /// The 512-bit VNNI dot products, bf16 dot products, f16 FMAs and AMX tile multiplies
+    /// per cycle, each stated (`Absent` where the ISA is not there).
+    const fn extensions(mut self, vnni: Entry, bf16: Entry, f16: Entry, amx: Entry) -> Pipes {
+        self.vnni = vnni;
+        self.bf16 = bf16;
+        self.f16 = f16;
+        self.amx = amx;
         self
     }
 }
@@ -423,6 +509,43 @@ mod tests {
         let rows: BTreeSet<String> = TABLE.iter().map(|row| row.name.to_string()).collect();
         assert_eq!(names, rows, "every row is told for some CPU");
         assert_eq!(rows.len(), TABLE.len(), "no name has two rows");
+    }
+
+    /// Every row states the 512-bit extensions, and f16 runs on the FMA pipes wherever it is
+    /// present (the CPU peaks take the f16 units from them).
+    #[test]
+    fn every_row_states_every_extension() {
+        for name in names() {
+            let (core, _) = resources(name, PLATINUM).unwrap();
+            for (what, entry) in [
+                ("VNNI", core.vnni_units),
+                ("BF16 dot", core.bf16_dot_units),
+                ("FP16 FMA", core.f16_fma_units),
+                ("AMX tile", core.amx_tiles_per_cycle),
+            ] {
+                assert!(entry.is_some_and(|u| u >= 0.0), "{name}: no {what} entry");
+            }
+            let f16 = core.f16_fma_units.unwrap();
+            assert!(f16 == 0.0 || f16 == core.fma_units[2], "{name}: f16 {f16}");
+            if core.fma_units[2] == 0.0 {
+                assert_eq!(core.vnni_units, Some(0.0), "{name}: VNNI without AVX-512");
+                assert_eq!(
+                    core.bf16_dot_units,
+                    Some(0.0),
+                    "{name}: BF16 without AVX-512"
+                );
+            }
+        }
+    }
+
+    /// Zen 5's dot products have a peak (issue 30 item 7): two 512-bit pipes each.
+    #[test]
+    fn zen5_has_its_dot_products() {
+        let (core, _) = resources("zen5", "AMD EPYC").unwrap();
+        assert_eq!(core.vnni_units, Some(2.0));
+        assert_eq!(core.bf16_dot_units, Some(2.0));
+        assert_eq!(core.f16_fma_units, Some(0.0));
+        assert_eq!(core.amx_tiles_per_cycle, Some(0.0));
     }
 
     #[test]

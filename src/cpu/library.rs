@@ -1,0 +1,130 @@
+//! What the library-driven cases, Linpack ([`super::linpack`]) and DGEMM ([`super::gemm`]), do
+//! alike: the memory check before a large order, the estimate, opening the BLAS, and running
+//! the repetitions on the threads the library owns (the BLAS's, set to the case's count, or a
+//! rayon pool for faer), pinned as `--pin` asks.
+
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, anyhow, bail};
+
+use super::blas::{self, Blas, Vendor};
+use crate::error::usage;
+use crate::peak::{Isa, PeakRef, Precision};
+use crate::plan::{Context, guess};
+use crate::runner;
+
+/// The stack of the thread that calls the BLAS or LAPACK: OpenBLAS's recursive LU overflows the
+/// 2 MiB a Rust thread gets by default, and dies of a segmentation fault.
+pub const LAPACK_STACK: usize = 64 << 20;
+
+/// A measured repetition of a library-driven case: GFLOP/s, the figure its check reports, and
+/// the share of the time its threads waited for a CPU ([`runner::timed_waiting`]; `None` in the
+/// warm-up or without schedstat).
+pub(crate) type LibraryRound = runner::Timed<(f64, f64, Option<f64>)>;
+
+/// The peak of a dense f64 solve or multiply on `threads` cores: f64 FMA at the widest ISA the
+/// CPU has (what HPL and DGEMM kernels run).
+pub(crate) fn f64_fma_peak(ctx: &Context, threads: usize) -> Option<PeakRef> {
+    let cpu = &ctx.peaks.cpu;
+    let widest = *cpu.isas.last().unwrap_or(&Isa::Scalar);
+    cpu.row(Precision::F64, widest, true)
+        .and_then(|row| cpu.for_threads(row, threads, None))
+}
+
+/// Refuses an order `n` whose matrices (`needed` bytes) do not fit in the available memory.
+pub(crate) fn check_fits(n: u64, needed: u64, available: u64) -> Result<()> {
+    if available > 0 && needed > available {
+        return Err(usage(format!(
+            "--n: {n} needs {} of memory and {} is available: give a smaller order",
+            crate::units::format_size_approx(needed),
+            crate::units::format_size_approx(available)
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses at run time an order whose matrices (`needed` bytes) no longer fit in the memory
+/// available (the plan checked it, but memory may have gone since); `what` starts the message.
+pub(crate) fn check_memory(what: &str, n: u64, needed: u64, available: u64) -> Result<()> {
+    if available > 0 && needed > available {
+        bail!(
+            "{what}n = {n} needs {} of memory and {} is available: choose a smaller --n",
+            crate::units::format_size_approx(needed),
+            crate::units::format_size_approx(available)
+        );
+    }
+    Ok(())
+}
+
+/// The time a case takes at a modest `per_thread` FLOP/s on each of its threads: `flops` and
+/// `per_repetition_s` every repetition, `once_s` once, and the warm-up. The plan is a guide,
+/// not a promise.
+pub(crate) fn estimate(
+    ctx: &Context,
+    threads: usize,
+    flops: f64,
+    per_thread: f64,
+    per_repetition_s: f64,
+    once_s: f64,
+) -> Duration {
+    let rate = per_thread * threads.min(runner::num_cpus()) as f64;
+    guess::sum([
+        guess::secs((flops / rate + per_repetition_s) * ctx.runner.repetitions as f64 + once_s),
+        ctx.runner.warmup,
+    ])
+}
+
+/// Loads the chosen BLAS, or none for faer. Called on the case's own thread, which is not
+/// pinned: OpenBLAS starts its worker threads when it is loaded, and they would inherit a
+/// pinned thread's single CPU.
+pub(crate) fn open(solver: Option<Vendor>) -> Result<Option<&'static Blas>> {
+    solver
+        .map(|vendor| blas::open(vendor).map_err(|why| anyhow!("{}: {why}", vendor.name())))
+        .transpose()
+}
+
+/// Runs `work` with the library's threads: for a BLAS, on a thread of its own with a
+/// [`LAPACK_STACK`] stack, pinned to the first CPU with `pin`, and the library set to
+/// `threads`; for faer, in a rayon pool of `threads` threads, thread i pinned to the i-th CPU
+/// with `pin`. `name` names the thread in errors and warnings.
+pub(crate) fn run_on_threads<T: Send>(
+    name: &str,
+    library: Option<&Blas>,
+    threads: usize,
+    pin: bool,
+    work: impl FnOnce() -> Result<T> + Send,
+) -> Result<T> {
+    match library {
+        Some(blas) => std::thread::scope(|scope| {
+            let worker = std::thread::Builder::new()
+                .name(name.into())
+                .stack_size(LAPACK_STACK)
+                .spawn_scoped(scope, || {
+                    if let Some(cpu) = runner::cpu_for(pin, 0) {
+                        runner::pin_to(cpu)?;
+                    }
+                    blas.with_threads(threads, work)
+                })
+                .with_context(|| format!("cannot start the {name} thread"))?;
+            worker
+                .join()
+                .map_err(|_| anyhow!("the {name} thread panicked"))?
+        }),
+        None => {
+            let name = name.to_string();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .start_handler(move |index| {
+                    // A thread that cannot be pinned runs unpinned; the result says pinned
+                    // only as asked, so report it.
+                    if let Some(cpu) = runner::cpu_for(pin, index)
+                        && let Err(e) = runner::pin_to(cpu)
+                    {
+                        eprintln!("warning: {name} thread {index}: {e:#}");
+                    }
+                })
+                .build()?;
+            pool.install(work)
+        }
+    }
+}

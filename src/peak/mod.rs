@@ -1,0 +1,317 @@
+//! Theoretical peaks, each factor with where it came from.
+//!
+//! CPU: peak op/s = cores × clock × lanes × units × ops per instruction, where
+//! - *cores* are physical cores (SMT siblings share the execution units), capped by the threads
+//!   a case uses;
+//! - *clock* is the nominal clock: a `--cpu-ghz` flag, else sysfs `base_frequency`, else the
+//!   model string's "@ 2.50GHz", else the kernel's `cpu MHz` (under a hypervisor the host's
+//!   nominal clock), else the clock measured on one core by a dependent chain of adds timed by
+//!   the thread's CPU time (`sysinfo::clock::measure_ghz`). Between the model string and
+//!   `cpu MHz` comes the small table of known models (`sysinfo::clocks`), for names that carry
+//!   no clock (AMD's);
+//! - beside it, the *turbo* clock: a `--cpu-turbo-ghz` flag, else sysfs `cpuinfo_max_freq`,
+//!   else the table of known models (the vendor's max turbo of one core). Every CPU peak is
+//!   also given at the base and at the turbo clock, the pair, with the clock the probe measured
+//!   beside them, and says which of the two is unknown;
+//! - *lanes* = vector width / precision (512/64 = 8 doubles for AVX-512);
+//! - *units* are the vector pipes that can start one such instruction per cycle, from the table
+//!   of microarchitectures in `sysinfo::microarch` (vendor optimisation manuals), a
+//!   `--fma-units` flag, or a measurement;
+//! - *ops per instruction*: an FMA is 2 FLOPs (a multiply and an add); an add or multiply is 1;
+//!   an integer add is 1 op per lane.
+//!
+//! Memory: channels × transfer rate (MT/s) × 8 bytes per transfer (a 64-bit channel), in GB/s.
+//! NIC: the link speed. Disk: only the rating the user gives. A factor that is unknown makes the
+//! peak unknown, and the output says which flag supplies it.
+//!
+//! The parts: [`instruction`] names what a CPU peak row is about (ISA, element type, form);
+//! [`cpu`] multiplies the CPU factors out into the table of rows; [`clock`] finds the base and
+//! turbo clocks and gives a peak at each; [`devices`] holds the memory, NIC and disk peaks;
+//! [`render`] prints them all for a person.
+
+mod clock;
+mod cpu;
+mod devices;
+mod instruction;
+mod render;
+
+use serde::{Deserialize, Serialize};
+
+use crate::options::PeakArgs;
+use crate::sysinfo::SysInfo;
+
+pub use clock::ClockPair;
+pub use cpu::{CpuFactors, CpuPeak, CpuPeaks, Pipe, Probes, isas_of, tile_multiply_adds};
+pub use devices::{DiskPeak, MemoryPeak, NicPeak};
+pub use instruction::{Form, Isa, Precision};
+pub use render::render;
+
+use cpu::cpu_peaks;
+use devices::{memory_peak, nic_peaks};
+
+/// A theoretical peak a result is compared with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PeakRef {
+    pub value: f64,
+    pub unit: String,
+    /// How the peak was derived, with the source of each factor.
+    pub source: String,
+    /// A CPU peak at the base and at the turbo clock, with the measured clock beside them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair: Option<ClockPair>,
+}
+
+/// One factor of a peak: a value and where it came from, or why it is unknown.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Factor {
+    pub value: Option<f64>,
+    /// `flag`, `sysfs`, `cpuinfo`, `model-string`, `known-models`, `microarch-table`,
+    /// `measured`, `dmi`, `definition` or `unknown`.
+    pub source: String,
+    /// The detail: which file, which table row, which flag, or how to supply it.
+    pub detail: String,
+}
+
+impl Default for Factor {
+    /// A factor a document written before it existed does not carry.
+    fn default() -> Self {
+        Factor::unknown("not recorded")
+    }
+}
+
+impl Factor {
+    /// Whether this is the default of a document that did not record the factor.
+    fn is_unrecorded(&self) -> bool {
+        *self == Factor::default()
+    }
+
+    pub fn known(value: f64, source: &str, detail: impl Into<String>) -> Self {
+        Factor {
+            value: Some(value),
+            source: source.to_string(),
+            detail: detail.into(),
+        }
+    }
+
+    pub fn unknown(detail: impl Into<String>) -> Self {
+        Factor {
+            value: None,
+            source: "unknown".to_string(),
+            detail: detail.into(),
+        }
+    }
+
+    fn describe(&self, name: &str) -> String {
+        match self.value {
+            Some(v) => format!(
+                "{name} {} ({}: {})",
+                trim_float(v),
+                self.source,
+                self.detail
+            ),
+            None => format!("{name} unknown ({})", self.detail),
+        }
+    }
+}
+
+fn trim_float(v: f64) -> String {
+    let s = format!("{v:.4}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Every theoretical peak of the host.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Peaks {
+    pub cpu: CpuPeaks,
+    pub memory: MemoryPeak,
+    pub nics: Vec<NicPeak>,
+    pub disk: DiskPeak,
+}
+
+impl Peaks {
+    pub fn compute(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> Peaks {
+        Peaks {
+            cpu: cpu_peaks(info, flags, probes),
+            memory: memory_peak(info, flags),
+            nics: nic_peaks(info, flags),
+            disk: DiskPeak::from_flags(flags),
+        }
+    }
+}
+
+fn flag_or_unknown(value: Option<f64>, flag: &str, what: &str) -> Factor {
+    match value {
+        Some(v) => Factor::known(v, "flag", flag),
+        None => Factor::unknown(format!(
+            "not readable from the system: give {what} with {flag}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sysinfo::Fact;
+
+    /// The machine of `tests/fixtures/report.json` (no cpufreq, "AMD EPYC", `cpu MHz` 2.596).
+    fn fixture_host() -> SysInfo {
+        let doc: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/report.json")).unwrap();
+        serde_json::from_value(doc["host"].clone()).unwrap()
+    }
+
+    fn probes() -> Probes {
+        Probes {
+            ghz: Some(2.7),
+            ..Probes::default()
+        }
+    }
+
+    /// Issue 20 item 3: a model of the users' reports, seen without cpufreq, gets its base
+    /// clock from the model name and its turbo from the table of known models.
+    #[test]
+    fn a_known_model_gives_the_pair_with_both_sources() {
+        let mut host = fixture_host();
+        host.cpu.model_name = "Intel(R) Xeon(R) CPU E5-2670 v3 @ 2.30GHz".into();
+        host.cpu.base_ghz = Fact::read(2.3, "model name string");
+        let peaks = Peaks::compute(&host, &PeakArgs::default(), &probes());
+        let f = &peaks.cpu.factors;
+        assert_eq!(f.ghz.value, Some(2.3));
+        assert_eq!(f.turbo_ghz.value, Some(3.1));
+        assert_eq!(f.turbo_ghz.source, "known-models");
+        assert!(f.turbo_ghz.detail.contains("Intel ARK: Xeon E5-2670 v3"));
+        let row = peaks.cpu.row(Precision::F64, Isa::Scalar, false).unwrap();
+        let per_core = row.per_cycle_per_core.unwrap();
+        let cores = f.cores.value.unwrap();
+        assert_eq!(row.at_base, Some(per_core * cores * 2.3));
+        assert_eq!(row.at_turbo, Some(per_core * cores * 3.1));
+        let one = peaks.cpu.for_threads(row, 1, None).unwrap();
+        let pair = one.pair.as_ref().unwrap();
+        assert_eq!(pair.at_base, Some(per_core * 2.3));
+        assert_eq!(pair.at_turbo, Some(per_core * 3.1));
+        assert_eq!(pair.measured_ghz, Some(2.7));
+        assert!(one.source.contains("at turbo 3.1 GHz"), "{}", one.source);
+        let text = render(&peaks);
+        assert!(
+            text.contains("peaks at base and turbo: base 2.3 GHz (model-string), turbo 3.1 GHz (known-models); measured 2.7 GHz"),
+            "{text}"
+        );
+        assert!(text.contains("(at base / at turbo)"), "{text}");
+    }
+
+    #[test]
+    fn flags_give_the_pair_and_cpufreq_gives_the_turbo() {
+        let flags = PeakArgs {
+            cpu_ghz: Some(2.0),
+            cpu_turbo_ghz: Some(3.0),
+            ..PeakArgs::default()
+        };
+        let peaks = Peaks::compute(&fixture_host(), &flags, &probes());
+        let f = &peaks.cpu.factors;
+        assert_eq!(
+            (f.turbo_ghz.source.as_str(), f.turbo_ghz.detail.as_str()),
+            ("flag", "--cpu-turbo-ghz")
+        );
+        let row = peaks.cpu.row(Precision::F64, Isa::Scalar, false).unwrap();
+        assert_eq!(row.at_turbo.unwrap() / row.at_base.unwrap(), 1.5);
+        let mut host = fixture_host();
+        host.cpu.max_ghz = Fact::read(3.5, "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
+        let peaks = Peaks::compute(&host, &PeakArgs::default(), &probes());
+        assert_eq!(peaks.cpu.factors.turbo_ghz.value, Some(3.5));
+        assert_eq!(peaks.cpu.factors.turbo_ghz.source, "sysfs");
+    }
+
+    /// This machine's case: a base clock (the host's nominal `cpu MHz`) and no turbo anywhere.
+    #[test]
+    fn only_one_clock_known_says_which_and_how_to_give_the_other() {
+        let peaks = Peaks::compute(&fixture_host(), &PeakArgs::default(), &probes());
+        let f = &peaks.cpu.factors;
+        assert_eq!(f.turbo_ghz.value, None);
+        assert!(
+            f.turbo_ghz.detail.contains("--cpu-turbo-ghz"),
+            "{}",
+            f.turbo_ghz.detail
+        );
+        let text = render(&peaks);
+        assert!(text.contains("peaks at base only: base 2.596"), "{text}");
+        assert!(text.contains("(at base / at turbo)"), "{text}");
+        assert!(
+            text.contains(" / unknown)\n"),
+            "the turbo column says so: {text}"
+        );
+        let row = peaks.cpu.row(Precision::F64, Isa::Scalar, false).unwrap();
+        let pair = peaks.cpu.for_threads(row, 1, None).unwrap().pair.unwrap();
+        assert!(pair.at_base.is_some());
+        assert_eq!(pair.at_turbo, None);
+        assert!(pair.describe("GFLOP/s").contains("turbo clock unknown"));
+        // Only a turbo: the base is not the measured clock.
+        let mut host = fixture_host();
+        host.cpu.current_ghz = Fact::unknown("none");
+        let flags = PeakArgs {
+            cpu_turbo_ghz: Some(3.0),
+            ..PeakArgs::default()
+        };
+        let peaks = Peaks::compute(&host, &flags, &probes());
+        assert_eq!(peaks.cpu.factors.ghz.source, "measured");
+        let text = render(&peaks);
+        assert!(
+            text.contains("peaks at turbo only: turbo 3 GHz (flag)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_turbo_below_the_base_is_refused_naming_both_flags() {
+        let flags = PeakArgs {
+            cpu_ghz: Some(3.0),
+            cpu_turbo_ghz: Some(2.0),
+            ..PeakArgs::default()
+        };
+        let e = flags.check().unwrap_err().0;
+        assert!(
+            e.contains("--cpu-turbo-ghz") && e.contains("--cpu-ghz"),
+            "{e}"
+        );
+        let fine = PeakArgs {
+            cpu_ghz: Some(2.0),
+            cpu_turbo_ghz: Some(2.0),
+            ..PeakArgs::default()
+        };
+        assert!(fine.check().is_ok());
+    }
+
+    /// Issue 30 item 7: on Zen 5 (the fixture's host, family 26) `cpu -p HP` printed no peak
+    /// for `vdpbf16ps` and `vpdpwssd`: the table had no dot-product pipes for it.
+    #[test]
+    fn zen5_dot_products_have_a_peak() {
+        let mut host = fixture_host();
+        assert_eq!(host.cpu.microarch.value.as_deref(), Some("zen5"));
+        for flag in ["avx512f", "avx512_bf16", "avx512_vnni"] {
+            host.cpu.simd.push(flag.to_string());
+        }
+        let peaks = Peaks::compute(&host, &PeakArgs::default(), &probes());
+        for precision in [Precision::Bf16, Precision::I16, Precision::I8] {
+            let row = peaks
+                .cpu
+                .form_row(precision, Isa::Avx512, false, Form::Dot)
+                .unwrap();
+            // Two 512-bit dot products per cycle, 32 pairs (64 for i8) of 2 ops each.
+            let pairs = f64::from(512 / precision.bits());
+            assert_eq!(
+                row.per_cycle_per_core,
+                Some(2.0 * pairs * 2.0),
+                "{precision}"
+            );
+            assert!(peaks.cpu.for_threads(row, 2, None).is_some(), "{precision}");
+        }
+    }
+
+    #[test]
+    fn lanes() {
+        assert_eq!(Precision::F64.lanes(Isa::Avx512), 8);
+        assert_eq!(Precision::F32.lanes(Isa::Avx2), 8);
+        assert_eq!(Precision::I8.lanes(Isa::Avx512), 64);
+        assert_eq!(Precision::I16.lanes(Isa::Sse), 8);
+        assert_eq!(Precision::F64.lanes(Isa::Scalar), 1);
+    }
+}
