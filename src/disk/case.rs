@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::engine::{DiskWorker, Job};
-use super::plan::Target;
+use super::target::Target;
 use super::{Engine, IOPS_HEADLINE_BELOW, Op, Stopping, fio};
 use crate::peak::PeakRef;
 use crate::plan::{Case, CaseSpec, Context, guess};

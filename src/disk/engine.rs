@@ -21,22 +21,10 @@ use crate::runner::{Quota, Tally, Worker};
 use crate::stats::LatencyHistogram;
 
 use super::buffer::AlignedBuf;
+use super::error::io_error;
 use super::file::TestFile;
 use super::stamp::{FULL_CHECK_EVERY, stamp, verify, verify_ends};
 use super::{Engine, Op};
-
-/// An I/O error with its offset; a full disk gets a message that says what happens next.
-pub fn io_error(e: std::io::Error, what: &str, offset: u64) -> anyhow::Error {
-    if e.raw_os_error() == Some(libc::ENOSPC) {
-        anyhow!(
-            "the disk is full (ENOSPC) {what} at offset {offset}: the run stops and the test \
-             file is removed (with --keep, kept only if its fill had finished); free some space \
-             or give a smaller --size"
-        )
-    } else {
-        anyhow!("{what} at offset {offset}: {e}")
-    }
-}
 
 /// What one thread does: everything the I/O loop needs, fixed before the run.
 #[derive(Clone, Debug)]

@@ -17,10 +17,12 @@ pub mod buffer;
 mod case;
 pub mod device;
 pub mod engine;
+pub mod error;
 pub mod file;
 pub mod fio;
 mod plan;
 pub mod stamp;
+mod target;
 
 use anyhow::Result;
 use serde::Serialize;
