@@ -7,8 +7,9 @@ use anyhow::{Result, bail};
 
 use super::MemOp;
 use super::kernels::{self, Isa, Stream};
-use super::plan::Work;
+use super::reference;
 use super::region::{HugePages, Region};
+use super::work::Work;
 use crate::plan::{Case, CaseSpec, Context, guess};
 use crate::result::{BenchResult, Params, Subsystem};
 use crate::rng::Rng;
@@ -55,6 +56,19 @@ impl BandwidthCase {
     /// Bytes of all threads' regions together: the working set actually used.
     pub fn working_set(&self) -> u64 {
         self.slice * self.regions() * self.threads as u64
+    }
+
+    /// What the standard tools are asked to measure beside this case.
+    fn reference_job(&self) -> reference::Job {
+        reference::Job {
+            op: self.op,
+            block: self.block,
+            threads: self.threads,
+            nt: self.nt,
+            isa: self.isa,
+            slice: self.slice,
+            working_set: self.working_set(),
+        }
     }
 
     /// Bytes counted per access (block ops) or per element (STREAM).
@@ -228,7 +242,7 @@ impl Case for BandwidthCase {
             result = result.extra("access_time", "ns", &access_times(&reps));
         }
         if ctx.runner.reference {
-            result = result.reference(super::reference::for_case(self)?);
+            result = result.reference(reference::for_case(&self.reference_job())?);
         }
         Ok(result.finish())
     }

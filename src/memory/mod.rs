@@ -30,6 +30,7 @@ pub mod loaded;
 mod plan;
 pub mod reference;
 pub mod region;
+mod work;
 
 use anyhow::Result;
 
@@ -62,8 +63,8 @@ impl Benchmark for Mem {
         options.nt = args.nt;
         options.duration = args.duration;
         options.work = match (args.bytes, args.ops) {
-            (Some(b), _) => Some(plan::Work::Bytes(b)),
-            (None, Some(n)) => Some(plan::Work::Ops(n)),
+            (Some(b), _) => Some(work::Work::Bytes(b)),
+            (None, Some(n)) => Some(work::Work::Ops(n)),
             (None, None) => None,
         };
         let (cases, notes) = plan::plan(&options, ctx)?;

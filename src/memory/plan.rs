@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::MemOp;
 use super::case::BandwidthCase;
 use super::kernels::Isa;
+use super::work::Work;
 use crate::error::usage;
 use crate::plan::{Case, Cases, Context};
 use crate::runner;
@@ -28,26 +29,6 @@ pub struct MemOptions {
     pub duration: Duration,
     /// Fixed work per repetition instead of a duration (`--bytes`, `--ops`).
     pub work: Option<Work>,
-}
-
-/// A fixed amount of work for one repetition of a case, shared by its threads (strong scaling).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Work {
-    /// Bytes as the case counts them (`--bytes`), rounded down to whole accesses.
-    Bytes(u64),
-    /// Accesses of a block op, elements of a STREAM kernel (`--ops`).
-    Ops(u64),
-}
-
-impl Work {
-    /// Accesses (or elements) for a case that counts `per_access` bytes per access.
-    pub fn units(self, per_access: u64) -> u64 {
-        match self {
-            Work::Bytes(b) => b / per_access,
-            Work::Ops(n) => n,
-        }
-    }
 }
 
 /// Refuses fixed work that leaves a thread nothing to do.
