@@ -88,24 +88,14 @@ pub fn plan(opts: &DiskOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
 /// [`plan`], with the notes (e.g. an engine fallback) also put in each result's warnings.
 pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<String>)> {
     let mut notes = Vec::new();
-    let mut fitted;
-    let mut opts = opts;
-    if opts.size_fit
-        && opts.file.is_none()
-        && let Some(size) =
-            file::fitting_size(&opts.dir, opts.size).map_err(|e| name_flag(e, "--dir"))?
-    {
-        notes.push(format!(
-            "a {} test file does not fit in {}: using {} (--size-fit); give --dir on a larger \
-             file system for the full size",
-            format_size_approx(opts.size),
-            opts.dir.display(),
-            format_size_approx(size)
-        ));
-        fitted = opts.clone();
-        fitted.size = size;
-        opts = &fitted;
-    }
+    let fitted = fit_size(opts)?;
+    let opts = match &fitted {
+        Some((fitted, note)) => {
+            notes.push(note.clone());
+            fitted
+        }
+        None => opts,
+    };
     let spec = target_spec(opts)?;
     if let Place::Device(device) = &spec.place
         && let Some(note) = &device.probe_note
@@ -183,6 +173,28 @@ pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<
         }
     }
     Ok((cases, notes))
+}
+
+/// With `--size-fit` and a `--size` that does not fit in `--dir`: the options with the size
+/// that fits, and the note that says so. `None` when nothing changes.
+fn fit_size(opts: &DiskOptions) -> Result<Option<(DiskOptions, String)>> {
+    if !opts.size_fit || opts.file.is_some() {
+        return Ok(None);
+    }
+    let Some(size) = file::fitting_size(&opts.dir, opts.size).map_err(|e| name_flag(e, "--dir"))?
+    else {
+        return Ok(None);
+    };
+    let note = format!(
+        "a {} test file does not fit in {}: using {} (--size-fit); give --dir on a larger \
+         file system for the full size",
+        format_size_approx(opts.size),
+        opts.dir.display(),
+        format_size_approx(size)
+    );
+    let mut fitted = opts.clone();
+    fitted.size = size;
+    Ok(Some((fitted, note)))
 }
 
 /// The engine to run: the one asked for, or with `auto` io_uring where the kernel gives a ring
