@@ -56,11 +56,14 @@ enum Kind {
     Write,
 }
 
-/// Environment variable that makes io_uring setup fail as a kernel that refuses it would (tests).
+/// Environment variable that makes io_uring setup fail as a kernel that refuses it would. A
+/// test hook: read only in builds with the `test-hooks` feature, which only the tests enable.
+#[cfg(feature = "test-hooks")]
 pub const REFUSE_IO_URING_ENV: &str = "PEAKBENCH_TEST_REFUSE_IO_URING";
 
 /// Creates a ring, or says why the kernel refuses one.
 pub fn new_ring(entries: u32) -> std::io::Result<IoUring> {
+    #[cfg(feature = "test-hooks")]
     if std::env::var_os(REFUSE_IO_URING_ENV).is_some() {
         return Err(std::io::Error::from_raw_os_error(libc::EPERM));
     }
