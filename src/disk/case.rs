@@ -13,7 +13,7 @@ use super::{Engine, IOPS_HEADLINE_BELOW, Op, Stopping, fio};
 use crate::peak::PeakRef;
 use crate::plan::{Case, CaseSpec, Context, guess};
 use crate::result::{BenchResult, Params, Reference, Subsystem};
-use crate::runner::{self, RunSettings, Stop};
+use crate::runner::{self, Repetition, RunSettings, Stop};
 use crate::units::format_size_approx;
 
 /// One disk experiment.
@@ -67,7 +67,8 @@ impl DiskCase {
             "bytes = {} B block × I/Os completed by all {} threads (reads and writes), per \
              repetition wall time (first thread start to last thread end); MB = 10^6 B; IOPS = \
              the same I/Os per second; ramp {} excluded; latency per I/O from submission to \
-             completion; each thread works in its own {} B region of the file",
+             completion; wall_time_per_io = repetition wall time / I/Os of all threads (1/IOPS, \
+             not an I/O's latency); each thread works in its own {} B region of the file",
             self.block,
             self.threads,
             humantime::format_duration(self.ramp),
@@ -294,6 +295,7 @@ impl Case for DiskCase {
         let reps = runner::measure(&settings, |i| DiskWorker::new(&job, &file, i))?;
         let mbps: Vec<f64> = reps.iter().map(|r| r.units_per_sec() / 1e6).collect();
         let iops: Vec<f64> = reps.iter().map(|r| r.ops_per_sec()).collect();
+        let wall_per_io = wall_times_per_io(&reps);
         let (metric, unit, samples, extra) = if self.iops_headline() {
             ("iops", "IOPS", iops, ("throughput", "MB/s", mbps))
         } else {
@@ -321,6 +323,7 @@ impl Case for DiskCase {
             .param("stamps_checked", checked)
             .param("path", file.path.display().to_string())
             .extra(extra.0, extra.1, &extra.2)
+            .extra("wall_time_per_io", "ns", &wall_per_io)
             .latency(reps.iter().filter_map(|r| r.latency.as_ref()))
             .peak(self.peak(ctx, unit))
             .warn(self.notes.iter().cloned())
@@ -329,5 +332,37 @@ impl Case for DiskCase {
             result = result.reference(self.fio_reference(ctx, &file)?);
         }
         Ok(result.finish())
+    }
+}
+
+/// Wall time per I/O (`wall_time_per_io`, ns): the repetition's wall time ÷ the I/Os of all
+/// threads, that is 1/IOPS, as the users' reports count disk latency. It falls as threads and
+/// queue depth are added (I/Os overlap); each I/O's own time is in the latency percentiles.
+fn wall_times_per_io(reps: &[Repetition]) -> Vec<f64> {
+    reps.iter()
+        .filter(|r| r.ops > 0 && !r.wall.is_zero())
+        .map(|r| r.wall.as_secs_f64() * 1e9 / r.ops as f64)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wall_time_per_io_is_the_inverse_of_iops() {
+        // 4 threads at QD 8 complete 200,000 I/Os in a 0.5 s repetition: 400,000 IOPS, and
+        // 0.5 s / 200,000 = 2,500 ns of wall time per I/O, whatever each I/O took itself.
+        let rep = Repetition {
+            wall: Duration::from_millis(500),
+            thread_time: Duration::from_secs(2),
+            cpu_time: Duration::from_secs(2),
+            units: 0,
+            ops: 200_000,
+            latency: None,
+            threads: Vec::new(),
+        };
+        assert_eq!(rep.ops_per_sec(), 400_000.0);
+        assert_eq!(wall_times_per_io(&[rep]), [2500.0]);
     }
 }
