@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{EngineChoice, MAX_BLOCK, Op};
+use super::settings::{EngineChoice, MAX_BLOCK, Op};
 use crate::options::{
     duration, percent, positive_count, positive_duration, positive_size, positive_u32, thread_count,
 };

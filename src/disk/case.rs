@@ -8,8 +8,9 @@ use anyhow::Result;
 
 use super::engine::{DiskWorker, Job};
 use super::file::TestFile;
+use super::fio;
+use super::settings::{Engine, IOPS_HEADLINE_BELOW, Op, Stopping};
 use super::target::Target;
-use super::{Engine, IOPS_HEADLINE_BELOW, Op, Stopping, fio};
 use crate::peak::PeakRef;
 use crate::plan::{Case, CaseSpec, Context, guess};
 use crate::result::{BenchResult, Params, Reference, Subsystem};

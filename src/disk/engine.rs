@@ -23,8 +23,8 @@ use crate::stats::LatencyHistogram;
 use super::buffer::AlignedBuf;
 use super::error::io_error;
 use super::file::TestFile;
+use super::settings::{Engine, Op};
 use super::stamp::{FULL_CHECK_EVERY, stamp, verify, verify_ends};
-use super::{Engine, Op};
 
 /// What one thread does: everything the I/O loop needs, fixed before the run.
 #[derive(Clone, Debug)]

@@ -1,6 +1,6 @@
 //! The disk workload's errors: why a target is refused ([`TargetError`], the user's input at
 //! fault) and the usage error that names the flag it came from, and an I/O failure with its
-//! offset ([`io_error`]). Every other file of the folder may raise them; this one uses none.
+//! offset ([`io_error`]). Every other file of the folder may raise them; it uses none of them.
 
 use std::path::PathBuf;
 
