@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::MemOp;
 use super::loaded::LoadOp;
+use super::op::MemOp;
 use crate::options::{
     OrAll, duration, or_all, positive_count, positive_duration, positive_size, thread_count,
 };

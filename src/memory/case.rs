@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use super::MemOp;
 use super::kernels::{self, Isa, Stream};
+use super::op::MemOp;
 use super::reference;
 use super::region::{HugePages, Region};
 use super::work::Work;

@@ -5,9 +5,9 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::MemOp;
 use super::case::BandwidthCase;
 use super::kernels::{Isa, Stream};
+use super::op::MemOp;
 use super::work::Work;
 use crate::error::usage;
 use crate::plan::{Case, Cases, Context};

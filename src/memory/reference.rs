@@ -12,8 +12,8 @@
 
 use std::time::Duration;
 
-use super::MemOp;
 use super::kernels::Isa;
+use super::op::MemOp;
 use crate::reference::{Invocation, Reading, Tool};
 use crate::result::Reference;
 
