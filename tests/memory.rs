@@ -78,6 +78,9 @@ fn every_op_runs_verified_and_says_how_it_counts() {
         } else {
             assert_eq!(r["extra"][0]["metric"], "access_time", "{r}");
             assert!(r["extra"][0]["value"].as_f64().unwrap() > 0.0);
+            assert_eq!(r["extra"][1]["metric"], "wall_time_per_access", "{r}");
+            assert_eq!(r["extra"][1]["unit"], "ns", "{r}");
+            assert!(r["extra"][1]["value"].as_f64().unwrap() > 0.0);
         }
     }
 }

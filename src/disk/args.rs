@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{EngineChoice, MAX_BLOCK, Op};
+use super::settings::{EngineChoice, MAX_BLOCK, Op};
 use crate::options::{
     Defaults, Threads, Timing, duration, percent, positive_count, positive_size, positive_u32,
 };

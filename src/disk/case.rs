@@ -7,12 +7,14 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::engine::{DiskWorker, Job};
-use super::plan::Target;
-use super::{Engine, IOPS_HEADLINE_BELOW, Op, Stopping, fio};
+use super::file::TestFile;
+use super::fio;
+use super::settings::{Engine, IOPS_HEADLINE_BELOW, Op, Stopping};
+use super::target::Target;
 use crate::peak::PeakRef;
 use crate::plan::{Case, CaseSpec, Context, guess};
-use crate::result::{BenchResult, Params, Subsystem};
-use crate::runner::{self, RunSettings, Stop};
+use crate::result::{BenchResult, Params, Reference, Subsystem};
+use crate::runner::{self, Repetition, RunSettings, Stop};
 use crate::units::format_size_approx;
 
 /// One disk experiment.
@@ -66,7 +68,8 @@ impl DiskCase {
             "bytes = {} B block × I/Os completed by all {} threads (reads and writes), per \
              repetition wall time (first thread start to last thread end); MB = 10^6 B; IOPS = \
              the same I/Os per second; ramp {} excluded; latency per I/O from submission to \
-             completion; each thread works in its own {} B region of the file",
+             completion; wall_time_per_io = repetition wall time / I/Os of all threads (1/IOPS, \
+             not an I/O's latency); each thread works in its own {} B region of the file",
             self.block,
             self.threads,
             humantime::format_duration(self.ramp),
@@ -107,6 +110,97 @@ impl DiskCase {
             });
         }
         text
+    }
+
+    /// What each thread does, on the file as it was opened.
+    fn job(&self, file: &TestFile, verify: bool) -> Job {
+        Job {
+            op: self.op,
+            block: self.block,
+            qd: self.qd,
+            batch: self.batch,
+            direct: self.direct,
+            engine: self.engine,
+            rwmix_read: self.rwmix_read,
+            fsync_every: self.fsync_every,
+            end_fsync: self.end_fsync(),
+            verify,
+            tag: file.tag,
+            data_offset: file.data_offset,
+            region: self.region,
+        }
+    }
+
+    /// When the runner ends a repetition: bytes become whole blocks, at least one.
+    fn runner_stop(&self) -> Stop {
+        match self.stop {
+            Stopping::Duration(d) => Stop::Duration(d),
+            Stopping::Bytes(b) => Stop::Work((b / self.block).max(1)),
+            Stopping::Ios(n) => Stop::Work(n),
+        }
+    }
+
+    /// The disk's peak for this case's mix of reads and writes, in the headline's unit.
+    fn peak(&self, ctx: &Context, unit: &str) -> Option<PeakRef> {
+        ctx.peaks
+            .disk
+            .for_mix(self.read_fraction(), self.iops_headline())
+            .map(|(value, source)| PeakRef {
+                value,
+                unit: unit.into(),
+                source,
+                pair: None,
+            })
+    }
+
+    /// Buffered reads of a file the page cache can hold may measure memory, not the disk.
+    fn page_cache_warning(&self, ctx: &Context, file: &TestFile) -> Option<String> {
+        let memory = ctx
+            .host
+            .memory
+            .total_bytes
+            .max(ctx.host.memory.available_bytes);
+        (!self.direct && self.op.reads() && file.data_bytes <= memory).then(|| {
+            format!(
+                "buffered reads of a {} file that fits in the page cache ({} of memory) may \
+                 measure RAM, not the disk: drop --buffered, or give --size larger than memory",
+                format_size_approx(file.data_bytes),
+                format_size_approx(memory)
+            )
+        })
+    }
+
+    /// fio's run of the same job on the same file (`--reference`).
+    fn fio_reference(&self, ctx: &Context, file: &TestFile) -> Result<Reference> {
+        // fio inherits the checked file's descriptor and never opens its name.
+        let shared = file.share_with_tool()?;
+        let job = fio::FioJob {
+            path: &file.path,
+            fd: shared.as_raw_fd(),
+            op: self.op,
+            rwmix_read: self.rwmix_read,
+            block: self.block,
+            threads: self.threads,
+            qd: self.qd,
+            batch: self.batch,
+            huge_iomem: fio::huge_iomem_fits(self.threads, self.qd, self.block),
+            engine: self.engine,
+            direct: self.direct,
+            data_offset: file.data_offset,
+            region: self.region,
+            fsync_every: self.fsync_every,
+            end_fsync: self.end_fsync(),
+            stop: self.stop,
+            ramp: self.ramp,
+            iops_headline: self.iops_headline(),
+            cpus: ctx.runner.pin.then(runner::online_cpus),
+        };
+        let reference = job.run()?;
+        drop(shared);
+        if job.op.writes() && reference.value.is_some() {
+            file.mark_foreign_writes();
+        }
+        Ok(reference)
     }
 }
 
@@ -195,32 +289,14 @@ impl Case for DiskCase {
         let file = self.target.open()?;
         file.drop_cached_pages()?;
         let verify = file.verifiable();
-        let job = Job {
-            op: self.op,
-            block: self.block,
-            qd: self.qd,
-            batch: self.batch,
-            direct: self.direct,
-            engine: self.engine,
-            rwmix_read: self.rwmix_read,
-            fsync_every: self.fsync_every,
-            end_fsync: self.end_fsync(),
-            verify,
-            tag: file.tag,
-            data_offset: file.data_offset,
-            region: self.region,
-        };
-        let stop = match self.stop {
-            Stopping::Duration(d) => Stop::Duration(d),
-            Stopping::Bytes(b) => Stop::Work((b / self.block).max(1)),
-            Stopping::Ios(n) => Stop::Work(n),
-        };
-        let mut settings = RunSettings::new(&ctx.runner, self.threads, stop);
+        let job = self.job(&file, verify);
+        let mut settings = RunSettings::new(&ctx.runner, self.threads, self.runner_stop());
         settings.warmup = self.ramp;
         settings.watch = Some(Duration::from_millis(10));
         let reps = runner::measure(&settings, |i| DiskWorker::new(&job, &file, i))?;
         let mbps: Vec<f64> = reps.iter().map(|r| r.units_per_sec() / 1e6).collect();
         let iops: Vec<f64> = reps.iter().map(|r| r.ops_per_sec()).collect();
+        let wall_per_io = wall_times_per_io(&reps);
         let (metric, unit, samples, extra) = if self.iops_headline() {
             ("iops", "IOPS", iops, ("throughput", "MB/s", mbps))
         } else {
@@ -231,29 +307,6 @@ impl Case for DiskCase {
             .flat_map(|r| &r.threads)
             .map(|t| t.checksum)
             .sum();
-        let peak = ctx
-            .peaks
-            .disk
-            .for_mix(self.read_fraction(), self.iops_headline())
-            .map(|(value, source)| PeakRef {
-                value,
-                unit: unit.into(),
-                source,
-                pair: None,
-            });
-        let memory = ctx
-            .host
-            .memory
-            .total_bytes
-            .max(ctx.host.memory.available_bytes);
-        let cached = (!self.direct && self.op.reads() && file.data_bytes <= memory).then(|| {
-            format!(
-                "buffered reads of a {} file that fits in the page cache ({} of memory) may \
-                 measure RAM, not the disk: drop --buffered, or give --size larger than memory",
-                format_size_approx(file.data_bytes),
-                format_size_approx(memory)
-            )
-        });
         let mut result = self
             .spec()
             .measured(
@@ -271,41 +324,46 @@ impl Case for DiskCase {
             .param("stamps_checked", checked)
             .param("path", file.path.display().to_string())
             .extra(extra.0, extra.1, &extra.2)
+            .extra("wall_time_per_io", "ns", &wall_per_io)
             .latency(reps.iter().filter_map(|r| r.latency.as_ref()))
-            .peak(peak)
+            .peak(self.peak(ctx, unit))
             .warn(self.notes.iter().cloned())
-            .warn(cached);
+            .warn(self.page_cache_warning(ctx, &file));
         if ctx.runner.reference {
-            // fio inherits the checked file's descriptor and never opens its name.
-            let shared = file.share_with_tool()?;
-            let job = fio::FioJob {
-                path: &file.path,
-                fd: shared.as_raw_fd(),
-                op: self.op,
-                rwmix_read: self.rwmix_read,
-                block: self.block,
-                threads: self.threads,
-                qd: self.qd,
-                batch: self.batch,
-                huge_iomem: fio::huge_iomem_fits(self.threads, self.qd, self.block),
-                engine: self.engine,
-                direct: self.direct,
-                data_offset: file.data_offset,
-                region: self.region,
-                fsync_every: self.fsync_every,
-                end_fsync: self.end_fsync(),
-                stop: self.stop,
-                ramp: self.ramp,
-                iops_headline: self.iops_headline(),
-                cpus: ctx.runner.pin.then(runner::online_cpus),
-            };
-            let reference = job.run()?;
-            drop(shared);
-            if job.op.writes() && reference.value.is_some() {
-                file.mark_foreign_writes();
-            }
-            result = result.reference(reference);
+            result = result.reference(self.fio_reference(ctx, &file)?);
         }
         Ok(result.finish())
+    }
+}
+
+/// Wall time per I/O (`wall_time_per_io`, ns): the repetition's wall time ÷ the I/Os of all
+/// threads, that is 1/IOPS, as the users' reports count disk latency. It falls as threads and
+/// queue depth are added (I/Os overlap); each I/O's own time is in the latency percentiles.
+fn wall_times_per_io(reps: &[Repetition]) -> Vec<f64> {
+    reps.iter()
+        .filter(|r| r.ops > 0 && !r.wall.is_zero())
+        .map(|r| r.wall.as_secs_f64() * 1e9 / r.ops as f64)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wall_time_per_io_is_the_inverse_of_iops() {
+        // 4 threads at QD 8 complete 200,000 I/Os in a 0.5 s repetition: 400,000 IOPS, and
+        // 0.5 s / 200,000 = 2,500 ns of wall time per I/O, whatever each I/O took itself.
+        let rep = Repetition {
+            wall: Duration::from_millis(500),
+            thread_time: Duration::from_secs(2),
+            cpu_time: Duration::from_secs(2),
+            units: 0,
+            ops: 200_000,
+            latency: None,
+            threads: Vec::new(),
+        };
+        assert_eq!(rep.ops_per_sec(), 400_000.0);
+        assert_eq!(wall_times_per_io(&[rep]), [2500.0]);
     }
 }

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use super::file::TargetError;
+use super::error::TargetError;
 use crate::reference;
 
 /// How long `wipefs` may take to probe a device.

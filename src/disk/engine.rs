@@ -21,22 +21,10 @@ use crate::runner::{Quota, Tally, Worker};
 use crate::stats::LatencyHistogram;
 
 use super::buffer::AlignedBuf;
+use super::error::io_error;
 use super::file::TestFile;
+use super::settings::{Engine, Op};
 use super::stamp::{FULL_CHECK_EVERY, stamp, verify, verify_ends};
-use super::{Engine, Op};
-
-/// An I/O error with its offset; a full disk gets a message that says what happens next.
-pub fn io_error(e: std::io::Error, what: &str, offset: u64) -> anyhow::Error {
-    if e.raw_os_error() == Some(libc::ENOSPC) {
-        anyhow!(
-            "the disk is full (ENOSPC) {what} at offset {offset}: the run stops and the test \
-             file is removed (with --keep, kept only if its fill had finished); free some space \
-             or give a smaller --size"
-        )
-    } else {
-        anyhow!("{what} at offset {offset}: {e}")
-    }
-}
 
 /// What one thread does: everything the I/O loop needs, fixed before the run.
 #[derive(Clone, Debug)]
@@ -68,11 +56,14 @@ enum Kind {
     Write,
 }
 
-/// Environment variable that makes io_uring setup fail as a kernel that refuses it would (tests).
+/// Environment variable that makes io_uring setup fail as a kernel that refuses it would. A
+/// test hook: read only in builds with the `test-hooks` feature, which only the tests enable.
+#[cfg(feature = "test-hooks")]
 pub const REFUSE_IO_URING_ENV: &str = "PEAKBENCH_TEST_REFUSE_IO_URING";
 
 /// Creates a ring, or says why the kernel refuses one.
 pub fn new_ring(entries: u32) -> std::io::Result<IoUring> {
+    #[cfg(feature = "test-hooks")]
     if std::env::var_os(REFUSE_IO_URING_ENV).is_some() {
         return Err(std::io::Error::from_raw_os_error(libc::EPERM));
     }
@@ -313,65 +304,30 @@ impl DiskWorker {
         tally: &mut Tally,
         hist: &mut LatencyHistogram,
     ) -> Result<()> {
-        let per = self.units_per_step();
         let depth = self.slots.len();
-        let mut free: Vec<usize> = (0..depth).rev().collect();
-        let mut issued = 0;
-        let mut stopping = false;
-        let mut error: Option<anyhow::Error> = None;
+        let mut state = UringState {
+            free: (0..depth).rev().collect(),
+            issued: 0,
+            stopping: false,
+            error: None,
+            queued: 0,
+        };
         let mut reaped: Vec<(u64, i32)> = Vec::with_capacity(depth);
-        // I/Os pushed to the submission queue and not yet submitted.
-        let mut queued = 0;
         loop {
-            while error.is_none() && !stopping && !free.is_empty() && !self.fsync_due() {
-                if quota.next_chunk(issued, per) < per {
-                    stopping = true;
-                    break;
-                }
-                issued += per;
-                let slot = free.pop().expect("a free slot");
-                let (kind, offset) = self.next_io();
-                if kind == Kind::Write {
-                    self.prepare_write(slot, offset);
-                }
-                let s = Slot {
-                    kind,
-                    offset,
-                    done: 0,
-                    start: Instant::now(),
-                };
-                if let Err(e) = self.push(slot, s) {
-                    error = Some(e);
-                    free.push(slot);
-                    break;
-                }
-                queued += 1;
-                // Submitted the moment the batch is full (by default each I/O on its own, as
-                // fio does: a virtio disk served one burst per wait ran at 0.8x fio). The last
-                // one too, and the wait is a call of its own, as in fio: random 4 KiB reads at
-                // QD 1 ran 0.95x fio with one combined submit-and-wait, 0.98x with two calls
-                // (medians of 18 alternations of 5 s on this VM's virtio disk).
-                if queued >= self.job.batch {
-                    queued = 0;
-                    if let Err(e) = self.submit() {
-                        self.poisoned = true;
-                        return Err(e);
-                    }
-                }
-            }
-            let inflight = depth - free.len();
-            if inflight == 0 {
-                if error.is_some() || stopping {
+            self.issue(&mut state, quota)?;
+            if state.free.len() == depth {
+                // Nothing in flight: the end, or an fsync between I/Os.
+                if state.error.is_some() || state.stopping {
                     break;
                 }
                 if self.fsync_due()
                     && let Err(e) = self.fsync()
                 {
-                    error = Some(e);
+                    state.error = Some(e);
                 }
                 continue;
             }
-            queued = 0;
+            state.queued = 0;
             let ring = self.ring.as_mut().expect("io_uring engine has a ring");
             match ring.submit_and_wait(1) {
                 Ok(_) => {}
@@ -386,59 +342,141 @@ impl DiskWorker {
             reaped.extend(ring.completion().map(|c| (c.user_data(), c.result())));
             let now = Instant::now();
             for &(user_data, res) in &reaped {
-                let slot = user_data as usize;
-                let mut s = self.slots[slot]
-                    .take()
-                    .expect("a completion for an issued I/O");
-                if res < 0 {
-                    let e = std::io::Error::from_raw_os_error(-res);
-                    error.get_or_insert(io_error(e, io_name(s.kind), s.offset + s.done));
-                    free.push(slot);
-                    continue;
-                }
-                if res == 0 {
-                    error.get_or_insert(anyhow!(
-                        "{} at offset {} returned 0 bytes (end of file)",
-                        io_name(s.kind),
-                        s.offset + s.done
-                    ));
-                    free.push(slot);
-                    continue;
-                }
-                s.done += res as u64;
-                if s.done < self.job.block {
-                    // A short transfer: the rest goes back in the queue, same slot.
-                    if let Err(e) = self.push(slot, s) {
-                        error.get_or_insert(e);
-                        free.push(slot);
-                    }
-                    continue;
-                }
-                hist.record(now.duration_since(s.start).as_nanos() as u64);
-                if let Err(e) = self.completed(slot, s.kind, s.offset, tally) {
-                    error.get_or_insert(e);
-                }
-                if self.job.op == Op::Rewrite && s.kind == Kind::Read && error.is_none() {
-                    self.prepare_write(slot, s.offset);
-                    let w = Slot {
-                        kind: Kind::Write,
-                        offset: s.offset,
-                        done: 0,
-                        start: Instant::now(),
-                    };
-                    if let Err(e) = self.push(slot, w) {
-                        error.get_or_insert(e);
-                        free.push(slot);
-                    }
-                    continue;
-                }
-                free.push(slot);
+                self.complete(user_data as usize, res, now, &mut state, tally, hist);
             }
         }
-        match error {
+        match state.error {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// Fills the free slots with new I/Os while the quota lasts, no error was seen and no fsync
+    /// is due, submitting them a batch at a time. An error of the submission itself ends the run
+    /// (the worker is poisoned: what was queued may be in flight).
+    fn issue(&mut self, state: &mut UringState, quota: &Quota) -> Result<()> {
+        let per = self.units_per_step();
+        while state.error.is_none()
+            && !state.stopping
+            && !state.free.is_empty()
+            && !self.fsync_due()
+        {
+            if quota.next_chunk(state.issued, per) < per {
+                state.stopping = true;
+                break;
+            }
+            state.issued += per;
+            let slot = state.free.pop().expect("a free slot");
+            let (kind, offset) = self.next_io();
+            if kind == Kind::Write {
+                self.prepare_write(slot, offset);
+            }
+            let s = Slot {
+                kind,
+                offset,
+                done: 0,
+                start: Instant::now(),
+            };
+            if let Err(e) = self.push(slot, s) {
+                state.error = Some(e);
+                state.free.push(slot);
+                break;
+            }
+            state.queued += 1;
+            // Submitted the moment the batch is full (by default each I/O on its own, as
+            // fio does: a virtio disk served one burst per wait ran at 0.8x fio). The last
+            // one too, and the wait is a call of its own, as in fio: random 4 KiB reads at
+            // QD 1 ran 0.95x fio with one combined submit-and-wait, 0.98x with two calls
+            // (medians of 18 alternations of 5 s on this VM's virtio disk).
+            if state.queued >= self.job.batch {
+                state.queued = 0;
+                if let Err(e) = self.submit() {
+                    self.poisoned = true;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes one completion of `slot`: a failed I/O or one at the end of the file is an error, a
+    /// short one goes back in the queue for the rest, a whole one is timed and checked (and a
+    /// rewrite's read is followed by its write in the same slot). The slot is freed unless its
+    /// I/O goes on.
+    fn complete(
+        &mut self,
+        slot: usize,
+        res: i32,
+        now: Instant,
+        state: &mut UringState,
+        tally: &mut Tally,
+        hist: &mut LatencyHistogram,
+    ) {
+        let mut s = self.slots[slot]
+            .take()
+            .expect("a completion for an issued I/O");
+        if res < 0 {
+            let e = std::io::Error::from_raw_os_error(-res);
+            state.fail(slot, io_error(e, io_name(s.kind), s.offset + s.done));
+            return;
+        }
+        if res == 0 {
+            let e = anyhow!(
+                "{} at offset {} returned 0 bytes (end of file)",
+                io_name(s.kind),
+                s.offset + s.done
+            );
+            state.fail(slot, e);
+            return;
+        }
+        s.done += res as u64;
+        if s.done < self.job.block {
+            // A short transfer: the rest goes back in the queue, same slot.
+            if let Err(e) = self.push(slot, s) {
+                state.fail(slot, e);
+            }
+            return;
+        }
+        hist.record(now.duration_since(s.start).as_nanos() as u64);
+        if let Err(e) = self.completed(slot, s.kind, s.offset, tally) {
+            state.error.get_or_insert(e);
+        }
+        if self.job.op == Op::Rewrite && s.kind == Kind::Read && state.error.is_none() {
+            self.prepare_write(slot, s.offset);
+            let w = Slot {
+                kind: Kind::Write,
+                offset: s.offset,
+                done: 0,
+                start: Instant::now(),
+            };
+            if let Err(e) = self.push(slot, w) {
+                state.fail(slot, e);
+            }
+            return;
+        }
+        state.free.push(slot);
+    }
+}
+
+/// Where one run of the io_uring loop stands.
+struct UringState {
+    /// Slots with no I/O in flight.
+    free: Vec<usize>,
+    /// Units the quota handed out so far.
+    issued: u64,
+    /// The quota is spent: no new I/O, the ones in flight are drained.
+    stopping: bool,
+    /// The first error; no new I/O after it, the ones in flight are drained.
+    error: Option<anyhow::Error>,
+    /// I/Os pushed to the submission queue and not yet submitted.
+    queued: u32,
+}
+
+impl UringState {
+    /// Keeps the first error and frees the slot whose I/O failed.
+    fn fail(&mut self, slot: usize, e: anyhow::Error) {
+        self.error.get_or_insert(e);
+        self.free.push(slot);
     }
 }
 

@@ -30,10 +30,10 @@ use anyhow::{Context as _, Result, bail};
 
 use crate::interrupt;
 use crate::rng::Rng;
-use crate::units::format_size_approx;
 
 use super::buffer::AlignedBuf;
 use super::device::HeldDevice;
+use super::error::{TargetError, io_error};
 use super::stamp::stamp;
 
 /// The first bytes of every peakbench test file.
@@ -337,56 +337,6 @@ pub fn space_ok(need: u64, free: u64, total: u64) -> bool {
     need.saturating_add(SPACE_MARGIN + total / 100) <= free
 }
 
-/// Why a place cannot hold the test file, or a path or device cannot be used. These are the
-/// user's input at fault; the disk plan names the flag that gave it and the fix.
-#[derive(Debug, thiserror::Error)]
-pub enum TargetError {
-    #[error("{} cannot be used ({source})", path.display())]
-    Missing {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{} is not a directory", path.display())]
-    NotADirectory { path: PathBuf },
-    #[error("cannot read the free space of {} ({source})", path.display())]
-    FreeSpaceUnknown {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{} is on a read-only file system", path.display())]
-    ReadOnly { path: PathBuf },
-    #[error(
-        "the test file needs {} and {} has {} free (peakbench leaves {} + 1 % free)",
-        format_size_approx(*need), path.display(), format_size_approx(*free),
-        format_size_approx(SPACE_MARGIN)
-    )]
-    NoSpace { need: u64, path: PathBuf, free: u64 },
-    #[error("{} has {} free, too little for a test file", path.display(), format_size_approx(*free))]
-    TooLittleRoom { path: PathBuf, free: u64 },
-    #[error("cannot create a file in {} ({source})", path.display())]
-    NotWritable {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{} is not a regular file", path.display())]
-    NotRegular { path: PathBuf },
-    #[error(
-        "{} exists and was not created by peakbench (no complete peakbench header)",
-        path.display()
-    )]
-    Foreign { path: PathBuf },
-    #[error("{} cannot be read ({why})", path.display())]
-    Unreadable { path: PathBuf, why: String },
-    #[error("{} {why}", path.display())]
-    NotOurs { path: PathBuf, why: String },
-    #[error("the peakbench file {} holds {has} B of data and this run needs {need} B", path.display())]
-    TooSmall { path: PathBuf, has: u64, need: u64 },
-    #[error("{} is a block device", path.display())]
-    DeviceNotAllowed { path: PathBuf },
-    #[error("{} {why}", path.display())]
-    DeviceInUse { path: PathBuf, why: String },
-}
-
 /// A smaller test file size when `want` does not fit in `dir`: half of what the margin leaves
 /// free, in whole MiB; `None` when `want` fits. Too little room for even 64 MiB is an error.
 pub fn fitting_size(dir: &Path, want: u64) -> Result<Option<u64>> {
@@ -433,6 +383,7 @@ pub fn check_dir(dir: &Path, data_bytes: u64, align: u64) -> Result<(), TargetEr
             need,
             path: path(),
             free,
+            margin: SPACE_MARGIN,
         });
     }
     // Root ignores permissions, so only a real attempt tells whether the directory is writable.
@@ -735,7 +686,7 @@ fn fill(file: &TestFile, direct: bool) -> Result<()> {
         stamp(chunk, offset, file.tag, 0);
         handle
             .write_all_at(chunk, offset)
-            .map_err(|e| super::engine::io_error(e, "filling the test file", offset))?;
+            .map_err(|e| io_error(e, "filling the test file", offset))?;
         done += len as u64;
     }
     handle

@@ -20,7 +20,7 @@ use crate::reference::{Invocation, Reading, Tool};
 use crate::result::Reference;
 
 use super::buffer::HUGE_BUFFERS_FROM;
-use super::{Engine, Op, Stopping};
+use super::settings::{Engine, Op, Stopping};
 
 pub const FIO: Tool = Tool {
     name: "fio",

@@ -2,7 +2,7 @@
 //! created yet.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -12,8 +12,10 @@ use super::args::DiskArgs;
 use super::case::DiskCase;
 use super::device;
 use super::engine;
-use super::file::{self, Place, TargetError, TargetSpec, TestFile};
-use super::{DirectChoice, Engine, EngineChoice, Op, Stopping};
+use super::error::{name_flag, target_usage};
+use super::file::{self, Place, TargetSpec};
+use super::settings::{DirectChoice, Engine, EngineChoice, Op, Stopping};
+use super::target::Target;
 use crate::error::usage;
 use crate::options::unique;
 use crate::plan::{Case, Cases, Context};
@@ -78,115 +80,22 @@ impl DiskOptions {
     }
 }
 
-/// The test file of a plan: created by the first case that runs, shared by all of them, and
-/// removed when the last of them is dropped.
-pub struct Target {
-    spec: TargetSpec,
-    file: Mutex<Option<Arc<TestFile>>>,
-}
-
-impl Target {
-    /// Bytes of the data region the cases work in.
-    pub fn data_bytes(&self) -> u64 {
-        self.spec.data_bytes
-    }
-
-    pub(super) fn open(&self) -> Result<Arc<TestFile>> {
-        let mut slot = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(file) = slot.as_ref() {
-            return Ok(file.clone());
-        }
-        let flag = match self.spec.place {
-            Place::Dir(_) => "--dir",
-            Place::File(_) | Place::Device(_) => "--file",
-        };
-        let file = Arc::new(file::open(&self.spec).map_err(|e| name_flag(e, flag))?);
-        *slot = Some(file.clone());
-        Ok(file)
-    }
-}
-
 /// Checks the target and expands the options into cases; nothing is created yet.
 pub fn plan(opts: &DiskOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
     plan_with_notes(opts, ctx).map(|(cases, _)| cases)
 }
 
-/// The usage error for a target the user gave with `flag` (`--dir` or `--file`).
-fn target_usage(error: TargetError, flag: &str) -> anyhow::Error {
-    use TargetError as E;
-    let fix = match &error {
-        E::Missing { .. } => format!("give an existing path with {flag}"),
-        E::NotADirectory { .. } => {
-            "give the directory the test file goes in with --dir, or its path with --file".into()
-        }
-        E::ReadOnly { .. } => format!("give a writable {flag}"),
-        E::FreeSpaceUnknown { .. } | E::TooLittleRoom { .. } | E::NotWritable { .. } => {
-            format!("give another {flag}")
-        }
-        E::NoSpace { .. } => {
-            return usage(format!(
-                "--size: {error}: give a smaller --size or another {flag}"
-            ));
-        }
-        E::TooSmall { .. } => {
-            return usage(format!(
-                "--size: {error}: give a smaller --size, or remove the file or give another {flag}"
-            ));
-        }
-        E::NotRegular { .. } => {
-            "give a new path, or a block device with --allow-device-write".into()
-        }
-        E::Foreign { .. } => "peakbench never writes to a file it did not create: give a new \
-                               path or use --dir"
-            .into(),
-        E::Unreadable { .. } => "give a new path".into(),
-        E::NotOurs { .. } => format!(
-            "peakbench reuses only its own regular file with one link; it is left as it is: \
-             remove it or give another {flag}"
-        ),
-        E::DeviceNotAllowed { path } => format!(
-            "peakbench writes to a device only when it is named with --allow-device-write {} \
-             and is unmounted, unused and blank",
-            path.display()
-        ),
-        E::DeviceInUse { .. } => {
-            return usage(format!(
-                "--allow-device-write: {error}; peakbench will not write to it"
-            ));
-        }
-    };
-    usage(format!("{flag}: {error}: {fix}"))
-}
-
-/// Turns a target error anywhere in `error`'s chain into the usage error naming `flag`.
-pub(super) fn name_flag(error: anyhow::Error, flag: &str) -> anyhow::Error {
-    match error.downcast::<TargetError>() {
-        Ok(target) => target_usage(target, flag),
-        Err(other) => other,
-    }
-}
-
 /// [`plan`], with the notes (e.g. an engine fallback) also put in each result's warnings.
 pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<String>)> {
     let mut notes = Vec::new();
-    let mut fitted;
-    let mut opts = opts;
-    if opts.size_fit
-        && opts.file.is_none()
-        && let Some(size) =
-            file::fitting_size(&opts.dir, opts.size).map_err(|e| name_flag(e, "--dir"))?
-    {
-        notes.push(format!(
-            "a {} test file does not fit in {}: using {} (--size-fit); give --dir on a larger \
-             file system for the full size",
-            format_size_approx(opts.size),
-            opts.dir.display(),
-            format_size_approx(size)
-        ));
-        fitted = opts.clone();
-        fitted.size = size;
-        opts = &fitted;
-    }
+    let fitted = fit_size(opts)?;
+    let opts = match &fitted {
+        Some((fitted, note)) => {
+            notes.push(note.clone());
+            fitted
+        }
+        None => opts,
+    };
     let spec = target_spec(opts)?;
     if let Place::Device(device) = &spec.place
         && let Some(note) = &device.probe_note
@@ -208,17 +117,14 @@ pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<
         notes.push("queue depths above 1 run as 1 with the sync engine".into());
         qds = vec![1];
     }
-    let target = Arc::new(Target {
-        spec,
-        file: Mutex::new(None),
-    });
+    let target = Arc::new(Target::new(spec));
     let available = ctx.host.memory.available_bytes;
     let mut cases: Vec<Box<dyn Case>> = Vec::new();
     for &op in &opts.ops {
         for &block in &opts.blocks {
-            let direct = direct_for(opts.direct, block, &target.spec)?;
+            let direct = direct_for(opts.direct, block, target.spec())?;
             for &threads in &opts.threads {
-                let region = region_bytes(target.spec.data_bytes, threads, block)?;
+                let region = region_bytes(target.spec().data_bytes, threads, block)?;
                 if let Stopping::Ios(n) = opts.stop
                     && n < threads as u64
                 {
@@ -242,7 +148,7 @@ pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<
                         case_notes.push(format!(
                             "{block} B is not a multiple of the {} B O_DIRECT alignment: this case \
                              is buffered (page cache)",
-                            target.spec.align
+                            target.spec().align
                         ));
                     }
                     cases.push(Box::new(DiskCase {
@@ -267,6 +173,28 @@ pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<
         }
     }
     Ok((cases, notes))
+}
+
+/// With `--size-fit` and a `--size` that does not fit in `--dir`: the options with the size
+/// that fits, and the note that says so. `None` when nothing changes.
+fn fit_size(opts: &DiskOptions) -> Result<Option<(DiskOptions, String)>> {
+    if !opts.size_fit || opts.file.is_some() {
+        return Ok(None);
+    }
+    let Some(size) = file::fitting_size(&opts.dir, opts.size).map_err(|e| name_flag(e, "--dir"))?
+    else {
+        return Ok(None);
+    };
+    let note = format!(
+        "a {} test file does not fit in {}: using {} (--size-fit); give --dir on a larger \
+         file system for the full size",
+        format_size_approx(opts.size),
+        opts.dir.display(),
+        format_size_approx(size)
+    );
+    let mut fitted = opts.clone();
+    fitted.size = size;
+    Ok(Some((fitted, note)))
 }
 
 /// The engine to run: the one asked for, or with `auto` io_uring where the kernel gives a ring

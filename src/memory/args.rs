@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::MemOp;
 use super::loaded::LoadOp;
+use super::op::MemOp;
 use crate::options::{
     Defaults, OrAll, Threads, Timing, duration, or_all, positive_count, positive_size, thread_count,
 };

@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use super::MemOp;
 use super::kernels::{self, Isa, Stream};
-use super::plan::Work;
+use super::op::MemOp;
+use super::reference;
 use super::region::{HugePages, Region};
+use super::work::Work;
 use crate::plan::{Case, CaseSpec, Context, guess};
 use crate::result::{BenchResult, Params, Subsystem};
 use crate::rng::Rng;
@@ -55,6 +56,19 @@ impl BandwidthCase {
     /// Bytes of all threads' regions together: the working set actually used.
     pub fn working_set(&self) -> u64 {
         self.slice * self.regions() * self.threads as u64
+    }
+
+    /// What the standard tools are asked to measure beside this case.
+    fn reference_job(&self) -> reference::Job {
+        reference::Job {
+            op: self.op,
+            block: self.block,
+            threads: self.threads,
+            nt: self.nt,
+            isa: self.isa,
+            slice: self.slice,
+            working_set: self.working_set(),
+        }
     }
 
     /// Bytes counted per access (block ops) or per element (STREAM).
@@ -107,7 +121,9 @@ impl BandwidthCase {
         }
         if self.block.is_some() {
             text.push_str(
-                "; access_time = elapsed times of all threads added up / accesses of all threads",
+                "; access_time = elapsed times of all threads added up / accesses of all threads \
+                 (one thread's time per access); wall_time_per_access = repetition wall time / \
+                 accesses of all threads (falls as threads are added)",
             );
         }
         text
@@ -225,21 +241,34 @@ impl Case for BandwidthCase {
             .warn(runner::oversubscription_warning(self.threads))
             .warn(runner::off_core_warning(&reps, self.threads));
         if self.block.is_some() {
-            result = result.extra("access_time", "ns", &access_times(&reps));
+            result = result
+                .extra("access_time", "ns", &access_times(&reps))
+                .extra("wall_time_per_access", "ns", &wall_times_per_access(&reps));
         }
         if ctx.runner.reference {
-            result = result.reference(super::reference::for_case(self)?);
+            result = result.reference(reference::for_case(&self.reference_job())?);
         }
         Ok(result.finish())
     }
 }
 
-/// Access time as users count it: the elapsed times of all threads added up ÷ the accesses of
-/// all threads, per repetition.
+/// Access time per thread (`access_time`, ns): the elapsed times of all threads added up ÷ the
+/// accesses of all threads, per repetition. What one thread waits for each of its accesses: it
+/// stays flat as threads are added while the memory keeps up with them.
 fn access_times(reps: &[Repetition]) -> Vec<f64> {
     reps.iter()
         .filter(|r| r.ops > 0)
         .map(|r| r.thread_time.as_secs_f64() * 1e9 / r.ops as f64)
+        .collect()
+}
+
+/// Wall time per access (`wall_time_per_access`, ns): the repetition's wall time ÷ the accesses
+/// of all threads, per repetition, as the users' reports count memory latency. It falls as
+/// threads are added (n threads sharing one wall time), so it is not a thread's access time.
+fn wall_times_per_access(reps: &[Repetition]) -> Vec<f64> {
+    reps.iter()
+        .filter(|r| r.ops > 0 && !r.wall.is_zero())
+        .map(|r| r.wall.as_secs_f64() * 1e9 / r.ops as f64)
         .collect()
 }
 
@@ -566,6 +595,38 @@ mod tests {
             threads: Vec::new(),
         };
         assert_eq!(access_times(&[rep]), [2.0]);
+    }
+
+    #[test]
+    fn the_two_access_times_differ_by_the_thread_count() {
+        // Two threads of 1 s each, side by side (wall 1 s), 10^9 accesses together: each thread
+        // spent 2 s / 10^9 = 2 ns per access, and the wall clock saw 1 s / 10^9 = 1 ns per access.
+        let rep = Repetition {
+            wall: Duration::from_secs(1),
+            thread_time: Duration::from_secs(2),
+            cpu_time: Duration::from_secs(2),
+            units: 0,
+            ops: 1_000_000_000,
+            latency: None,
+            threads: Vec::new(),
+        };
+        assert_eq!(access_times(std::slice::from_ref(&rep)), [2.0]);
+        assert_eq!(wall_times_per_access(&[rep]), [1.0]);
+    }
+
+    #[test]
+    fn a_repetition_without_accesses_gives_no_access_time() {
+        let rep = Repetition {
+            wall: Duration::ZERO,
+            thread_time: Duration::ZERO,
+            cpu_time: Duration::ZERO,
+            units: 0,
+            ops: 0,
+            latency: None,
+            threads: Vec::new(),
+        };
+        assert!(access_times(std::slice::from_ref(&rep)).is_empty());
+        assert!(wall_times_per_access(&[rep]).is_empty());
     }
 
     #[test]

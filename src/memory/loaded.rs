@@ -306,12 +306,6 @@ impl Case for LoadedCase {
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {
-        let size = self.size as usize / NODE * NODE;
-        let huge = if self.huge_pages {
-            HugePages::Ask
-        } else {
-            HugePages::Refuse
-        };
         let cpus = runner::online_cpus();
         let (chase_cpu, load_cpus) = match placement(&cpus, self.load.threads) {
             Some((c, l)) => (Some(c), l.into_iter().map(Some).collect()),
@@ -328,7 +322,6 @@ impl Case for LoadedCase {
         };
         let bytes = self.load.bytes as usize;
         let op = self.load.op;
-        // (chase CPU ns / loads, load bytes / chase wall ns) of each measured round.
         let rounds = std::thread::scope(|scope| -> Result<Vec<(f64, f64)>> {
             if let Some(pace) = pace {
                 for cpu in &load_cpus {
@@ -336,54 +329,7 @@ impl Case for LoadedCase {
                     scope.spawn(move || load_thread(op, bytes, pace, cpu, shared));
                 }
             }
-            let chase_thread = scope.spawn(|| -> Result<Vec<(f64, f64)>> {
-                if let Some(cpu) = chase_cpu {
-                    runner::pin_to(cpu)?;
-                }
-                let mut region = Region::map(size, huge)?;
-                let start = link(&mut region, 0x2545_f491_4f6c_dd1d ^ self.size);
-                // The load threads fill their buffers first: wait until each moved a chunk.
-                let want = pace.map_or(0, |_| counted(op, 1) * self.load.threads as u64);
-                let deadline = Instant::now() + Duration::from_secs(60);
-                while shared.bytes.load(Ordering::Relaxed) < want
-                    && shared.failure.lock().unwrap().is_none()
-                {
-                    if Instant::now() > deadline {
-                        bail!("the load threads moved nothing in 60 s");
-                    }
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                let mut at = start;
-                let rounds = runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| {
-                    let length = match round {
-                        Round::Warmup(d) => d.min(self.duration),
-                        Round::Measured(_) => self.duration,
-                    };
-                    let before = shared.bytes.load(Ordering::Relaxed);
-                    let wall_start = Instant::now();
-                    let cpu_start = thread_cpu_ns();
-                    let mut loads = 0u64;
-                    while wall_start.elapsed() < length {
-                        // SAFETY: `at` is a node of the chain in `region`, alive here.
-                        at = unsafe { chase(std::hint::black_box(at), LOADS) };
-                        loads += LOADS;
-                    }
-                    let cpu = thread_cpu_ns() - cpu_start;
-                    let wall = wall_start.elapsed();
-                    let moved = shared.bytes.load(Ordering::Relaxed) - before;
-                    let offset = (at as usize).wrapping_sub(region.as_ptr() as usize);
-                    if offset >= region.len() || !offset.is_multiple_of(NODE) {
-                        bail!(
-                            "the chase left its chain (offset {offset}): the loads were not done"
-                        );
-                    }
-                    Ok((
-                        cpu as f64 / loads as f64,
-                        moved as f64 / wall.as_nanos() as f64,
-                    ))
-                });
-                rounds.map(|r| r.into_iter().map(|t| t.value).collect())
-            });
+            let chase_thread = scope.spawn(|| self.chase(ctx, chase_cpu, pace.is_some(), &shared));
             let result = chase_thread
                 .join()
                 .expect("the chase thread does not panic");
@@ -395,38 +341,134 @@ impl Case for LoadedCase {
         }
         let latency: Vec<f64> = rounds.iter().map(|r| r.0).collect();
         let bandwidth: Vec<f64> = rounds.iter().map(|r| r.1).collect();
-        let counting = format!(
+        let result = self
+            .spec()
+            .measured(
+                &ctx.host.hostname,
+                "latency",
+                "ns",
+                self.counting(),
+                latency,
+            )?
+            .param("cache_level", level_for(ctx, self.size))
+            .extra("load_bandwidth", "GB/s", &bandwidth)
+            .warn(self.sharing_warning(chase_cpu.is_some(), cpus.len()));
+        Ok(result.finish())
+    }
+}
+
+impl LoadedCase {
+    /// The chase thread: on its CPU, it links its chain, waits until the load threads (when
+    /// `loaded`) have started, then times each round. Each measured round gives (chase CPU ns /
+    /// loads, load bytes / chase wall ns).
+    fn chase(
+        &self,
+        ctx: &Context,
+        cpu: Option<usize>,
+        loaded: bool,
+        shared: &Shared,
+    ) -> Result<Vec<(f64, f64)>> {
+        if let Some(cpu) = cpu {
+            runner::pin_to(cpu)?;
+        }
+        let huge = if self.huge_pages {
+            HugePages::Ask
+        } else {
+            HugePages::Refuse
+        };
+        let mut region = Region::map(self.size as usize / NODE * NODE, huge)?;
+        let mut at = link(&mut region, 0x2545_f491_4f6c_dd1d ^ self.size);
+        if loaded {
+            // The load threads fill their buffers first: wait until each moved a chunk.
+            wait_for_loads(shared, counted(self.load.op, 1) * self.load.threads as u64)?;
+        }
+        let rounds = runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| {
+            let length = match round {
+                Round::Warmup(d) => d.min(self.duration),
+                Round::Measured(_) => self.duration,
+            };
+            chase_round(&region, &mut at, length, shared)
+        });
+        rounds.map(|r| r.into_iter().map(|t| t.value).collect())
+    }
+
+    /// How the latency and the load bandwidth are counted.
+    fn counting(&self) -> String {
+        format!(
             "the chase thread's CPU time / dependent loads (one 8-byte load per 64-byte node, \
              nodes in a random single cycle); load_bandwidth (extra): bytes of the chunks the load \
              threads completed while the chase ran / its wall time, decimal GB/s (10^9 B/s), \
              {} per {} chunk; each load thread pauses the pace after each chunk",
-            match op {
+            match self.load.op {
                 LoadOp::Copy => "2·B (read + written)",
                 LoadOp::Read => "B read, checksum verified",
                 LoadOp::Write => "B written",
             },
             format_size(CHUNK_BYTES as u64),
-        );
-        let mut result = self
-            .spec()
-            .measured(&ctx.host.hostname, "latency", "ns", counting, latency)?
-            .param("cache_level", level_for(ctx, self.size))
-            .extra("load_bandwidth", "GB/s", &bandwidth);
-        if chase_cpu.is_none() {
-            result = result.warn([
+        )
+    }
+
+    /// A warning when the chase shares a CPU with the loads (`pinned`: the chase has a CPU of
+    /// its own, among `cpus`).
+    fn sharing_warning(&self, pinned: bool, cpus: usize) -> Option<String> {
+        if !pinned {
+            Some(
                 "a single CPU: the chase and the load threads share it, so the latency includes \
                  waiting for the CPU"
                     .to_string(),
-            ]);
-        } else if self.load.threads + 1 > cpus.len() {
-            result = result.warn([format!(
+            )
+        } else if self.load.threads + 1 > cpus {
+            Some(format!(
                 "{} load threads on the {} CPUs other than the chase's: they share cores",
                 self.load.threads,
-                cpus.len() - 1
-            )]);
+                cpus - 1
+            ))
+        } else {
+            None
         }
-        Ok(result.finish())
     }
+}
+
+/// Waits until the load threads moved `want` bytes (or one failed), at most 60 s.
+fn wait_for_loads(shared: &Shared, want: u64) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while shared.bytes.load(Ordering::Relaxed) < want && shared.failure.lock().unwrap().is_none() {
+        if Instant::now() > deadline {
+            bail!("the load threads moved nothing in 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
+}
+
+/// One round of the chase from `at` for `length`: (CPU ns per load, load bytes per wall ns).
+/// Fails when the chase left its chain.
+fn chase_round(
+    region: &Region,
+    at: &mut *const u8,
+    length: Duration,
+    shared: &Shared,
+) -> Result<(f64, f64)> {
+    let before = shared.bytes.load(Ordering::Relaxed);
+    let wall_start = Instant::now();
+    let cpu_start = thread_cpu_ns();
+    let mut loads = 0u64;
+    while wall_start.elapsed() < length {
+        // SAFETY: `at` is a node of the chain in `region`, alive here.
+        *at = unsafe { chase(std::hint::black_box(*at), LOADS) };
+        loads += LOADS;
+    }
+    let cpu = thread_cpu_ns() - cpu_start;
+    let wall = wall_start.elapsed();
+    let moved = shared.bytes.load(Ordering::Relaxed) - before;
+    let offset = (*at as usize).wrapping_sub(region.as_ptr() as usize);
+    if offset >= region.len() || !offset.is_multiple_of(NODE) {
+        bail!("the chase left its chain (offset {offset}): the loads were not done");
+    }
+    Ok((
+        cpu as f64 / loads as f64,
+        moved as f64 / wall.as_nanos() as f64,
+    ))
 }
 
 /// The lines after a loaded sweep: the curve, latency against load bandwidth, one line per

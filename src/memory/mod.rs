@@ -29,19 +29,20 @@ mod case;
 pub mod kernels;
 pub mod latency;
 pub mod loaded;
+mod op;
 mod plan;
 pub mod reference;
 pub mod region;
+mod work;
 
 use anyhow::Result;
 
-use crate::names::named_enum;
 use crate::options::{OrAll, unique};
 use crate::plan::{Context, Plan};
 use crate::workload::Benchmark;
 use args::{LatencyArgs, MemArgs};
 pub use case::BandwidthCase;
-use kernels::Stream;
+pub use op::MemOp;
 pub use plan::{MemOptions, default_size};
 
 /// `peakbench mem`.
@@ -64,8 +65,8 @@ impl Benchmark for Mem {
         options.nt = args.nt;
         options.duration = args.timing.duration;
         options.work = match (args.bytes, args.ops) {
-            (Some(b), _) => Some(plan::Work::Bytes(b)),
-            (None, Some(n)) => Some(plan::Work::Ops(n)),
+            (Some(b), _) => Some(work::Work::Bytes(b)),
+            (None, Some(n)) => Some(work::Work::Ops(n)),
             (None, None) => None,
         };
         let (cases, notes) = plan::plan(&options, ctx)?;
@@ -114,68 +115,6 @@ impl Benchmark for MemLatency {
         }
         let cases = latency::plan(&options, ctx)?;
         Ok(Plan::new(cases, Vec::new(), &options)?.with_summary(latency::boundaries))
-    }
-}
-
-named_enum! {
-    /// One memory operation, named as scripts name it.
-    pub enum MemOp {
-        /// sequential read
-        Read = "read",
-        /// sequential write
-        Write = "write",
-        /// sequential read + write of the same blocks (alias RWS)
-        Copy = "copy" | "rws",
-        /// read of random blocks
-        RandRead = "randread",
-        /// write of random blocks
-        RandWrite = "randwrite",
-        /// a random copy: a block read at a random offset, written at another (alias RWR)
-        RandRw = "randrw" | "rwr",
-        /// STREAM copy, c = a
-        StreamCopy = "stream-copy",
-        /// STREAM scale, b = 3·c
-        StreamScale = "stream-scale",
-        /// STREAM add, c = a + b
-        StreamAdd = "stream-add",
-        /// STREAM triad, a = b + 3·c
-        StreamTriad = "stream-triad",
-    }
-}
-
-impl MemOp {
-    pub fn stream(self) -> Option<Stream> {
-        match self {
-            MemOp::StreamCopy => Some(Stream::Copy),
-            MemOp::StreamScale => Some(Stream::Scale),
-            MemOp::StreamAdd => Some(Stream::Add),
-            MemOp::StreamTriad => Some(Stream::Triad),
-            _ => None,
-        }
-    }
-
-    pub fn random(self) -> bool {
-        matches!(self, MemOp::RandRead | MemOp::RandWrite | MemOp::RandRw)
-    }
-
-    /// Operations that have a non-temporal variant.
-    pub fn has_nt(self) -> bool {
-        matches!(self, MemOp::Write | MemOp::Copy) || self.stream().is_some()
-    }
-
-    /// Regions of a block operation: a source (read from), a destination (written to).
-    fn regions(self) -> (bool, bool) {
-        match self {
-            MemOp::Read | MemOp::RandRead => (true, false),
-            MemOp::Write | MemOp::RandWrite => (false, true),
-            _ => (true, true),
-        }
-    }
-
-    /// Bytes read and written by one block access of `block` bytes.
-    fn bytes_per_access(self, block: u64) -> u64 {
-        let (reads, writes) = self.regions();
-        block * (u64::from(reads) + u64::from(writes))
     }
 }
 

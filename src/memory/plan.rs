@@ -5,9 +5,10 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::MemOp;
 use super::case::BandwidthCase;
-use super::kernels::Isa;
+use super::kernels::{Isa, Stream};
+use super::op::MemOp;
+use super::work::Work;
 use crate::error::usage;
 use crate::plan::{Case, Cases, Context};
 use crate::runner;
@@ -28,26 +29,6 @@ pub struct MemOptions {
     pub duration: Duration,
     /// Fixed work per repetition instead of a duration (`--bytes`, `--ops`).
     pub work: Option<Work>,
-}
-
-/// A fixed amount of work for one repetition of a case, shared by its threads (strong scaling).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Work {
-    /// Bytes as the case counts them (`--bytes`), rounded down to whole accesses.
-    Bytes(u64),
-    /// Accesses of a block op, elements of a STREAM kernel (`--ops`).
-    Ops(u64),
-}
-
-impl Work {
-    /// Accesses (or elements) for a case that counts `per_access` bytes per access.
-    pub fn units(self, per_access: u64) -> u64 {
-        match self {
-            Work::Bytes(b) => b / per_access,
-            Work::Ops(n) => n,
-        }
-    }
 }
 
 /// Refuses fixed work that leaves a thread nothing to do.
@@ -127,22 +108,7 @@ pub fn default_size(ctx: &Context) -> (u64, Option<String>) {
 /// The cases, and notes about the choices made (printed and kept as warnings).
 pub fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<String>)> {
     let mut notes = Vec::new();
-    let size = match options.size {
-        Some(size) => size,
-        None => {
-            let (size, note) = default_size(ctx);
-            notes.extend(note);
-            size
-        }
-    };
-    let available = ctx.host.memory.available_bytes;
-    if available > 0 && size > available {
-        return Err(usage(format!(
-            "--size: {} is more than the {} of memory available: give a smaller --size",
-            format_size(size),
-            format_size_approx(available)
-        )));
-    }
+    let size = working_set(options, ctx, &mut notes)?;
     if ctx.peaks.memory.value.is_none() {
         notes.push(
             "the memory bandwidth peak is unknown (no readable DIMM table): give --mem-channels \
@@ -160,74 +126,19 @@ pub fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<String>)>
     let mut cases: Vec<Box<dyn Case>> = Vec::new();
     for &op in &options.ops {
         for &threads in &options.threads {
-            if let Some(kernel) = op.stream() {
-                let elements = size / (kernel.arrays() * 8 * threads as u64);
-                if elements == 0 {
-                    return Err(usage(format!(
-                        "--size: {} gives {threads} threads no element of {} arrays: give a larger --size",
-                        format_size(size),
-                        kernel.arrays()
-                    )));
-                }
-                check_work(options.work, kernel.bytes_per_element(), threads, op.name())?;
-                cases.push(Box::new(BandwidthCase {
-                    op,
-                    block: None,
-                    threads,
-                    slice: elements * 8,
-                    nt: options.nt && isa.has_nt(),
-                    duration: options.duration,
-                    work: options.work,
-                    isa,
-                    pin: ctx.runner.pin,
-                }));
-                continue;
-            }
-            let (reads, writes) = op.regions();
-            let regions = u64::from(reads) + u64::from(writes);
-            let slice = size / (regions * threads as u64);
-            if slice == 0 {
-                return Err(usage(format!(
-                    "--size: {} leaves {threads} threads of {} no byte each: give a larger --size or fewer --threads",
-                    format_size(size),
-                    op.name()
-                )));
-            }
-            let blocks = match &options.blocks {
-                Some(blocks) => blocks.clone(),
-                None if op.random() => vec![64.min(slice)],
-                None => vec![(1u64 << 20).min(slice)],
+            let shape = Shape {
+                op,
+                threads,
+                size,
+                isa,
+                pin: ctx.runner.pin,
             };
-            for block in blocks {
-                if block > size {
-                    return Err(usage(format!(
-                        "--block: {} is larger than the working set (--size {}): give a smaller block or a larger --size",
-                        format_size(block),
-                        format_size(size)
-                    )));
+            if let Some(kernel) = op.stream() {
+                cases.push(Box::new(shape.stream_case(kernel, options)?));
+            } else {
+                for case in shape.block_cases(options)? {
+                    cases.push(Box::new(case));
                 }
-                if block > slice {
-                    return Err(usage(format!(
-                        "--block: {} is larger than each thread's share of --size for {} ({} = {} / {threads} threads{}): give a smaller block or a larger --size",
-                        format_size(block),
-                        op.name(),
-                        format_size_approx(slice),
-                        format_size(size),
-                        if regions == 2 { " / 2 regions" } else { "" }
-                    )));
-                }
-                check_work(options.work, op.bytes_per_access(block), threads, op.name())?;
-                cases.push(Box::new(BandwidthCase {
-                    op,
-                    block: Some(block),
-                    threads,
-                    slice: slice / block * block,
-                    nt: options.nt && op.has_nt() && isa.has_nt(),
-                    duration: options.duration,
-                    work: options.work,
-                    isa,
-                    pin: ctx.runner.pin,
-                }));
             }
         }
     }
@@ -238,4 +149,121 @@ pub fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<String>)>
         );
     }
     Ok((cases, notes))
+}
+
+/// The working set of all threads: `--size`, or [`default_size`] with its note; refused when
+/// it is more than the memory available.
+fn working_set(options: &MemOptions, ctx: &Context, notes: &mut Vec<String>) -> Result<u64> {
+    let size = match options.size {
+        Some(size) => size,
+        None => {
+            let (size, note) = default_size(ctx);
+            notes.extend(note);
+            size
+        }
+    };
+    let available = ctx.host.memory.available_bytes;
+    if available > 0 && size > available {
+        return Err(usage(format!(
+            "--size: {} is more than the {} of memory available: give a smaller --size",
+            format_size(size),
+            format_size_approx(available)
+        )));
+    }
+    Ok(size)
+}
+
+/// One op at one thread count over the working set: what its cases share.
+struct Shape {
+    op: MemOp,
+    threads: usize,
+    /// Bytes of the working set of all threads.
+    size: u64,
+    isa: Isa,
+    pin: bool,
+}
+
+impl Shape {
+    /// The case of a STREAM kernel: each thread gets its share of every array, in elements.
+    fn stream_case(&self, kernel: Stream, options: &MemOptions) -> Result<BandwidthCase> {
+        let Shape {
+            op, threads, size, ..
+        } = *self;
+        let elements = size / (kernel.arrays() * 8 * threads as u64);
+        if elements == 0 {
+            return Err(usage(format!(
+                "--size: {} gives {threads} threads no element of {} arrays: give a larger --size",
+                format_size(size),
+                kernel.arrays()
+            )));
+        }
+        check_work(options.work, kernel.bytes_per_element(), threads, op.name())?;
+        Ok(BandwidthCase {
+            op,
+            block: None,
+            threads,
+            slice: elements * 8,
+            nt: options.nt && self.isa.has_nt(),
+            duration: options.duration,
+            work: options.work,
+            isa: self.isa,
+            pin: self.pin,
+        })
+    }
+
+    /// The cases of a block op, one per block size: each thread gets its share of each region
+    /// (one or two), a whole number of blocks.
+    fn block_cases(&self, options: &MemOptions) -> Result<Vec<BandwidthCase>> {
+        let Shape {
+            op, threads, size, ..
+        } = *self;
+        let (reads, writes) = op.regions();
+        let regions = u64::from(reads) + u64::from(writes);
+        let slice = size / (regions * threads as u64);
+        if slice == 0 {
+            return Err(usage(format!(
+                "--size: {} leaves {threads} threads of {} no byte each: give a larger --size or fewer --threads",
+                format_size(size),
+                op.name()
+            )));
+        }
+        let blocks = match &options.blocks {
+            Some(blocks) => blocks.clone(),
+            None if op.random() => vec![64.min(slice)],
+            None => vec![(1u64 << 20).min(slice)],
+        };
+        let mut cases = Vec::new();
+        for block in blocks {
+            if block > size {
+                return Err(usage(format!(
+                    "--block: {} is larger than the working set (--size {}): give a smaller block or a larger --size",
+                    format_size(block),
+                    format_size(size)
+                )));
+            }
+            if block > slice {
+                return Err(usage(format!(
+                    "--block: {} is larger than each thread's share of --size for {} ({} = {} / {threads} threads{}): give a smaller block or a larger --size",
+                    format_size(block),
+                    op.name(),
+                    format_size_approx(slice),
+                    format_size(size),
+                    if regions == 2 { " / 2 regions" } else { "" }
+                )));
+            }
+            check_work(options.work, op.bytes_per_access(block), threads, op.name())?;
+            cases.push(BandwidthCase {
+                op,
+                block: Some(block),
+                threads,
+                slice: slice / block * block,
+                nt: options.nt && op.has_nt() && self.isa.has_nt(),
+                duration: options.duration,
+                work: options.work,
+                isa: self.isa,
+                pin: self.pin,
+            });
+        }
+        Ok(cases)
+    }
 }

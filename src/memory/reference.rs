@@ -12,7 +12,8 @@
 
 use std::time::Duration;
 
-use super::{BandwidthCase, MemOp};
+use super::kernels::Isa;
+use super::op::MemOp;
 use crate::reference::{Invocation, Reading, Tool};
 use crate::result::Reference;
 
@@ -31,9 +32,24 @@ const MBW: Tool = Tool {
 /// Each tool run is bounded so that a stuck tool cannot hold the run.
 const TIMEOUT: Duration = Duration::from_secs(120);
 
+/// What a bandwidth case measures, as the tools are told it.
+#[derive(Clone, Copy, Debug)]
+pub struct Job {
+    pub op: MemOp,
+    /// `None` for STREAM kernels.
+    pub block: Option<u64>,
+    pub threads: usize,
+    pub nt: bool,
+    pub isa: Isa,
+    /// Bytes of each region of each thread.
+    pub slice: u64,
+    /// Bytes of all threads' regions together.
+    pub working_set: u64,
+}
+
 /// The reference for a case: the tool that measures the same thing, or a note why none does.
-pub fn for_case(case: &BandwidthCase) -> anyhow::Result<Reference> {
-    let suffix = if case.isa == super::kernels::Isa::Avx512 {
+pub fn for_case(case: &Job) -> anyhow::Result<Reference> {
+    let suffix = if case.isa == Isa::Avx512 {
         "_avx512"
     } else {
         "_avx"
@@ -47,9 +63,7 @@ pub fn for_case(case: &BandwidthCase) -> anyhow::Result<Reference> {
         MemOp::Copy | MemOp::StreamCopy if nt => format!("copy_mem{suffix}"),
         MemOp::Copy | MemOp::StreamCopy => format!("copy{suffix}"),
         MemOp::StreamTriad if nt => format!("stream_mem{suffix}"),
-        MemOp::StreamTriad if case.isa == super::kernels::Isa::Avx512 => {
-            "stream_avx512_fma".to_string()
-        }
+        MemOp::StreamTriad if case.isa == Isa::Avx512 => "stream_avx512_fma".to_string(),
         MemOp::StreamTriad => format!("stream{suffix}"),
         MemOp::StreamScale | MemOp::StreamAdd => {
             return Ok(LIKWID.failed(
@@ -68,8 +82,8 @@ pub fn for_case(case: &BandwidthCase) -> anyhow::Result<Reference> {
     likwid(case, &kernel)
 }
 
-fn likwid(case: &BandwidthCase, kernel: &str) -> anyhow::Result<Reference> {
-    let size_kb = (case.working_set() / 1000).max(1);
+fn likwid(case: &Job, kernel: &str) -> anyhow::Result<Reference> {
+    let size_kb = (case.working_set / 1000).max(1);
     let args: Vec<String> = vec![
         "-t".into(),
         kernel.into(),
@@ -104,7 +118,7 @@ fn parse_likwid_mbytes(stdout: &str) -> Option<f64> {
         .and_then(|v| v.trim().parse::<f64>().ok())
 }
 
-fn mbw(case: &BandwidthCase) -> anyhow::Result<Reference> {
+fn mbw(case: &Job) -> anyhow::Result<Reference> {
     // mbw allocates two arrays of the size given, in MiB: the two regions of peakbench's copy.
     let mib = (case.slice >> 20).max(1);
     let args: Vec<String> = vec![

@@ -4,8 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::collect::Root;
 use super::memory::parse_meminfo;
+use super::root::Root;
 use super::{Cache, CpuInfo, Fact, NumaNode, microarch};
 
 /// cpufreq directory of CPU 0, where the clocks and the governor are read.
@@ -444,7 +444,7 @@ fn read_numa(root: Root) -> Vec<NumaNode> {
 mod tests {
     use std::path::Path;
 
-    use super::super::collect::write_fixture as write;
+    use super::super::root::write_fixture as write;
     use super::*;
 
     /// One processor of a two-socket Xeon Platinum 8259CL with Hyper-Threading; CPU, SOCKET

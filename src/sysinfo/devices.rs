@@ -1,6 +1,6 @@
 //! Devices: the block devices of /sys/block and the network interfaces of /sys/class/net.
 
-use super::collect::Root;
+use super::root::Root;
 use super::{BlockDevice, Fact, NetInterface};
 
 /// The active scheduler of a queue/scheduler file: the bracketed one, or the only one listed.
@@ -96,7 +96,7 @@ mod tests {
     use std::fs;
     use std::path::Path;
 
-    use super::super::collect::write_fixture as write;
+    use super::super::root::write_fixture as write;
     use super::*;
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::str::FromStr;
 
-use super::collect::Root;
+use super::root::Root;
 use super::{Dimm, Fact, MemoryInfo};
 use crate::interrupt::Group;
 
@@ -376,7 +376,7 @@ pub(super) fn run_dmidecode() -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::collect::write_fixture as write;
+    use super::super::root::write_fixture as write;
     use super::*;
 
     #[test]

@@ -13,6 +13,7 @@ mod devices;
 mod memory;
 pub mod microarch;
 mod os;
+mod root;
 mod table;
 
 pub use collect::collect;

@@ -1,8 +1,8 @@
 //! The operating system: the host name and kernel release (procfs, else uname), the
 //! distribution (os-release), and the hypervisor the machine runs under, if any.
 
-use super::collect::Root;
 use super::cpu::CpuinfoEntry;
+use super::root::Root;
 use super::{Fact, OsInfo};
 
 /// PRETTY_NAME of an os-release file, unquoted.
@@ -142,8 +142,8 @@ pub(super) fn cpuid_hypervisor_vendor() -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::collect::write_fixture as write;
     use super::super::cpu::parse_cpuinfo;
+    use super::super::root::write_fixture as write;
     use super::*;
 
     /// An x86 processor without the hypervisor flag, as on bare metal.
