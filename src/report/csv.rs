@@ -1,8 +1,8 @@
 //! CSV: one row per result, and one row per time-series point for sampling runs
 //! (`kind` = `result` or `sample`), with every parameter ([`Params::FIELDS`]; `other` as one
 //! column of JSON) and every statistic in its own column. `access_time_ns` is a memory block
-//! case's access time as users count it (all threads' elapsed time ÷ all accesses, median over
-//! repetitions), empty elsewhere. `other_references` holds the result's other standard tools
+//! case's access time per thread (all threads' elapsed time ÷ all accesses, median over
+//! repetitions; the wall time per access is in the JSON's extras), empty elsewhere. `other_references` holds the result's other standard tools
 //! (ICMP ping beside sockperf) as a JSON array of their references, empty when there are none.
 
 use crate::result::{BenchResult, Params, Report};
