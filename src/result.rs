@@ -257,6 +257,19 @@ impl ParamInfo {
         }
     }
 
+    /// `threads`, a field of every result that has threads, as the x axis of the charts.
+    pub const THREADS: ParamInfo =
+        ParamInfo::axis("threads", "threads", "threads (count)", AxisScale::Count, 1);
+
+    /// `block_bytes`, the bytes of one access or I/O (memory and disk), as an x axis.
+    pub const BLOCK_BYTES: ParamInfo = ParamInfo::axis(
+        "block_bytes",
+        "block size",
+        "block size (bytes)",
+        AxisScale::Bytes,
+        2,
+    );
+
     pub const fn derived(key: &'static str) -> ParamInfo {
         ParamInfo {
             key,

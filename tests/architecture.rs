@@ -43,6 +43,17 @@ fn files_of(module: &str) -> Vec<PathBuf> {
     out
 }
 
+/// A file's code without its comments: comments (doc links included) name modules without
+/// depending on them.
+fn code_of(file: &Path) -> String {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The top-level modules a text names through `crate::`.
 fn named_modules(text: &str) -> Vec<String> {
     let mut names = Vec::new();
@@ -91,14 +102,7 @@ fn no_module_uses_one_declared_after_it() {
     let mut violations = Vec::new();
     for (i, module) in order.iter().enumerate() {
         for file in files_of(module) {
-            let text = std::fs::read_to_string(&file).unwrap();
-            // Comments (doc links included) name modules without depending on them.
-            let code: String = text
-                .lines()
-                .map(|l| l.split("//").next().unwrap_or(""))
-                .collect::<Vec<_>>()
-                .join("\n");
-            for name in named_modules(&code) {
+            for name in named_modules(&code_of(&file)) {
                 match rank.get(name.as_str()) {
                     Some(&j) if j > i => violations.push(format!(
                         "{} ({module}, layer {i}) uses crate::{name} (declared later, {j})",
@@ -136,13 +140,7 @@ fn the_commands_reach_the_workloads_only_through_the_registry() {
             continue;
         }
         for file in files_of(command) {
-            let text = std::fs::read_to_string(&file).unwrap();
-            let code: String = text
-                .lines()
-                .map(|l| l.split("//").next().unwrap_or(""))
-                .collect::<Vec<_>>()
-                .join("\n");
-            for name in named_modules(&code) {
+            for name in named_modules(&code_of(&file)) {
                 if workloads.contains(&name) {
                     named.push(format!("{} names crate::{name}", file.display()));
                 }

@@ -6,7 +6,7 @@ use crate::result::{AxisScale, PARAMS, ParamInfo};
 
 #[distributed_slice(PARAMS)]
 static CPU_PARAMS: &[ParamInfo] = &[
-    ParamInfo::axis("threads", "threads", "threads (count)", AxisScale::Count, 1),
+    ParamInfo::THREADS,
     ParamInfo::axis(
         "n",
         "n",

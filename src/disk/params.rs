@@ -6,14 +6,8 @@ use crate::result::{AxisScale, PARAMS, ParamInfo};
 
 #[distributed_slice(PARAMS)]
 static DISK_PARAMS: &[ParamInfo] = &[
-    ParamInfo::axis("threads", "threads", "threads (count)", AxisScale::Count, 1),
-    ParamInfo::axis(
-        "block_bytes",
-        "block size",
-        "block size (bytes)",
-        AxisScale::Bytes,
-        2,
-    ),
+    ParamInfo::THREADS,
+    ParamInfo::BLOCK_BYTES,
     ParamInfo::axis(
         "queue_depth",
         "queue depth",

@@ -62,15 +62,7 @@ impl CopyBound {
 /// every case). Interrupted by Ctrl-C, it returns the runner's interruption.
 pub fn copy_bandwidth(ctx: &Context) -> Result<CopyBound> {
     let threads = runner::num_cpus().max(1);
-    let llc = ctx
-        .host
-        .cpu
-        .caches
-        .iter()
-        .filter(|c| c.kind != "Instruction")
-        .map(|c| c.size_bytes)
-        .max()
-        .unwrap_or(0);
+    let llc = ctx.host.cpu.last_level_cache_bytes();
     let mut total = (8 * llc).clamp(64 << 20, 1 << 30);
     let available = ctx.host.memory.available_bytes;
     if available > 0 {

@@ -92,13 +92,7 @@ pub fn plan(options: &LatencyOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>
 
 /// The smallest data cache that holds `bytes`, by the sizes sysinfo read ("L1", …, "DRAM").
 pub fn level_for(ctx: &Context, bytes: u64) -> String {
-    let mut caches: Vec<_> = ctx
-        .host
-        .cpu
-        .caches
-        .iter()
-        .filter(|c| c.kind != "Instruction")
-        .collect();
+    let mut caches: Vec<_> = ctx.host.cpu.data_caches().collect();
     caches.sort_by_key(|c| c.level);
     caches
         .iter()
@@ -134,9 +128,7 @@ pub fn boundaries(ctx: &Context, results: &[&BenchResult]) -> Vec<String> {
     let caches: Vec<String> = ctx
         .host
         .cpu
-        .caches
-        .iter()
-        .filter(|c| c.kind != "Instruction")
+        .data_caches()
         .map(|c| format!("L{} {}", c.level, format_size_approx(c.size_bytes)))
         .collect();
     if !caches.is_empty() {

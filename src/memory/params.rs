@@ -2,18 +2,12 @@
 
 use linkme::distributed_slice;
 
-use crate::result::{AxisScale, PARAMS, ParamInfo};
+use crate::result::{PARAMS, ParamInfo};
 
 #[distributed_slice(PARAMS)]
 static MEMORY_PARAMS: &[ParamInfo] = &[
-    ParamInfo::axis("threads", "threads", "threads (count)", AxisScale::Count, 1),
-    ParamInfo::axis(
-        "block_bytes",
-        "block size",
-        "block size (bytes)",
-        AxisScale::Bytes,
-        2,
-    ),
+    ParamInfo::THREADS,
+    ParamInfo::BLOCK_BYTES,
     ParamInfo::derived("working_set_bytes"),
     ParamInfo::derived("bytes_per_repetition"),
     ParamInfo::derived("cache_level"),

@@ -78,15 +78,7 @@ impl MemOptions {
 /// 1 GiB, or 4 × the last-level cache when that is larger, but at most 3/4 of the memory
 /// available (and then a note says so).
 pub fn default_size(ctx: &Context) -> (u64, Option<String>) {
-    let llc = ctx
-        .host
-        .cpu
-        .caches
-        .iter()
-        .filter(|c| c.kind != "Instruction")
-        .map(|c| c.size_bytes)
-        .max()
-        .unwrap_or(0);
+    let llc = ctx.host.cpu.last_level_cache_bytes();
     let wanted = (1u64 << 30).max(4 * llc);
     let available = ctx.host.memory.available_bytes;
     if available > 0 && wanted > available / 4 * 3 {

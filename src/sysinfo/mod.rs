@@ -121,6 +121,18 @@ pub struct CpuInfo {
     pub numa_nodes: Vec<NumaNode>,
 }
 
+impl CpuInfo {
+    /// The data and unified caches (instruction caches hold no data), in the inventory's order.
+    pub fn data_caches(&self) -> impl Iterator<Item = &Cache> {
+        self.caches.iter().filter(|c| c.kind != "Instruction")
+    }
+
+    /// The size of the largest data cache, the last level; 0 when the inventory has none.
+    pub fn last_level_cache_bytes(&self) -> u64 {
+        self.data_caches().map(|c| c.size_bytes).max().unwrap_or(0)
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Cache {
     /// 1, 2, 3 …
