@@ -46,9 +46,10 @@ impl CopyBound {
     /// What was measured, in one phrase for a peak's source.
     pub fn describe(&self) -> String {
         format!(
-            "mem --op copy's {} kernel in 1 MiB blocks over {} of buffers, {} threads, best of \
+            "mem --op copy's {} kernel in {} blocks over {} of buffers, {} threads, best of \
              {} × {} ms: {:.2} GB/s, bytes read + written",
             self.isa.name(),
+            format_size_approx(BLOCK),
             format_size_approx(self.buffer_bytes),
             self.threads,
             self.repetitions,

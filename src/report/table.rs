@@ -1,6 +1,6 @@
 //! The human table (stdout) and the same rows as Markdown.
 
-use crate::result::{BenchResult, Params, Report};
+use crate::result::{BenchResult, Params, Reference, Report};
 use crate::text::{Align, Table};
 use crate::units::{format_bitrate, format_size, format_size_approx, format_value};
 
@@ -101,17 +101,27 @@ fn row(result: &BenchResult) -> [String; 9] {
             .map(|p| format_value(p.value))
             .unwrap_or_else(|| "-".into()),
         result.efficiency.map(percent).unwrap_or_else(|| "-".into()),
-        reference
-            .map(|r| match r.value {
-                Some(v) => format!("{} {}", r.tool, format_value(v)),
-                None => format!("{} n/a", r.tool),
-            })
-            .unwrap_or_else(|| "-".into()),
-        reference
-            .and_then(|r| r.ratio)
-            .map(|r| format!("{r:.2}"))
-            .unwrap_or_else(|| "-".into()),
+        reference_cell(reference),
+        ratio_cell(reference),
     ]
+}
+
+/// The standard tool's cell of a results table: its name and value, `n/a` when it gave none.
+pub(crate) fn reference_cell(reference: Option<&Reference>) -> String {
+    reference
+        .map(|r| match r.value {
+            Some(v) => format!("{} {}", r.tool, format_value(v)),
+            None => format!("{} n/a", r.tool),
+        })
+        .unwrap_or_else(|| "-".into())
+}
+
+/// The ours-to-the-tool ratio's cell.
+pub(crate) fn ratio_cell(reference: Option<&Reference>) -> String {
+    reference
+        .and_then(|r| r.ratio)
+        .map(|r| format!("{r:.2}"))
+        .unwrap_or_else(|| "-".into())
 }
 
 /// The header of the access-time column, added to a table where some result has one.

@@ -10,7 +10,8 @@ use super::choice::charts;
 use crate::report::charts::escape;
 use crate::report::table::{
     ACCESS_TIME_HEADER, PASTE_HEADERS, access_time_cell, all_warnings, any_access_time,
-    describe_params, paste_row, shared_params, subsystems, subsystems_of_runs,
+    describe_params, paste_row, ratio_cell, reference_cell, shared_params, subsystems,
+    subsystems_of_runs,
 };
 use crate::report::{change_cell, cluster, table};
 use crate::result::{BenchResult, Report, Subsystem};
@@ -214,16 +215,8 @@ fn summary_rows(out: &mut String, run: Option<i64>, subsystem: Subsystem, report
             unit.to_string(),
             describe_params(&best.params.without_bookkeeping()),
             best.efficiency.map(percent).unwrap_or_else(|| "-".into()),
-            reference
-                .map(|r| match r.value {
-                    Some(v) => format!("{} {}", r.tool, format_value(v)),
-                    None => format!("{} n/a", r.tool),
-                })
-                .unwrap_or_else(|| "-".into()),
-            reference
-                .and_then(|r| r.ratio)
-                .map(|r| format!("{r:.2}"))
-                .unwrap_or_else(|| "-".into()),
+            reference_cell(reference),
+            ratio_cell(reference),
             if i == 0 {
                 format!("{warned} of {} results", results.len())
             } else {
