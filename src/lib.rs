@@ -42,6 +42,7 @@ pub mod rng;
 pub mod options;
 
 pub mod sysinfo;
+pub mod evidence;
 pub mod peak;
 
 pub mod result;

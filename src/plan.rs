@@ -239,6 +239,7 @@ impl CaseSpec {
                 other_references: Vec::new(),
                 series: Vec::new(),
                 warnings: Vec::new(),
+                evidence: None,
             },
             walls: Vec::new(),
         })

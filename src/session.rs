@@ -144,6 +144,8 @@ impl Session {
             results: Vec::new(),
             hosts: Default::default(),
             cluster: None,
+            evidence: None,
+            findings: None,
         };
         let session = Session { report, output };
         session.save()?;

@@ -7,17 +7,23 @@
 //! statistics and raw samples, and where they apply latency percentiles, the peak, the
 //! efficiency and the reference tool's value.
 
+mod findings;
+
 use serde::{Deserialize, Serialize};
 
+pub use findings::{Against, Cause, Evidence, Expectation, Finding, Findings, Test, Verdict};
+
+use crate::evidence::{CaseEvidence, RunEvidence};
 use crate::names::named_enum;
 use crate::peak::{PeakRef, Peaks};
 use crate::stats::{LatencySummary, Summary};
 use crate::sysinfo::SysInfo;
 
 /// Version of the JSON layout; bumped on any incompatible change. Version 2 added the `hosts`
-/// map and the `cluster` section of `peakbench cluster run`; a version 1 document reads as a
-/// version 2 document of one host ([`Report::parse`]).
-pub const SCHEMA_VERSION: u32 = 2;
+/// map and the `cluster` section of `peakbench cluster run`; version 3 the `evidence` read
+/// from the machine (the run's and each result's) and the `findings`. An older document reads
+/// as a current one without them ([`Report::parse`]).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One run: everything measured by one invocation.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -51,12 +57,21 @@ pub struct Report {
     /// case, the network matrices, the collectives, the failures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<Cluster>,
+    /// What the machine imposed on the run, read when it started (schema version 3): the
+    /// cgroup's limits, the qdiscs, the block queues, the boot id. `null` in older documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<RunEvidence>,
+    /// Every result judged against its peak, the standard tool, its past and its fleet, with
+    /// the causes of every shortfall (schema version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub findings: Option<Findings>,
 }
 
 impl Report {
     /// Reads a document of any schema version this peakbench knows, upgraded to the current
     /// one: a version 1 document is a version 2 document of one host (no `hosts`, no
-    /// `cluster`), so upgrading it only sets the version.
+    /// `cluster`), a version 2 document one of version 3 without evidence and findings, so
+    /// upgrading only sets the version.
     pub fn parse(text: &str) -> Result<Report, String> {
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
@@ -460,6 +475,10 @@ pub struct BenchResult {
     /// What to be careful about with this value, each with a remedy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// What the machine did while the case ran: the CPU time of this process and of the
+    /// others, the time stolen, the throttling, the device and route (schema version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<CaseEvidence>,
 }
 
 /// What a cluster run adds to the document (schema version 2).
@@ -634,6 +653,7 @@ impl BenchResult {
             other_references: Vec::new(),
             series: Vec::new(),
             warnings: Vec::new(),
+            evidence: None,
         }
     }
 }

@@ -1,0 +1,344 @@
+//! What the machine imposes on a run, read while it runs and stored with it: the evidence the
+//! findings name their causes from.
+//!
+//! Two kinds, both plain serde values kept in the results document so that `peakbench explain`
+//! judges a stored or imported run without reading the machine again:
+//!
+//! - [`RunEvidence`], read once when a run starts: this process's cgroup limits (CPU quota,
+//!   cpuset, memory limit, I/O throttles; cgroup v1 and v2), the CPUs it may run on, transparent
+//!   huge pages, the qdiscs of every interface, the socket buffer and congestion control
+//!   sysctls, each block device's queue, and the boot and machine ids;
+//! - [`CaseEvidence`], read around each case: what this process and every other one used of
+//!   the CPUs while it ran, the time the hypervisor stole, the CFS throttling of this cgroup,
+//!   and where the case's traffic went (the test file's device, the route to the server).
+//!
+//! Every reader is cheap (a few small files and at most two `tc`/`ip` commands per run); what
+//! cannot be read is said in `unreadable`, never guessed.
+
+mod block;
+mod cgroup;
+mod net;
+mod procstat;
+
+use serde::{Deserialize, Serialize};
+
+pub use cgroup::{CgroupVersion, parse_blkio_throttle, parse_cpu_max, parse_io_max};
+pub use net::{parse_route_get, parse_tc_classes, parse_tc_qdiscs};
+pub use procstat::{CpuTimes, ProcessTimes, parse_pid_stat, parse_proc_stat};
+
+/// A value read from the machine and where it was read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Read<T> {
+    pub value: T,
+    /// The file and field, or the command, it came from.
+    pub source: String,
+}
+
+impl<T> Read<T> {
+    pub fn new(value: T, source: impl Into<String>) -> Self {
+        Read {
+            value,
+            source: source.into(),
+        }
+    }
+}
+
+/// Read once when a run starts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunEvidence {
+    /// `1` or `2`: the cgroup hierarchy this process's limits were read from (`null`: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_version: Option<u8>,
+    /// The CFS bandwidth limit of this process's cgroup, or of the nearest ancestor that has one
+    /// (v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us`, v2 `cpu.max`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_quota: Option<Read<CpuQuota>>,
+    /// The cpuset's CPUs (v1 `cpuset.cpus`, v2 `cpuset.cpus.effective`) as the kernel writes
+    /// them, e.g. `0-3,8`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpuset: Option<Read<String>>,
+    /// The CPUs `sched_getaffinity` allows this process, in order.
+    #[serde(default)]
+    pub affinity: Vec<usize>,
+    /// Logical CPUs online (`/sys/devices/system/cpu/online`).
+    #[serde(default)]
+    pub cpus_online: usize,
+    /// The memory limit of this process's cgroup in bytes (v1 `memory.limit_in_bytes` when
+    /// below the machine's memory, v2 `memory.max` when not `max`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit: Option<Read<u64>>,
+    /// Memory the cgroup used when the run started, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_usage: Option<Read<u64>>,
+    /// The I/O throttles of this process's cgroup, one per device (v1 `blkio.throttle.*`, v2
+    /// `io.max`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub io_throttles: Vec<IoThrottle>,
+    /// `/sys/kernel/mm/transparent_hugepage/enabled`: `always`, `madvise` or `never`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thp: Option<Read<String>>,
+    /// Every qdisc and class with a rate, on every interface of this network namespace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub qdiscs: Vec<Qdisc>,
+    /// Socket buffer and TCP sysctls by name (`net.core.rmem_max`, `net.core.wmem_max`,
+    /// `net.ipv4.tcp_rmem`, `net.ipv4.tcp_wmem`, `net.ipv4.tcp_congestion_control`), as written.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub sysctls: std::collections::BTreeMap<String, String>,
+    /// Every block device's queue.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub block_devices: Vec<BlockQueue>,
+    /// `/proc/sys/kernel/random/boot_id`: two hosts with the same one are one running machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
+    /// `/etc/machine-id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_id: Option<String>,
+    /// What could not be read and why (no `tc`, no cgroup mounted, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<String>,
+}
+
+/// A CFS bandwidth limit: `quota_us` of CPU time per `period_us` for the whole cgroup.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CpuQuota {
+    pub quota_us: u64,
+    pub period_us: u64,
+}
+
+impl CpuQuota {
+    /// The CPUs' worth of time the quota allows: quota / period.
+    pub fn cpus(&self) -> f64 {
+        self.quota_us as f64 / self.period_us.max(1) as f64
+    }
+}
+
+/// The I/O limits of one device in a cgroup; `None` where there is no limit.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IoThrottle {
+    /// `major:minor` of the device.
+    pub device: String,
+    /// The device's name, where `/sys/dev/block/M:m` names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_bps: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bps: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_iops: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_iops: Option<u64>,
+    /// The files the limits were read from.
+    pub source: String,
+}
+
+/// One qdisc (or an htb class) of one interface, with the rate it holds traffic to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Qdisc {
+    pub interface: String,
+    /// `tbf`, `htb`, `fq`, `cake`, `fq_codel`, `noqueue`, … (an htb class is `htb-class`).
+    pub kind: String,
+    /// `1:`, `1:10`, …
+    pub handle: String,
+    /// `root`, or the parent's handle.
+    pub parent: String,
+    /// The rate it shapes to, bits per second (tbf `rate`, htb class `ceil`, fq `maxrate`,
+    /// cake `bandwidth`); `null` for a qdisc that does not shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<u64>,
+    /// The command it was read with, e.g. `tc -j qdisc show dev veth0`.
+    pub source: String,
+}
+
+/// One block device's request queue (`/sys/block/NAME/queue/…`) and what it sits on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BlockQueue {
+    pub name: String,
+    /// `major:minor`.
+    pub device: String,
+    /// `nr_requests`: the requests the queue holds (the deepest queue depth it can serve).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nr_requests: Option<u64>,
+    /// The scheduler in use (the bracketed one of `scheduler`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
+    /// `write cache` or `write through` (`queue/write_cache`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_cache: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotational: Option<bool>,
+    /// What the device is: `virtio`, `loop`, `device-mapper`, `md`, `nvme`, `scsi`, … (from the
+    /// name and `device/driver`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The devices under it (`slaves/`), for device-mapper and md.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub below: Vec<String>,
+    /// NVMe PCIe link: current and maximum speed and width, e.g. `8.0 GT/s PCIe x4`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<PcieLink>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PcieLink {
+    pub current_speed: String,
+    pub max_speed: String,
+    pub current_width: u32,
+    pub max_width: u32,
+}
+
+/// Read around one case: from just before it was set up to just after its last repetition.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CaseEvidence {
+    /// Wall time between the two readings, seconds.
+    pub wall_s: f64,
+    /// CPU time of this process and the children it waited for (`/proc/self/stat` utime, stime,
+    /// cutime, cstime), seconds.
+    pub own_cpu_s: f64,
+    /// CPU time of everything else: user + nice + system of every CPU in `/proc/stat`, less this
+    /// process's, seconds (interrupt time is not counted: it serves this process too).
+    pub others_cpu_s: f64,
+    /// Time the hypervisor ran something else on this guest's CPUs (`/proc/stat` steal), summed
+    /// over CPUs, seconds.
+    pub steal_s: f64,
+    /// The other processes that used the most CPU time meanwhile (at most 3, each over 5 % of
+    /// one CPU), from `/proc/PID/stat`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top_others: Vec<OtherProcess>,
+    /// CFS throttling of this process's cgroup meanwhile (v1 and v2 `cpu.stat`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled: Option<Throttling>,
+    /// Thermal throttle events of the CPUs meanwhile (`thermal_throttle/*_throttle_count`),
+    /// where the kernel has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thermal_events: Option<u64>,
+    /// The block device the case's file is on (`major:minor` of its whole disk).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<Read<String>>,
+    /// The interface the case's traffic leaves by (`ip -j route get ADDRESS`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<Read<String>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OtherProcess {
+    pub pid: u32,
+    /// The command name (`comm`), escaped for a terminal.
+    pub command: String,
+    pub cpu_s: f64,
+}
+
+/// CFS bandwidth throttling of one cgroup over a window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Throttling {
+    /// Enforcement periods that elapsed.
+    pub periods: u64,
+    /// Periods in which the cgroup ran out of quota.
+    pub throttled_periods: u64,
+    /// Time its threads were held, seconds.
+    pub throttled_s: f64,
+    /// The file it was read from.
+    pub source: String,
+}
+
+/// The machine's counters at the start of a case; [`CaseWatch::finish`] reads them again.
+pub struct CaseWatch {
+    started: std::time::Instant,
+    cpu: Option<CpuTimes>,
+    own: Option<f64>,
+    processes: std::collections::BTreeMap<u32, ProcessTimes>,
+    throttling: Option<Throttling>,
+    thermal: Option<u64>,
+}
+
+impl CaseWatch {
+    /// Reads the counters now.
+    pub fn start() -> CaseWatch {
+        CaseWatch {
+            started: std::time::Instant::now(),
+            cpu: procstat::read_cpu_times(),
+            own: procstat::read_own_cpu_s(),
+            processes: procstat::read_processes(),
+            throttling: cgroup::read_throttling(),
+            thermal: procstat::read_thermal_events(),
+        }
+    }
+
+    /// Reads them again and says what happened in between; `path` is the case's file (a disk
+    /// case) and `server` the address its traffic goes to (a network case), to find the device
+    /// and the route.
+    pub fn finish(self, path: Option<&str>, server: Option<&str>) -> CaseEvidence {
+        let wall_s = self.started.elapsed().as_secs_f64();
+        let own_cpu_s = match (self.own, procstat::read_own_cpu_s()) {
+            (Some(a), Some(b)) => (b - a).max(0.0),
+            _ => 0.0,
+        };
+        let (busy_s, steal_s) = match (&self.cpu, procstat::read_cpu_times()) {
+            (Some(a), Some(b)) => (b.busy_s() - a.busy_s(), b.steal_s - a.steal_s),
+            _ => (0.0, 0.0),
+        };
+        let top_others = procstat::top_others(&self.processes, &procstat::read_processes(), wall_s);
+        let throttled = match (self.throttling, cgroup::read_throttling()) {
+            (Some(a), Some(b)) => Some(Throttling {
+                periods: b.periods.saturating_sub(a.periods),
+                throttled_periods: b.throttled_periods.saturating_sub(a.throttled_periods),
+                throttled_s: (b.throttled_s - a.throttled_s).max(0.0),
+                source: b.source,
+            }),
+            _ => None,
+        };
+        let thermal_events = match (self.thermal, procstat::read_thermal_events()) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+            _ => None,
+        };
+        CaseEvidence {
+            wall_s,
+            own_cpu_s,
+            others_cpu_s: (busy_s - own_cpu_s).max(0.0),
+            steal_s: steal_s.max(0.0),
+            top_others,
+            throttled,
+            thermal_events,
+            device: path.and_then(block::device_of_path),
+            route: server.and_then(net::route_to),
+        }
+    }
+}
+
+impl RunEvidence {
+    /// Reads everything once (a few milliseconds; `tc` and `ip` run once each).
+    pub fn read() -> RunEvidence {
+        let mut unreadable = Vec::new();
+        let mut evidence = RunEvidence {
+            affinity: procstat::affinity(),
+            cpus_online: procstat::cpus_online(),
+            thp: procstat::read_thp(),
+            sysctls: net::read_sysctls(),
+            block_devices: block::read_block_devices(),
+            boot_id: procstat::read_trimmed("/proc/sys/kernel/random/boot_id"),
+            machine_id: procstat::read_trimmed("/etc/machine-id"),
+            ..RunEvidence::default()
+        };
+        cgroup::read_limits(&mut evidence, &mut unreadable);
+        evidence.qdiscs = net::read_qdiscs(&mut unreadable);
+        evidence.unreadable = unreadable;
+        evidence
+    }
+
+    /// The I/O throttle on the device `major:minor`, if any.
+    pub fn io_throttle(&self, device: &str) -> Option<&IoThrottle> {
+        self.io_throttles.iter().find(|t| t.device == device)
+    }
+
+    /// The block device `major:minor`, if it was read.
+    pub fn block_device(&self, device: &str) -> Option<&BlockQueue> {
+        self.block_devices.iter().find(|b| b.device == device)
+    }
+
+    /// The qdiscs of `interface` that shape traffic (have a rate).
+    pub fn shapers<'a>(&'a self, interface: &'a str) -> impl Iterator<Item = &'a Qdisc> + 'a {
+        self.qdiscs
+            .iter()
+            .filter(move |q| q.interface == interface && q.rate_bps.is_some())
+    }
+}
