@@ -17,10 +17,12 @@
 //!
 //! 1. foundation: errors and exit codes, names of enum values, units, text tables, statistics,
 //!    the interrupt flag, the random generator, the shared option groups and value parsers;
-//! 2. the machine: its inventory ([`sysinfo`]) and theoretical peaks ([`peak`]);
+//! 2. the machine: its inventory ([`sysinfo`]), what it imposes on a run ([`evidence`]: cgroup
+//!    limits, qdiscs, the CPU time of other processes) and its theoretical peaks ([`peak`]);
 //! 3. the results document ([`result`]);
 //! 4. measuring: the [`runner`] and the standard tools ([`reference`]);
-//! 5. output and storage: the exporters ([`report`]) and the [`history`];
+//! 5. output and storage: the exporters ([`report`]) and the [`history`]; the [`findings`],
+//!    which judge a document with its evidence (read by [`evidence`], layer 2) and its past;
 //! 6. planning and running: the [`plan`] types, the [`workload`] trait and the [`session`],
 //!    which runs any plan and names no workload (the caller hands it the clock probe);
 //! 7. the workloads: [`cpu`], [`memory`], [`disk`], [`net`], each one folder;
@@ -52,6 +54,7 @@ pub mod reference;
 
 pub mod report;
 pub mod history;
+pub mod findings;
 
 pub mod plan;
 pub mod workload;
