@@ -144,7 +144,7 @@ impl Session {
             results: Vec::new(),
             hosts: Default::default(),
             cluster: None,
-            evidence: None,
+            evidence: Some(crate::evidence::RunEvidence::read()),
             findings: None,
         };
         let session = Session { report, output };
@@ -184,9 +184,7 @@ impl Session {
             }
             let label = case.spec().label;
             progress.set_message(label.clone());
-            let outcome = case.run(ctx);
-            drop(case);
-            match outcome {
+            match run_case(case, ctx) {
                 Ok(result) => {
                     self.report.results.push(result);
                     self.save()?;
@@ -211,6 +209,14 @@ impl Session {
         Ok(ending)
     }
 
+    /// Judges every result (against its physics, reference and the past in the history at
+    /// `db`) and keeps the findings in the document.
+    pub fn judge(&mut self, db: &crate::options::DbArgs) -> Result<()> {
+        let past = crate::findings::past_runs(db, &self.report, None);
+        self.report.findings = Some(crate::findings::judge(&self.report, &past));
+        self.save()
+    }
+
     /// Sets how the run ended and writes the document.
     pub fn finish(&mut self, status: RunStatus) -> Result<()> {
         self.report.status = status;
@@ -230,6 +236,27 @@ impl Session {
     pub fn output_path(&self) -> Option<&Path> {
         self.output.as_ref().map(|o| o.path())
     }
+}
+
+/// Runs one case with the machine watched around it (the CPU time of this process and the
+/// others, steal, throttling), and drops it; the result carries what was seen.
+pub fn run_case(case: Box<dyn Case>, ctx: &Context) -> Result<BenchResult> {
+    let watch = crate::evidence::CaseWatch::start();
+    let outcome = case.run(ctx);
+    drop(case);
+    let mut result = outcome?;
+    result.evidence = Some(watched(watch, &result));
+    Ok(result)
+}
+
+/// What the machine did while `result`'s case ran, read by `watch`; the case's file (a disk
+/// case's `path`) and server (a network case's `server`) say where its device and route are.
+fn watched(
+    watch: crate::evidence::CaseWatch,
+    result: &BenchResult,
+) -> crate::evidence::CaseEvidence {
+    let text = |key: &str| result.params.other.get(key).and_then(|v| v.as_str());
+    watch.finish(text("path"), text("server"))
 }
 
 /// The `--output` file, created (a bad path is a usage error before anything runs).
@@ -276,6 +303,9 @@ pub fn execute(
         Format::Table
     };
     let outcome = session.run(plan.cases, ctx);
+    if let Err(error) = session.judge(&output.history.db) {
+        eprintln!("warning: the findings were not written to the output file: {error:#}");
+    }
     let printed = session.print(stdout_format);
     if let Some(path) = session.output_path() {
         eprintln!("results written to {}", path.display());

@@ -7,12 +7,7 @@ use std::collections::BTreeMap;
 use crate::result::{BenchResult, Difference, Flagged, Matrix, Spread};
 use crate::sysinfo::SysInfo;
 
-/// Whether a larger value of this metric is better: everything but latencies and times.
-pub fn higher_is_better(metric: &str, unit: &str) -> bool {
-    !(metric.contains("latency")
-        || metric.contains("time")
-        || matches!(unit, "ns" | "us" | "µs" | "ms" | "s"))
-}
+pub use crate::result::higher_is_better;
 
 /// The median of `values` (the mean of the middle two for an even count); `None` when empty.
 pub fn median(values: &[f64]) -> Option<f64> {

@@ -4,35 +4,338 @@
 //! Judging reads only the document (its results, their evidence, the run's evidence) and the
 //! earlier runs of the same hardware from the history, never the machine: `peakbench explain`
 //! judges a stored or imported run as the run itself did. The rules and their thresholds are
-//! in `docs/findings.md`.
+//! in `docs/findings.md`; each lives in one place here:
+//!
+//! - [`physics`]: the classes of case and their bands (the peak × the efficiency a well-run
+//!   machine reaches), and the ceilings nothing may pass;
+//! - [`past`]: the same case on the same hardware fingerprint in the history, by a Mann–Whitney
+//!   U test of the repetitions;
+//! - [`causes`]: what the machine imposed (a CPU quota, a cpuset, other processes, steal, an
+//!   I/O throttle, a shaping qdisc, …), each with the bound it puts on the result;
+//! - [`noise`]: two regimes, a drift, a spread over the threshold;
+//! - [`summary`]: one line per subsystem.
 
-use crate::result::{Findings, Report};
+mod causes;
+mod noise;
+mod past;
+mod physics;
+mod summary;
 
-/// An earlier run of the same case on the same hardware, from the history.
-#[derive(Clone, Debug)]
-pub struct PastRun {
-    /// Its id in the history.
-    pub id: i64,
-    pub report: Report,
-}
+use std::time::Instant;
+
+pub use past::{PAST_RUNS, PastRun, fingerprint, past_runs};
+
+use crate::result::{
+    Against, BenchResult, Cause, Expectation, Finding, Findings, Report, Verdict, higher_is_better,
+};
+use crate::units::format_value;
 
 /// Judges every result of `report` against its physics, its reference, `past` (earlier runs
 /// of the same hardware, newest first) and, in a cluster run, the other hosts.
 pub fn judge(report: &Report, past: &[PastRun]) -> Findings {
-    let _ = (report, past);
-    Findings::default()
+    let started = Instant::now();
+    let results: Vec<Finding> = report
+        .results
+        .iter()
+        .map(|r| judge_result(report, r, past))
+        .collect();
+    let run = causes::run_causes(report);
+    let mut summary = summary::lines(&results);
+    if report.evidence.is_none() {
+        summary.push(
+            "this document carries no evidence read from its machine (written by a peakbench \
+             before findings): no cause can be named"
+                .to_string(),
+        );
+    }
+    Findings {
+        summary,
+        results,
+        run,
+        judged_in_s: started.elapsed().as_secs_f64(),
+    }
 }
 
-/// The earlier runs in the history at `db` of the hardware `report` was measured on, newest
-/// first, at most [`PAST_RUNS`], those stored before `before` (its own id) when it is stored.
-pub fn past_runs(
-    db: &crate::options::DbArgs,
-    report: &Report,
-    before: Option<i64>,
-) -> Vec<PastRun> {
-    let _ = (db, report, before);
-    Vec::new()
+/// How a result performs against `expected`: value / expected where higher is better,
+/// expected / value where lower is (a latency); below 1 is worse.
+fn performance(r: &BenchResult, expected: f64) -> f64 {
+    if higher_is_better(&r.metric, &r.unit) {
+        r.value / expected
+    } else {
+        expected / r.value
+    }
 }
 
-/// How many earlier runs the past is read from.
-pub const PAST_RUNS: usize = 20;
+/// Above this, repetitions spread too much to read one figure (coefficient of variation).
+pub const UNSTABLE_CV: f64 = 0.10;
+
+/// Where the standard tool's figure is this much better than ours, ours is below it.
+pub const REFERENCE_BAND: f64 = 0.90;
+
+fn judge_result(report: &Report, r: &BenchResult, past: &[PastRun]) -> Finding {
+    let mut expectations = Vec::new();
+    let mut missing = Vec::new();
+    match physics::expect(report, r) {
+        Ok(e) => expectations.push(e),
+        Err(why) => missing.push(why),
+    }
+    match reference(r) {
+        Some(e) => expectations.push(e),
+        None => missing
+            .push("the standard tool's figure on the same case: run with --reference".to_string()),
+    }
+    match past::expect(report, r, past) {
+        Ok(e) => expectations.push(e),
+        Err(why) => missing.push(why),
+    }
+    if let Some(e) = fleet(report, r) {
+        expectations.push(e);
+    }
+    // What the machine imposed: the bound each cause puts on this result.
+    let mut found = causes::of_result(report, r);
+    for cause in &found.causes {
+        if let (Some(bound), true) = (cause.cause.bound, cause.binds) {
+            expectations.push(Expectation {
+                against: Against::Imposed,
+                verdict: Verdict::Below,
+                expected: bound,
+                ratio: performance(r, bound),
+                class: None,
+                band: None,
+                source: format!("{}: {}", cause.cause.kind, cause.cause.text),
+                test: None,
+            });
+        }
+    }
+    let unstable = noise::unstable(r);
+    let verdict = combine(&expectations, unstable.is_some(), found.holds());
+    let mut causes: Vec<Cause> = Vec::new();
+    if let Some(noise) = unstable.as_ref() {
+        causes.extend(noise.causes.iter().cloned());
+    }
+    if verdict != Verdict::AtLimit && verdict != Verdict::Unknown {
+        let gap = gap(&expectations);
+        let against_hardware = expectations.iter().any(|e| {
+            matches!(e.against, Against::Physics | Against::Reference)
+                && e.verdict == Verdict::Below
+        });
+        for c in found.causes.iter_mut() {
+            let fits = match verdict {
+                Verdict::Unstable => c.noisy,
+                Verdict::AboveLimit => c.inflates,
+                Verdict::Below => c.binds || (c.slows && (!c.structural || against_hardware)),
+                Verdict::AtLimit | Verdict::Unknown => false,
+            };
+            if !fits {
+                continue;
+            }
+            // The share of the work a limit leaves: given, or its bound against the
+            // expectation the result fell short of.
+            let factor = c.factor.or_else(|| {
+                let bound = c.cause.bound?;
+                Some(gap? / performance(r, bound))
+            });
+            c.cause.explains = match (gap, factor) {
+                (Some(gap), Some(factor)) if gap < 1.0 && gap > 0.0 && factor > 0.0 => {
+                    Some((factor.ln() / gap.ln()).clamp(0.0, 1.0))
+                }
+                _ => None,
+            };
+            causes.push(c.cause.clone());
+        }
+        causes.sort_by(|a, b| {
+            b.explains
+                .unwrap_or(-1.0)
+                .total_cmp(&a.explains.unwrap_or(-1.0))
+        });
+    }
+    let line = line(
+        r,
+        verdict,
+        &expectations,
+        &causes,
+        unstable.as_ref(),
+        &missing,
+    );
+    if verdict != Verdict::Unknown {
+        missing.retain(|m| !m.starts_with("the standard tool"));
+    }
+    Finding {
+        id: r.id.clone(),
+        host: r.host.clone(),
+        subsystem: r.subsystem,
+        label: format!("{} {}", r.op, crate::report::describe_params(&r.params)),
+        value: r.value,
+        unit: r.unit.clone(),
+        verdict,
+        line,
+        expectations,
+        causes,
+        missing,
+    }
+}
+
+/// The verdict from every expectation's: over a ceiling beats everything, then repetitions
+/// too spread to read, then below any expectation or held by an imposed limit, then at the
+/// limit where anything says so.
+fn combine(expectations: &[Expectation], unstable: bool, held: bool) -> Verdict {
+    let any = |v: Verdict| expectations.iter().any(|e| e.verdict == v);
+    if any(Verdict::AboveLimit) {
+        Verdict::AboveLimit
+    } else if unstable {
+        Verdict::Unstable
+    } else if any(Verdict::Below) || held {
+        Verdict::Below
+    } else if any(Verdict::AtLimit) {
+        Verdict::AtLimit
+    } else {
+        Verdict::Unknown
+    }
+}
+
+/// The result's performance against what it should reach: the physics, else the past, else the
+/// standard tool (the first that says below).
+fn gap(expectations: &[Expectation]) -> Option<f64> {
+    [
+        Against::Physics,
+        Against::Past,
+        Against::Reference,
+        Against::Fleet,
+    ]
+    .iter()
+    .find_map(|against| {
+        expectations
+            .iter()
+            .find(|e| e.against == *against && e.verdict == Verdict::Below)
+            .map(|e| e.ratio)
+    })
+}
+
+/// The standard tool's figure, where `--reference` ran it.
+fn reference(r: &BenchResult) -> Option<Expectation> {
+    let reference = r.reference.as_ref()?;
+    let value = reference.value.filter(|v| *v > 0.0)?;
+    let ratio = performance(r, value);
+    Some(Expectation {
+        against: Against::Reference,
+        verdict: if ratio < REFERENCE_BAND {
+            Verdict::Below
+        } else {
+            Verdict::AtLimit
+        },
+        expected: value,
+        ratio,
+        class: None,
+        band: Some([REFERENCE_BAND, f64::INFINITY].map(|b| b.min(1e9))),
+        source: format!(
+            "{} measured {} {} on the same case ({}); below {:.2} of it is below",
+            reference.tool,
+            format_value(value),
+            r.unit,
+            reference.command,
+            REFERENCE_BAND
+        ),
+        test: None,
+    })
+}
+
+/// In a cluster run, the median over the hosts of the same case.
+fn fleet(report: &Report, r: &BenchResult) -> Option<Expectation> {
+    let cluster = report.cluster.as_ref()?;
+    let spread = cluster
+        .spread
+        .iter()
+        .find(|s| s.id == r.id && s.unit == r.unit)?;
+    let ratio = *spread.ratios.get(&r.host)?;
+    Some(Expectation {
+        against: Against::Fleet,
+        verdict: if ratio < cluster.threshold {
+            Verdict::Below
+        } else {
+            Verdict::AtLimit
+        },
+        expected: spread.median,
+        ratio,
+        class: None,
+        band: Some([cluster.threshold, 1e9]),
+        source: format!(
+            "the median of {} hosts' {} {}; below {:.2} of it is flagged",
+            spread.values.len(),
+            format_value(spread.median),
+            r.unit,
+            cluster.threshold
+        ),
+        test: None,
+    })
+}
+
+/// The verdict in one line, with the figure that decided it.
+fn line(
+    r: &BenchResult,
+    verdict: Verdict,
+    expectations: &[Expectation],
+    causes: &[Cause],
+    unstable: Option<&noise::Unstable>,
+    missing: &[String],
+) -> String {
+    let decided = |v: Verdict| expectations.iter().find(|e| e.verdict == v);
+    let against = |e: &Expectation| match e.against {
+        Against::Physics => format!(
+            "{:.2} of the peak ({})",
+            e.ratio,
+            e.class.as_deref().unwrap_or("physics")
+        ),
+        Against::Reference => format!("{:.2} of the standard tool's figure", e.ratio),
+        Against::Past => format!(
+            "{:.2} of this hardware's past median {} {}",
+            e.ratio,
+            format_value(e.expected),
+            r.unit
+        ),
+        Against::Fleet => format!("{:.2} of the hosts' median", e.ratio),
+        Against::Imposed => format!(
+            "at {:.2} of an imposed limit of {} {}",
+            e.ratio,
+            format_value(e.expected),
+            r.unit
+        ),
+    };
+    let head = match verdict {
+        Verdict::AtLimit => decided(Verdict::AtLimit)
+            .map(|e| format!("at its limit: {}", against(e)))
+            .unwrap_or_else(|| "at its limit".into()),
+        Verdict::AboveLimit => decided(Verdict::AboveLimit)
+            .map(|e| format!("above what the hardware can do: {}", against(e)))
+            .unwrap_or_default(),
+        Verdict::Unstable => format!(
+            "unstable: {}",
+            unstable.map(|u| u.what.as_str()).unwrap_or("")
+        ),
+        Verdict::Below => match decided(Verdict::Below) {
+            Some(e) => format!("below: {}", against(e)),
+            None => "below: held by a limit the machine imposed".to_string(),
+        },
+        Verdict::Unknown => format!(
+            "unknown: nothing to judge it against ({})",
+            missing
+                .iter()
+                .map(|m| m.split(':').next().unwrap_or(m))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    };
+    match (verdict, causes.first()) {
+        (Verdict::AtLimit | Verdict::Unknown, _) => head,
+        (_, Some(c)) => {
+            let share = c
+                .explains
+                .map(|x| format!(", which explains {:.0} % of the gap", x * 100.0))
+                .unwrap_or_default();
+            format!("{head}; {}{share}", c.text)
+        }
+        (_, None) => format!("{head}; no cause found on this machine during the run"),
+    }
+}
+
+#[cfg(test)]
+mod tests;

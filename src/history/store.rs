@@ -257,6 +257,19 @@ impl Store {
         Ok(runs)
     }
 
+    /// The ids of at most `limit` runs, newest first, those before `before` when given.
+    pub fn recent(&self, before: Option<i64>, limit: usize) -> Result<Vec<i64>> {
+        let ids = self
+            .conn
+            .prepare("SELECT id FROM runs WHERE id < ?1 ORDER BY id DESC LIMIT ?2")?
+            .query_map(
+                rusqlite::params![before.unwrap_or(i64::MAX), limit as i64],
+                |row| row.get(0),
+            )?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(ids)
+    }
+
     /// The document of run `id`.
     pub fn load(&self, id: i64) -> Result<Report> {
         let text: String = self

@@ -623,6 +623,13 @@ pub struct Failure {
     pub why: String,
 }
 
+/// Whether a larger value of this metric is better: everything but latencies and times.
+pub fn higher_is_better(metric: &str, unit: &str) -> bool {
+    !(metric.contains("latency")
+        || metric.contains("time")
+        || matches!(unit, "ns" | "us" | "µs" | "ms" | "s"))
+}
+
 /// RFC 3339 UTC timestamp of now, to the second.
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()

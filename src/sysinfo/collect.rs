@@ -49,6 +49,7 @@ pub fn collect_from(root: &Path, probes: &Probes) -> SysInfo {
         memory: memory::read_memory(root, &probes.dmidecode),
         disks: devices::read_disks(root),
         nics: devices::read_nics(root),
+        boot_id: root.read_trim("/proc/sys/kernel/random/boot_id"),
     }
 }
 

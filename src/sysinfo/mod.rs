@@ -70,6 +70,10 @@ pub struct SysInfo {
     pub disks: Vec<BlockDevice>,
     /// Network interfaces from /sys/class/net, loopback included.
     pub nics: Vec<NetInterface>,
+    /// `/proc/sys/kernel/random/boot_id`: two hosts with the same one are one running machine
+    /// (network namespaces or containers on one kernel), whose timings are not independent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

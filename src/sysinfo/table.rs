@@ -392,6 +392,7 @@ mod tests {
                     loopback: true,
                 },
             ],
+            boot_id: None,
         }
     }
 

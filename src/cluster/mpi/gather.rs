@@ -125,6 +125,7 @@ impl Leader<'_> {
         self.cluster().step = None;
         let mut session = self.session.take().expect("rank 0 has the document");
         session.finish(RunStatus::Complete)?;
+        session.judge(&self.args.output.history.db)?;
         let format = if self.args.output.json {
             Format::Json
         } else if self.args.output.csv {

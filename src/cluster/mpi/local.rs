@@ -41,7 +41,9 @@ impl Leader<'_> {
                 let _: Step = comm.recv_root(far(), "start of the case");
             }
             let result = match cases.remove(id) {
-                Some(case) => case.run(self.ctx).map_err(|e| format!("{e:#}")),
+                Some(case) => {
+                    crate::session::run_case(case, self.ctx).map_err(|e| format!("{e:#}"))
+                }
                 None => Err(format!(
                     "this host did not plan the case (its planning differs from rank 0's: \
                      memory, disk space?): see 'peakbench run --dry-run' on {}",

@@ -1,0 +1,329 @@
+//! CPU time: the quota, the cpuset, other processes, steal; and SMT, the clock, thermal events.
+//!
+//! A case's threads need `t` CPUs. What they were given is read four ways: the quota allows
+//! `quota / period` CPUs to the whole cgroup; the cpuset allows its CPUs; other processes
+//! used `others` CPUs of the machine while the case ran, and the hypervisor stole `steal`.
+//! Each leaves the threads a share — `q / t`, `allowed / t`, `(cpus − others − steal) / t` —
+//! which bounds a CPU-bound case's figure at that share of its peak.
+
+use super::{Candidate, Scene, num};
+use crate::result::{Evidence, Subsystem};
+
+/// Under this share of what the threads need, a CPU-time limit holds the figure down.
+const HOLDS: f64 = 0.90;
+
+/// Other processes using this many CPUs, or steal of this share of the CPUs, can spread the
+/// repetitions of any case.
+const NOISY_OTHERS: f64 = 0.10;
+const NOISY_STEAL: f64 = 0.02;
+
+/// Whether the case's threads run on their CPUs the whole time (computing or streaming
+/// memory), so that CPU time bounds its figure.
+fn cpu_bound(s: &Scene) -> bool {
+    match s.r.subsystem {
+        Subsystem::Cpu => true,
+        // A latency is timed on the thread's own CPU time: a thread held off its core does
+        // not lengthen it.
+        Subsystem::Memory => s.r.op != "latency",
+        _ => false,
+    }
+}
+
+/// Whether the CPU time of other processes says anything about this case: a network case whose
+/// server is another process counts that server among the others.
+fn others_apply(s: &Scene) -> bool {
+    match s.r.subsystem {
+        Subsystem::Network => {
+            s.r.params
+                .other
+                .get("in_process_server")
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false)
+        }
+        _ => true,
+    }
+}
+
+pub fn causes(s: &Scene, out: &mut Vec<Candidate>) {
+    quota(s, out);
+    cpuset(s, out);
+    others(s, out);
+    steal(s, out);
+    smt(s, out);
+    clock(s, out);
+    thermal(s, out);
+}
+
+fn quota(s: &Scene, out: &mut Vec<Candidate>) {
+    let Some(quota) = s.run.cpu_quota.as_ref() else {
+        return;
+    };
+    let cpus = quota.value.cpus();
+    let t = s.threads();
+    let share = (cpus / t as f64).min(1.0);
+    let throttled = s
+        .case
+        .throttled
+        .as_ref()
+        .filter(|t| t.throttled_periods > 0);
+    if share >= HOLDS && throttled.is_none() {
+        return;
+    }
+    let mut evidence = vec![Evidence::new(
+        quota.source.clone(),
+        format!(
+            "{} µs per {} µs = {:.2} CPU",
+            quota.value.quota_us, quota.value.period_us, cpus
+        ),
+    )];
+    if let Some(t) = throttled {
+        evidence.push(Evidence::new(
+            t.source.clone(),
+            format!(
+                "throttled in {} of {} periods while the case ran, {:.2} s held",
+                t.throttled_periods, t.periods, t.throttled_s
+            ),
+        ));
+    }
+    let bound_text = if cpu_bound(s) && share < 1.0 {
+        format!(
+            " for {t} thread{}: at most {:.2} of the time they need",
+            if t == 1 { "" } else { "s" },
+            share
+        )
+    } else {
+        String::new()
+    };
+    let mut c = Candidate::new(
+        "cpu-quota",
+        format!("the cgroup's CPU quota allows {:.2} CPU{bound_text}", cpus),
+        evidence,
+        "run outside the quota or raise it (cpu.cfs_quota_us, cpu.max), or ask for no more \
+         --threads than the CPUs it allows",
+    )
+    .value(cpus, "CPU");
+    if cpu_bound(s) && share < HOLDS {
+        c.factor = Some(share);
+        c.binds = true;
+    } else {
+        c.slows = true;
+    }
+    c.noisy = true;
+    out.push(c);
+}
+
+fn cpuset(s: &Scene, out: &mut Vec<Candidate>) {
+    let allowed = s.run.affinity.len();
+    let t = s.threads();
+    if allowed == 0 || t <= allowed || !cpu_bound(s) {
+        return;
+    }
+    let share = allowed as f64 / t as f64;
+    let mut evidence = vec![Evidence::new(
+        "sched_getaffinity(2)",
+        format!(
+            "{allowed} CPU{}: {:?}",
+            if allowed == 1 { "" } else { "s" },
+            s.run.affinity
+        ),
+    )];
+    if let Some(set) = s.run.cpuset.as_ref() {
+        evidence.push(Evidence::new(set.source.clone(), set.value.clone()));
+    }
+    let mut c = Candidate::new(
+        "cpuset",
+        format!(
+            "the process may run on {allowed} CPU{} for {t} threads: they take turns, {:.2} of \
+             the time each",
+            if allowed == 1 { "" } else { "s" },
+            share
+        ),
+        evidence,
+        "give the process every CPU (cpuset.cpus, taskset) or ask for --threads no more than \
+         the CPUs it may use",
+    )
+    .value(allowed as f64, "CPU");
+    c.factor = Some(share);
+    c.binds = share < HOLDS;
+    c.slows = true;
+    out.push(c);
+}
+
+fn others(s: &Scene, out: &mut Vec<Candidate>) {
+    let wall = s.case.wall_s;
+    if wall <= 0.0 || !others_apply(s) {
+        return;
+    }
+    let others = s.case.others_cpu_s / wall;
+    let steal = s.case.steal_s / wall;
+    let t = s.threads() as f64;
+    let share = ((s.cpus() - others - steal) / t).clamp(0.0, 1.0);
+    let bound = cpu_bound(s) && share < HOLDS;
+    if !bound && others < NOISY_OTHERS {
+        return;
+    }
+    let mut evidence = vec![Evidence::new(
+        "/proc/stat user + nice + system of every CPU, less this process's /proc/self/stat",
+        format!(
+            "{:.2} CPU-s in {:.2} s = {:.2} CPU",
+            s.case.others_cpu_s, wall, others
+        ),
+    )];
+    for p in &s.case.top_others {
+        evidence.push(Evidence::new(
+            format!("/proc/{}/stat", p.pid),
+            format!("{} used {:.2} CPU-s", p.command, p.cpu_s),
+        ));
+    }
+    let names = s
+        .case
+        .top_others
+        .iter()
+        .map(|p| p.command.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut c = Candidate::new(
+        "other-processes",
+        format!(
+            "other processes{} used {:.2} CPU of the {} while the case ran{}",
+            if names.is_empty() {
+                String::new()
+            } else {
+                format!(" ({names})")
+            },
+            others,
+            num(s.cpus()),
+            if cpu_bound(s) {
+                format!(
+                    ", leaving its {} thread{} {:.2} of the time they need",
+                    t,
+                    if t == 1.0 { "" } else { "s" },
+                    share
+                )
+            } else {
+                String::new()
+            }
+        ),
+        evidence,
+        "stop the other work (the processes named) or run when the machine is idle",
+    )
+    .value(others, "CPU");
+    if bound {
+        c.factor = Some(share);
+        c.binds = true;
+    }
+    c.slows = others >= NOISY_OTHERS;
+    c.noisy = others >= NOISY_OTHERS;
+    out.push(c);
+}
+
+fn steal(s: &Scene, out: &mut Vec<Candidate>) {
+    let wall = s.case.wall_s;
+    if wall <= 0.0 {
+        return;
+    }
+    let stolen = s.case.steal_s / wall;
+    let share_of_cpus = stolen / s.cpus();
+    if share_of_cpus < NOISY_STEAL {
+        return;
+    }
+    let mut c = Candidate::new(
+        "steal",
+        format!(
+            "the hypervisor gave {:.2} CPU of this guest's {} to others while the case ran \
+             ({:.0} % of its CPU time)",
+            stolen,
+            num(s.cpus()),
+            share_of_cpus * 100.0
+        ),
+        vec![Evidence::new(
+            "/proc/stat steal of every CPU",
+            format!("{:.2} CPU-s in {:.2} s", s.case.steal_s, wall),
+        )],
+        "run on dedicated (pinned) vCPUs or bare metal; compare runs by alternating them",
+    )
+    .value(stolen, "CPU");
+    if cpu_bound(s) {
+        c.factor = Some((1.0 - share_of_cpus).clamp(0.0, 1.0));
+    }
+    c.slows = true;
+    c.noisy = true;
+    out.push(c);
+}
+
+fn smt(s: &Scene, out: &mut Vec<Candidate>) {
+    let cpu = &s.report.host.cpu;
+    let t = s.threads();
+    if !cpu.smt || t <= cpu.physical_cores || s.r.subsystem != Subsystem::Cpu {
+        return;
+    }
+    let mut c = Candidate::new(
+        "smt",
+        format!(
+            "{t} threads on {} cores: SMT siblings share each core's execution units",
+            cpu.physical_cores
+        ),
+        vec![Evidence::new(
+            "sysinfo: threads per core",
+            cpu.threads_per_core.to_string(),
+        )],
+        "compare with --threads equal to the physical cores",
+    )
+    .value(cpu.physical_cores as f64, "cores");
+    c.slows = true;
+    c.structural = true;
+    out.push(c);
+}
+
+fn clock(s: &Scene, out: &mut Vec<Candidate>) {
+    let Some(pair) = s.r.peak.as_ref().and_then(|p| p.pair.as_ref()) else {
+        return;
+    };
+    let (Some(measured), Some(base)) = (pair.measured_ghz, pair.base_ghz.value) else {
+        return;
+    };
+    if measured >= 0.95 * base {
+        return;
+    }
+    let mut c = Candidate::new(
+        "clock",
+        format!(
+            "the core ran at {measured:.2} GHz, under its base clock of {base:.2} GHz (a power \
+             cap, a thermal limit, or a governor)"
+        ),
+        vec![
+            Evidence::new(
+                "measured: dependent add chain on one core",
+                format!("{measured:.3} GHz"),
+            ),
+            Evidence::new(
+                format!("{}: {}", pair.base_ghz.source, pair.base_ghz.detail),
+                format!("{base:.3} GHz"),
+            ),
+        ],
+        "check the power profile, cooling and governor ('cpupower frequency-info')",
+    )
+    .value(measured, "GHz");
+    c.factor = Some(measured / base);
+    c.slows = true;
+    out.push(c);
+}
+
+fn thermal(s: &Scene, out: &mut Vec<Candidate>) {
+    let Some(events) = s.case.thermal_events.filter(|e| *e > 0) else {
+        return;
+    };
+    let mut c = Candidate::new(
+        "thermal-throttle",
+        format!("the CPUs were thermally throttled {events} times while the case ran"),
+        vec![Evidence::new(
+            "/sys/devices/system/cpu/cpu*/thermal_throttle/*_throttle_count",
+            format!("+{events}"),
+        )],
+        "check the cooling and the power limits; let the machine cool between runs",
+    )
+    .value(events as f64, "events");
+    c.slows = true;
+    c.noisy = true;
+    out.push(c);
+}

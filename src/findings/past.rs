@@ -1,0 +1,190 @@
+//! The past: the same case on the same hardware in the history, and whether this run differs
+//! from it by more than its repetitions' noise.
+//!
+//! Hardware is the same when its [`fingerprint`] is: the CPU model and its logical CPUs, the
+//! memory to the GiB, the kernel, the disks' models and the NICs' drivers. Repetitions of the
+//! earlier runs are pooled and compared with this run's by a two-sided Mann–Whitney U test:
+//! below the past only when the test rejects at p < 0.05 *and* the median is below 0.90 of the
+//! past's (a difference that is both real and large enough to matter).
+
+use crate::options::DbArgs;
+use crate::result::{Against, BenchResult, Expectation, Report, Test, Verdict, higher_is_better};
+use crate::sysinfo::SysInfo;
+use crate::units::format_value;
+
+/// An earlier run of the same hardware, from the history.
+#[derive(Clone, Debug)]
+pub struct PastRun {
+    /// Its id in the history.
+    pub id: i64,
+    pub report: Report,
+}
+
+/// How many earlier runs the past is read from.
+pub const PAST_RUNS: usize = 20;
+
+/// How many stored runs are opened to find them (newest first).
+const SCANNED: usize = 60;
+
+/// Significance level of the test.
+pub const ALPHA: f64 = 0.05;
+
+/// Below this share of the past's median (with a significant test) is below the past.
+pub const PAST_BAND: f64 = 0.90;
+
+/// What makes two hosts the same hardware for the past, as one string.
+pub fn fingerprint(host: &SysInfo) -> String {
+    let virtual_nic = |d: &str| matches!(d, "veth" | "bridge" | "tun" | "dummy" | "ifb");
+    let virtual_disk = |n: &str| {
+        ["loop", "ram", "zram", "dm-", "nbd", "md"]
+            .iter()
+            .any(|p| n.starts_with(p))
+    };
+    let disks: Vec<String> = host
+        .disks
+        .iter()
+        .filter(|d| !virtual_disk(&d.name))
+        .map(|d| format!("{}={}", d.name, d.model.as_deref().unwrap_or("?")))
+        .collect();
+    let mut nics: Vec<&str> = host
+        .nics
+        .iter()
+        .filter_map(|n| n.driver.as_deref())
+        .filter(|d| !virtual_nic(d))
+        .collect();
+    nics.sort_unstable();
+    nics.dedup();
+    format!(
+        "cpu {} {:?}/{:?}/{:?} ×{} | mem {} GiB | kernel {} | disks {} | nics {}",
+        host.cpu.model_name,
+        host.cpu.family,
+        host.cpu.model,
+        host.cpu.stepping,
+        host.cpu.logical_cpus,
+        (host.memory.total_bytes as f64 / f64::from(1u32 << 30)).round(),
+        host.os.kernel,
+        disks.join(","),
+        nics.join(",")
+    )
+}
+
+/// The earlier runs in the history at `db` of the hardware `report` was measured on, newest
+/// first, at most [`PAST_RUNS`], among those stored before `before` (its own id, when it is
+/// stored). A history that cannot be read has no past: judging never fails on it.
+pub fn past_runs(db: &DbArgs, report: &Report, before: Option<i64>) -> Vec<PastRun> {
+    let Ok(path) = crate::history::db_path(db) else {
+        return Vec::new();
+    };
+    if !path.is_file() {
+        return Vec::new();
+    }
+    let Ok(store) = crate::history::store::Store::open(&path, false) else {
+        return Vec::new();
+    };
+    let Ok(ids) = store.recent(before, SCANNED) else {
+        return Vec::new();
+    };
+    let mine = fingerprint(&report.host);
+    ids.into_iter()
+        .filter_map(|id| store.load(id).ok().map(|report| PastRun { id, report }))
+        .filter(|run| {
+            fingerprint(&run.report.host) == mine
+                && !matches!(run.report.status, crate::result::RunStatus::Failed)
+        })
+        .take(PAST_RUNS)
+        .collect()
+}
+
+/// The result against the same case in `past`, or why there is none.
+pub fn expect(report: &Report, r: &BenchResult, past: &[PastRun]) -> Result<Expectation, String> {
+    let cluster = report.hosts.len() > 1;
+    let mut samples = Vec::new();
+    let mut runs = Vec::new();
+    for run in past {
+        for earlier in &run.report.results {
+            if earlier.id == r.id
+                && earlier.unit == r.unit
+                && (!cluster || earlier.host == r.host)
+                && earlier.samples.iter().all(|v| v.is_finite())
+            {
+                samples.extend_from_slice(&earlier.samples);
+                runs.push(run.id);
+            }
+        }
+    }
+    if runs.is_empty() {
+        return Err(
+            "the past: no earlier run of this case on this hardware in the history (run it \
+             again, or give --db the history that has them)"
+                .into(),
+        );
+    }
+    let test = crate::stats::mann_whitney(&r.samples, &samples)
+        .ok_or_else(|| "the past: its repetitions are not comparable".to_string())?;
+    let past_median = crate::stats::Summary::of(&samples)
+        .map(|s| s.median)
+        .unwrap_or(f64::NAN);
+    let here = crate::stats::Summary::of(&r.samples)
+        .map(|s| s.median)
+        .unwrap_or(r.value);
+    let up = higher_is_better(&r.metric, &r.unit);
+    let ratio = if up {
+        here / past_median
+    } else {
+        past_median / here
+    };
+    if !ratio.is_finite() {
+        return Err("the past: its median is not a number".into());
+    }
+    let verdict = if test.min_p >= ALPHA {
+        Verdict::Unknown
+    } else if test.p < ALPHA && ratio < PAST_BAND {
+        Verdict::Below
+    } else {
+        Verdict::AtLimit
+    };
+    let spread = crate::stats::Summary::of(&samples)
+        .and_then(|s| s.cv)
+        .map(|cv| format!(", CV {:.1} %", cv * 100.0))
+        .unwrap_or_default();
+    Ok(Expectation {
+        against: Against::Past,
+        verdict,
+        expected: past_median,
+        ratio,
+        class: None,
+        band: Some([PAST_BAND, 1e9]),
+        source: format!(
+            "{} earlier run{} of this case on this hardware (runs {}): median {} {}{spread} \
+             over {} repetitions; Mann–Whitney U p = {:.3}{}",
+            runs.len(),
+            if runs.len() == 1 { "" } else { "s" },
+            runs.iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            format_value(past_median),
+            r.unit,
+            samples.len(),
+            test.p,
+            if test.min_p >= ALPHA {
+                format!(
+                    " (with {} and {} repetitions no test can reach p < {ALPHA}: raise \
+                     --repetitions)",
+                    r.samples.len(),
+                    samples.len()
+                )
+            } else {
+                String::new()
+            }
+        ),
+        test: Some(Test {
+            name: "mann-whitney-u".into(),
+            statistic: test.u,
+            p: test.p,
+            n: [r.samples.len(), samples.len()],
+            ratio_of_medians: here / past_median,
+            runs,
+        }),
+    })
+}

@@ -1,0 +1,221 @@
+//! The physics: what a well-run machine reaches for each class of case, as a band of fractions
+//! of the theoretical peak, and the ceilings no honest figure passes.
+//!
+//! The table is [`CLASSES`]; docs/findings.md prints it with the source of every band. A case
+//! of no class, or of a class whose peak is unknown, gets no physics verdict, and the finding
+//! says what is missing and which flag supplies it.
+
+use crate::result::{Against, BenchResult, Expectation, Report, Subsystem, Verdict};
+use crate::units::format_value;
+
+/// One class of case and the band a well-run machine reaches, as fractions of the peak.
+pub struct Class {
+    pub name: &'static str,
+    /// What the class holds, for the docs and the finding.
+    pub holds: &'static str,
+    /// At or above `band[0]` of the peak is at the limit; above `band[1]` is more than the
+    /// hardware can do.
+    pub band: [f64; 2],
+    /// Where the band comes from.
+    pub source: &'static str,
+}
+
+/// Every class, in the order the docs list them.
+pub const CLASSES: &[Class] = &[
+    Class {
+        name: "simd-kernel",
+        holds: "cpu flops and iops: independent FMA, add or multiply chains in registers",
+        band: [0.90, 1.05],
+        source: "peakbench's kernels and likwid-bench peakflops reach 0.97–0.99 of the peak on an \
+                 idle core; 0.90 leaves room for a shared VM's clock; over 1.05 the clock or the \
+                 pipe count of the peak is wrong",
+    },
+    Class {
+        name: "gemm",
+        holds: "cpu gemm: a tuned BLAS's matrix multiply",
+        band: [0.85, 1.05],
+        source: "vendor BLAS (MKL, BLIS, OpenBLAS on its own microarchitecture) reach 0.85–0.95 \
+                 of the FMA peak at n ≥ 2000",
+    },
+    Class {
+        name: "linpack",
+        holds: "cpu linpack at n ≥ 5000: HPL's LU solve",
+        band: [0.70, 1.05],
+        source: "tuned HPL reaches 0.75–0.90 of the peak on one node (TOP500 Rmax/Rpeak of \
+                 CPU-only systems); smaller n spends a large share in O(n²) panel work",
+    },
+    Class {
+        name: "dram-stream",
+        holds: "memory bandwidth over a working set of at least 4× the last-level cache, every \
+                core",
+        band: [0.60, 1.0],
+        source: "STREAM triad reaches 0.60–0.85 of channels × MT/s × 8 B on servers with every \
+                 core; a working set this large cannot be served from a cache, so above 1.0 is a \
+                 counting error",
+    },
+    Class {
+        name: "disk-rated",
+        holds: "disk throughput or IOPS against the rating given with --disk-*",
+        band: [0.80, 1.10],
+        source: "fio on an idle device reaches 0.85–1.0 of the vendor's sequential and random \
+                 ratings at their queue depth; above 1.10 the reads came from a cache",
+    },
+    Class {
+        name: "tcp-link",
+        holds: "TCP throughput over a NIC with a link speed",
+        band: [0.85, 1.0],
+        source: "TCP payload is at most 1448 of every 1538 bytes a 1500-byte MTU puts on the \
+                 wire (0.94); iperf3 reaches 0.90–0.94 of the link on an idle path",
+    },
+];
+
+/// What a class's band says of `r`, or why there is no physics for it.
+pub fn expect(report: &Report, r: &BenchResult) -> Result<Expectation, String> {
+    let class = class_of(report, r)?;
+    let peak = r.peak.as_ref().ok_or_else(|| missing_peak(r))?;
+    if peak.value <= 0.0 {
+        return Err(missing_peak(r));
+    }
+    let ratio = r.value / peak.value;
+    let (verdict, band) = match class {
+        Some(class) => (
+            if ratio > class.band[1] {
+                Verdict::AboveLimit
+            } else if ratio >= class.band[0] {
+                Verdict::AtLimit
+            } else {
+                Verdict::Below
+            },
+            Some(class.band),
+        ),
+        // A ceiling with no band: only passing it says anything.
+        None if ratio > 1.0 => (Verdict::AboveLimit, Some([0.0, 1.0])),
+        None => return Err(no_band(r)),
+    };
+    let expected = band.map_or(peak.value, |b| peak.value * b[0]);
+    Ok(Expectation {
+        against: Against::Physics,
+        verdict,
+        expected: if verdict == Verdict::AboveLimit {
+            peak.value
+        } else {
+            expected
+        },
+        ratio,
+        class: Some(class.map_or("ceiling", |c| c.name).to_string()),
+        band,
+        source: format!(
+            "the peak {} {} ({}){}",
+            format_value(peak.value),
+            peak.unit,
+            peak.source,
+            class
+                .map(|c| format!(
+                    " × the band {:.2}–{:.2} of class {} ({}: {})",
+                    c.band[0], c.band[1], c.name, c.holds, c.source
+                ))
+                .unwrap_or_default()
+        ),
+        test: None,
+    })
+}
+
+/// The class of `r`: `Ok(Some)` with a band, `Ok(None)` for a case whose peak is only a
+/// ceiling, `Err` with why it has neither.
+fn class_of(report: &Report, r: &BenchResult) -> Result<Option<&'static Class>, String> {
+    let class = |name: &str| CLASSES.iter().find(|c| c.name == name);
+    let threads = r.params.threads.unwrap_or(1);
+    match (r.subsystem, r.op.as_str()) {
+        (Subsystem::Cpu, "flops" | "iops") => Ok(class("simd-kernel")),
+        (Subsystem::Cpu, "gemm") => Ok(class("gemm")),
+        (Subsystem::Cpu, "linpack") => match r.params.n {
+            Some(n) if n >= 5000 => Ok(class("linpack")),
+            Some(n) => Err(format!(
+                "a band for Linpack at n={n}: below n=5000 its O(n²) panel work keeps it \
+                 far from the peak on any machine; give --n 10000 or more"
+            )),
+            None => Err("a band for Linpack without its order n".into()),
+        },
+        (Subsystem::Cpu, op) => Err(format!(
+            "a class for cpu {op}: peakbench has no band for it"
+        )),
+        (Subsystem::Memory, "latency") => Err(
+            "a peak for a load's latency: peakbench models none; judge it by its past or \
+             with --reference"
+                .into(),
+        ),
+        (Subsystem::Memory, _) => {
+            let host = report.inventory(&r.host).unwrap_or(&report.host);
+            let llc = host.cpu.last_level_cache_bytes();
+            let set = r.params.working_set_bytes.unwrap_or(0);
+            if llc > 0 && set < 4 * llc {
+                Err(format!(
+                    "a peak for a working set that fits in the caches ({} against a {} \
+                     last-level cache): peakbench models no cache bandwidth; judge it by its \
+                     past or with --reference",
+                    crate::units::format_size(set),
+                    crate::units::format_size(llc)
+                ))
+            } else if threads < host.cpu.physical_cores {
+                Ok(None) // the DRAM peak is a ceiling for a few cores, not what they reach
+            } else {
+                Ok(class("dram-stream"))
+            }
+        }
+        (Subsystem::Disk, _) => Ok(class("disk-rated")),
+        (Subsystem::Network, op) if op.ends_with("throughput") => {
+            let loopback = r.params.other.get("loopback").and_then(|v| v.as_bool());
+            if op.starts_with("tcp") && loopback == Some(false) {
+                Ok(class("tcp-link"))
+            } else {
+                Ok(None) // loopback's copy bound and a UDP sender's link are ceilings
+            }
+        }
+        (Subsystem::Network, _) => Err(
+            "a peak for a round trip: peakbench models none; judge it by its past or with \
+             --reference (sockperf)"
+                .into(),
+        ),
+    }
+}
+
+fn missing_peak(r: &BenchResult) -> String {
+    match r.subsystem {
+        Subsystem::Cpu => "the CPU peak: give --cpu-ghz and --fma-units".into(),
+        Subsystem::Memory => {
+            "the memory peak (no readable DIMM table): give --mem-channels and --mem-mts".into()
+        }
+        Subsystem::Disk => {
+            "the disk's rating: give --disk-mbps and --disk-iops (or the --disk-read-*/--disk-write-* \
+             ones)"
+                .into()
+        }
+        Subsystem::Network => "the link speed: give --nic-gbps".into(),
+    }
+}
+
+fn no_band(r: &BenchResult) -> String {
+    match r.subsystem {
+        Subsystem::Network => {
+            "a band for this path: the loopback copy bound and a UDP sender's link are ceilings, \
+             not what a well-run machine reaches; judge it by its past or with --reference"
+                .into()
+        }
+        _ => "a band for a case using fewer cores than the machine has: the DRAM peak needs \
+              every core; run with --threads equal to the cores"
+            .into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_band_is_ordered_and_sourced() {
+        for c in CLASSES {
+            assert!(c.band[0] < c.band[1], "{}", c.name);
+            assert!(!c.source.is_empty() && !c.holds.is_empty());
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! The judge on documents built for each rule: every imposed cause named with its value, and a
+//! free case blamed on none of them.
+
+use super::*;
+use crate::evidence::{
+    CaseEvidence, CpuQuota, IoThrottle, OtherProcess, Qdisc, Read, RunEvidence, Throttling,
+};
+use crate::peak::PeakRef;
+use crate::result::{Subsystem, Verdict};
+
+/// The fixture's machine (2 CPUs, KVM) with no results and no limits.
+fn document() -> Report {
+    let mut report = Report::parse(include_str!("../../tests/fixtures/report.json")).unwrap();
+    report.results.clear();
+    report.evidence = Some(RunEvidence {
+        affinity: vec![0, 1],
+        cpus_online: 2,
+        ..RunEvidence::default()
+    });
+    report
+}
+
+/// A CPU kernel result of `threads` threads at `share` of a 100 GFLOP/s peak.
+fn kernel(report: &Report, threads: usize, share: f64) -> BenchResult {
+    let v = 100.0 * share;
+    let mut r = BenchResult::example("cpu-f64-t", "GFLOP/s", vec![v * 0.99, v, v * 1.01]);
+    r.host = report.host.hostname.clone();
+    r.op = "flops".into();
+    r.params.threads = Some(threads);
+    r.peak = Some(PeakRef {
+        value: 100.0,
+        unit: "GFLOP/s".into(),
+        source: "test".into(),
+        pair: None,
+    });
+    r.evidence = Some(CaseEvidence {
+        wall_s: 2.0,
+        own_cpu_s: 2.0 * threads as f64 * share,
+        ..CaseEvidence::default()
+    });
+    r
+}
+
+fn judged(report: &Report) -> Finding {
+    judge(report, &[]).results.remove(0)
+}
+
+fn cause<'a>(f: &'a Finding, kind: &str) -> &'a crate::result::Cause {
+    f.causes
+        .iter()
+        .find(|c| c.kind == kind)
+        .unwrap_or_else(|| panic!("no {kind} in {:#?}", f.causes))
+}
+
+#[test]
+fn a_free_kernel_at_its_peak_is_at_its_limit_and_blames_nothing() {
+    let mut report = document();
+    report.results.push(kernel(&report, 2, 0.97));
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::AtLimit, "{f:#?}");
+    assert!(f.causes.is_empty());
+    assert!(f.line.starts_with("at its limit"), "{}", f.line);
+}
+
+#[test]
+fn a_cpu_quota_is_named_with_its_value_and_explains_the_gap() {
+    for (quota_us, threads, share) in [(50_000, 1, 0.48), (30_000, 2, 0.145)] {
+        let mut report = document();
+        report.evidence.as_mut().unwrap().cpu_quota = Some(Read::new(
+            CpuQuota {
+                quota_us,
+                period_us: 100_000,
+            },
+            "/sys/fs/cgroup/cpu/x/cpu.cfs_quota_us",
+        ));
+        let mut r = kernel(&report, threads, share);
+        r.evidence.as_mut().unwrap().throttled = Some(Throttling {
+            periods: 20,
+            throttled_periods: 19,
+            throttled_s: 1.0,
+            source: "/sys/fs/cgroup/cpu/x/cpu.stat".into(),
+        });
+        report.results.push(r);
+        let f = judged(&report);
+        assert_eq!(f.verdict, Verdict::Below);
+        let c = cause(&f, "cpu-quota");
+        assert_eq!(c.value, Some(quota_us as f64 / 100_000.0));
+        assert_eq!(c.unit, "CPU");
+        assert!(c.explains.unwrap() > 0.9, "{c:#?}");
+        assert_eq!(f.causes[0].kind, "cpu-quota", "ranked first");
+    }
+}
+
+#[test]
+fn a_cpuset_smaller_than_the_threads_is_named() {
+    let mut report = document();
+    report.evidence.as_mut().unwrap().affinity = vec![1];
+    report.results.push(kernel(&report, 2, 0.49));
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Below);
+    assert_eq!(cause(&f, "cpuset").value, Some(1.0));
+    // One thread on the one CPU is not held by it.
+    let mut report = document();
+    report.evidence.as_mut().unwrap().affinity = vec![1];
+    report.results.push(kernel(&report, 1, 0.97));
+    assert!(judged(&report).causes.is_empty());
+}
+
+#[test]
+fn other_processes_spinning_are_named_with_their_cpu_time() {
+    let mut report = document();
+    let mut r = kernel(&report, 1, 0.66);
+    let e = r.evidence.as_mut().unwrap();
+    e.others_cpu_s = 2.0 * 4.0 / 3.0;
+    e.top_others = vec![OtherProcess {
+        pid: 42,
+        command: "spin".into(),
+        cpu_s: 1.3,
+    }];
+    report.results.push(r);
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Below);
+    let c = cause(&f, "other-processes");
+    assert!((c.value.unwrap() - 4.0 / 3.0).abs() < 1e-9);
+    assert!(c.text.contains("spin"), "{}", c.text);
+    // A little background work is not a cause of a figure at its limit.
+    let mut report = document();
+    let mut r = kernel(&report, 2, 0.95);
+    r.evidence.as_mut().unwrap().others_cpu_s = 0.05;
+    report.results.push(r);
+    assert!(judged(&report).causes.is_empty());
+}
+
+/// A disk read of 1 MiB blocks on 254:0 at `mbs` MB/s.
+fn disk(report: &Report, mbs: f64) -> BenchResult {
+    let mut r = BenchResult::example("disk-seqread", "MB/s", vec![mbs * 0.99, mbs, mbs * 1.01]);
+    r.host = report.host.hostname.clone();
+    r.subsystem = Subsystem::Disk;
+    r.op = "seqread".into();
+    r.params.block_bytes = Some(1 << 20);
+    r.params.direct = Some(true);
+    r.evidence = Some(CaseEvidence {
+        wall_s: 2.0,
+        device: Some(Read::new("254:0".to_string(), "stat(./f): st_dev 254:1")),
+        ..CaseEvidence::default()
+    });
+    r
+}
+
+#[test]
+fn an_io_throttle_on_the_files_device_is_named_in_bytes_and_in_iops() {
+    let mut report = document();
+    report.evidence.as_mut().unwrap().io_throttles = vec![IoThrottle {
+        device: "254:0".into(),
+        name: Some("vda".into()),
+        read_bps: Some(10_485_760),
+        read_iops: Some(5000),
+        source: "/sys/fs/cgroup/blkio/x/blkio.throttle.read_bps_device".into(),
+        ..IoThrottle::default()
+    }];
+    report.results.push(disk(&report, 10.4));
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Below, "{f:#?}");
+    let c = cause(&f, "io-throttle");
+    assert!((c.value.unwrap() - 10.485_76).abs() < 1e-9);
+    assert_eq!(c.unit, "MB/s");
+    // The IOPS limit bounds 1 MiB reads at 5243 MB/s: it holds nothing here.
+    assert_eq!(
+        f.causes.iter().filter(|c| c.kind == "io-throttle").count(),
+        1
+    );
+    // The same throttle on another device blames nothing.
+    report.results[0].evidence.as_mut().unwrap().device =
+        Some(Read::new("8:0".to_string(), "stat"));
+    assert!(judged(&report).causes.is_empty());
+}
+
+/// A TCP throughput through `dev` at `mbs` Mb/s.
+fn tcp(report: &Report, mbs: f64) -> BenchResult {
+    let mut r = BenchResult::example("net-tcp", "Mb/s", vec![mbs * 0.99, mbs, mbs * 1.01]);
+    r.host = report.host.hostname.clone();
+    r.subsystem = Subsystem::Network;
+    r.op = "tcp-throughput".into();
+    r.params.protocol = Some("tcp".into());
+    r.evidence = Some(CaseEvidence {
+        wall_s: 2.0,
+        route: Some(Read::new("veth0".to_string(), "ip -j route get 10.9.0.2")),
+        ..CaseEvidence::default()
+    });
+    r
+}
+
+#[test]
+fn a_tbf_on_the_route_is_named_with_its_rate() {
+    let mut report = document();
+    report.evidence.as_mut().unwrap().qdiscs = vec![Qdisc {
+        interface: "veth0".into(),
+        kind: "tbf".into(),
+        handle: "1:".into(),
+        parent: "root".into(),
+        rate_bps: Some(150_000_000),
+        source: "tc -j qdisc show".into(),
+    }];
+    report.results.push(tcp(&report, 143.2));
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Below, "{f:#?}");
+    let c = cause(&f, "qdisc");
+    assert_eq!(c.value, Some(150.0));
+    assert!((c.bound.unwrap() - 150.0 * 1448.0 / 1514.0).abs() < 1e-9);
+    // A figure far under the shaper's rate is not held by it.
+    report.results[0] = tcp(&report, 40.0);
+    assert!(judged(&report).causes.is_empty());
+}
+
+#[test]
+fn two_regimes_make_a_result_unstable() {
+    let mut report = document();
+    let mut r = kernel(&report, 1, 0.95);
+    r.samples = vec![12.0, 12.2, 33.0, 32.9, 12.1];
+    r.stats = crate::stats::Summary::of(&r.samples).unwrap();
+    report.results.push(r);
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Unstable);
+    assert_eq!(f.causes[0].kind, "two-regimes");
+}
+
+#[test]
+fn a_figure_over_the_peak_is_above_the_limit() {
+    let mut report = document();
+    report.results.push(kernel(&report, 1, 1.3));
+    assert_eq!(judged(&report).verdict, Verdict::AboveLimit);
+}
+
+#[test]
+fn the_past_of_the_same_hardware_judges_a_case_with_no_peak() {
+    let mut report = document();
+    let mut r = disk(&report, 100.0);
+    r.evidence = None;
+    let earlier: Vec<PastRun> = (1..=3)
+        .map(|id| {
+            let mut run = document();
+            run.results.push(disk(&report, 200.0 + id as f64));
+            PastRun { id, report: run }
+        })
+        .collect();
+    report.results.push(r);
+    let f = judge(&report, &earlier).results.remove(0);
+    assert_eq!(f.verdict, Verdict::Below, "{f:#?}");
+    let past = f
+        .expectations
+        .iter()
+        .find(|e| e.against == Against::Past)
+        .unwrap();
+    assert!(past.test.as_ref().unwrap().p < 0.05);
+    assert_eq!(past.test.as_ref().unwrap().runs, [1, 2, 3]);
+    // The same figure as before is at its limit.
+    report.results[0] = disk(&report, 201.0);
+    let f = judge(&report, &earlier).results.remove(0);
+    assert_eq!(f.verdict, Verdict::AtLimit, "{f:#?}");
+}
+
+#[test]
+fn a_case_with_nothing_to_judge_by_says_what_is_missing() {
+    let mut report = document();
+    report.results.push(disk(&report, 100.0));
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Unknown);
+    assert!(
+        f.missing.iter().any(|m| m.contains("--disk-mbps")),
+        "{:?}",
+        f.missing
+    );
+    assert!(f.missing.iter().any(|m| m.contains("--reference")));
+}
+
+#[test]
+fn a_document_without_evidence_names_no_cause_and_says_so() {
+    let mut report = document();
+    report.evidence = None;
+    report.results.push(kernel(&report, 1, 0.4));
+    let findings = judge(&report, &[]);
+    assert_eq!(findings.results[0].verdict, Verdict::Below);
+    assert!(findings.results[0].causes.is_empty());
+    assert!(findings.summary.iter().any(|l| l.contains("no evidence")));
+}
