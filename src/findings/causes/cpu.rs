@@ -51,6 +51,7 @@ pub fn causes(s: &Scene, out: &mut Vec<Candidate>) {
     steal(s, out);
     smt(s, out);
     clock(s, out);
+    governor(s, out);
     thermal(s, out);
 }
 
@@ -306,6 +307,29 @@ fn clock(s: &Scene, out: &mut Vec<Candidate>) {
     .value(measured, "GHz");
     c.factor = Some(measured / base);
     c.slows = true;
+    out.push(c);
+}
+
+fn governor(s: &Scene, out: &mut Vec<Candidate>) {
+    let fact = &s.report.host.cpu.governor;
+    let Some(governor) = fact.value.as_deref().filter(|g| *g != "performance") else {
+        return;
+    };
+    if s.r.subsystem != Subsystem::Cpu {
+        return;
+    }
+    let mut c = Candidate::new(
+        "governor",
+        format!("the CPU frequency governor is '{governor}': the clock follows the load"),
+        vec![Evidence::new(
+            fact.source.clone().unwrap_or_else(|| "cpufreq".into()),
+            governor.to_string(),
+        )],
+        "set the 'performance' governor: cpupower frequency-set -g performance",
+    );
+    c.slows = true;
+    c.structural = true;
+    c.noisy = true;
     out.push(c);
 }
 
