@@ -338,11 +338,12 @@ pub struct Drift {
 /// a cache filling, a clock throttling): the Mann–Kendall test.
 ///
 /// S = Σ over pairs i < j of sign(x_j − x_i). Without ties and with at most
-/// [`DRIFT_EXACT_VALUES`] values, p is exact: every order of the values is equally likely and the orders are counted
-/// by their number of discordant pairs (`discordance_counts`). Otherwise p is from the
-/// normal approximation, variance (n(n − 1)(2n + 5) − Σ t(t − 1)(2t + 5)) / 18 for groups of t
-/// tied values, with a continuity correction of 1 (S moves in steps of 2). The test assumes
-/// independent repetitions and says nothing of a trend that goes up and comes back down.
+/// [`DRIFT_EXACT_VALUES`] values, p is exact: every order of the values is equally likely, and
+/// the orders are counted by their number of discordant pairs (`discordance_counts`).
+/// Otherwise p is from the normal approximation, variance
+/// (n(n − 1)(2n + 5) − Σ t(t − 1)(2t + 5)) / 18 for groups of t tied values, with a continuity
+/// correction of 1 (S moves in steps of 2). The test assumes independent repetitions and says
+/// nothing of a trend that goes up and comes back down.
 ///
 /// `None` for fewer than 5 values, a value that is not finite, or a first third whose median
 /// is 0 (no relative change).
