@@ -13,12 +13,12 @@
 //! taken; percentiles are never averaged.
 //!
 //! Three tests read the repetitions themselves, assuming nothing about their distribution (a
-//! benchmark's repetitions are rarely normal: a disturbed repetition is slow, never fast):
-//! [`mann_whitney`] says whether two runs' repetitions differ (the rule of `peakbench compare`),
-//! [`regimes`] whether one run's repetitions fall into two separate groups, and [`drift`]
-//! whether they trend up or down from first to last. The two rank tests count out the exact
-//! distribution of their statistic for small samples without ties, and use the normal
-//! approximation for large samples or where values tie.
+//! benchmark's repetitions are rarely normal: a disturbed repetition can be far worse, none is
+//! far better): [`mann_whitney`] says whether two runs' repetitions differ (the rule of
+//! `peakbench compare`), [`regimes`] whether one run's repetitions fall into two separate
+//! groups, and [`drift`] whether they trend up or down from first to last. The two rank tests
+//! count out the exact distribution of their statistic for small samples without ties, and use
+//! the normal approximation for large samples or where values tie.
 
 use std::cmp::Ordering;
 use std::f64::consts::{PI, SQRT_2};
