@@ -13,12 +13,12 @@
 //! taken; percentiles are never averaged.
 //!
 //! Three tests read the repetitions themselves, assuming nothing about their distribution (a
-//! benchmark's repetitions are rarely normal: a disturbed repetition is slow, never fast):
-//! [`mann_whitney`] says whether two runs' repetitions differ (the rule of `peakbench compare`),
-//! [`regimes`] whether one run's repetitions fall into two separate groups, and [`drift`]
-//! whether they trend up or down from first to last. The rank tests count out their exact
-//! distribution for small samples (up to [`EXACT_MAX`] values) and use the normal approximation
-//! beyond it or where values tie.
+//! benchmark's repetitions are rarely normal: a disturbed repetition can be far worse, none is
+//! far better): [`mann_whitney`] says whether two runs' repetitions differ (the rule of
+//! `peakbench compare`), [`regimes`] whether one run's repetitions fall into two separate
+//! groups, and [`drift`] whether they trend up or down from first to last. The two rank tests
+//! count out the exact distribution of their statistic for small samples without ties, and use
+//! the normal approximation for large samples or where values tie.
 
 use std::cmp::Ordering;
 use std::f64::consts::{PI, SQRT_2};
@@ -176,10 +176,16 @@ fn median(values: &[f64]) -> f64 {
     middle(&sorted)
 }
 
-/// Up to this many values in all, [`mann_whitney`] and [`drift`] count out the exact
-/// distribution of their statistic (when no values tie); above it the normal approximation is
-/// used, whose p is then within about 0.005 of the exact one.
-pub const EXACT_MAX: usize = 60;
+/// Up to this many pairs n_a × n_b (50 vs 50), [`mann_whitney`] counts out the exact
+/// distribution of U when no values tie: at most about 1.6 million additions. Above it the
+/// normal approximation's p is within 0.003 of the exact one when the smaller sample holds 20
+/// or more values, 0.006 at 10, but 0.03 for a lopsided 2 vs 1251.
+pub const MANN_WHITNEY_EXACT_PAIRS: usize = 2500;
+
+/// Up to this many repetitions, [`drift`] counts out the exact distribution of S when no values
+/// tie (about 6 million additions at 60). Above it the normal approximation's p is within
+/// 0.002 of the exact one.
+pub const DRIFT_EXACT_VALUES: usize = 60;
 
 /// The two-sided Mann–Whitney U test of two samples.
 #[derive(Clone, Debug, PartialEq)]
@@ -195,8 +201,8 @@ pub struct MannWhitney {
     pub min_p: f64,
     /// The sizes of a and b.
     pub n: [usize; 2],
-    /// Whether p is from the exact distribution of U (no ties, at most [`EXACT_MAX`] values)
-    /// rather than the normal approximation.
+    /// Whether p is from the exact distribution of U (no ties, at most
+    /// [`MANN_WHITNEY_EXACT_PAIRS`] pairs) rather than the normal approximation.
     pub exact: bool,
 }
 
@@ -204,7 +210,7 @@ pub struct MannWhitney {
 /// (or smaller) values: the two-sided Mann–Whitney U (Wilcoxon rank-sum) test. It assumes the
 /// values are independent, and nothing of their distribution's shape.
 ///
-/// Without ties and with at most [`EXACT_MAX`] values in all, p is exact: every way to split
+/// Without ties and with at most [`MANN_WHITNEY_EXACT_PAIRS`] pairs, p is exact: every way to split
 /// the ranked values into groups of n_a and n_b is equally likely, and their U values are counted
 /// out by Mann and Whitney's recurrence (`u_counts`). Otherwise p is from the normal
 /// approximation, mean n_a·n_b/2 and variance n_a·n_b/12 · (N + 1 − Σ(t³ − t) / (N(N − 1))) for
@@ -224,7 +230,7 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
     // its own rank among a's values: subtracting 1 + 2 + … + n_a leaves U.
     let u = ranked.ranks[..na].iter().sum::<f64>() - (na * (na + 1)) as f64 / 2.0;
     let min_p = (2.0 / binomial(na + nb, na)).min(1.0);
-    let exact = ranked.ties.is_empty() && na + nb <= EXACT_MAX;
+    let exact = ranked.ties.is_empty() && na * nb <= MANN_WHITNEY_EXACT_PAIRS;
     let p = if exact {
         two_sided(&u_counts(na, nb), u.round() as usize)
     } else {
@@ -331,12 +337,13 @@ pub struct Drift {
 /// Tests repetitions, in the order they ran, for a trend up or down (a device warming up,
 /// a cache filling, a clock throttling): the Mann–Kendall test.
 ///
-/// S = Σ over pairs i < j of sign(x_j − x_i). Without ties and with at most [`EXACT_MAX`]
-/// values, p is exact: every order of the values is equally likely and the orders are counted
-/// by their number of discordant pairs (`discordance_counts`). Otherwise p is from the
-/// normal approximation, variance (n(n − 1)(2n + 5) − Σ t(t − 1)(2t + 5)) / 18 for groups of t
-/// tied values, with a continuity correction of 1 (S moves in steps of 2). The test assumes
-/// independent repetitions and says nothing of a trend that goes up and comes back down.
+/// S = Σ over pairs i < j of sign(x_j − x_i). Without ties and with at most
+/// [`DRIFT_EXACT_VALUES`] values, p is exact: every order of the values is equally likely, and
+/// the orders are counted by their number of discordant pairs (`discordance_counts`).
+/// Otherwise p is from the normal approximation, variance
+/// (n(n − 1)(2n + 5) − Σ t(t − 1)(2t + 5)) / 18 for groups of t tied values, with a continuity
+/// correction of 1 (S moves in steps of 2). The test assumes independent repetitions and says
+/// nothing of a trend that goes up and comes back down.
 ///
 /// `None` for fewer than 5 values, a value that is not finite, or a first third whose median
 /// is 0 (no relative change).
@@ -373,7 +380,7 @@ pub fn drift(samples: &[f64]) -> Option<Drift> {
         });
     }
     let tau = s as f64 / ((pairs * (pairs - tied_pairs)) as f64).sqrt();
-    let p = if ties.is_empty() && n <= EXACT_MAX {
+    let p = if ties.is_empty() && n <= DRIFT_EXACT_VALUES {
         let discordant = (pairs as i64 - s) / 2;
         two_sided(&discordance_counts(n), discordant as usize)
     } else {
@@ -585,5 +592,222 @@ mod tests {
         // The merged median lies between the two groups; averaging the two medians would not
         // give the same value, which is why percentiles are never averaged.
         assert!(a.quantile(0.25) < 10_000 && a.quantile(0.75) > 1_000_000);
+    }
+
+    #[test]
+    fn normal_tail_matches_erfc_across_both_methods() {
+        // P(Z ≥ z) = erfc(z/√2)/2 from Python's math.erfc; 4.2 and 4.3 straddle the switch from
+        // the series to the continued fraction (z/√2 = 3 at z ≈ 4.24).
+        for (z, want) in [
+            (0.0, 0.5),
+            (0.5, 0.3085375387259869),
+            (1.0, 0.15865525393145707),
+            (1.959963984540054, 0.025),
+            (3.0, 0.0013498980316300957),
+            (4.2, 1.3345749015906346e-05),
+            (4.3, 8.539905470991816e-06),
+            (5.0, 2.866515718791946e-07),
+            (8.0, 6.220960574271819e-16),
+            (12.0, 1.776482112077702e-33),
+        ] {
+            let got = normal_upper_tail(z);
+            assert!(
+                (got - want).abs() <= 1e-10 * want,
+                "z {z}: {got}, want {want}"
+            );
+        }
+        assert!(close(normal_upper_tail(-1.0), 1.0 - 0.15865525393145707));
+    }
+
+    #[test]
+    fn ranks_share_the_mean_rank_of_a_tie() {
+        let ranked = rank(&[5.0, 1.0, 3.0, 3.0, 3.0, 9.0, 1.0]);
+        // Sorted: 1 1 | 3 3 3 | 5 | 9 → ranks 1.5, 1.5, 4, 4, 4, 6, 7.
+        assert_eq!(ranked.ranks, [6.0, 1.5, 4.0, 4.0, 4.0, 7.0, 1.5]);
+        assert_eq!(ranked.ties, [2, 3]);
+    }
+
+    #[test]
+    fn three_against_three_fully_separated_is_p_one_tenth_at_best() {
+        // One split of the C(6, 3) = 20 puts all three lowest values in a: P(U ≤ 0) = 1/20,
+        // doubled for two sides.
+        let t = mann_whitney(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
+        assert_eq!(t.u, 0.0);
+        assert!(close(t.p, 0.1) && close(t.min_p, 0.1), "{t:?}");
+        assert_eq!((t.n, t.exact), ([3, 3], true));
+        let swapped = mann_whitney(&[4.0, 5.0, 6.0], &[1.0, 2.0, 3.0]).unwrap();
+        assert_eq!(swapped.u, 9.0);
+        assert!(close(swapped.p, 0.1));
+        // 3 vs 4 cannot reach 0.05 either (2/35); 3 vs 5 can (2/56).
+        let min_p = |a: usize, b: usize| mann_whitney(&vec![1.0; a], &vec![2.0; b]).unwrap().min_p;
+        assert!(close(min_p(3, 4), 2.0 / 35.0));
+        assert!(close(min_p(3, 5), 2.0 / 56.0));
+        assert_eq!(min_p(1, 1), 1.0);
+    }
+
+    #[test]
+    fn four_against_four_fully_separated_is_two_in_seventy() {
+        let t = mann_whitney(&[5.0, 6.0, 7.0, 8.0], &[1.0, 2.0, 3.0, 4.0]).unwrap();
+        assert_eq!(t.u, 16.0);
+        assert!(
+            close(t.p, 2.0 / 70.0) && close(t.min_p, 2.0 / 70.0),
+            "{t:?}"
+        );
+        // One value swapped across (U = 1): 2 × 2/70, no longer below 0.05.
+        let t = mann_whitney(&[4.0, 6.0, 7.0, 8.0], &[1.0, 2.0, 3.0, 5.0]).unwrap();
+        assert_eq!(t.u, 15.0);
+        assert!(close(t.p, 4.0 / 70.0), "{t:?}");
+    }
+
+    #[test]
+    fn identical_samples_are_p_one() {
+        let values = [10.0, 11.0, 12.0, 13.0, 14.0];
+        let t = mann_whitney(&values, &values).unwrap();
+        assert_eq!(t.u, 12.5);
+        assert_eq!(t.p, 1.0);
+        assert!(!t.exact, "every value tied with its copy");
+        let same = mann_whitney(&[3.0; 4], &[3.0; 6]).unwrap();
+        assert_eq!((same.u, same.p), (12.0, 1.0));
+    }
+
+    #[test]
+    fn ties_use_the_normal_approximation_with_tie_and_continuity_corrections() {
+        // a = 1 2 2 3 4, b = 2 3 5 6 7. U of a: 1 beats nothing, each 2 ties b's 2 (½ + ½),
+        // 3 beats b's 2 and ties its 3 (1½), 4 beats 2 and 3 (2): U = 4.5. Mean 5·5/2 = 12.5;
+        // ties: three 2s (3³ − 3 = 24) and two 3s (6), so the variance is
+        // 25/12 · (11 − 30/90) = 22.222…; z = (8 − ½)/√22.222 = 1.590990;
+        // p = erfc(z/√2) = 0.1116118 (Python math.erfc).
+        let t = mann_whitney(&[1.0, 2.0, 2.0, 3.0, 4.0], &[2.0, 3.0, 5.0, 6.0, 7.0]).unwrap();
+        assert_eq!(t.u, 4.5);
+        assert!(!t.exact);
+        assert!((t.p - 0.11161176829829222).abs() < 1e-9, "{t:?}");
+        assert!(close(t.min_p, 2.0 / 252.0));
+    }
+
+    #[test]
+    fn ten_against_ten_matches_a_brute_force_count() {
+        // Python, itertools.combinations over all C(20, 10) = 184756 splits of the 20 values,
+        // U counted pair by pair: U = 13 and P(U ≤ 13) doubled = 0.0038862066725843815.
+        let a = [10.1, 10.4, 9.8, 10.9, 10.3, 10.6, 10.0, 10.8, 10.2, 10.5];
+        let b = [
+            10.7, 11.2, 10.65, 11.0, 10.35, 11.4, 10.95, 11.1, 10.45, 11.3,
+        ];
+        let t = mann_whitney(&a, &b).unwrap();
+        assert_eq!(t.u, 13.0);
+        assert!(t.exact);
+        assert!((t.p - 0.0038862066725843815).abs() < 1e-12, "{t:?}");
+    }
+
+    #[test]
+    fn large_samples_agree_between_exact_count_and_normal_approximation() {
+        // 0..30 against the same shifted by 7.5: U = 253. Python, the same recurrence in exact
+        // integers: p = 0.0031935408185939456. The normal approximation is within 0.003.
+        let a: Vec<f64> = (0..30).map(f64::from).collect();
+        let b: Vec<f64> = a.iter().map(|x| x + 7.5).collect();
+        let t = mann_whitney(&a, &b).unwrap();
+        assert_eq!((t.u, t.exact), (253.0, true));
+        assert!((t.p - 0.0031935408185939456).abs() < 1e-12, "{t:?}");
+        let approximate = normal_two_sided(253.0 - 450.0, 0.5, 900.0 * 61.0 / 12.0);
+        assert!((approximate - t.p).abs() < 0.003, "{approximate}");
+        // 51 against 51: beyond the exact count. Python: U = 946, variance 51·51·103/12 =
+        // 22325.25, z = (1300.5 − 946 − 0.5)/√22325.25 = 2.369218; p = erfc(z/√2).
+        let a: Vec<f64> = (0..51).map(f64::from).collect();
+        let b: Vec<f64> = a.iter().map(|x| x + 7.5).collect();
+        let t = mann_whitney(&a, &b).unwrap();
+        assert_eq!((t.u, t.exact), (946.0, false));
+        assert!((t.p - 0.01782572384160753).abs() < 1e-9, "{t:?}");
+    }
+
+    #[test]
+    fn empty_or_not_finite_samples_have_no_test() {
+        assert!(mann_whitney(&[], &[1.0]).is_none());
+        assert!(mann_whitney(&[1.0], &[]).is_none());
+        assert!(mann_whitney(&[1.0, f64::NAN], &[2.0]).is_none());
+        assert!(mann_whitney(&[1.0], &[f64::INFINITY]).is_none());
+    }
+
+    #[test]
+    fn two_tight_groups_far_apart_are_two_regimes() {
+        let r = regimes(&[12.0, 12.3, 33.0, 32.8, 12.1]).unwrap();
+        assert_eq!(r.low, [12.0, 12.1, 12.3]);
+        assert_eq!(r.high, [32.8, 33.0]);
+        assert!(
+            close(r.low_median, 12.1) && close(r.high_median, 32.9),
+            "{r:?}"
+        );
+        // Two groups without any spread of their own.
+        assert!(regimes(&[12.0, 33.0, 12.0, 33.0]).is_some());
+        // A gap 18 beside a group spread over 2: still 3 × 2 ≤ 18.
+        assert!(regimes(&[10.0, 12.0, 30.0, 31.0]).is_some());
+    }
+
+    #[test]
+    fn spread_outliers_and_close_groups_are_not_regimes() {
+        // Evenly spread: every gap 1, within each side's range.
+        assert!(regimes(&[10.0, 11.0, 12.0, 13.0, 14.0]).is_none());
+        // One outlier: a side of one value.
+        assert!(regimes(&[10.0, 10.1, 10.2, 20.0]).is_none());
+        // Tight but only 20 % apart.
+        assert!(regimes(&[10.0, 10.0, 12.0, 12.0]).is_none());
+        // The lower group spread over 7, the gap only 13 < 21.
+        assert!(regimes(&[10.0, 17.0, 30.0, 31.0]).is_none());
+        assert!(regimes(&[12.0, 12.0, 33.0]).is_none());
+        assert!(regimes(&[12.0, 12.0, 33.0, -33.0]).is_none());
+        assert!(regimes(&[12.0, 12.0, 33.0, f64::NAN]).is_none());
+    }
+
+    #[test]
+    fn a_steady_rise_is_a_drift() {
+        // Every pair rises: S = 15 of 15, tau 1; only 1 of the 6! = 720 orders reaches it,
+        // doubled: p = 2/720. The last third's median 14.5 against the first third's 10.5.
+        let d = drift(&[10.0, 11.0, 12.0, 13.0, 14.0, 15.0]).unwrap();
+        assert!(close(d.tau, 1.0));
+        assert!(close(d.p, 2.0 / 720.0), "{d:?}");
+        assert!(close(d.change, 4.0 / 10.5));
+        let down = drift(&[15.0, 14.0, 13.0, 12.0, 11.0, 10.0]).unwrap();
+        assert!(close(down.tau, -1.0) && close(down.p, 2.0 / 720.0));
+        assert!(close(down.change, -4.0 / 14.5));
+    }
+
+    #[test]
+    fn a_shuffled_flat_sample_has_no_drift() {
+        // Python, all 8! orders: S = 2, tau 2/28, p = 0.9048611111111111.
+        let d = drift(&[10.1, 9.9, 10.2, 9.8, 10.0, 10.3, 9.95, 10.05]).unwrap();
+        assert!(close(d.tau, 2.0 / 28.0));
+        assert!((d.p - 0.9048611111111111).abs() < 1e-12, "{d:?}");
+        assert!(close(d.change, 0.0), "{d:?}");
+    }
+
+    #[test]
+    fn a_drift_with_ties_uses_the_normal_approximation() {
+        // 10 10 11 11 12 12 13: S = 18 (21 pairs, 3 tied); variance
+        // (7·6·19 − 3 · 2·1·9)/18 = 41.333; z = (18 − 1)/√41.333 = 2.644227;
+        // p = erfc(z/√2) = 0.008187776844595674; tau-b = 18/√(21 · 18) = 0.9258201.
+        let d = drift(&[10.0, 10.0, 11.0, 11.0, 12.0, 12.0, 13.0]).unwrap();
+        assert!((d.p - 0.008187776844595674).abs() < 1e-9, "{d:?}");
+        assert!((d.tau - 0.9258200997725514).abs() < 1e-12, "{d:?}");
+        let flat = drift(&[7.0; 6]).unwrap();
+        assert_eq!((flat.tau, flat.p, flat.change), (0.0, 1.0, 0.0));
+    }
+
+    #[test]
+    fn too_few_or_unusable_repetitions_have_no_drift() {
+        assert!(drift(&[1.0, 2.0, 3.0, 4.0]).is_none());
+        assert!(drift(&[1.0, 2.0, 3.0, 4.0, f64::NAN]).is_none());
+        assert!(
+            drift(&[0.0, 2.0, 3.0, 4.0, 5.0]).is_none(),
+            "no relative change from 0"
+        );
+    }
+
+    #[test]
+    fn exact_counts_sum_to_every_split_and_order() {
+        let total = |c: Vec<f64>| c.iter().sum::<f64>();
+        assert_eq!(total(u_counts(5, 5)), 252.0);
+        assert_eq!(total(u_counts(2, 7)), 36.0);
+        assert_eq!(total(discordance_counts(6)), 720.0);
+        // The U distribution is symmetric around m·n/2.
+        let c = u_counts(4, 6);
+        assert!(c.iter().eq(c.iter().rev()));
     }
 }

@@ -1,11 +1,14 @@
 //! Two runs side by side, result by result.
 //!
 //! Results are matched by their case `id` (the same parameters give the same id in every
-//! run). The change is `(B − A) / A`. It is called *beyond the noise* only when the ranges of
-//! the two runs' repetitions do not overlap (B's slowest repetition beats A's fastest, or the
-//! other way round): a change smaller than what the repetitions of either run already spread
-//! over is not evidence of anything. With a single repetition on either side there is no
-//! spread to judge by, and the verdict says so.
+//! run). The change is `(B − A) / A`, of the medians. It is called *beyond the noise* when the
+//! two-sided Mann–Whitney U test of the two runs' repetitions gives p < 0.05: the chance that
+//! repetitions of one unchanged distribution would split as unevenly is below 5 %. The test
+//! assumes nothing about how the repetitions spread (a disturbed repetition is worse, rarely
+//! better), only that they are independent. It needs enough repetitions to say anything: with 3
+//! against 3 the most uneven split still has p = 0.1, and the verdict says there are too few;
+//! 4 against 4 can show a change only when no repetition of one run comes near the other's; 5
+//! against 5 tolerates some overlap.
 
 use crate::report::describe_params;
 use crate::result::{BenchResult, Report};
@@ -101,23 +104,37 @@ pub fn render(a_id: i64, a: &Report, b_id: i64, b: &Report) -> String {
             c.change
                 .map(|x| format!("{:+.1}%", x * 100.0))
                 .unwrap_or_else(|| "-".into()),
-            c.verdict.word().to_string(),
+            c.verdict.text(),
         ]);
     }
     out.push_str(&table.render());
-    let beyond = changes
-        .iter()
-        .filter(|c| c.verdict == Verdict::Beyond)
-        .count();
-    out.push_str(&format!(
-        "\n{} shared results, {beyond} beyond the noise (the two runs' min–max ranges of repetitions do not overlap)",
-        changes.len()
-    ));
+    out.push_str(&closing_line(&changes));
     if only_a + only_b > 0 {
         out.push_str(&format!("; {only_a} only in A, {only_b} only in B"));
     }
     out.push('\n');
     out
+}
+
+/// How many results changed beyond the noise, by which rule, and what to do when the
+/// repetitions were too few for the rule to say anything.
+fn closing_line(changes: &[Change]) -> String {
+    let beyond = changes.iter().filter(|c| c.verdict.is_beyond()).count();
+    let mut line = format!(
+        "\n{} shared results, {beyond} beyond the noise (two-sided Mann–Whitney U test on the repetitions, p < 0.05",
+        changes.len()
+    );
+    let too_few = changes.iter().find_map(|c| match c.verdict {
+        Verdict::Unknown { n, .. } => Some(n),
+        _ => None,
+    });
+    if let Some([a, b]) = too_few {
+        line.push_str(&format!(
+            "; {a} vs {b} repetitions can never show it: use --repetitions 5 or more"
+        ));
+    }
+    line.push(')');
+    line
 }
 
 fn status(report: &Report) -> &'static str {
@@ -134,18 +151,64 @@ mod tests {
     }
 
     #[test]
-    fn overlapping_ranges_are_noise_and_separate_ones_are_not() {
+    fn separated_repetitions_are_beyond_the_noise_and_overlapping_ones_within() {
+        let a = result(vec![10.0, 11.0, 12.0, 13.0, 14.0]);
+        // Every repetition of B above A's: p = 2/252 (the one most uneven of C(10, 5) splits,
+        // doubled).
+        let Verdict::Beyond { p } = verdict(&a, &result(vec![15.0, 16.0, 17.0, 18.0, 19.0])) else {
+            panic!("separated repetitions")
+        };
+        assert!((p - 2.0 / 252.0).abs() < 1e-12);
+        // U = 6 of 25: 56 of the 252 splits are at least as uneven, p = 0.222.
+        let overlapping = verdict(&a, &result(vec![11.5, 12.5, 13.5, 14.5, 15.5]));
+        let Verdict::Within { p } = overlapping else {
+            panic!("overlapping repetitions: {overlapping:?}")
+        };
+        assert!((p - 56.0 / 252.0).abs() < 1e-12);
+        assert_eq!(overlapping.text(), "within noise (p 0.22)");
+        assert_eq!(verdict(&a, &a), Verdict::Within { p: 1.0 });
+    }
+
+    #[test]
+    fn three_repetitions_against_three_are_too_few_to_tell() {
         let a = result(vec![10.0, 11.0, 12.0]);
-        assert_eq!(verdict(&a, &a), Verdict::Within);
+        let separated = verdict(&a, &result(vec![20.0, 21.0, 22.0]));
+        assert!(matches!(separated, Verdict::Unknown { n: [3, 3], .. }));
+        assert_eq!(separated.text(), "too few repetitions (3 vs 3: p ≥ 0.10)");
         assert_eq!(
-            verdict(&a, &result(vec![11.5, 12.5, 13.0])),
-            Verdict::Within
+            verdict(&a, &result(vec![20.0])).text(),
+            "too few repetitions (3 vs 1: p ≥ 0.50)"
         );
         assert_eq!(
-            verdict(&a, &result(vec![12.1, 12.5, 13.0])),
-            Verdict::Beyond
+            verdict(&result(vec![1.0]), &result(vec![2.0])).text(),
+            "too few repetitions (1 vs 1)"
         );
-        assert_eq!(verdict(&a, &result(vec![8.0, 9.0, 9.9])), Verdict::Beyond);
-        assert_eq!(verdict(&a, &result(vec![20.0])), Verdict::Unknown);
+    }
+
+    #[test]
+    fn the_closing_line_states_the_rule_and_the_fix_for_too_few_repetitions() {
+        let change = |verdict| Change {
+            id: "cpu-f64".into(),
+            label: "cpu f64".into(),
+            unit: "GFLOP/s".into(),
+            a: 1.0,
+            b: 2.0,
+            change: Some(1.0),
+            verdict,
+        };
+        let line = closing_line(&[change(Verdict::Beyond { p: 0.008 })]);
+        assert_eq!(
+            line,
+            "\n1 shared results, 1 beyond the noise (two-sided Mann–Whitney U test on the repetitions, p < 0.05)"
+        );
+        let too_few = Verdict::Unknown {
+            n: [3, 3],
+            min_p: 0.1,
+        };
+        let line = closing_line(&[change(too_few), change(Verdict::Within { p: 0.4 })]);
+        assert!(
+            line.ends_with("0 beyond the noise (two-sided Mann–Whitney U test on the repetitions, p < 0.05; 3 vs 3 repetitions can never show it: use --repetitions 5 or more)"),
+            "{line}"
+        );
     }
 }

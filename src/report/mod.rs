@@ -18,39 +18,69 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::result::{BenchResult, Report};
+use crate::stats::mann_whitney;
 
 pub use table::{
     describe_params, render_markdown, render_markdown_runs, render_markdown_tables, render_table,
 };
 
-/// What the repetitions of two runs say about one change (the rule of `peakbench compare`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the repetitions of two runs say about one change (the rule of `peakbench compare`): the
+/// two-sided Mann–Whitney U test of the two runs' repetitions at α = [`Verdict::ALPHA`].
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Verdict {
-    Within,
-    Beyond,
-    Unknown,
+    /// p < α: the two runs' repetitions differ beyond what chance gives.
+    Beyond { p: f64 },
+    /// p ≥ α, though these many repetitions could have shown a change.
+    Within { p: f64 },
+    /// Too few repetitions for any change to reach p < α (3 vs 3 gives at best p = 0.1), or a
+    /// run without repetitions: nothing can be said.
+    Unknown { n: [usize; 2], min_p: f64 },
 }
 
 impl Verdict {
-    pub fn word(self) -> &'static str {
+    /// The significance level: a change is beyond the noise when p is below it.
+    pub const ALPHA: f64 = 0.05;
+
+    /// The verdict in a table cell, e.g. "BEYOND noise (p 0.008)", "within noise (p 0.41)",
+    /// "too few repetitions (3 vs 3: p ≥ 0.10)".
+    pub fn text(self) -> String {
         match self {
-            Verdict::Within => "within noise",
-            Verdict::Beyond => "BEYOND noise",
-            Verdict::Unknown => "1 repetition",
+            Verdict::Beyond { p } => format!("BEYOND noise (p {})", format_p(p)),
+            Verdict::Within { p } => format!("within noise (p {})", format_p(p)),
+            Verdict::Unknown { n: [a, b], min_p } if min_p < 1.0 => {
+                format!("too few repetitions ({a} vs {b}: p ≥ {})", format_p(min_p))
+            }
+            Verdict::Unknown { n: [a, b], .. } => format!("too few repetitions ({a} vs {b})"),
         }
+    }
+
+    pub fn is_beyond(self) -> bool {
+        matches!(self, Verdict::Beyond { .. })
     }
 }
 
-/// The min–max rule: a change is beyond the noise only when the ranges of the two runs'
-/// repetitions do not overlap; with one repetition on either side there is nothing to judge by.
-pub fn verdict(a: &BenchResult, b: &BenchResult) -> Verdict {
-    if a.stats.n < 2 || b.stats.n < 2 {
-        return Verdict::Unknown;
-    }
-    if b.stats.min > a.stats.max || b.stats.max < a.stats.min {
-        Verdict::Beyond
+/// A p-value in 2 decimals, 3 below 0.1 (so 0.046 does not read as 0.05), "< 0.001" below that.
+fn format_p(p: f64) -> String {
+    if p < 0.001 {
+        "< 0.001".into()
+    } else if p < 0.1 {
+        format!("{p:.3}")
     } else {
-        Verdict::Within
+        format!("{p:.2}")
+    }
+}
+
+/// Tests B's repetitions against A's (their `samples`) with the Mann–Whitney U test: beyond the
+/// noise at p < 0.05, within it at p ≥ 0.05, unknown when no outcome could reach 0.05 with these
+/// numbers of repetitions (3 vs 3 gives 0.1 at best; 4 vs 4 reaches 0.029 only when no
+/// repetition of one run comes near the other's) or a run has none.
+pub fn verdict(a: &BenchResult, b: &BenchResult) -> Verdict {
+    let n = [a.samples.len(), b.samples.len()];
+    match mann_whitney(&a.samples, &b.samples) {
+        Some(t) if t.min_p >= Verdict::ALPHA => Verdict::Unknown { n, min_p: t.min_p },
+        Some(t) if t.p < Verdict::ALPHA => Verdict::Beyond { p: t.p },
+        Some(t) => Verdict::Within { p: t.p },
+        None => Verdict::Unknown { n, min_p: 1.0 },
     }
 }
 
@@ -61,7 +91,7 @@ pub fn change_cell(a: &BenchResult, b: &BenchResult) -> String {
     } else {
         String::new()
     };
-    format!("{change}{}", verdict(a, b).word())
+    format!("{change}{}", verdict(a, b).text())
 }
 
 /// An output format.
@@ -296,14 +326,18 @@ mod multi_run {
 
     #[test]
     fn two_runs_in_markdown_are_one_document_with_columns_side_by_side_and_verdicts() {
-        let before = fixture();
+        // Five repetitions a case (the fixture's three are too few for the test to tell), and
+        // the second run every case 50 % faster, its repetitions well apart from the first's.
+        let five = |r: &mut BenchResult, scale: f64| {
+            r.value *= scale;
+            r.samples = [0.99, 0.995, 1.0, 1.005, 1.01]
+                .map(|x| x * r.value)
+                .to_vec();
+        };
+        let mut before = fixture();
+        before.results.iter_mut().for_each(|r| five(r, 1.0));
         let mut after = fixture();
-        // The second run: every case 50 % faster, its repetitions well apart from the first's.
-        for r in &mut after.results {
-            r.value *= 1.5;
-            r.stats.min *= 1.5;
-            r.stats.max *= 1.5;
-        }
+        after.results.iter_mut().for_each(|r| five(r, 1.5));
         let first_id = after.results[0].id.clone();
         after.results.retain(|r| r.id != first_id);
         let text = render_markdown_runs(&[(7, &before), (9, &after)]);
@@ -337,7 +371,7 @@ mod multi_run {
         assert_eq!(rows, before.results.len(), "{text}");
         let with_verdict = text
             .lines()
-            .filter(|l| l.ends_with("+50.0% BEYOND noise |"));
+            .filter(|l| l.ends_with("+50.0% BEYOND noise (p 0.008) |"));
         assert_eq!(with_verdict.count(), before.results.len() - 1, "{text}");
         // The case run 9 lacks has a dash in its columns and no verdict.
         assert!(text.lines().any(|l| l.ends_with("| - | - |")), "{text}");
