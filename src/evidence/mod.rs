@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 pub use cgroup::{CgroupVersion, parse_blkio_throttle, parse_cpu_max, parse_io_max};
 pub use net::{parse_route_get, parse_tc_classes, parse_tc_qdiscs};
-pub use procstat::{CpuTimes, ProcessTimes, parse_pid_stat, parse_proc_stat};
+pub use procstat::{CpuTimes, ProcessTimes, parse_cpu_list, parse_pid_stat, parse_proc_stat};
 
 /// A value read from the machine and where it was read.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
