@@ -12,8 +12,9 @@
 //!   the CPUs while it ran, the time the hypervisor stole, the CFS throttling of this cgroup,
 //!   and where the case's traffic went (the test file's device, the route to the server).
 //!
-//! Every reader is cheap (a few small files and at most two `tc`/`ip` commands per run); what
-//! cannot be read is said in `unreadable`, never guessed.
+//! Every reader is cheap: a few small files, `tc` once per run (and once more per interface
+//! with an htb qdisc), `ip` once per network case, each command killed after 2 s. What cannot
+//! be read is said in `unreadable`, never guessed.
 
 mod block;
 mod cgroup;
@@ -24,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 pub use cgroup::{CgroupVersion, parse_blkio_throttle, parse_cpu_max, parse_io_max};
 pub use net::{parse_route_get, parse_tc_classes, parse_tc_qdiscs};
-pub use procstat::{CpuTimes, ProcessTimes, parse_pid_stat, parse_proc_stat};
+pub use procstat::{CpuTimes, ProcessTimes, parse_cpu_list, parse_pid_stat, parse_proc_stat};
 
 /// A value read from the machine and where it was read.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -53,8 +54,9 @@ pub struct RunEvidence {
     /// (v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us`, v2 `cpu.max`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_quota: Option<Read<CpuQuota>>,
-    /// The cpuset's CPUs (v1 `cpuset.cpus`, v2 `cpuset.cpus.effective`) as the kernel writes
-    /// them, e.g. `0-3,8`.
+    /// The cpuset's CPUs (v1 `cpuset.effective_cpus`, else `cpuset.cpus`; v2
+    /// `cpuset.cpus.effective`) as the kernel writes them, e.g. `0-3,8`; recorded even when it
+    /// holds every CPU ([`parse_cpu_list`] counts them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpuset: Option<Read<String>>,
     /// The CPUs `sched_getaffinity` allows this process, in order.
@@ -77,7 +79,8 @@ pub struct RunEvidence {
     /// `/sys/kernel/mm/transparent_hugepage/enabled`: `always`, `madvise` or `never`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thp: Option<Read<String>>,
-    /// Every qdisc and class with a rate, on every interface of this network namespace.
+    /// The root qdisc of every interface of this network namespace, and every qdisc and htb
+    /// class that shapes (has a rate), from `tc -j`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub qdiscs: Vec<Qdisc>,
     /// Socket buffer and TCP sysctls by name (`net.core.rmem_max`, `net.core.wmem_max`,
@@ -162,7 +165,7 @@ pub struct BlockQueue {
     /// The scheduler in use (the bracketed one of `scheduler`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<String>,
-    /// `write cache` or `write through` (`queue/write_cache`).
+    /// `write back` or `write through` (`queue/write_cache`; older kernels say `write cache`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_cache: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -282,7 +285,7 @@ impl CaseWatch {
             (Some(a), Some(b)) => Some(Throttling {
                 periods: b.periods.saturating_sub(a.periods),
                 throttled_periods: b.throttled_periods.saturating_sub(a.throttled_periods),
-                throttled_s: (b.throttled_s - a.throttled_s).max(0.0),
+                throttled_s: procstat::to_microseconds((b.throttled_s - a.throttled_s).max(0.0)),
                 source: b.source,
             }),
             _ => None,
@@ -293,9 +296,9 @@ impl CaseWatch {
         };
         CaseEvidence {
             wall_s,
-            own_cpu_s,
-            others_cpu_s: (busy_s - own_cpu_s).max(0.0),
-            steal_s: steal_s.max(0.0),
+            own_cpu_s: procstat::to_microseconds(own_cpu_s),
+            others_cpu_s: procstat::to_microseconds((busy_s - own_cpu_s).max(0.0)),
+            steal_s: procstat::to_microseconds(steal_s.max(0.0)),
             top_others,
             throttled,
             thermal_events,
@@ -306,7 +309,7 @@ impl CaseWatch {
 }
 
 impl RunEvidence {
-    /// Reads everything once (a few milliseconds; `tc` and `ip` run once each).
+    /// Reads everything once (a few milliseconds of files, and `tc`).
     pub fn read() -> RunEvidence {
         let mut unreadable = Vec::new();
         let mut evidence = RunEvidence {
@@ -340,5 +343,85 @@ impl RunEvidence {
         self.qdiscs
             .iter()
             .filter(move |q| q.interface == interface && q.rate_bps.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_evidence_of_this_machine_is_read_quickly() {
+        let started = std::time::Instant::now();
+        let evidence = RunEvidence::read();
+        let took = started.elapsed();
+        assert!(evidence.cpus_online >= 1);
+        assert!(!evidence.affinity.is_empty());
+        // The kernel answers sched_getaffinity with the allowed CPUs that are active.
+        assert!(
+            evidence.affinity.len() <= evidence.cpus_online,
+            "{evidence:?}"
+        );
+        // A correctness bound, not a timing target: the readers are a few files and one `tc`.
+        assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+        let json = serde_json::to_string(&evidence).unwrap();
+        let back: RunEvidence = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, evidence);
+    }
+
+    #[test]
+    fn a_case_watch_sees_this_thread_spin() {
+        let watch = CaseWatch::start();
+        // 50 ms of this thread's CPU time, however long a loaded machine takes to give it
+        // (bounded, so a broken clock cannot hang the test).
+        let from = crate::sysinfo::clock::thread_cpu_ns();
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while crate::sysinfo::clock::thread_cpu_ns() - from < 50_000_000
+            && std::time::Instant::now() < give_up
+        {
+            std::hint::black_box(0u64);
+        }
+        let case = watch.finish(Some("/"), Some("127.0.0.1:9"));
+        assert!(case.wall_s >= 0.05, "{case:?}");
+        // Ticks are 10 ms: 50 ms of CPU reads as at least 40 ms, 20 ms is a safe floor.
+        assert!(case.own_cpu_s > 0.02, "{case:?}");
+        assert!(case.others_cpu_s >= 0.0 && case.steal_s >= 0.0);
+        assert!(case.top_others.len() <= 3);
+        // Without `ip` there is no route (net's own test insists on it).
+        if let Some(route) = case.route {
+            assert_eq!(route.value, "lo");
+        }
+    }
+
+    /// Prints what [`RunEvidence::read`] finds here, and a [`CaseWatch`] around 300 ms of
+    /// spinning, for a person checking them by hand under a cgroup or in a network namespace:
+    /// `cargo test --release --lib evidence::tests::print_run_evidence -- --ignored --nocapture`.
+    /// `PEAKBENCH_EVIDENCE_PATH` and `PEAKBENCH_EVIDENCE_SERVER` set the case's file and server
+    /// (default `./peakbench-evidence.tmp` and `127.0.0.1:5201`).
+    #[test]
+    #[ignore = "prints the machine's evidence; run by hand"]
+    fn print_run_evidence() {
+        let started = std::time::Instant::now();
+        let evidence = RunEvidence::read();
+        let took = started.elapsed();
+        println!("{}", serde_json::to_string_pretty(&evidence).unwrap());
+        println!("read in {took:?}");
+        let watch_started = std::time::Instant::now();
+        let watch = CaseWatch::start();
+        let start_took = watch_started.elapsed();
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(300);
+        let mut spins = 0u64;
+        while std::time::Instant::now() < until {
+            spins = std::hint::black_box(spins + 1);
+        }
+        let finish_started = std::time::Instant::now();
+        let path = std::env::var("PEAKBENCH_EVIDENCE_PATH")
+            .unwrap_or_else(|_| "./peakbench-evidence.tmp".to_string());
+        let server = std::env::var("PEAKBENCH_EVIDENCE_SERVER")
+            .unwrap_or_else(|_| "127.0.0.1:5201".to_string());
+        let case = watch.finish(Some(&path), Some(&server));
+        let finish_took = finish_started.elapsed();
+        println!("{}", serde_json::to_string_pretty(&case).unwrap());
+        println!("CaseWatch::start {start_took:?}, finish {finish_took:?}");
     }
 }

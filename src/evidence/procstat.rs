@@ -1,14 +1,33 @@
 //! CPU time from `/proc`: every CPU's (`/proc/stat`), this process's and every other process's
 //! (`/proc/PID/stat`), and the CPUs this process may use.
+//!
+//! `/proc` counts CPU time in clock ticks (`sysconf(_SC_CLK_TCK)`, 100 per second on every
+//! common kernel), so every time here is good to about 10 ms: enough to tell a case that shared
+//! its CPUs from one that did not, not to time anything.
 
-use super::OtherProcess;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read as _;
+
+use super::{OtherProcess, Read};
+
+pub use crate::sysinfo::parse_cpu_list;
+
+/// A process counts in [`top_others`] when it used more than this share of one CPU.
+const OTHER_MIN_SHARE: f64 = 0.05;
+
+/// [`top_others`] names at most this many processes.
+const OTHER_MAX: usize = 3;
 
 /// The CPU time counters of `/proc/stat`'s `cpu` line, seconds, summed over CPUs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CpuTimes {
+    /// Time in user mode (guest time included, as the kernel counts it).
     pub user_s: f64,
+    /// Time in user mode at a positive nice value.
     pub nice_s: f64,
+    /// Time in the kernel on behalf of processes (interrupt time is apart).
     pub system_s: f64,
+    /// Time the hypervisor ran something else while this guest's CPUs wanted to run.
     pub steal_s: f64,
 }
 
@@ -22,61 +41,442 @@ impl CpuTimes {
 /// One process's CPU time and name.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProcessTimes {
+    /// `comm`, as the kernel holds it (up to 15 bytes, not escaped).
     pub command: String,
+    /// The parent's pid (field 4), to leave out this process's own children.
+    pub parent: u32,
+    /// When the process started, clock ticks after boot (field 22): a pid that now names
+    /// another process has another start.
+    pub started: u64,
+    /// utime + stime (+ cutime + cstime when read with children), seconds.
     pub cpu_s: f64,
 }
 
+/// Clock ticks per second of the counters of `/proc/stat` and `/proc/PID/stat`.
+fn ticks_per_second() -> f64 {
+    // SAFETY: sysconf reads a constant of the C library; it takes no pointer.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 { ticks as f64 } else { 100.0 }
+}
+
+/// `/proc/stat`: the counters of its first line, `cpu  user nice system idle iowait irq softirq
+/// steal …` (ticks, summed over CPUs), in seconds. `None` when there is no such line or it is
+/// cut short; a kernel without the steal column (before 2.6.11) reads as no steal.
 pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
-    let _ = text;
-    None
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map_while(|w| w.parse().ok())
+        .collect();
+    if ticks.len() < 4 {
+        return None;
+    }
+    let per_second = ticks_per_second();
+    let seconds = |i: usize| ticks.get(i).copied().unwrap_or(0) as f64 / per_second;
+    Some(CpuTimes {
+        user_s: seconds(0),
+        nice_s: seconds(1),
+        system_s: seconds(2),
+        steal_s: seconds(7),
+    })
 }
 
 /// `/proc/PID/stat`: the command and utime + stime (+ cutime + cstime with `children`).
+///
+/// The command sits in parentheses and may itself hold spaces and parentheses, so the fields
+/// are counted from the *last* `)`: after it come state (field 3), ppid (4), … utime (14),
+/// stime (15), cutime (16), cstime (17), … starttime (22).
 pub fn parse_pid_stat(text: &str, children: bool) -> Option<ProcessTimes> {
-    let _ = (text, children);
-    None
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    if close < open {
+        return None;
+    }
+    let command = text[open + 1..close].to_string();
+    let fields: Vec<&str> = text[close + 1..].split_whitespace().collect();
+    // fields[0] is field 3 (state): field n is fields[n - 3].
+    let field = |n: usize| -> Option<u64> { fields.get(n - 3)?.parse().ok() };
+    let parent = u32::try_from(field(4)?).ok()?;
+    let started = field(22)?;
+    // Saturating: garbled numbers must not overflow.
+    let mut ticks = field(14)?.saturating_add(field(15)?);
+    if children {
+        // cutime and cstime are signed in the kernel's format; a negative one reads as absent.
+        ticks = ticks
+            .saturating_add(field(16).unwrap_or(0))
+            .saturating_add(field(17).unwrap_or(0));
+    }
+    Some(ProcessTimes {
+        command,
+        parent,
+        started,
+        cpu_s: ticks as f64 / ticks_per_second(),
+    })
 }
 
+/// Every CPU's counters now (`/proc/stat`).
 pub(super) fn read_cpu_times() -> Option<CpuTimes> {
-    None
+    parse_proc_stat(&std::fs::read_to_string("/proc/stat").ok()?)
 }
 
+/// This process's CPU time and that of the children it waited for, seconds.
 pub(super) fn read_own_cpu_s() -> Option<f64> {
-    None
+    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
+    Some(parse_pid_stat(&text, true)?.cpu_s)
 }
 
-pub(super) fn read_processes() -> std::collections::BTreeMap<u32, ProcessTimes> {
-    Default::default()
+/// Every other process's CPU time now, by pid: every numeric entry of `/proc` but this process
+/// and its descendants (their time is this process's own once it waits for them).
+///
+/// Children are not added (`cutime`): a process's reaped children would otherwise bring all
+/// their past time into the window at once. A process that starts and ends inside a window is
+/// therefore not named, though its time is in [`super::CaseEvidence::others_cpu_s`]. A process
+/// that ends while it is being read is skipped.
+pub(super) fn read_processes() -> BTreeMap<u32, ProcessTimes> {
+    let own = std::process::id();
+    let mut processes = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return processes;
+    };
+    let mut text = String::with_capacity(512);
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == own {
+            continue;
+        }
+        text.clear();
+        let Ok(mut file) = std::fs::File::open(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if file.read_to_string(&mut text).is_err() {
+            continue;
+        }
+        if let Some(times) = parse_pid_stat(&text, false) {
+            processes.insert(pid, times);
+        }
+    }
+    without_descendants(processes, own)
 }
 
+/// `processes` less the descendants of `root` (children, their children, …).
+fn without_descendants(
+    mut processes: BTreeMap<u32, ProcessTimes>,
+    root: u32,
+) -> BTreeMap<u32, ProcessTimes> {
+    let mut family = BTreeSet::from([root]);
+    // Each pass adds the children of the family found so far; a pid tree is a few levels deep.
+    loop {
+        let found: Vec<u32> = processes
+            .iter()
+            .filter(|(pid, p)| family.contains(&p.parent) && !family.contains(pid))
+            .map(|(&pid, _)| pid)
+            .collect();
+        if found.is_empty() {
+            break;
+        }
+        family.extend(found);
+    }
+    processes.retain(|pid, _| !family.contains(pid));
+    processes
+}
+
+/// The other processes that used the most CPU time between `before` and `after`: each one's
+/// difference (all of its time when it is new in `after`, or when its pid now names a process
+/// started at another time), those over 5 % of one CPU over `wall_s`, at most 3, largest
+/// first. The start time tells a reused pid, not the command: a kernel worker renames itself
+/// after the work it does (`kworker/u8:1-events_unbound`, then `kworker/u8:1-writeback`).
 pub(super) fn top_others(
-    before: &std::collections::BTreeMap<u32, ProcessTimes>,
-    after: &std::collections::BTreeMap<u32, ProcessTimes>,
+    before: &BTreeMap<u32, ProcessTimes>,
+    after: &BTreeMap<u32, ProcessTimes>,
     wall_s: f64,
 ) -> Vec<OtherProcess> {
-    let _ = (before, after, wall_s);
-    Vec::new()
+    let floor = OTHER_MIN_SHARE * wall_s.max(0.0);
+    let mut others: Vec<OtherProcess> = after
+        .iter()
+        .map(|(&pid, now)| {
+            let earlier = before
+                .get(&pid)
+                .filter(|b| b.started == now.started)
+                .map_or(0.0, |b| b.cpu_s);
+            OtherProcess {
+                pid,
+                command: escaped(&now.command),
+                cpu_s: to_microseconds((now.cpu_s - earlier).max(0.0)),
+            }
+        })
+        .filter(|o| o.cpu_s > floor && o.cpu_s > 0.0)
+        .collect();
+    others.sort_by(|a, b| b.cpu_s.total_cmp(&a.cpu_s).then(a.pid.cmp(&b.pid)));
+    others.truncate(OTHER_MAX);
+    others
 }
 
+/// `seconds` rounded to the microsecond: the counters are sums of 10 ms ticks, and the
+/// difference of two such sums would otherwise be stored as `0.48999999999898136`.
+pub(super) fn to_microseconds(seconds: f64) -> f64 {
+    (seconds * 1e6).round() / 1e6
+}
+
+/// A command name made safe to print: control characters (ESC and the C1 range included) and
+/// the bidirectional overrides are written as Rust escapes (`\u{1b}`), so a process cannot
+/// reach the terminal of whoever reads the report through its name.
+fn escaped(command: &str) -> String {
+    let mut out = String::with_capacity(command.len());
+    for c in command.chars() {
+        if c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Thermal throttle events of the CPUs so far: `core_throttle_count` summed over CPUs, plus
+/// `package_throttle_count` once per package (every CPU of a package repeats its count).
+/// `None` where the kernel has no such counter (AMD, most virtual machines).
 pub(super) fn read_thermal_events() -> Option<u64> {
-    None
+    let entries = std::fs::read_dir("/sys/devices/system/cpu").ok()?;
+    let mut found = false;
+    let mut events = 0u64;
+    let mut packages = BTreeSet::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(number) = name.to_str().and_then(|n| n.strip_prefix("cpu")) else {
+            continue;
+        };
+        if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let dir = entry.path();
+        let count = |file: &str| -> Option<u64> {
+            read_trimmed(&dir.join("thermal_throttle").join(file).to_string_lossy())?
+                .parse()
+                .ok()
+        };
+        if let Some(core) = count("core_throttle_count") {
+            found = true;
+            events = events.saturating_add(core);
+        }
+        if let Some(package) = count("package_throttle_count") {
+            found = true;
+            let id = read_trimmed(&dir.join("topology/physical_package_id").to_string_lossy());
+            // A CPU whose package is unknown counts on its own.
+            if packages.insert(id.unwrap_or_else(|| format!("cpu{number}"))) {
+                events = events.saturating_add(package);
+            }
+        }
+    }
+    found.then_some(events)
 }
 
+/// The CPUs `sched_getaffinity` allows this process, in order; empty when it fails.
 pub(super) fn affinity() -> Vec<usize> {
-    Vec::new()
+    // SAFETY: cpu_set_t is plain data, zero is a valid value; sched_getaffinity writes at most
+    // size_of::<cpu_set_t>() bytes into it, and CPU_ISSET reads it for indexes below
+    // CPU_SETSIZE.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
+            .collect()
+    }
 }
 
+/// Logical CPUs online: `/sys/devices/system/cpu/online` ("0-3,8,10-11"), or the C library's
+/// count of online processors where sysfs is not mounted.
 pub(super) fn cpus_online() -> usize {
-    0
+    if let Some(text) = read_trimmed("/sys/devices/system/cpu/online") {
+        let cpus = parse_cpu_list(&text);
+        if !cpus.is_empty() {
+            return cpus.len();
+        }
+    }
+    // SAFETY: sysconf reads a value of the C library; it takes no pointer.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(online).unwrap_or(0)
 }
 
-pub(super) fn read_thp() -> Option<super::Read<String>> {
-    None
+/// Transparent huge pages: the bracketed word of
+/// `/sys/kernel/mm/transparent_hugepage/enabled` ("always [madvise] never" → `madvise`).
+pub(super) fn read_thp() -> Option<Read<String>> {
+    const PATH: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
+    Some(Read::new(bracketed(&read_trimmed(PATH)?)?, PATH))
 }
 
+/// The word in brackets of a sysfs choice ("none [mq-deadline] kyber" → `mq-deadline`).
+pub(super) fn bracketed(text: &str) -> Option<String> {
+    let start = text.find('[')?;
+    let end = start + text[start..].find(']')?;
+    let word = text[start + 1..end].trim();
+    (!word.is_empty()).then(|| word.to_string())
+}
+
+/// A small file's content without the surrounding white space; `None` when it cannot be read
+/// or is empty.
 pub(super) fn read_trimmed(path: &str) -> Option<String> {
     std::fs::read_to_string(path)
         .ok()
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `/proc/stat` of the machine this was written on (2 vCPUs under KVM), cut in its `intr` line.
+    const PROC_STAT: &str = "\
+cpu  1679386 459 186014 614076 10986 0 20852 8723 0 0
+cpu0 805020 244 110278 326213 3480 0 10204 4292 0 0
+cpu1 874366 215 75735 287862 7505 0 10648 4430 0 0
+intr 27248663 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 1 1 10 0 0 0 0 2528 841
+";
+
+    #[test]
+    fn proc_stat_reads_the_all_cpus_line() {
+        let t = parse_proc_stat(PROC_STAT).unwrap();
+        let hz = ticks_per_second();
+        assert_eq!(t.user_s, 1679386.0 / hz);
+        assert_eq!(t.nice_s, 459.0 / hz);
+        assert_eq!(t.system_s, 186014.0 / hz);
+        assert_eq!(t.steal_s, 8723.0 / hz);
+        assert_eq!(t.busy_s(), (1679386.0 + 459.0 + 186014.0) / hz);
+    }
+
+    #[test]
+    fn proc_stat_without_a_cpu_line_or_cut_short_is_none() {
+        assert_eq!(parse_proc_stat("intr 1 2 3\n"), None);
+        assert_eq!(parse_proc_stat("cpu  1 2\n"), None);
+        assert_eq!(parse_proc_stat(""), None);
+        // An old kernel without steal: no steal.
+        let old = parse_proc_stat("cpu  10 0 5 100 0 0 0\n").unwrap();
+        assert_eq!(old.steal_s, 0.0);
+    }
+
+    #[test]
+    fn pid_stat_splits_at_the_last_parenthesis() {
+        // A comm with spaces and parentheses, as a process may name itself (prctl PR_SET_NAME).
+        let text = "4242 (a) b (c)) S 1 4242 4242 0 -1 4194560 100 0 0 0 \
+                    250 50 30 20 20 0 1 0 100 1000 10 18446744073709551615 0 0 0 0 0 0 0 0 0 0 \
+                    0 0 17 1 0 0 0 0 0\n";
+        let hz = ticks_per_second();
+        let alone = parse_pid_stat(text, false).unwrap();
+        assert_eq!(alone.command, "a) b (c)");
+        assert_eq!(alone.parent, 1);
+        assert_eq!(alone.started, 100);
+        assert_eq!(alone.cpu_s, 300.0 / hz);
+        let with_children = parse_pid_stat(text, true).unwrap();
+        assert_eq!(with_children.cpu_s, 350.0 / hz);
+    }
+
+    #[test]
+    fn pid_stat_cut_short_or_garbled_is_none() {
+        assert_eq!(parse_pid_stat("", false), None);
+        assert_eq!(parse_pid_stat("12 (x) S 1 2 3", false), None);
+        assert_eq!(parse_pid_stat("12 )x( S 1 2 3", false), None);
+    }
+
+    fn times(command: &str, parent: u32, cpu_s: f64) -> ProcessTimes {
+        ProcessTimes {
+            command: command.to_string(),
+            parent,
+            started: 7,
+            cpu_s,
+        }
+    }
+
+    #[test]
+    fn top_others_keeps_three_over_five_percent_largest_first() {
+        let before = BTreeMap::from([
+            (10, times("idle", 1, 5.0)),
+            (11, times("busy", 1, 1.0)),
+            (12, times("half", 1, 2.0)),
+            (13, times("little", 1, 0.0)),
+            (14, times("reused", 1, 100.0)),
+            (15, times("kworker/0:1-events", 1, 0.0)),
+        ]);
+        let after = BTreeMap::from([
+            (10, times("idle", 1, 5.0)),
+            (11, times("busy", 1, 3.0)),
+            (12, times("half", 1, 3.0)),
+            (13, times("little", 1, 0.04)),
+            (
+                14,
+                ProcessTimes {
+                    started: 9,
+                    ..times("reused", 1, 0.5)
+                },
+            ),
+            (15, times("kworker/0:1-mm", 1, 0.05)),
+            (20, times("new\u{1b}[31m", 1, 1.5)),
+        ]);
+        let top = top_others(&before, &after, 2.0);
+        let shown: Vec<(u32, &str, f64)> = top
+            .iter()
+            .map(|o| (o.pid, o.command.as_str(), o.cpu_s))
+            .collect();
+        // 5 % of one CPU over 2 s is 0.1 s: "little" and the renamed kernel worker are under
+        // it, "idle" did nothing; the pid 14 names a process started later, so all of its
+        // time counts (0.5 s, fourth).
+        assert_eq!(
+            shown,
+            vec![
+                (11, "busy", 2.0),
+                (20, "new\\u{1b}[31m", 1.5),
+                (12, "half", 1.0),
+            ]
+        );
+        assert_eq!(top_others(&before, &before, 2.0), Vec::new());
+    }
+
+    #[test]
+    fn descendants_are_left_out() {
+        let processes = BTreeMap::from([
+            (1, times("init", 0, 1.0)),
+            (50, times("child", 42, 1.0)),
+            (51, times("grandchild", 50, 1.0)),
+            (60, times("stranger", 1, 1.0)),
+        ]);
+        let others = without_descendants(processes, 42);
+        assert_eq!(others.keys().copied().collect::<Vec<_>>(), vec![1, 60]);
+    }
+
+    #[test]
+    fn escaped_commands_hold_no_control_character() {
+        assert_eq!(escaped("kworker/0:1"), "kworker/0:1");
+        assert_eq!(escaped("a\tb\u{7f}\u{9b}c"), "a\\u{9}b\\u{7f}\\u{9b}c");
+        assert_eq!(escaped("x\u{202e}y"), "x\\u{202e}y");
+    }
+
+    #[test]
+    fn bracketed_words() {
+        assert_eq!(
+            bracketed("always [madvise] never").as_deref(),
+            Some("madvise")
+        );
+        assert_eq!(bracketed("[none] mq-deadline").as_deref(), Some("none"));
+        assert_eq!(bracketed("none"), None);
+        assert_eq!(bracketed("[]"), None);
+    }
+
+    #[test]
+    fn this_machine_has_cpus_and_this_process_runs_on_some() {
+        assert!(cpus_online() >= 1);
+        let allowed = affinity();
+        assert!(!allowed.is_empty());
+        assert!(read_cpu_times().is_some());
+        assert!(read_own_cpu_s().is_some());
+        assert!(!read_processes().contains_key(&std::process::id()));
+    }
 }

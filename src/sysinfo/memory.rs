@@ -285,7 +285,7 @@ const DMIDECODE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5)
 
 /// Runs `program` with `args` in a process group of its own; its output, or why there is none
 /// (it and everything it started are killed after `timeout`).
-fn run_for_at_most(
+pub fn run_for_at_most(
     program: &str,
     args: &[&str],
     timeout: std::time::Duration,

@@ -17,6 +17,8 @@ mod root;
 mod table;
 
 pub use collect::collect;
+pub use cpu::parse_cpu_list;
+pub use memory::run_for_at_most;
 pub use table::render;
 
 use serde::{Deserialize, Serialize};
