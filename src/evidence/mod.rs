@@ -96,6 +96,9 @@ pub struct RunEvidence {
     /// `/etc/machine-id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_id: Option<String>,
+    /// What reading all this cost, seconds.
+    #[serde(default)]
+    pub read_s: f64,
     /// What could not be read and why (no `tc`, no cgroup mounted, …).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unreadable: Vec<String>,
@@ -221,6 +224,9 @@ pub struct CaseEvidence {
     /// The interface the case's traffic leaves by (`ip -j route get ADDRESS`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<Read<String>>,
+    /// What reading all this cost, seconds (both readings, outside the case's timed work).
+    #[serde(default)]
+    pub watch_s: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -247,6 +253,8 @@ pub struct Throttling {
 /// The machine's counters at the start of a case; [`CaseWatch::finish`] reads them again.
 pub struct CaseWatch {
     started: std::time::Instant,
+    /// What the first reading cost.
+    cost: std::time::Duration,
     cpu: Option<CpuTimes>,
     own: Option<f64>,
     processes: std::collections::BTreeMap<u32, ProcessTimes>,
@@ -257,20 +265,25 @@ pub struct CaseWatch {
 impl CaseWatch {
     /// Reads the counters now.
     pub fn start() -> CaseWatch {
-        CaseWatch {
-            started: std::time::Instant::now(),
+        let reading = std::time::Instant::now();
+        let mut watch = CaseWatch {
+            started: reading,
+            cost: std::time::Duration::ZERO,
             cpu: procstat::read_cpu_times(),
             own: procstat::read_own_cpu_s(),
             processes: procstat::read_processes(),
             throttling: cgroup::read_throttling(),
             thermal: procstat::read_thermal_events(),
-        }
+        };
+        watch.cost = reading.elapsed();
+        watch
     }
 
     /// Reads them again and says what happened in between; `path` is the case's file (a disk
     /// case) and `server` the address its traffic goes to (a network case), to find the device
     /// and the route.
     pub fn finish(self, path: Option<&str>, server: Option<&str>) -> CaseEvidence {
+        let reading = std::time::Instant::now();
         let wall_s = self.started.elapsed().as_secs_f64();
         let own_cpu_s = match (self.own, procstat::read_own_cpu_s()) {
             (Some(a), Some(b)) => (b - a).max(0.0),
@@ -294,6 +307,8 @@ impl CaseWatch {
             (Some(a), Some(b)) => Some(b.saturating_sub(a)),
             _ => None,
         };
+        let device = path.and_then(block::device_of_path);
+        let route = server.and_then(net::route_to);
         CaseEvidence {
             wall_s,
             own_cpu_s: procstat::to_microseconds(own_cpu_s),
@@ -302,8 +317,9 @@ impl CaseWatch {
             top_others,
             throttled,
             thermal_events,
-            device: path.and_then(block::device_of_path),
-            route: server.and_then(net::route_to),
+            device,
+            route,
+            watch_s: procstat::to_microseconds((self.cost + reading.elapsed()).as_secs_f64()),
         }
     }
 }
@@ -311,6 +327,7 @@ impl CaseWatch {
 impl RunEvidence {
     /// Reads everything once (a few milliseconds of files, and `tc`).
     pub fn read() -> RunEvidence {
+        let reading = std::time::Instant::now();
         let mut unreadable = Vec::new();
         let mut evidence = RunEvidence {
             affinity: procstat::affinity(),
@@ -325,6 +342,7 @@ impl RunEvidence {
         cgroup::read_limits(&mut evidence, &mut unreadable);
         evidence.qdiscs = net::read_qdiscs(&mut unreadable);
         evidence.unreadable = unreadable;
+        evidence.read_s = procstat::to_microseconds(reading.elapsed().as_secs_f64());
         evidence
     }
 

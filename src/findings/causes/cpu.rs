@@ -176,17 +176,28 @@ fn others(s: &Scene, out: &mut Vec<Candidate>) {
             format!("{} used {:.2} CPU-s", p.command, p.cpu_s),
         ));
     }
-    let names = s
-        .case
-        .top_others
+    let mut names: Vec<(String, usize)> = Vec::new();
+    for p in &s.case.top_others {
+        match names.iter_mut().find(|(name, _)| *name == p.command) {
+            Some((_, n)) => *n += 1,
+            None => names.push((p.command.clone(), 1)),
+        }
+    }
+    let names = names
         .iter()
-        .map(|p| p.command.as_str())
+        .map(|(name, n)| {
+            if *n == 1 {
+                name.clone()
+            } else {
+                format!("{n} × {name}")
+            }
+        })
         .collect::<Vec<_>>()
         .join(", ");
     let mut c = Candidate::new(
         "other-processes",
         format!(
-            "other processes{} used {:.2} CPU of the {} while the case ran{}",
+            "other processes{} used {:.2} CPU of the {} CPUs while the case ran{}",
             if names.is_empty() {
                 String::new()
             } else {

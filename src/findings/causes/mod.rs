@@ -212,7 +212,11 @@ fn shared_machines(report: &Report) -> Option<Cause> {
     })
 }
 
-/// "12.3" with at most 3 significant decimals, for cause texts.
+/// A value for cause texts: a whole number as one ("2"), else 3 significant digits.
 fn num(v: f64) -> String {
-    crate::units::format_value(v)
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        crate::units::format_value(v)
+    }
 }
