@@ -6,6 +6,7 @@
 //! judges a stored or imported run as the run itself did. The rules and their thresholds are
 //! in `docs/findings.md`.
 
+pub mod explain;
 use crate::result::{Findings, Report};
 
 /// An earlier run of the same case on the same hardware, from the history.
