@@ -230,8 +230,10 @@ pub fn render_text(findings: &Findings) -> String {
     out
 }
 
-/// A finding's one line, as the judge wrote it (without the verdict word, which the section
-/// prints in its own column), after its host where the run has several.
+/// A finding's line in the section: the case and its value, then the verdict's reason as the
+/// judge wrote it, without the verdict word (the section prints it in its own column) and
+/// without the first cause (printed on the lines below), after its host where the run has
+/// several.
 fn finding_line(finding: &Finding, with_host: bool) -> String {
     let line = finding.line.trim();
     let line = line
@@ -239,15 +241,17 @@ fn finding_line(finding: &Finding, with_host: bool) -> String {
         .filter(|rest| rest.starts_with(' ') || rest.starts_with(':'))
         .map(|rest| rest.trim_start_matches(':').trim_start())
         .unwrap_or(line);
-    let line = if line.is_empty() {
-        format!(
-            "{} {} {}",
-            finding.label,
-            format_value(finding.value),
-            finding.unit
-        )
+    let reason = line.split("; ").next().unwrap_or(line);
+    let case = format!(
+        "{} {} {}",
+        finding.label,
+        format_value(finding.value),
+        finding.unit
+    );
+    let line = if reason.is_empty() {
+        case
     } else {
-        line.to_string()
+        format!("{case}: {reason}")
     };
     if with_host {
         format!("{}: {line}", finding.host)
