@@ -38,6 +38,15 @@ pub enum TopCommand {
     Cluster(crate::cluster::ClusterArgs),
     #[command(flatten)]
     History(HistoryCommand),
+    /// Judges a stored or imported run from the evidence it carries (never re-reads this machine)
+    ///
+    /// Prints each result's verdict (at-limit, below, above-limit, unstable, unknown), what it
+    /// was judged against (the peak × the band of its class, the standard tool, the earlier runs
+    /// of the same hardware in the history, the fleet, a limit the machine imposed) and the
+    /// causes read on the machine while the run ran, each with its evidence and remedy; the
+    /// same findings the text output and the reports open with. A run imported from another
+    /// machine is judged as it was measured there.
+    Explain(crate::findings::explain::ExplainArgs),
     /// Shell completions on stdout, e.g. `peakbench completions bash > /etc/bash_completion.d/peakbench`
     Completions(CompletionsArgs),
     /// The manual page (roff) on stdout, or one page per command into a directory with --dir

@@ -122,6 +122,7 @@ fn run(matches: &clap::ArgMatches) -> Result<ExitCode> {
             TopCommand::Run(args) => run_matrix(&args),
             TopCommand::Cluster(args) => crate::cluster::run(&args),
             TopCommand::History(command) => crate::history::run(&command),
+            TopCommand::Explain(args) => crate::findings::explain::run(&args),
             TopCommand::Completions(args) => completions(&args),
             TopCommand::Man(args) => man(&args),
         },

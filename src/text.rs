@@ -1,5 +1,21 @@
 //! Aligned plain-text tables, the one renderer behind the results table, the history list and
-//! `compare`.
+//! `compare`; and [`printable`], which makes text from elsewhere safe to print on a terminal.
+
+/// Text that came from elsewhere (a peer, a document, another process's command name), made
+/// safe to print on a terminal: control characters (ESC and the C1 range included, so no
+/// terminal sequence gets through; tabs and newlines too, so one line stays one line) and
+/// bidirectional overrides are written as visible escapes (`\u{1b}`, `\n`).
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
 
 /// How a column's cells line up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +88,18 @@ impl Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_from_elsewhere_prints_without_terminal_sequences() {
+        assert_eq!(printable("stress-ng µ 42"), "stress-ng µ 42");
+        let shown = printable("\u{1b}[2J\u{1b}]0;owned\u{7}\r\nx\u{9b}31m\u{202e}txt");
+        assert!(!shown.chars().any(|c| c.is_control()), "{shown}");
+        assert!(
+            shown.contains("\\u{1b}[2J") && shown.contains("\\n"),
+            "{shown}"
+        );
+        assert!(!shown.contains('\u{202e}'), "{shown}");
+    }
 
     #[test]
     fn columns_align_by_their_widest_cell() {

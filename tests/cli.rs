@@ -789,3 +789,63 @@ fn completions_and_manual_pages_cover_the_whole_tree() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--dir"));
 }
+
+/// A real run's document with hand-made findings of every verdict (tests/fixtures/make_findings.py).
+const FINDINGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/findings.json");
+
+#[test]
+fn explain_judges_an_imported_run_and_a_results_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
+    let db = db.to_str().unwrap();
+    let out = peakbench(&["import", FINDINGS, "--db", db]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for run in ["latest", "1", FINDINGS] {
+        let out = peakbench(&["explain", run, "--db", db]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "explain {run}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let header = stdout.lines().next().unwrap();
+        assert!(header.contains("fixture-host"), "{stdout}");
+        assert!(stdout.contains("\nFindings:\n"), "{stdout}");
+    }
+    let json = peakbench_json(&["explain", "latest", "--json", "--db", db]);
+    assert!(json["results"].is_array(), "{json}");
+    assert!(json["summary"].is_array(), "{json}");
+}
+
+#[test]
+fn explain_of_a_run_that_is_not_there_exits_2_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
+    let db = db.to_str().unwrap();
+    let one_line_naming = |args: &[&str], name: &str| {
+        let out = peakbench(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("Error: "), "{stderr}");
+        assert!(stderr.contains(name), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    };
+    // No history yet, then a history without that run.
+    one_line_naming(&["explain", "999", "--db", db], "999");
+    assert!(
+        peakbench(&["import", FINDINGS, "--db", db])
+            .status
+            .success()
+    );
+    one_line_naming(&["explain", "999", "--db", db], "no run 999");
+    one_line_naming(
+        &["explain", "nonexistent.json", "--db", db],
+        "nonexistent.json",
+    );
+    one_line_naming(&["explain", "someday", "--db", db], "someday");
+}

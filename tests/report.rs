@@ -1,7 +1,8 @@
 //! The HTML report of real measurements: a short run of every subsystem, each swept parameter
 //! at two values (three working sets for the cache curve), made by the test through
 //! `peakbench run --config`, then loaded in headless Chromium: every chart users draw is there,
-//! every line has as many points as its sweep had values, and the page logs nothing.
+//! every line has as many points as its sweep had values, and the page logs nothing. And the
+//! report of a judged run (a fixture document with findings) opens with its findings.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -331,5 +332,69 @@ duration = "60ms"
             .any(|t| t.contains("against streams") || t.contains("stream 0")),
         "{:?}",
         charts.keys()
+    );
+}
+
+/// Issue 31: the report of a document with findings opens with them. Rendered from a real
+/// run's document with hand-made findings of every verdict (tests/fixtures/make_findings.py),
+/// loaded in Chromium: the Findings section comes before the run table, the summary and the
+/// first results table, every verdict has its badge, and the page logs nothing.
+#[test]
+fn the_report_of_a_judged_run_opens_with_its_findings() {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/findings.json");
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("findings.html");
+    let db = dir.path().join("history.db");
+    let output = common::run(&[
+        "report",
+        fixture,
+        "--html",
+        html.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    opens_with_findings(&page);
+    let Some(browser) = common::chromium() else {
+        common::prerequisite(Err(
+            "no chromium on PATH (CI installs Debian's chromium)".into()
+        ));
+        return;
+    };
+    let (dom, console) = common::chromium_dom(browser, &html, dir.path());
+    assert!(console.is_empty(), "console messages: {console:?}");
+    opens_with_findings(&dom);
+}
+
+/// Checks that the findings of a page come first, with a badge per verdict and the causes
+/// named with their values.
+fn opens_with_findings(page: &str) {
+    let findings = page.find(">Findings</h2>").expect("a findings section");
+    for later in [
+        "<table class=\"run\"",
+        ">Summary</h2>",
+        "<table class=\"results\"",
+    ] {
+        let at = page.find(later).unwrap_or_else(|| panic!("no {later}"));
+        assert!(findings < at, "{later} comes before the findings");
+    }
+    for verdict in ["at-limit", "below", "above-limit", "unstable", "unknown"] {
+        assert!(
+            page.contains(&format!("class=\"verdict {verdict}\"")),
+            "no {verdict} badge"
+        );
+    }
+    assert!(
+        page.contains("cpu-quota 0.5 CPU: "),
+        "the quota is not named"
+    );
+    assert!(
+        page.contains("qdisc 150 Mbit/s: "),
+        "the qdisc is not named"
     );
 }

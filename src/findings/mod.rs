@@ -16,6 +16,7 @@
 //! - [`summary`]: one line per subsystem.
 
 mod causes;
+pub mod explain;
 mod noise;
 mod past;
 mod physics;

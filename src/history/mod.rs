@@ -1,5 +1,6 @@
 //! The history of runs: every measuring command stores its document in an SQLite file, and
-//! `history`, `show`, `compare`, `import` and `report` read it back.
+//! `history`, `show`, `compare`, `import` and `report` read it back (and `explain`, in
+//! `crate::findings::explain`, which judges what they load).
 //!
 //! The file is `--db PATH`, else `$PEAKBENCH_DB`, else `$XDG_DATA_HOME/peakbench/history.db`,
 //! else `~/.local/share/peakbench/history.db`; it is created on first use. See [`store`] for
@@ -192,7 +193,7 @@ fn list(args: &ListArgs) -> Result<ExitCode> {
 }
 
 /// The command line without the program's path and the history flags.
-fn short_command(command: &str) -> String {
+pub fn short_command(command: &str) -> String {
     let mut words = command.split_whitespace();
     let program = words.next().unwrap_or("");
     let program = Path::new(program)
@@ -254,6 +255,23 @@ fn read_document(path: &std::path::Path) -> Result<Report> {
     Ok(report)
 }
 
+/// Whether a run named on the command line is a JSON results file (its name ends in `.json`,
+/// or a file of that name exists) rather than a run of the history.
+fn names_a_file(name: &str) -> bool {
+    name.ends_with(".json") || Path::new(name).is_file()
+}
+
+/// A run named on the command line: a JSON results file, which has no id in a history (`None`),
+/// or a stored run by id, `latest` or `previous` from the history at `db`.
+pub fn load_named(name: &str, db: &DbArgs) -> Result<(Option<i64>, Report)> {
+    if names_a_file(name) {
+        return Ok((None, read_document(Path::new(name))?));
+    }
+    let store = open(db, false)?;
+    let id = store.resolve(name)?;
+    Ok((Some(id), store.load(id)?))
+}
+
 fn import(args: &ImportArgs) -> Result<ExitCode> {
     let report = read_document(&args.file)?;
     let file = args.file.display();
@@ -281,10 +299,9 @@ fn report(args: &ReportArgs) -> Result<ExitCode> {
     let mut runs: Vec<(i64, Report)> = Vec::new();
     let mut store = None;
     for name in &args.run {
-        let path = std::path::Path::new(name);
-        if name.ends_with(".json") || path.is_file() {
+        if names_a_file(name) {
             // A results file is shown as run 0: it has no id in a history.
-            runs.push((0, read_document(path)?));
+            runs.push((0, read_document(Path::new(name))?));
             continue;
         }
         if store.is_none() {

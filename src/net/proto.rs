@@ -167,19 +167,10 @@ pub fn hello_message(test: &TestSpec) -> Vec<u8> {
 /// range included, so no terminal sequence gets through) and bidirectional overrides are
 /// written as escapes, and the text is cut at 200 characters.
 pub fn escaped(text: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in text.chars().enumerate() {
-        if i == 200 {
-            out.push('…');
-            break;
-        }
-        if c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
+    match text.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", crate::text::printable(&text[..cut])),
+        None => crate::text::printable(text),
     }
-    out
 }
 
 /// Whether the peer of `stream` has closed (or reset) it, without reading anything.

@@ -1,6 +1,7 @@
 //! Exporters: each format is a pure function from a [`Report`] to bytes.
 //!
-//! The human table and Markdown show one row per result; JSON is the whole document (the
+//! The human table and Markdown open with the run's [`findings`] where the document has them,
+//! then show one row per result; JSON is the whole document (the
 //! schema of `docs/schema.md`); CSV has one row per result with every parameter and statistic
 //! in its own column. [`OutputFile`] is created before a run (so a bad path fails at once) and
 //! rewritten atomically after every case, so an interrupted run leaves a complete, valid file.
@@ -8,6 +9,7 @@
 pub mod charts;
 mod cluster;
 mod csv;
+pub mod findings;
 pub mod html;
 mod table;
 

@@ -317,7 +317,8 @@ pub fn other_reference_line(result: &BenchResult, other: &crate::result::Referen
     )
 }
 
-/// The human table: one aligned row per result, then how ops are counted, then warnings.
+/// The human table: the findings where the document has them, then one aligned row per result,
+/// then how ops are counted, then warnings.
 pub fn render_table(report: &Report) -> String {
     let right = |h| (h, Align::Right);
     let left = |h| (h, Align::Left);
@@ -347,6 +348,10 @@ pub fn render_table(report: &Report) -> String {
         report.host.cpu.model_name,
         status_word(report)
     );
+    if let Some(findings) = &report.findings {
+        out.push_str(&super::findings::render_text(findings));
+        out.push('\n');
+    }
     out.push_str(&table.render());
     latency_table(report, false, &mut out);
     footer(report, &mut out);
@@ -374,7 +379,7 @@ fn status_word(report: &Report) -> &'static str {
     }
 }
 
-/// The same rows as a Markdown table.
+/// The same rows as a Markdown table, after the findings where the document has them.
 pub fn render_markdown(report: &Report) -> String {
     let mut out = format!(
         "# peakbench {} on {}\n\n{} ({}), {}\n\n",
@@ -384,6 +389,10 @@ pub fn render_markdown(report: &Report) -> String {
         report.started_at,
         status_word(report)
     );
+    if let Some(findings) = &report.findings {
+        out.push_str(&super::findings::render_markdown(findings, "## Findings"));
+        out.push('\n');
+    }
     let access = any_access_time(report.results.iter());
     let mut headers = HEADERS.to_vec();
     if access {
@@ -528,8 +537,8 @@ pub fn subsystems(report: &Report) -> Vec<crate::result::Subsystem> {
     list
 }
 
-/// The pasted tables in Markdown: a header, one table per subsystem, how work is counted and
-/// the warnings.
+/// The pasted tables in Markdown: a header, the findings where the document has them, one
+/// table per subsystem, how work is counted and the warnings.
 pub fn render_markdown_tables(report: &Report) -> String {
     let mut out = format!(
         "# peakbench {} on {}\n\n{} ({}), {}\n",
@@ -539,6 +548,10 @@ pub fn render_markdown_tables(report: &Report) -> String {
         report.started_at,
         status_word(report)
     );
+    if let Some(findings) = &report.findings {
+        out.push('\n');
+        out.push_str(&super::findings::render_markdown(findings, "## Findings"));
+    }
     for subsystem in subsystems(report) {
         out.push_str(&format!("\n## {}\n\n", subsystem.name()));
         let results: Vec<&BenchResult> = report
@@ -604,8 +617,8 @@ pub fn all_warnings(report: &Report) -> Vec<String> {
         .collect()
 }
 
-/// Several runs (two machines, or before and after a change) as one Markdown document: per
-/// subsystem one row per case, each run's measured value, spread, efficiency (and the tool's
+/// Several runs (two machines, or before and after a change) as one Markdown document: the
+/// findings of each run that has them, then per subsystem one row per case, each run's measured value, spread, efficiency (and the tool's
 /// ratio and the latency where any case has them) side by side, and for every run after the
 /// first its change against the first with the verdict of `peakbench compare`. One run is
 /// [`render_markdown_tables`].
@@ -627,6 +640,19 @@ pub fn render_markdown_runs(runs: &[(i64, &Report)]) -> String {
             markdown_cell(&r.tool.version),
             status_word(r)
         ));
+    }
+    if runs.iter().any(|(_, r)| r.findings.is_some()) {
+        out.push_str("\n## Findings\n");
+        for (id, r) in runs {
+            if let Some(findings) = &r.findings {
+                let heading = format!(
+                    "### run {id} ({})",
+                    super::findings::markdown_text(&r.host.hostname)
+                );
+                out.push('\n');
+                out.push_str(&super::findings::render_markdown(findings, &heading));
+            }
+        }
     }
     for subsystem in subsystems_of_runs(runs) {
         out.push_str(&format!("\n## {}\n\n", subsystem.name()));

@@ -1,8 +1,10 @@
 //! The HTML report: one self-contained file (inline CSS and SVG, no script, nothing fetched).
 //!
-//! It works on any report, from the fields every result has. The first screen is a summary per
-//! subsystem (the best figure of each op, its efficiency and the tool's ratio, the warnings);
-//! then the machine and the peaks as tables; then per subsystem the table users paste and the
+//! It works on any report, from the fields every result has. The first screen is the run's
+//! findings where the document has them (every result not at its limit, its verdict, what it
+//! was judged against and its causes), then a summary per subsystem (the best figure of each
+//! op, its efficiency and the tool's ratio, the warnings); then the machine and the peaks as
+//! tables; then per subsystem the table users paste and the
 //! charts. Charts group results by the axis (threads, block size, message size, streams, queue
 //! depth, n, offered rate) and the quantity (the headline metric, each extra metric, latency
 //! p50/p99); a line is one combination of the settings that vary within the chart, as
@@ -16,6 +18,7 @@
 //! style.
 //!
 //! The page and the choice of charts are apart:
+//! - `findings`: the findings section;
 //! - `page`: the document (its skeleton, the run table, the summary, the machine and peak
 //!   tables, each subsystem's section with its results table, the warnings) and its CSS;
 //! - `choice`: which charts a subsystem's results get (the axes, the quantities, one chart or
@@ -26,6 +29,7 @@
 
 mod choice;
 mod draw;
+mod findings;
 mod lines;
 mod page;
 

@@ -1,12 +1,13 @@
-//! The page of the HTML report: the document's skeleton and CSS, the run table, the summary,
-//! the machine and peak tables, each subsystem's section (what its rows share, its results
-//! table, how work is counted, the other references, then the charts `choice` picks) and the
-//! warnings.
+//! The page of the HTML report: the document's skeleton and CSS, the findings (first, where the
+//! document has them), the run table, the summary, the machine and peak tables, each
+//! subsystem's section (what its rows share, its results table, how work is counted, the other
+//! references, then the charts `choice` picks) and the warnings.
 
 use std::fmt::Write;
 
 use super::Item;
 use super::choice::charts;
+use super::findings;
 use crate::report::charts::escape;
 use crate::report::table::{
     ACCESS_TIME_HEADER, PASTE_HEADERS, access_time_cell, all_warnings, any_access_time,
@@ -45,9 +46,15 @@ pub fn render_runs(runs: &[(i64, &Report)]) -> String {
     );
     let _ = write!(
         out,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{t}</title><style>{STYLE}</style></head><body>\n<h1>{t}</h1>\n",
-        t = escape(&title)
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{t}</title><style>{STYLE}{judged}</style></head><body>\n<h1>{t}</h1>\n",
+        t = escape(&title),
+        judged = if runs.iter().any(|(_, r)| r.findings.is_some()) {
+            findings::STYLE
+        } else {
+            ""
+        }
     );
+    findings::section(&mut out, runs);
     header(&mut out, runs);
     summary(&mut out, runs);
     for (_, report) in runs {

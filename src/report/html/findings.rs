@@ -1,0 +1,240 @@
+//! The report's first section: the findings of each run that has them (the summary lines, what
+//! concerns the run as a whole, a table of every result not at its limit with its verdict as a
+//! coloured badge, what it was judged against and its causes, each cause's evidence and remedy
+//! folded under it, then the results at their limit folded). Nothing is written for a run
+//! without findings. Every string from the document is escaped.
+
+use std::fmt::Write;
+
+use crate::report::charts::escape;
+use crate::report::findings::{
+    NO_CAUSE, case_name, cause_line, ratio, several_hosts, shown, tally, test_note, wants_causes,
+};
+use crate::result::{Cause, Finding, Findings, Report, Verdict};
+use crate::units::format_value;
+
+/// The badges' colours: white text on each is at least 4.5:1 (WCAG AA).
+pub const STYLE: &str = ".verdict{display:inline-block;padding:.05em .5em;border-radius:.7em;color:#fff;font-weight:600;font-size:.9em;white-space:nowrap}\
+.verdict.at-limit{background:#1a7f37}.verdict.below{background:#b35900}.verdict.above-limit{background:#c62828}\
+.verdict.unstable{background:#6f42c1}.verdict.unknown{background:#5f6368}\
+table.findings td{font-size:.95em}table.findings td.n{white-space:nowrap}.cause{margin:.1em 0 .4em}details.cause summary{font-weight:normal}details.cause ul{margin:.2em 0;padding-left:1.4em}details.cause p{margin:.2em 0}\
+.source{color:#555;font-size:.9em}ul.findings{margin:.4em 0}p.tally{font-weight:600}";
+
+/// The findings section of `runs`, under one heading, a sub-heading per run where there are
+/// several; nothing where no run has findings.
+pub fn section(out: &mut String, runs: &[(i64, &Report)]) {
+    let judged: Vec<(i64, &Report, &Findings)> = runs
+        .iter()
+        .filter_map(|(id, r)| Some((*id, *r, r.findings.as_ref()?)))
+        .collect();
+    if judged.is_empty() {
+        return;
+    }
+    out.push_str("<section class=\"findings\">\n<h2 id=\"findings\">Findings</h2>\n");
+    for (id, report, findings) in judged {
+        if runs.len() > 1 {
+            let _ = writeln!(out, "<h3>Run {id} ({})</h3>", escape(&report.host.hostname));
+        }
+        run_findings(out, findings);
+    }
+    out.push_str("</section>\n");
+}
+
+fn run_findings(out: &mut String, findings: &Findings) {
+    if !findings.summary.is_empty() {
+        out.push_str("<ul class=\"findings\">");
+        for line in &findings.summary {
+            let _ = write!(out, "<li>{}</li>", escape(line));
+        }
+        out.push_str("</ul>\n");
+    }
+    if !findings.run.is_empty() {
+        out.push_str("<p>The run as a whole:</p><ul class=\"findings\">");
+        for cause in &findings.run {
+            let _ = write!(out, "<li>{}</li>", cause_details(cause, ""));
+        }
+        out.push_str("</ul>\n");
+    }
+    let with_host = several_hosts(findings);
+    let listed = shown(findings);
+    if !listed.is_empty() {
+        table(out, &listed, with_host, true);
+    }
+    let at_limit: Vec<&Finding> = findings
+        .results
+        .iter()
+        .filter(|f| f.verdict == Verdict::AtLimit)
+        .collect();
+    if !at_limit.is_empty() {
+        let _ = write!(
+            out,
+            "<details><summary>At their limit ({})</summary>",
+            at_limit.len()
+        );
+        table(out, &at_limit, with_host, false);
+        out.push_str("</details>\n");
+    }
+    let _ = writeln!(out, "<p class=\"tally\">{}</p>", escape(&tally(findings)));
+}
+
+/// A table of findings: verdict, case, value, what it was judged against, and (`causes`) the
+/// causes or what is missing.
+fn table(out: &mut String, list: &[&Finding], with_host: bool, causes: bool) {
+    out.push_str("<div class=\"wide\"><table class=\"findings\"><tr><th>verdict</th><th>case</th><th>value</th><th>judged against</th>");
+    if causes {
+        out.push_str("<th>causes</th>");
+    }
+    out.push_str("</tr>\n");
+    for finding in list {
+        let verdict = finding.verdict.name();
+        let _ = write!(
+            out,
+            "<tr><td><span class=\"verdict {verdict}\">{verdict}</span></td><td>{}</td><td class=\"n\">{} {}</td><td>{}</td>",
+            escape(&case_name(finding, with_host)),
+            format_value(finding.value),
+            escape(&finding.unit),
+            against(finding)
+        );
+        if causes {
+            let _ = write!(out, "<td>{}</td>", causes_cell(finding));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table></div>\n");
+}
+
+/// Each expectation: what it is, the value expected, the ratio, and its source below.
+fn against(finding: &Finding) -> String {
+    if finding.expectations.is_empty() {
+        return "-".into();
+    }
+    finding
+        .expectations
+        .iter()
+        .map(|e| {
+            let band = match e.band {
+                Some([lo, hi]) => format!(", band {lo:.2}–{hi:.2} of the peak"),
+                None => String::new(),
+            };
+            let class = e
+                .class
+                .as_deref()
+                .map(|c| format!(" ({})", escape(c)))
+                .unwrap_or_default();
+            let test = e.test.as_ref().map(test_note).unwrap_or_default();
+            format!(
+                "<b>{}</b>{class}: {} {}, ratio {}{}<br><span class=\"source\">{}{}</span>",
+                e.against.name(),
+                format_value(e.expected),
+                escape(&finding.unit),
+                ratio(e.ratio),
+                escape(&test),
+                escape(&e.source),
+                escape(&band)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("<br>")
+}
+
+/// The causes of a finding, each with its evidence and remedy folded under it; "no cause found" where it
+/// should have some; what is missing where it is unknown.
+fn causes_cell(finding: &Finding) -> String {
+    let mut cell: Vec<String> = finding
+        .causes
+        .iter()
+        .map(|c| cause_details(c, &finding.unit))
+        .collect();
+    if finding.causes.is_empty() && wants_causes(finding.verdict) {
+        cell.push(NO_CAUSE.to_string());
+    }
+    if !finding.missing.is_empty() {
+        cell.push(format!(
+            "to judge it: {}",
+            escape(&finding.missing.join("; "))
+        ));
+    }
+    if cell.is_empty() {
+        return "-".into();
+    }
+    cell.join("")
+}
+
+/// A cause as a `<details>`: its kind, value, what it does and the share of the gap it
+/// explains in the summary, always shown; what was read and the remedy folded inside.
+fn cause_details(cause: &Cause, unit: &str) -> String {
+    let line = escape(&cause_line(cause, unit));
+    if cause.evidence.is_empty() && cause.remedy.is_empty() {
+        return format!("<p class=\"cause\">{line}</p>");
+    }
+    let mut inner = String::new();
+    if !cause.evidence.is_empty() {
+        inner.push_str("<ul class=\"source\">");
+        for e in &cause.evidence {
+            let _ = write!(
+                inner,
+                "<li>{} = {}</li>",
+                escape(&e.source),
+                escape(&e.value)
+            );
+        }
+        inner.push_str("</ul>");
+    }
+    if !cause.remedy.is_empty() {
+        let _ = write!(inner, "<p>remedy: {}</p>", escape(&cause.remedy));
+    }
+    format!("<details class=\"cause\"><summary>{line}</summary>{inner}</details>")
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::report::findings::tests::{fixture, planted};
+    use crate::report::html::{render, render_runs};
+
+    #[test]
+    fn the_page_opens_with_the_findings_escaped() {
+        let page = render(1, &planted());
+        let findings = page.find("<h2 id=\"findings\">Findings</h2>").unwrap();
+        for later in [
+            "<table class=\"run\">",
+            "<h2 id=\"summary\">",
+            "<table class=\"results\">",
+            "<svg class=\"chart\"",
+        ] {
+            let at = page.find(later).unwrap_or_else(|| panic!("no {later}"));
+            assert!(findings < at, "{later} before the findings");
+        }
+        assert!(!page.contains("<script>"), "a script got through");
+        assert!(
+            page.contains("cpu|quota&lt;script&gt;alert(1)&lt;/script&gt; 0.5 CPU: "),
+            "the cause is not shown escaped"
+        );
+        for verdict in ["above-limit", "unstable", "below", "unknown", "at-limit"] {
+            assert!(
+                page.contains(&format!(
+                    "<span class=\"verdict {verdict}\">{verdict}</span>"
+                )),
+                "no {verdict} badge"
+            );
+        }
+        // Every cause's evidence and remedy are folded under it; the results at their limit
+        // are folded at the end of the section.
+        assert!(page.contains("<li>/sys/fs/cgroup/cpu/peakbench/cpu.cfs_period_us = 100000</li>"));
+        assert!(page.contains("<details><summary>At their limit (1)</summary>"));
+        assert!(page.contains("qdisc 150 Mbit/s: a tbf qdisc on lo"));
+        assert!(page.contains("mann-whitney-u p = 0.029 (3 against 12 repetitions)"));
+    }
+
+    #[test]
+    fn several_runs_have_a_findings_section_each_under_one_heading() {
+        let a = fixture();
+        let b = fixture();
+        let mut c = fixture();
+        c.findings = None;
+        let page = render_runs(&[(1, &a), (2, &b), (3, &c)]);
+        assert_eq!(page.matches("<h2 id=\"findings\">").count(), 1);
+        assert!(page.contains("<h3>Run 1 (fixture-host)</h3>"));
+        assert!(page.contains("<h3>Run 2 (fixture-host)</h3>"));
+        assert!(!page.contains("<h3>Run 3 "));
+    }
+}
