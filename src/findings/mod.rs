@@ -122,7 +122,8 @@ fn judge_result(report: &Report, r: &BenchResult, past: &[PastRun]) -> Finding {
         });
         for c in found.causes.iter_mut() {
             let fits = match verdict {
-                Verdict::Unstable => c.noisy,
+                // A limit that holds the figure is named whatever else spread it.
+                Verdict::Unstable => c.noisy || c.binds,
                 Verdict::AboveLimit => c.inflates,
                 Verdict::Below => c.binds || (c.slows && (!c.structural || against_hardware)),
                 Verdict::AtLimit | Verdict::Unknown => false,

@@ -283,3 +283,41 @@ fn a_document_without_evidence_names_no_cause_and_says_so() {
     assert!(findings.results[0].causes.is_empty());
     assert!(findings.summary.iter().any(|l| l.contains("no evidence")));
 }
+
+#[test]
+fn a_cpuset_bound_counts_no_more_cpus_than_the_peak_does() {
+    // Three threads on one allowed CPU of two: the peak counts 2 cores, the cpuset leaves 1.
+    let mut report = document();
+    report.evidence.as_mut().unwrap().affinity = vec![0];
+    report.results.push(kernel(&report, 3, 0.49));
+    let f = judged(&report);
+    let c = cause(&f, "cpuset");
+    assert!((c.bound.unwrap() - 50.0).abs() < 1e-9, "{c:#?}");
+}
+
+#[test]
+fn other_processes_do_not_hold_a_figure_over_their_bound() {
+    // 0.3 CPU of others leaves 2 threads 0.85 of their time, but the figure is at 0.96 of
+    // the peak: they did not hold it, and a figure at its limit names nothing.
+    let mut report = document();
+    let mut r = kernel(&report, 2, 0.96);
+    r.evidence.as_mut().unwrap().others_cpu_s = 0.6;
+    report.results.push(r);
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::AtLimit, "{f:#?}");
+    assert!(!f.expectations.iter().any(|e| e.against == Against::Imposed));
+}
+
+#[test]
+fn a_limit_that_holds_is_named_when_the_repetitions_also_spread() {
+    let mut report = document();
+    report.evidence.as_mut().unwrap().affinity = vec![1];
+    let mut r = kernel(&report, 2, 0.4);
+    r.samples = vec![33.6, 35.3, 46.7];
+    r.stats = crate::stats::Summary::of(&r.samples).unwrap();
+    r.value = r.stats.median;
+    report.results.push(r);
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Unstable);
+    assert_eq!(cause(&f, "cpuset").value, Some(1.0));
+}

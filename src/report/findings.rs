@@ -404,7 +404,7 @@ pub(crate) mod tests {
             value: 38.1,
             unit: "GFLOP/s".into(),
             verdict,
-            line: format!("{label} 38.1 GFLOP/s  0.42 of physics (peak 91.3 × 0.90)"),
+            line: format!("{}: 0.42 of physics (peak 91.3 × 0.90)", verdict.name()),
             expectations: vec![Expectation {
                 against: Against::Physics,
                 verdict,
@@ -477,7 +477,7 @@ pub(crate) mod tests {
         let below = lines.iter().position(|l| l.contains("flops f64")).unwrap();
         assert_eq!(
             lines[below],
-            "  below       flops f64 avx2 fma 2T 38.1 GFLOP/s  0.42 of physics (peak 91.3 × 0.90)"
+            "  below       flops f64 avx2 fma 2T 38.1 GFLOP/s: 0.42 of physics (peak 91.3 × 0.90)"
         );
         assert_eq!(
             lines[below + 1],
@@ -503,10 +503,10 @@ pub(crate) mod tests {
     #[test]
     fn a_line_that_starts_with_its_verdict_does_not_say_it_twice() {
         let mut f = findings();
-        f.results[2].line = "below: flops f64 38.1 GFLOP/s".into();
+        f.results[2].line = "below: 0.40 of the peak; the quota".into();
         let text = render_text(&f);
         assert!(
-            text.contains("\n  below       flops f64 38.1 GFLOP/s\n"),
+            text.contains("\n  below       flops f64 avx2 fma 2T 38.1 GFLOP/s: 0.40 of the peak\n"),
             "{text}"
         );
     }

@@ -44,6 +44,20 @@ fn others_apply(s: &Scene) -> bool {
     }
 }
 
+/// The CPUs' worth of time the case's threads can use: one each, at most the CPUs there are
+/// (the peak counts no more cores than that either).
+fn needed(s: &Scene) -> f64 {
+    (s.threads() as f64).min(s.cpus())
+}
+
+/// The CPUs this process may run on (its affinity), at most those online.
+fn allowed(s: &Scene) -> f64 {
+    match s.run.affinity.len() {
+        0 => s.cpus(),
+        n => (n as f64).min(s.cpus()),
+    }
+}
+
 pub fn causes(s: &Scene, out: &mut Vec<Candidate>) {
     quota(s, out);
     cpuset(s, out);
@@ -61,7 +75,7 @@ fn quota(s: &Scene, out: &mut Vec<Candidate>) {
     };
     let cpus = quota.value.cpus();
     let t = s.threads();
-    let share = (cpus / t as f64).min(1.0);
+    let share = (cpus / needed(s)).min(1.0);
     let throttled = s
         .case
         .throttled
@@ -119,7 +133,7 @@ fn cpuset(s: &Scene, out: &mut Vec<Candidate>) {
     if allowed == 0 || t <= allowed || !cpu_bound(s) {
         return;
     }
-    let share = allowed as f64 / t as f64;
+    let share = (allowed as f64 / needed(s)).min(1.0);
     let mut evidence = vec![Evidence::new(
         "sched_getaffinity(2)",
         format!(
@@ -134,10 +148,11 @@ fn cpuset(s: &Scene, out: &mut Vec<Candidate>) {
     let mut c = Candidate::new(
         "cpuset",
         format!(
-            "the process may run on {allowed} CPU{} for {t} threads: they take turns, {:.2} of \
-             the time each",
+            "the process may run on {allowed} CPU{} for {t} threads: they take turns, at most \
+             {:.2} of the {} CPUs' time the peak counts",
             if allowed == 1 { "" } else { "s" },
-            share
+            share,
+            num(needed(s))
         ),
         evidence,
         "give the process every CPU (cpuset.cpus, taskset) or ask for --threads no more than \
@@ -147,6 +162,7 @@ fn cpuset(s: &Scene, out: &mut Vec<Candidate>) {
     c.factor = Some(share);
     c.binds = share < HOLDS;
     c.slows = true;
+    c.noisy = true;
     out.push(c);
 }
 
@@ -158,7 +174,11 @@ fn others(s: &Scene, out: &mut Vec<Candidate>) {
     let others = s.case.others_cpu_s / wall;
     let steal = s.case.steal_s / wall;
     let t = s.threads() as f64;
-    let share = ((s.cpus() - others - steal) / t).clamp(0.0, 1.0);
+    // Others use the CPUs this process may not first: only what they take beyond those is
+    // taken from its threads.
+    let allowed = allowed(s);
+    let taken = (others + steal - (s.cpus() - allowed)).max(0.0);
+    let share = ((allowed - taken) / needed(s)).clamp(0.0, 1.0);
     let bound = cpu_bound(s) && share < HOLDS;
     if !bound && others < NOISY_OTHERS {
         return;

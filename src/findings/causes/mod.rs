@@ -78,6 +78,9 @@ impl Found {
     }
 }
 
+/// A figure over this multiple of a limit's bound was not held by the limit.
+const ABOVE_BOUND: f64 = 1.10;
+
 /// What the judge needs of a result and its run.
 pub struct Scene<'a> {
     pub report: &'a Report,
@@ -129,6 +132,13 @@ pub fn of_result(report: &Report, r: &BenchResult) -> Found {
             && let (Some(factor), Some(peak)) = (c.factor, scene.peak())
         {
             c.cause.bound = Some(peak * factor);
+        }
+        // A limit the figure passed did not hold it.
+        if c.binds
+            && let Some(bound) = c.cause.bound
+            && super::performance(r, bound) > ABOVE_BOUND
+        {
+            c.binds = false;
         }
     }
     Found { causes }
