@@ -212,8 +212,12 @@ impl Session {
     /// Judges every result (against its physics, reference and the past in the history at
     /// `db`) and keeps the findings in the document.
     pub fn judge(&mut self, db: &crate::options::DbArgs) -> Result<()> {
+        let started = std::time::Instant::now();
         let past = crate::findings::past_runs(db, &self.report, None);
-        self.report.findings = Some(crate::findings::judge(&self.report, &past));
+        let mut findings = crate::findings::judge(&self.report, &past);
+        // What judging cost includes reading the past from the history.
+        findings.judged_in_s = started.elapsed().as_secs_f64();
+        self.report.findings = Some(findings);
         self.save()
     }
 

@@ -198,8 +198,10 @@ pub struct PcieLink {
 pub struct CaseEvidence {
     /// Wall time between the two readings, seconds.
     pub wall_s: f64,
-    /// CPU time of this process and the children it waited for (`/proc/self/stat` utime, stime,
-    /// cutime, cstime), seconds.
+    /// CPU time of this process and its descendants (a loopback server, a reference tool):
+    /// `/proc/self/stat` utime + stime, each live descendant's rise, and what the children
+    /// reaped meanwhile used after the first reading (the rise of cutime + cstime less their
+    /// time before it), seconds.
     pub own_cpu_s: f64,
     /// CPU time of everything else: user + nice + system of every CPU in `/proc/stat`, less this
     /// process's, seconds (interrupt time is not counted: it serves this process too).
@@ -256,8 +258,8 @@ pub struct CaseWatch {
     /// What the first reading cost.
     cost: std::time::Duration,
     cpu: Option<CpuTimes>,
-    own: Option<f64>,
-    processes: std::collections::BTreeMap<u32, ProcessTimes>,
+    own: Option<(f64, f64)>,
+    processes: procstat::Processes,
     throttling: Option<Throttling>,
     thermal: Option<u64>,
 }
@@ -285,15 +287,21 @@ impl CaseWatch {
     pub fn finish(self, path: Option<&str>, server: Option<&str>) -> CaseEvidence {
         let reading = std::time::Instant::now();
         let wall_s = self.started.elapsed().as_secs_f64();
+        let processes = procstat::read_processes();
+        // This process's time, and its descendants' (a loopback server, a reference tool):
+        // theirs is the case's too, not another process's.
         let own_cpu_s = match (self.own, procstat::read_own_cpu_s()) {
-            (Some(a), Some(b)) => (b - a).max(0.0),
+            (Some((a, a_children)), Some((b, b_children))) => {
+                (b - a).max(0.0)
+                    + procstat::family_cpu_s(&self.processes, &processes, b_children - a_children)
+            }
             _ => 0.0,
         };
         let (busy_s, steal_s) = match (&self.cpu, procstat::read_cpu_times()) {
             (Some(a), Some(b)) => (b.busy_s() - a.busy_s(), b.steal_s - a.steal_s),
             _ => (0.0, 0.0),
         };
-        let top_others = procstat::top_others(&self.processes, &procstat::read_processes(), wall_s);
+        let top_others = procstat::top_others(&self.processes.others, &processes.others, wall_s);
         let throttled = match (self.throttling, cgroup::read_throttling()) {
             (Some(a), Some(b)) => Some(Throttling {
                 periods: b.periods.saturating_sub(a.periods),

@@ -120,10 +120,44 @@ pub(super) fn read_cpu_times() -> Option<CpuTimes> {
     parse_proc_stat(&std::fs::read_to_string("/proc/stat").ok()?)
 }
 
-/// This process's CPU time and that of the children it waited for, seconds.
-pub(super) fn read_own_cpu_s() -> Option<f64> {
+/// This process's own CPU time and that of the children it waited for, seconds, apart.
+pub(super) fn read_own_cpu_s() -> Option<(f64, f64)> {
     let text = std::fs::read_to_string("/proc/self/stat").ok()?;
-    Some(parse_pid_stat(&text, true)?.cpu_s)
+    let own = parse_pid_stat(&text, false)?.cpu_s;
+    let with_children = parse_pid_stat(&text, true)?.cpu_s;
+    Some((own, (with_children - own).max(0.0)))
+}
+
+/// Every process but this one, by pid: the others, and this process's descendants apart.
+#[derive(Default)]
+pub(super) struct Processes {
+    pub others: BTreeMap<u32, ProcessTimes>,
+    pub family: BTreeMap<u32, ProcessTimes>,
+}
+
+/// The CPU time this process's descendants used between two readings: the difference of
+/// each one alive at both (all of a new one's), plus what the children reaped meanwhile used
+/// after the first reading — the rise of `cutime + cstime` (`children_s`) less the time they
+/// had used before it. A descendant's own reaped children are not seen (they land among the
+/// others' time).
+pub(super) fn family_cpu_s(before: &Processes, after: &Processes, children_s: f64) -> f64 {
+    let mut total = 0.0;
+    for (pid, now) in &after.family {
+        let earlier = before
+            .family
+            .get(pid)
+            .filter(|b| b.started == now.started)
+            .map_or(0.0, |b| b.cpu_s);
+        total += (now.cpu_s - earlier).max(0.0);
+    }
+    let own = std::process::id();
+    let reaped_before: f64 = before
+        .family
+        .iter()
+        .filter(|(pid, p)| p.parent == own && !after.family.contains_key(pid))
+        .map(|(_, p)| p.cpu_s)
+        .sum();
+    total + (children_s - reaped_before).max(0.0)
 }
 
 /// Every other process's CPU time now, by pid: every numeric entry of `/proc` but this process
@@ -133,11 +167,11 @@ pub(super) fn read_own_cpu_s() -> Option<f64> {
 /// their past time into the window at once. A process that starts and ends inside a window is
 /// therefore not named, though its time is in [`super::CaseEvidence::others_cpu_s`]. A process
 /// that ends while it is being read is skipped.
-pub(super) fn read_processes() -> BTreeMap<u32, ProcessTimes> {
+pub(super) fn read_processes() -> Processes {
     let own = std::process::id();
     let mut processes = BTreeMap::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return processes;
+        return Processes::default();
     };
     let mut text = String::with_capacity(512);
     for entry in entries.flatten() {
@@ -162,14 +196,12 @@ pub(super) fn read_processes() -> BTreeMap<u32, ProcessTimes> {
             processes.insert(pid, times);
         }
     }
-    without_descendants(processes, own)
+    split_descendants(processes, own)
 }
 
-/// `processes` less the descendants of `root` (children, their children, …).
-fn without_descendants(
-    mut processes: BTreeMap<u32, ProcessTimes>,
-    root: u32,
-) -> BTreeMap<u32, ProcessTimes> {
+/// `processes` split into the others and the descendants of `root` (children, their
+/// children, …).
+fn split_descendants(mut processes: BTreeMap<u32, ProcessTimes>, root: u32) -> Processes {
     let mut family = BTreeSet::from([root]);
     // Each pass adds the children of the family found so far; a pid tree is a few levels deep.
     loop {
@@ -183,8 +215,10 @@ fn without_descendants(
         }
         family.extend(found);
     }
-    processes.retain(|pid, _| !family.contains(pid));
-    processes
+    let (family, others) = std::mem::take(&mut processes)
+        .into_iter()
+        .partition(|(pid, _)| family.contains(pid));
+    Processes { others, family }
 }
 
 /// The other processes that used the most CPU time between `before` and `after`: each one's
@@ -448,8 +482,15 @@ intr 27248663 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 1 1 10 0 0 0 0 252
             (51, times("grandchild", 50, 1.0)),
             (60, times("stranger", 1, 1.0)),
         ]);
-        let others = without_descendants(processes, 42);
-        assert_eq!(others.keys().copied().collect::<Vec<_>>(), vec![1, 60]);
+        let split = split_descendants(processes, 42);
+        assert_eq!(
+            split.others.keys().copied().collect::<Vec<_>>(),
+            vec![1, 60]
+        );
+        assert_eq!(
+            split.family.keys().copied().collect::<Vec<_>>(),
+            vec![50, 51]
+        );
     }
 
     #[test]
