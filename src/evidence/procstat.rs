@@ -518,6 +518,8 @@ intr 27248663 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 1 1 10 0 0 0 0 252
         assert!(!allowed.is_empty());
         assert!(read_cpu_times().is_some());
         assert!(read_own_cpu_s().is_some());
-        assert!(!read_processes().contains_key(&std::process::id()));
+        let now = read_processes();
+        assert!(!now.others.contains_key(&std::process::id()));
+        assert!(!now.family.contains_key(&std::process::id()));
     }
 }

@@ -165,7 +165,7 @@ fn class_of(report: &Report, r: &BenchResult) -> Result<Option<&'static Class>, 
         (Subsystem::Disk, _) => Ok(class("disk-rated")),
         (Subsystem::Network, op) if op.ends_with("throughput") => {
             let loopback = r.params.other.get("loopback").and_then(|v| v.as_bool());
-            if op.starts_with("tcp") && loopback == Some(false) {
+            if op.starts_with("tcp") && loopback != Some(true) {
                 Ok(class("tcp-link"))
             } else {
                 Ok(None) // loopback's copy bound and a UDP sender's link are ceilings

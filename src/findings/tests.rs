@@ -321,3 +321,15 @@ fn a_limit_that_holds_is_named_when_the_repetitions_also_spread() {
     assert_eq!(f.verdict, Verdict::Unstable);
     assert_eq!(cause(&f, "cpuset").value, Some(1.0));
 }
+
+#[test]
+fn a_cpuset_alone_is_not_blamed_on_other_processes() {
+    let mut report = document();
+    report.evidence.as_mut().unwrap().affinity = vec![1];
+    let mut r = kernel(&report, 2, 0.48);
+    r.evidence.as_mut().unwrap().others_cpu_s = 0.02;
+    report.results.push(r);
+    let f = judged(&report);
+    assert_eq!(f.causes.len(), 1, "{:#?}", f.causes);
+    assert_eq!(f.causes[0].kind, "cpuset");
+}

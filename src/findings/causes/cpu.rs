@@ -178,8 +178,10 @@ fn others(s: &Scene, out: &mut Vec<Candidate>) {
     // taken from its threads.
     let allowed = allowed(s);
     let taken = (others + steal - (s.cpus() - allowed)).max(0.0);
-    let share = ((allowed - taken) / needed(s)).clamp(0.0, 1.0);
-    let bound = cpu_bound(s) && share < HOLDS;
+    // The share others leave of what the threads could have had where they may run (the
+    // cpuset's own share is its cause's).
+    let share = ((allowed - taken) / needed(s).min(allowed)).clamp(0.0, 1.0);
+    let bound = cpu_bound(s) && share < HOLDS && others >= NOISY_OTHERS;
     if !bound && others < NOISY_OTHERS {
         return;
     }
