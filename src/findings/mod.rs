@@ -228,7 +228,7 @@ fn reference(r: &BenchResult) -> Option<Expectation> {
         expected: value,
         ratio,
         class: None,
-        band: Some([REFERENCE_BAND, f64::INFINITY].map(|b| b.min(1e9))),
+        band: None,
         source: format!(
             "{} measured {} {} on the same case ({}); below {:.2} of it is below",
             reference.tool,
@@ -259,7 +259,7 @@ fn fleet(report: &Report, r: &BenchResult) -> Option<Expectation> {
         expected: spread.median,
         ratio,
         class: None,
-        band: Some([cluster.threshold, 1e9]),
+        band: None,
         source: format!(
             "the median of {} hosts' {} {}; below {:.2} of it is flagged",
             spread.values.len(),

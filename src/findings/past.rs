@@ -153,7 +153,7 @@ pub fn expect(report: &Report, r: &BenchResult, past: &[PastRun]) -> Result<Expe
         expected: past_median,
         ratio,
         class: None,
-        band: Some([PAST_BAND, 1e9]),
+        band: None,
         source: format!(
             "{} earlier run{} of this case on this hardware (runs {}): median {} {}{spread} \
              over {} repetitions; Mann–Whitney U p = {:.3}{}",

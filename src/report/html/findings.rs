@@ -146,11 +146,11 @@ fn causes_cell(finding: &Finding) -> String {
         .map(|c| cause_details(c, &finding.unit))
         .collect();
     if finding.causes.is_empty() && wants_causes(finding.verdict) {
-        cell.push(NO_CAUSE.to_string());
+        cell.push(format!("<div>{NO_CAUSE}</div>"));
     }
     if !finding.missing.is_empty() {
         cell.push(format!(
-            "to judge it: {}",
+            "<div>to judge it: {}</div>",
             escape(&finding.missing.join("; "))
         ));
     }
