@@ -333,3 +333,46 @@ fn a_cpuset_alone_is_not_blamed_on_other_processes() {
     assert_eq!(f.causes.len(), 1, "{:#?}", f.causes);
     assert_eq!(f.causes[0].kind, "cpuset");
 }
+
+#[test]
+fn a_wide_kernel_under_its_narrow_sibling_names_the_avx512_clock() {
+    let mut report = document();
+    let mut narrow = kernel(&report, 1, 0.97);
+    narrow.params.isa = Some("avx2".into());
+    narrow.efficiency = Some(0.97);
+    let mut wide = kernel(&report, 1, 0.70);
+    wide.params.isa = Some("avx512".into());
+    wide.efficiency = Some(0.70);
+    report.results.push(wide);
+    report.results.push(narrow);
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Below);
+    let c = cause(&f, "avx512-clock");
+    assert!((c.value.unwrap() - 0.70 / 0.97).abs() < 1e-9);
+}
+
+#[test]
+fn a_receive_window_too_small_for_the_round_trip_is_named() {
+    // 1 MiB of tcp_rmem over a 10 ms round trip: 512 KiB per 10 ms = 419 Mb/s.
+    let mut report = document();
+    report
+        .evidence
+        .as_mut()
+        .unwrap()
+        .sysctls
+        .insert("net.ipv4.tcp_rmem".into(), "4096 131072 1048576".into());
+    let mut r = tcp(&report, 415.0);
+    r.params
+        .other
+        .insert("server".into(), "10.9.0.2:5201".into());
+    let mut rtt = BenchResult::example("net-rtt", "µs", vec![10_000.0; 3]);
+    rtt.op = "tcp-latency".into();
+    rtt.params
+        .other
+        .insert("server".into(), "10.9.0.2:5201".into());
+    report.results.push(r);
+    report.results.push(rtt);
+    let f = judged(&report);
+    let c = cause(&f, "socket-buffer");
+    assert!((c.bound.unwrap() - 419.430_4).abs() < 1e-3, "{c:#?}");
+}

@@ -66,6 +66,7 @@ pub fn causes(s: &Scene, out: &mut Vec<Candidate>) {
     smt(s, out);
     clock(s, out);
     governor(s, out);
+    wide_clock(s, out);
     thermal(s, out);
 }
 
@@ -363,6 +364,61 @@ fn governor(s: &Scene, out: &mut Vec<Candidate>) {
     c.slows = true;
     c.structural = true;
     c.noisy = true;
+    out.push(c);
+}
+
+/// Below this share of the 256-bit kernel's efficiency, a 512-bit kernel runs at a lower clock.
+const WIDE_CLOCK: f64 = 0.90;
+
+/// The AVX-512 clock drop: a 512-bit kernel that reaches a smaller share of its peak than the
+/// 256-bit kernel of the same precision, form and threads in the same run ran at a lower clock
+/// (the peaks count one clock for both).
+fn wide_clock(s: &Scene, out: &mut Vec<Candidate>) {
+    let p = &s.r.params;
+    if s.r.subsystem != Subsystem::Cpu || p.isa.as_deref() != Some("avx512") {
+        return;
+    }
+    let Some(wide) = s.r.efficiency else {
+        return;
+    };
+    let narrow = s.report.results.iter().find(|r| {
+        r.op == s.r.op
+            && r.host == s.r.host
+            && r.params.isa.as_deref() == Some("avx2")
+            && r.params.precision == p.precision
+            && r.params.fma == p.fma
+            && r.params.threads == p.threads
+    });
+    let Some((narrow, narrow_eff)) = narrow.and_then(|r| Some((r, r.efficiency?))) else {
+        return;
+    };
+    if narrow_eff <= 0.0 || wide >= WIDE_CLOCK * narrow_eff {
+        return;
+    }
+    let ratio = wide / narrow_eff;
+    let mut c = Candidate::new(
+        "avx512-clock",
+        format!(
+            "the 512-bit kernel reaches {:.2} of its peak where the 256-bit one reaches {:.2}: \
+             the cores run AVX-512 at about {:.0} % of the clock they run AVX2 at",
+            wide,
+            narrow_eff,
+            ratio * 100.0
+        ),
+        vec![Evidence::new(
+            format!(
+                "the run's {} {}",
+                narrow.op,
+                crate::report::describe_params(&narrow.params)
+            ),
+            format!("{:.2} of its peak", narrow_eff),
+        )],
+        "expect AVX-512 code to run at the lower licence clock on this CPU; compare with --isa \
+         avx2",
+    )
+    .value(ratio, "×");
+    c.factor = Some(ratio);
+    c.slows = true;
     out.push(c);
 }
 

@@ -29,6 +29,9 @@ pub fn causes(s: &Scene, out: &mut Vec<Candidate>) {
         .unwrap_or(1500);
     if s.r.unit == "Mb/s" && s.r.op.ends_with("throughput") {
         shapers(s, interface, mtu, &route.source, out);
+        if s.r.params.protocol.as_deref() == Some("tcp") {
+            window(s, out);
+        }
     }
     small_mtu(s, interface, mtu, out);
     receiver(s, out);
@@ -84,6 +87,65 @@ fn shapers(s: &Scene, interface: &str, mtu: u32, route_source: &str, out: &mut V
         c.binds = true;
         out.push(c);
     }
+}
+
+/// The round trip to the same server, from a TCP latency case of the same run: the median
+/// of its repetitions, seconds.
+fn round_trip_s(s: &Scene) -> Option<f64> {
+    let server = s.r.params.other.get("server")?;
+    s.report
+        .results
+        .iter()
+        .filter(|r| r.op == "tcp-latency" && r.params.other.get("server") == Some(server))
+        .filter(|r| r.unit == "µs" && r.value > 0.0)
+        .map(|r| r.value / 1e6)
+        .next()
+}
+
+/// A TCP stream carries at most one window per round trip, and the receive window is at most
+/// half of `net.ipv4.tcp_rmem`'s maximum (the kernel keeps the other half for its overhead,
+/// `tcp_adv_win_scale` = 1): streams × rmem_max / 2 / RTT.
+fn window(s: &Scene, out: &mut Vec<Candidate>) {
+    let Some(rmem_max) = s
+        .run
+        .sysctls
+        .get("net.ipv4.tcp_rmem")
+        .and_then(|v| v.split_whitespace().nth(2))
+        .and_then(|v| v.parse::<f64>().ok())
+    else {
+        return;
+    };
+    let Some(rtt) = round_trip_s(s) else {
+        return;
+    };
+    let streams = s.r.params.streams.unwrap_or(1).max(1) as f64;
+    let bound = streams * rmem_max / 2.0 * 8.0 / rtt / 1e6;
+    if s.r.value < HELD[0] * bound || s.r.value > HELD[1] * bound {
+        return;
+    }
+    let mut c = Candidate::new(
+        "socket-buffer",
+        format!(
+            "the receive window (half of tcp_rmem's maximum, {} B) over a round trip of {:.0} µs \
+             carries at most {} Mb/s per stream",
+            num(rmem_max),
+            rtt * 1e6,
+            num(bound / streams)
+        ),
+        vec![
+            Evidence::new("/proc/sys/net/ipv4/tcp_rmem", num(rmem_max)),
+            Evidence::new(
+                "the run's tcp-latency case to the same server",
+                format!("{:.1} µs", rtt * 1e6),
+            ),
+        ],
+        "raise net.ipv4.tcp_rmem's maximum (and net.core.rmem_max) to at least 2 × bandwidth × \
+         round trip, or use more --streams",
+    )
+    .value(rmem_max, "B");
+    c.cause.bound = Some(bound);
+    c.binds = true;
+    out.push(c);
 }
 
 fn small_mtu(s: &Scene, interface: &str, mtu: u32, out: &mut Vec<Candidate>) {
