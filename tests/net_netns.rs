@@ -17,21 +17,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
+use common::ip;
 
 fn in_ns(ns: &str, args: &[&str]) -> Result<(), String> {
     let mut all = vec!["netns", "exec", ns];

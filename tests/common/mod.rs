@@ -251,3 +251,20 @@ pub fn chromium_dom(browser: &str, html: &Path, dir: &Path) -> (String, Vec<Stri
         console,
     )
 }
+
+/// Runs `ip ARGS` (iproute2); its stderr is the error when it fails.
+pub fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
