@@ -410,8 +410,16 @@ fn ctrl_c_mid_run_leaves_no_test_file() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // The run may check the directory with a short-lived file before it creates its test
+    // file: wait until a file has stayed there for 100 ms.
+    let stayed = || {
+        !leftovers(dir.path()).is_empty() && {
+            std::thread::sleep(Duration::from_millis(100));
+            !leftovers(dir.path()).is_empty()
+        }
+    };
     let start = Instant::now();
-    while leftovers(dir.path()).is_empty() && start.elapsed() < Duration::from_secs(20) {
+    while !stayed() && start.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(
