@@ -241,7 +241,7 @@ pub(super) fn top_others(
                 .map_or(0.0, |b| b.cpu_s);
             OtherProcess {
                 pid,
-                command: escaped(&now.command),
+                command: crate::text::printable(&now.command),
                 cpu_s: to_microseconds((now.cpu_s - earlier).max(0.0)),
             }
         })
@@ -256,21 +256,6 @@ pub(super) fn top_others(
 /// difference of two such sums would otherwise be stored as `0.48999999999898136`.
 pub(super) fn to_microseconds(seconds: f64) -> f64 {
     (seconds * 1e6).round() / 1e6
-}
-
-/// A command name made safe to print: control characters (ESC and the C1 range included) and
-/// the bidirectional overrides are written as Rust escapes (`\u{1b}`), so a process cannot
-/// reach the terminal of whoever reads the report through its name.
-fn escaped(command: &str) -> String {
-    let mut out = String::with_capacity(command.len());
-    for c in command.chars() {
-        if c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// Thermal throttle events of the CPUs so far: `core_throttle_count` summed over CPUs, plus
@@ -494,10 +479,12 @@ intr 27248663 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 1 1 10 0 0 0 0 252
     }
 
     #[test]
-    fn escaped_commands_hold_no_control_character() {
-        assert_eq!(escaped("kworker/0:1"), "kworker/0:1");
-        assert_eq!(escaped("a\tb\u{7f}\u{9b}c"), "a\\u{9}b\\u{7f}\\u{9b}c");
-        assert_eq!(escaped("x\u{202e}y"), "x\\u{202e}y");
+    fn named_commands_hold_no_control_character() {
+        let before = BTreeMap::new();
+        let after = BTreeMap::from([(7, times("a\u{1b}]0;x\u{7}\u{202e}b", 1, 1.0))]);
+        let named = top_others(&before, &after, 1.0);
+        assert_eq!(named[0].command, "a\\u{1b}]0;x\\u{7}\\u{202e}b");
+        assert!(!named[0].command.chars().any(char::is_control));
     }
 
     #[test]

@@ -121,9 +121,9 @@ pub fn expect(report: &Report, r: &BenchResult, past: &[PastRun]) -> Result<Expe
     }
     let test = crate::stats::mann_whitney(&r.samples, &samples)
         .ok_or_else(|| "the past: its repetitions are not comparable".to_string())?;
-    let past_median = crate::stats::Summary::of(&samples)
-        .map(|s| s.median)
-        .unwrap_or(f64::NAN);
+    let past = crate::stats::Summary::of(&samples)
+        .ok_or_else(|| "the past: its repetitions are not comparable".to_string())?;
+    let past_median = past.median;
     let here = crate::stats::Summary::of(&r.samples)
         .map(|s| s.median)
         .unwrap_or(r.value);
@@ -143,8 +143,8 @@ pub fn expect(report: &Report, r: &BenchResult, past: &[PastRun]) -> Result<Expe
     } else {
         Verdict::AtLimit
     };
-    let spread = crate::stats::Summary::of(&samples)
-        .and_then(|s| s.cv)
+    let spread = past
+        .cv
         .map(|cv| format!(", CV {:.1} %", cv * 100.0))
         .unwrap_or_default();
     Ok(Expectation {

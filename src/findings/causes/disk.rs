@@ -60,7 +60,6 @@ fn throttle(s: &Scene, out: &mut Vec<Candidate>) {
             continue;
         }
         out.push(candidate(
-            s,
             throttle,
             field,
             bytes,
@@ -72,7 +71,6 @@ fn throttle(s: &Scene, out: &mut Vec<Candidate>) {
 }
 
 fn candidate(
-    s: &Scene,
     throttle: &IoThrottle,
     field: &str,
     bytes: bool,
@@ -114,7 +112,6 @@ fn candidate(
     .value(value, unit);
     c.cause.bound = bound;
     c.binds = true;
-    let _ = s;
     c
 }
 
