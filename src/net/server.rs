@@ -374,12 +374,18 @@ impl Slots {
 /// opened: it errs on the side of refusing) plus [`SPARE_FILES`] must stay under the limit,
 /// so two tests checked at once cannot both take the same room.
 fn files_short(held: &Held, needed: u64, what: &str) -> Option<String> {
-    let open = std::fs::read_dir("/proc/self/fd").ok()?.count() as u64;
     let limit = open_file_limit().0;
+    let open = match std::fs::read_dir("/proc/self/fd") {
+        Ok(dir) => dir.count() as u64,
+        // Not even a descriptor to look with: full.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => limit,
+        // No /proc: the promised files alone are counted.
+        Err(_) => 0,
+    };
     let promised = held.used.files;
     (open + promised + needed + SPARE_FILES > limit).then(|| {
         format!(
-            "busy: the server has {open} files open and {promised} more promised to its tests, of its limit of {limit}, and {what} need {needed} more: try fewer streams or later"
+            "busy: the server has {open} files open and {promised} more promised to its tests, of its limit of {limit}; {what} would take {needed} more: try fewer streams or later"
         )
     })
 }
