@@ -11,12 +11,12 @@
 //!
 //! Every read and write has a deadline: the hello within [`HELLO`], data connections within
 //! [`STEP`], and the test within its own length plus [`MARGIN`]; a slot is given back within
-//! [`STEP`] + length + [`MARGIN`] + a poll interval of its hello, whatever the client does
-//! (`docs/security.md`). A test's slot is given back before its last message is sent, so the
-//! client's next repetition finds it free. A malformed line is answered with `refused` and the
-//! connection closed; each event is logged on stderr, peer text escaped, each line cut at
-//! [`LOG_LINE`] characters and at most [`LOG_BURST`] lines per address block per
-//! [`LOG_PERIOD`].
+//! [`STEP`] + length + [`MARGIN`] + 2 s (a forward test's drain) of its hello, whatever the
+//! client does (`docs/security.md`). A test's slot is given back before its last message is
+//! sent, so the client's next repetition finds it free. A malformed line is answered with
+//! `refused` and the connection closed; each event is logged on stderr, peer text escaped,
+//! each line cut at [`LOG_LINE`] characters and at most [`LOG_BURST`] lines per address block
+//! per [`LOG_PERIOD`].
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
