@@ -17,6 +17,16 @@ pub fn printable(text: &str) -> String {
     out
 }
 
+/// [`printable`], then cut to at most `chars` characters (an ellipsis marks the cut): peer text
+/// for a log line or an error, whose length the peer must not choose.
+pub fn printable_at_most(text: &str, chars: usize) -> String {
+    let shown = printable(text);
+    match shown.char_indices().nth(chars) {
+        Some((cut, _)) => format!("{}…", &shown[..cut]),
+        None => shown,
+    }
+}
+
 /// How a column's cells line up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Align {
@@ -99,6 +109,10 @@ mod tests {
             "{shown}"
         );
         assert!(!shown.contains('\u{202e}'), "{shown}");
+        let long = printable_at_most(&"\u{1b}".repeat(1000), 50);
+        assert_eq!(long.chars().count(), 51, "{long}");
+        assert!(long.starts_with("\\u{1b}") && long.ends_with('…'), "{long}");
+        assert_eq!(printable_at_most("short", 50), "short");
     }
 
     #[test]

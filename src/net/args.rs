@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::limits::{DEFAULT_PORT, MAX_STREAMS};
 use super::proto::{Mode, Proto, ReceiverWait};
-use super::server::{Cidr, DEFAULT_PER_ADDRESS};
+use super::server::{Cidr, DEFAULT_PER_ADDRESS, DEFAULT_TOTAL_STREAMS};
 use crate::options::{
     Defaults, Timing, bit_rate, duration, positive_count, positive_duration, positive_size,
     thread_count,
@@ -102,9 +102,15 @@ pub struct ServeArgs {
     /// Serve only these client addresses (list of ADDRESS or ADDRESS/PREFIX); default: every address
     #[arg(long, value_name = "CIDR", value_delimiter = ',')]
     pub allow: Vec<Cidr>,
-    /// Tests one client address may run at once
+    /// Tests one client address (IPv6: one /64) may run at once
     #[arg(long, value_name = "N", default_value_t = DEFAULT_PER_ADDRESS as u64, value_parser = positive_count)]
     pub max_per_address: u64,
+    /// Streams of all the tests running at once (each a thread and a socket or two)
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_TOTAL_STREAMS, value_parser = positive_count)]
+    pub max_total_streams: u64,
+    /// Buffer memory of all the tests running at once (each stream counts its message, at least 256KiB)
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = positive_size)]
+    pub max_buffers: u64,
     /// Longest test a client may ask for (omit + duration), at most 600s
     #[arg(long, value_name = "DURATION", default_value = "600s", value_parser = positive_duration)]
     pub max_duration: Duration,

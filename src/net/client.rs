@@ -15,6 +15,37 @@ use super::proto::{
 
 /// How long a connection to the server may take before it counts as unreachable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long a test refused `busy` (the server's slots or budgets full for the moment) is
+/// retried, with a back-off from 20 ms doubling to 500 ms, before the refusal is the error.
+pub const BUSY_RETRY: Duration = Duration::from_secs(10);
+
+/// A server's refusal for want of room for the moment (its text starts with `busy`): the
+/// client tries again. A latency test ends when the client closes its control connection, so
+/// its next repetition can reach the server a moment before the slot of the previous one is
+/// given back; the server gives a throughput test's slot back before its last message.
+#[derive(Debug)]
+struct Busy(String);
+
+impl std::fmt::Display for Busy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Busy {}
+
+/// The error of a refusal by `server`, escaped; a [`Busy`] one when the server is full.
+fn refused(server: SocketAddr, error: &str) -> anyhow::Error {
+    let why = format!(
+        "the server at {server} refused the test: {}",
+        super::proto::escaped(error)
+    );
+    if error.starts_with("busy") {
+        Busy(why).into()
+    } else {
+        anyhow::anyhow!(why)
+    }
+}
 
 /// What one test measured.
 pub enum Outcome {
@@ -70,10 +101,7 @@ pub fn handshake(
                 .with_context(|| format!("the server at {server} sent a malformed nonce"))?;
             Ok(Some(key.prove(&nonce, &hello_message(spec))))
         }
-        Msg::Refused { error } => bail!(
-            "the server at {server} refused the test: {}",
-            super::proto::escaped(&error)
-        ),
+        Msg::Refused { error } => Err(refused(server, &error)),
         _ => bail!("the server at {server} answered out of turn"),
     }
 }
@@ -88,10 +116,7 @@ pub fn run_test(
     count: Option<u64>,
     pin: bool,
 ) -> Result<Outcome> {
-    let stream = connect(server)?;
-    stream.set_nodelay(true)?;
-    let mut control = Control::new(stream)?;
-    let (ports, token) = request(&mut control, server, spec, key)?;
+    let (mut control, ports, token) = admitted(server, spec, key)?;
     let sockets = open_data(server.ip(), spec, &ports, token)?;
     match control.recv(Instant::now() + Duration::from_secs(10))? {
         Msg::Ready => {}
@@ -117,6 +142,37 @@ pub fn run_test(
     }
 }
 
+/// A control connection on which `server` accepted the test, its data ports and token; a
+/// `busy` refusal is retried for [`BUSY_RETRY`].
+fn admitted(
+    server: SocketAddr,
+    spec: &TestSpec,
+    key: Option<&Key>,
+) -> Result<(Control, Vec<u16>, u64)> {
+    let started = Instant::now();
+    let mut wait = Duration::from_millis(20);
+    loop {
+        let stream = connect(server)?;
+        stream.set_nodelay(true)?;
+        let mut control = Control::new(stream)?;
+        match request(&mut control, server, spec, key) {
+            Ok((ports, token)) => return Ok((control, ports, token)),
+            Err(e)
+                if e.downcast_ref::<Busy>().is_some()
+                    && started.elapsed() + wait < BUSY_RETRY
+                    && !crate::interrupt::requested() =>
+            {
+                drop(control);
+                // A little jitter, so clients refused together do not return together.
+                let jitter = Duration::from_nanos(data::now_ns() % (wait.as_nanos() as u64 / 2));
+                std::thread::sleep(wait + jitter);
+                wait = (wait * 2).min(Duration::from_millis(500));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// The handshake and the hello; returns the data ports and the token the server accepted the
 /// test with.
 fn request(
@@ -137,10 +193,7 @@ fn request(
         .context("waiting for the server's answer")?
     {
         Msg::Accepted { ports, token, .. } => Ok((ports, token)),
-        Msg::Refused { error } => bail!(
-            "the server at {server} refused the test: {}",
-            super::proto::escaped(&error)
-        ),
+        Msg::Refused { error } => Err(refused(server, &error)),
         _ => bail!("the server at {server} answered out of turn"),
     }
 }

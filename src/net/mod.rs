@@ -152,6 +152,8 @@ fn serve_command(args: &ServeArgs) -> Result<ExitCode> {
         },
         allow: args.allow.clone(),
         per_address: usize::try_from(args.max_per_address).unwrap_or(usize::MAX),
+        total_streams: args.max_total_streams,
+        buffer_bytes: args.max_buffers,
         max_test: args.max_duration,
         max_streams: args.max_streams as u32,
         max_rate_bps: args.max_rate,

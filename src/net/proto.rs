@@ -165,12 +165,23 @@ pub fn hello_message(test: &TestSpec) -> Vec<u8> {
 
 /// Text that came from the peer, made safe to print: control characters (ESC and the C1
 /// range included, so no terminal sequence gets through) and bidirectional overrides are
-/// written as escapes, and the text is cut at 200 characters.
+/// written as escapes, and the escaped text is cut at 200 characters.
 pub fn escaped(text: &str) -> String {
-    match text.char_indices().nth(200) {
-        Some((cut, _)) => format!("{}…", crate::text::printable(&text[..cut])),
-        None => crate::text::printable(text),
-    }
+    crate::text::printable_at_most(text, 200)
+}
+
+/// One control line (without its newline) as a message. The error says what was wrong and
+/// shows the start of the line, both [`escaped`]: serde's text quotes the peer's own strings
+/// (an unknown field's or variant's name) and reached the server's log and the client's
+/// terminal as they were.
+pub fn parse_line(line: &[u8]) -> Result<Msg> {
+    serde_json::from_slice(line).map_err(|e| {
+        anyhow::anyhow!(
+            "malformed control message ({}): {}",
+            escaped(&e.to_string()),
+            escaped(&String::from_utf8_lossy(&line[..line.len().min(80)]))
+        )
+    })
 }
 
 /// Whether the peer of `stream` has closed (or reset) it, without reading anything.
@@ -226,12 +237,7 @@ impl Control {
     /// an overlong line, invalid JSON or a missed deadline.
     pub fn recv(&mut self, deadline: Instant) -> Result<Msg> {
         let line = self.read_line(deadline)?;
-        serde_json::from_slice(&line).with_context(|| {
-            format!(
-                "malformed control message: {}",
-                escaped(&String::from_utf8_lossy(&line[..line.len().min(80)]))
-            )
-        })
+        parse_line(&line)
     }
 
     /// Whether the peer closed the connection before `deadline` (anything it sends is dropped).
@@ -301,5 +307,25 @@ mod tests {
         assert!(!shown.contains('\u{202e}'), "{shown}");
         assert!(shown.contains("\\u{1b}[2J"), "{shown}");
         assert_eq!(escaped(&"y".repeat(500)).chars().count(), 201);
+    }
+
+    /// Issue 33, item 4: serde's error quotes the peer's field and variant names; the error
+    /// of a malformed line holds no control character and stays short, whatever the line.
+    #[test]
+    fn a_malformed_lines_error_is_escaped_and_bounded() {
+        let field = format!(r"\u001b]52;c;{}\u0007\u001b[2J", "A".repeat(3000));
+        for line in [
+            format!(r#"{{"type":"hello","peakbench":2,"test":{{"{field}":1}}}}"#),
+            format!(r#"{{"type":"{field}"}}"#),
+            format!(
+                r#"{{"type":"hello","peakbench":2,"test":{{"proto":"{field}","mode":"latency"}}}}"#
+            ),
+        ] {
+            let error = format!("{:#}", parse_line(line.as_bytes()).unwrap_err());
+            assert!(error.contains("malformed control message"), "{error}");
+            assert!(!error.chars().any(|c| c.is_control()), "{error}");
+            assert!(error.contains("\\u{1b}"), "{error}");
+            assert!(error.chars().count() < 600, "{}", error.chars().count());
+        }
     }
 }

@@ -147,14 +147,19 @@ pub fn echo(sockets: &Sockets, msg: usize, stop: &AtomicBool, deadline: Instant)
     })
 }
 
+/// Echoes one TCP stream. Reads and writes both wake every [`POLL`] to look at `stop` and the
+/// deadline: a client that sends but never reads its echo fills the server's send buffer, and a
+/// blocking `write_all` then waited on its zero window for good, holding the test's slot.
 fn echo_tcp(stream: &TcpStream, msg: usize, stop: &AtomicBool, deadline: Instant) -> Result<()> {
     stream.set_nodelay(true)?;
     stream.set_read_timeout(Some(POLL))?;
+    stream.set_write_timeout(Some(POLL))?;
     let mut buf = vec![0u8; msg];
     let mut s = stream;
     let mut have = 0;
+    let over = || stop.load(Ordering::Relaxed) || Instant::now() >= deadline;
     loop {
-        if stop.load(Ordering::Relaxed) || Instant::now() >= deadline {
+        if over() {
             return Ok(());
         }
         match s.read(&mut buf[have..]) {
@@ -162,7 +167,9 @@ fn echo_tcp(stream: &TcpStream, msg: usize, stop: &AtomicBool, deadline: Instant
             Ok(n) => {
                 have += n;
                 if have == msg {
-                    s.write_all(&buf).context("echo")?;
+                    if !write_until(s, &buf, &over)? {
+                        return Ok(());
+                    }
                     have = 0;
                 }
             }
@@ -173,8 +180,31 @@ fn echo_tcp(stream: &TcpStream, msg: usize, stop: &AtomicBool, deadline: Instant
     }
 }
 
+/// Writes all of `buf` unless `over` says stop first (checked whenever a write times out);
+/// whether it was all written. A peer that closed or reset ends it quietly (`false`).
+fn write_until(mut s: &TcpStream, buf: &[u8], over: &impl Fn() -> bool) -> Result<bool> {
+    let mut off = 0;
+    while off < buf.len() {
+        match s.write(&buf[off..]) {
+            Ok(0) => return Ok(false),
+            Ok(n) => off += n,
+            Err(e) if timed_out(&e) => {
+                if over() {
+                    return Ok(false);
+                }
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset) => {
+                return Ok(false);
+            }
+            Err(e) => return Err(e).context("echo"),
+        }
+    }
+    Ok(true)
+}
+
 fn echo_udp(sock: &UdpSocket, stop: &AtomicBool, deadline: Instant) -> Result<()> {
     sock.set_read_timeout(Some(POLL))?;
+    sock.set_write_timeout(Some(POLL))?;
     let mut buf = vec![0u8; 65536];
     loop {
         if stop.load(Ordering::Relaxed) || Instant::now() >= deadline {
@@ -187,5 +217,42 @@ fn echo_udp(sock: &UdpSocket, stop: &AtomicBool, deadline: Instant) -> Result<()
             Err(e) if timed_out(&e) || e.kind() == ErrorKind::ConnectionRefused => {}
             Err(e) => return Err(e).context("echo read"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// Issue 33, item 1: a client that sends but never reads its echo; the echo thread still
+    /// ends by its deadline (it blocked in `write_all` on a zero window for good).
+    #[test]
+    fn an_echo_that_is_never_read_ends_by_its_deadline() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        let started = Instant::now();
+        let deadline = started + Duration::from_millis(800);
+        let msg = 64 * 1024;
+        let (done, ended) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let stop = AtomicBool::new(false);
+            let _ = done.send(echo_tcp(&server, msg, &stop, deadline).is_ok());
+        });
+        // Send until both sides' buffers are full, reading nothing back.
+        client
+            .set_write_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let chunk = vec![7u8; msg];
+        let mut w = &client;
+        while Instant::now() < deadline && w.write(&chunk).is_ok() {}
+        let ended = ended.recv_timeout(Duration::from_secs(5));
+        assert_eq!(
+            ended,
+            Ok(true),
+            "the echo thread did not end by its deadline"
+        );
+        drop(client);
     }
 }

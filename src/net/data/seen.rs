@@ -37,6 +37,40 @@ impl SeenSet {
         ((slot / 64) as usize, 1 << (slot % 64))
     }
 
+    /// Clears the slots of the numbers `from..to`: whole words at a time, with a mask for the
+    /// partial word at each end (a jump of 65 535 numbers cleared as many bits one by one).
+    fn forget(&mut self, from: u64, to: u64) {
+        if to <= from {
+            return;
+        }
+        if to - from >= SEEN_WINDOW {
+            self.words.fill(0);
+            return;
+        }
+        // The range in ring slots, cut in two where it wraps.
+        let (start, len) = (from % SEEN_WINDOW, to - from);
+        let first = len.min(SEEN_WINDOW - start);
+        self.clear_slots(start, start + first);
+        if first < len {
+            self.clear_slots(0, len - first);
+        }
+    }
+
+    /// Clears ring slots `from..to` (no wrap, `to` ≤ [`SEEN_WINDOW`]).
+    fn clear_slots(&mut self, from: u64, to: u64) {
+        let (first, last) = ((from / 64) as usize, ((to - 1) / 64) as usize);
+        // Bits at and above `from`'s, and at and below `to - 1`'s, in their words.
+        let high = u64::MAX << (from % 64);
+        let low = u64::MAX >> (63 - (to - 1) % 64);
+        if first == last {
+            self.words[first] &= !(high & low);
+            return;
+        }
+        self.words[first] &= !high;
+        self.words[first + 1..last].fill(0);
+        self.words[last] &= !low;
+    }
+
     pub(super) fn insert(&mut self, seq: u64) -> Seen {
         match self.highest {
             Some(h) if seq <= h => {
@@ -47,14 +81,7 @@ impl SeenSet {
             _ => {
                 // Slide: forget the slots that now stand for the numbers after the old highest.
                 let from = self.highest.map_or(0, |h| h + 1);
-                if seq - from >= SEEN_WINDOW {
-                    self.words.fill(0);
-                } else {
-                    for n in from..seq {
-                        let (word, bit) = Self::bit(n);
-                        self.words[word] &= !bit;
-                    }
-                }
+                self.forget(from, seq);
                 self.highest = Some(seq);
                 let (word, bit) = Self::bit(seq);
                 self.words[word] |= bit;
@@ -87,6 +114,36 @@ mod tests {
         assert_eq!(s.insert(5), Seen::Late);
         assert_eq!(s.insert(1000 + SEEN_WINDOW), Seen::New);
         assert_eq!(s.insert(1000 + SEEN_WINDOW), Seen::Duplicate);
+    }
+
+    /// Issue 33, item 6: a forward jump clears whole words; it forgets exactly the numbers
+    /// the bit-by-bit version forgot, for jumps that start and end anywhere in a word and wrap.
+    #[test]
+    fn forgetting_by_words_clears_exactly_the_skipped_slots() {
+        let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for _ in 0..2000 {
+            let mut fast = SeenSet::default();
+            let mut slow = SeenSet::default();
+            for w in 0..fast.words.len() {
+                let bits = next();
+                fast.words[w] = bits;
+                slow.words[w] = bits;
+            }
+            let from = next() % (4 * SEEN_WINDOW);
+            let to = from + next() % (SEEN_WINDOW + 200);
+            fast.forget(from, to);
+            for n in from..to.min(from + SEEN_WINDOW) {
+                let (word, bit) = SeenSet::bit(n);
+                slow.words[word] &= !bit;
+            }
+            assert!(fast.words == slow.words, "forget({from}, {to})");
+        }
     }
 
     /// Issue 18, item 3: a datagram's sequence number never sizes the receiver's memory.
