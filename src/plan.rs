@@ -342,6 +342,18 @@ impl Measured {
 
     /// The result, with the warnings every case gets: repetitions that vary, repetitions too
     /// short to time.
+    /// What the other end of a network case read on its machine (kept in the case's
+    /// evidence, beside what this side reads around the case).
+    pub fn peer(mut self, peer: Option<crate::evidence::PeerEvidence>) -> Self {
+        if peer.is_some() {
+            self.result.evidence = Some(crate::evidence::CaseEvidence {
+                peer,
+                ..Default::default()
+            });
+        }
+        self
+    }
+
     pub fn finish(mut self) -> BenchResult {
         let warnings = crate::runner::repetition_warnings(&self.walls, self.result.stats.cv);
         self.result.warnings.extend(warnings);

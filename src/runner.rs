@@ -481,6 +481,14 @@ pub fn off_core_share(reps: &[Repetition]) -> f64 {
     }
 }
 
+/// Each repetition's [`off_core_share`] in percent, for the result's `off_core` extra (the
+/// findings name it as a cause where nothing else on the machine explains it).
+pub fn off_core_percent(reps: &[Repetition]) -> Vec<f64> {
+    reps.iter()
+        .map(|r| off_core_share(std::slice::from_ref(r)) * 100.0)
+        .collect()
+}
+
 /// Above this share of their time off their cores, a compute-bound case's threads are said
 /// to have shared the machine (the clock read and the thread's wake-up cost well under 1 %).
 pub const OFF_CORE_WARNING: f64 = 0.05;

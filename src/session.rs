@@ -249,7 +249,11 @@ pub fn run_case(case: Box<dyn Case>, ctx: &Context) -> Result<BenchResult> {
     let outcome = case.run(ctx);
     drop(case);
     let mut result = outcome?;
-    result.evidence = Some(watched(watch, &result));
+    // A network case brings what its server read on the far side; this side adds its own.
+    let peer = result.evidence.take().and_then(|e| e.peer);
+    let mut evidence = watched(watch, &result);
+    evidence.peer = peer;
+    result.evidence = Some(evidence);
     Ok(result)
 }
 

@@ -714,8 +714,13 @@ impl Pair {
     /// A TCP throughput case from the client's namespace to `server`.
     fn throughput(&self, server: &str) -> Value {
         let db = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        let db_path = db.path().join("h.db");
-        let args = [
+        self.throughput_with(server, &["--repetitions", "3"], &db.path().join("h.db"))
+    }
+
+    /// A TCP throughput case from the client's namespace to `server`, with `more` arguments,
+    /// stored in the history `db`.
+    fn throughput_with(&self, server: &str, more: &[&str], db: &Path) -> Value {
+        let mut args = vec![
             "net",
             "--server",
             server,
@@ -727,14 +732,13 @@ impl Pair {
             "1s",
             "--omit",
             "500ms",
-            "--repetitions",
-            "3",
             "--warmup",
             "0",
             "--json",
             "--db",
-            db_path.to_str().unwrap(),
+            db.to_str().unwrap(),
         ];
+        args.extend_from_slice(more);
         let started = Instant::now();
         let output = self
             .peakbench(&self.client, &args)
@@ -809,6 +813,96 @@ fn a_free_route_to_the_server_names_no_qdisc() {
     let f = finding(&doc);
     show("no tbf", f);
     assert_none_of(f, &IMPOSED);
+}
+
+#[test]
+fn a_tbf_on_the_servers_way_back_is_named_in_a_reverse_test() {
+    let _turn = turn();
+    let mut pair = match Pair::new("r1", 214) {
+        Ok(p) => p,
+        Err(why) => return skip(&why),
+    };
+    // On the server's end of the veth: only the server's machine sees it, and only traffic
+    // from the server (a --reverse test's data) goes through it.
+    if let Err(why) = in_ns(
+        &pair.server,
+        &[
+            "tc", "qdisc", "add", "dev", "pbsrv0", "root", "tbf", "rate", "95mbit", "burst",
+            "128kb", "latency", "50ms",
+        ],
+    ) {
+        return skip(&format!("tc tbf is not available: {why}"));
+    }
+    pair.serve("10.214.0.2").unwrap();
+    let db = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let db = db.path().join("h.db");
+    let doc = pair.throughput_with("10.214.0.2", &["--repetitions", "3", "--reverse"], &db);
+    let f = finding(&doc);
+    show("tbf 95mbit on the server's end, --reverse", f);
+    let c = assert_named(f, "qdisc", 95.0, "Mbit/s");
+    assert!(
+        c["text"].as_str().unwrap().contains("the server's pbsrv0"),
+        "the qdisc's text does not name the server's interface: {c:#}"
+    );
+    assert_eq!(f["verdict"], "below", "{f:#}");
+    // Forward, the shaper carries only the acknowledgements: no qdisc is blamed.
+    let doc = pair.throughput_with("10.214.0.2", &["--repetitions", "3"], &db);
+    let f = finding(&doc);
+    show("tbf 95mbit on the server's end, forward", f);
+    assert!(cause(f, "qdisc").is_none(), "{f:#}");
+}
+
+#[test]
+fn offloads_turned_off_on_the_route_are_named_against_the_past() {
+    let _turn = turn();
+    let pair = match Pair::new("o1", 215) {
+        Ok(p) => p,
+        Err(why) => return skip(&why),
+    };
+    if let Err(why) = common::on_path("ethtool") {
+        return skip(&why);
+    }
+    let mut pair = pair;
+    pair.serve("10.215.0.2").unwrap();
+    let db = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let db = db.path().join("h.db");
+    // Five repetitions each side: the fewest a two-sided Mann–Whitney test at 0.05 can judge.
+    let reps = ["--repetitions", "5"];
+    let free = pair.throughput_with("10.215.0.2", &reps, &db);
+    show("offloads on", finding(&free));
+    assert!(cause(finding(&free), "offloads").is_none());
+    for ns in [&pair.client, &pair.server] {
+        let dev = if ns == &pair.client {
+            "pbcli0"
+        } else {
+            "pbsrv0"
+        };
+        in_ns(
+            ns,
+            &[
+                "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off",
+            ],
+        )
+        .unwrap();
+    }
+    let doc = pair.throughput_with("10.215.0.2", &reps, &db);
+    let f = finding(&doc);
+    show("tso, gso, gro off", f);
+    // Below its past; on a noisy machine the repetitions may also spread (unstable), and what
+    // holds the figure down is named either way.
+    assert!(
+        f["verdict"] == "below" || f["verdict"] == "unstable",
+        "{f:#}"
+    );
+    // GRO does not count on a veth, which hands segmentation-offloaded packets on whole.
+    let c = assert_named(f, "offloads", 2.0, "offloads off");
+    assert!(
+        c["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("tso, gso off on pbcli0"),
+        "{c:#}"
+    );
 }
 
 /// Skips the test with the reason (fails it in CI's strict mode, where root, cgroup v1,

@@ -556,7 +556,8 @@ impl Case for ThroughputCase {
             .param("ops_per_repetition", total_ops)
             .peak(kernel_peak(kernel, self.threads, ctx))
             .warn(runner::oversubscription_warning(self.threads))
-            .warn(runner::off_core_warning(&reps, self.threads));
+            .warn(runner::off_core_warning(&reps, self.threads))
+            .extra("off_core", "%", &runner::off_core_percent(&reps));
         if ctx.runner.reference {
             result = result.reference(reference::likwid_peakflops(
                 kernel.precision,

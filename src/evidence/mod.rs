@@ -83,6 +83,10 @@ pub struct RunEvidence {
     /// class that shapes (has a rate), from `tc -j`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub qdiscs: Vec<Qdisc>,
+    /// The segmentation and receive offloads of every interface of this network namespace
+    /// (the `SIOCETHTOOL` ioctl, as `ethtool -k` reads them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offloads: Vec<Offloads>,
     /// Socket buffer and TCP sysctls by name (`net.core.rmem_max`, `net.core.wmem_max`,
     /// `net.ipv4.tcp_rmem`, `net.ipv4.tcp_wmem`, `net.ipv4.tcp_congestion_control`), as written.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -154,6 +158,40 @@ pub struct Qdisc {
     pub rate_bps: Option<u64>,
     /// The command it was read with, e.g. `tc -j qdisc show dev veth0`.
     pub source: String,
+}
+
+/// Whether an interface segments and coalesces in bulk: TCP segmentation (TSO), generic
+/// segmentation (GSO) and generic receive (GRO) offload. With them off, the stack handles
+/// every MTU-sized packet on its own, which costs a core at a few Gb/s.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Offloads {
+    pub interface: String,
+    /// `None` where the driver does not answer the query.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tso: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gso: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gro: Option<bool>,
+    /// A software interface (no `/sys/class/net/IF/device`: loopback, veth, bridge): it hands
+    /// segmentation-offloaded packets on whole, so only TSO and GSO matter on it, not GRO.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub software: bool,
+    /// How it was read: `SIOCETHTOOL ETHTOOL_GTSO/GGSO/GGRO on IF` (what `ethtool -k IF` shows).
+    pub source: String,
+}
+
+impl Offloads {
+    /// The offloads that are off and matter on this interface, by their `ethtool -K` names
+    /// (`tso`, `gso`, and `gro` on a device).
+    pub fn off(&self) -> Vec<&'static str> {
+        let gro = if self.software { None } else { self.gro };
+        [("tso", self.tso), ("gso", self.gso), ("gro", gro)]
+            .into_iter()
+            .filter(|(_, on)| *on == Some(false))
+            .map(|(name, _)| name)
+            .collect()
+    }
 }
 
 /// One block device's request queue (`/sys/block/NAME/queue/…`) and what it sits on.
@@ -229,6 +267,138 @@ pub struct CaseEvidence {
     /// What reading all this cost, seconds (both readings, outside the case's timed work).
     #[serde(default)]
     pub watch_s: f64,
+    /// The other end of a network case, as its server read it and sent it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<PeerEvidence>,
+}
+
+/// What a network test's server read on its side and sent back with its last message: the
+/// qdiscs that shape its way back to the client (they hold a `--reverse` test, whose data the
+/// server sends) and what the CPUs of its machine did meanwhile. It comes from the peer, so the
+/// client keeps it only after [`PeerEvidence::sanitized`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PeerEvidence {
+    /// The interface the server's traffic to the client leaves by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
+    /// The qdiscs on that interface that shape (have a rate).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shapers: Vec<Qdisc>,
+    /// The server's CPU quota in CPUs, if its cgroup has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_quota: Option<f64>,
+    /// Logical CPUs online on the server.
+    #[serde(default)]
+    pub cpus_online: usize,
+    /// Wall time of the server's reading, and the CPU time of the server process, of every
+    /// other process and of the hypervisor's steal meanwhile, seconds.
+    #[serde(default)]
+    pub wall_s: f64,
+    #[serde(default)]
+    pub own_cpu_s: f64,
+    #[serde(default)]
+    pub others_cpu_s: f64,
+    #[serde(default)]
+    pub steal_s: f64,
+    /// The server's busiest other processes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top_others: Vec<OtherProcess>,
+    /// The server's boot id: the same as the client's when both run on one machine (loopback,
+    /// or another network namespace), whose load the client's own evidence already holds (and
+    /// whose "other processes" include the client).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
+}
+
+impl PeerEvidence {
+    /// Most shapers and processes a peer may report.
+    const MAX_ITEMS: usize = 8;
+    /// Longest name a peer may report (interfaces are at most 15 bytes, commands 16, a boot
+    /// id 36).
+    const MAX_NAME: usize = 40;
+
+    /// What the server of a test read on its side between `watch` and now, `client` being the
+    /// address its traffic goes to.
+    pub fn of_server(watch: CaseWatch, client: std::net::IpAddr) -> PeerEvidence {
+        let case = watch.finish(None, Some(&client.to_string()));
+        let run = RunEvidence::read_for_peer();
+        let route = case.route.map(|r| r.value);
+        let shapers = route
+            .as_deref()
+            .map(|r| run.shapers(r).cloned().collect())
+            .unwrap_or_default();
+        PeerEvidence {
+            route,
+            shapers,
+            cpu_quota: run.cpu_quota.map(|q| q.value.cpus()),
+            cpus_online: run.cpus_online,
+            wall_s: case.wall_s,
+            own_cpu_s: case.own_cpu_s,
+            others_cpu_s: case.others_cpu_s,
+            steal_s: case.steal_s,
+            top_others: case.top_others,
+            boot_id: procstat::read_trimmed("/proc/sys/kernel/random/boot_id"),
+        }
+    }
+
+    /// The evidence as a peer sent it made safe to keep and print: names printable and short,
+    /// lists short, times finite and not negative, the source of each shaper said to be the
+    /// server's.
+    pub fn sanitized(mut self) -> PeerEvidence {
+        let name = |s: &str| {
+            let cut: String = s.chars().take(Self::MAX_NAME).collect();
+            crate::text::printable(&cut)
+        };
+        let time = |t: f64| {
+            if t.is_finite() && t > 0.0 {
+                t.min(1e9)
+            } else {
+                0.0
+            }
+        };
+        self.route = self.route.as_deref().map(name);
+        self.boot_id = self.boot_id.as_deref().map(name);
+        self.shapers.truncate(Self::MAX_ITEMS);
+        for q in &mut self.shapers {
+            q.interface = name(&q.interface);
+            q.kind = name(&q.kind);
+            q.handle = name(&q.handle);
+            q.parent = name(&q.parent);
+            q.source = "the server's `tc -j qdisc show`, sent back with its results".to_string();
+        }
+        self.cpu_quota = self.cpu_quota.filter(|q| q.is_finite() && *q > 0.0);
+        self.cpus_online = self.cpus_online.min(1 << 16);
+        self.wall_s = time(self.wall_s);
+        self.own_cpu_s = time(self.own_cpu_s);
+        self.others_cpu_s = time(self.others_cpu_s);
+        self.steal_s = time(self.steal_s);
+        self.top_others.truncate(Self::MAX_ITEMS);
+        for p in &mut self.top_others {
+            p.command = name(&p.command);
+            p.cpu_s = time(p.cpu_s);
+        }
+        self
+    }
+
+    /// Several tests' evidence as one: the first route and shapers, the times added.
+    pub fn merged(all: impl IntoIterator<Item = PeerEvidence>) -> Option<PeerEvidence> {
+        all.into_iter().reduce(|mut a, b| {
+            if a.route.is_none() {
+                a.route = b.route;
+                a.shapers = b.shapers;
+            }
+            a.cpu_quota = a.cpu_quota.or(b.cpu_quota);
+            a.cpus_online = a.cpus_online.max(b.cpus_online);
+            a.wall_s += b.wall_s;
+            a.own_cpu_s += b.own_cpu_s;
+            a.others_cpu_s += b.others_cpu_s;
+            a.steal_s += b.steal_s;
+            if a.top_others.is_empty() {
+                a.top_others = b.top_others;
+            }
+            a
+        })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -328,6 +498,7 @@ impl CaseWatch {
             device,
             route,
             watch_s: procstat::to_microseconds((self.cost + reading.elapsed()).as_secs_f64()),
+            peer: None,
         }
     }
 }
@@ -349,8 +520,22 @@ impl RunEvidence {
         };
         cgroup::read_limits(&mut evidence, &mut unreadable);
         evidence.qdiscs = net::read_qdiscs(&mut unreadable);
+        evidence.offloads = net::read_offloads();
         evidence.unreadable = unreadable;
         evidence.read_s = procstat::to_microseconds(reading.elapsed().as_secs_f64());
+        evidence
+    }
+
+    /// What a network test's server needs of its machine at the end of a test: the CPU quota,
+    /// the CPUs online and the qdiscs (no block devices, sysctls or ids).
+    fn read_for_peer() -> RunEvidence {
+        let mut unreadable = Vec::new();
+        let mut evidence = RunEvidence {
+            cpus_online: procstat::cpus_online(),
+            ..RunEvidence::default()
+        };
+        cgroup::read_limits(&mut evidence, &mut unreadable);
+        evidence.qdiscs = net::read_qdiscs(&mut unreadable);
         evidence
     }
 
@@ -362,6 +547,11 @@ impl RunEvidence {
     /// The block device `major:minor`, if it was read.
     pub fn block_device(&self, device: &str) -> Option<&BlockQueue> {
         self.block_devices.iter().find(|b| b.device == device)
+    }
+
+    /// The offloads of `interface`, if they were read.
+    pub fn offloads_of(&self, interface: &str) -> Option<&Offloads> {
+        self.offloads.iter().find(|o| o.interface == interface)
     }
 
     /// The qdiscs of `interface` that shape traffic (have a rate).

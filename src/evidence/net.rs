@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Qdisc, Read};
+use super::{Offloads, Qdisc, Read};
 
 /// How long `tc` or `ip` may take before it is killed.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
@@ -314,6 +314,77 @@ pub(super) fn read_sysctls() -> std::collections::BTreeMap<String, String> {
         .collect()
 }
 
+/// `ETHTOOL_GTSO`, `ETHTOOL_GGSO` and `ETHTOOL_GGRO` of `<linux/ethtool.h>`: each answers a
+/// `struct ethtool_value { u32 cmd; u32 data; }` with `data` 1 (on) or 0 (off).
+const ETHTOOL_GTSO: u32 = 0x1e;
+const ETHTOOL_GGSO: u32 = 0x23;
+const ETHTOOL_GGRO: u32 = 0x2b;
+/// `SIOCETHTOOL` of `<linux/sockios.h>`.
+const SIOCETHTOOL: libc::c_ulong = 0x8946;
+/// More interfaces than this in one namespace are not read (a host with thousands of veths
+/// would pay three ioctls for each).
+const MAX_INTERFACES: usize = 256;
+
+/// The offloads of every interface of this network namespace (`/sys/class/net`), three
+/// ioctls each on one datagram socket; none where no socket can be opened.
+pub(super) fn read_offloads() -> Vec<Offloads> {
+    let Ok(entries) = std::fs::read_dir("/sys/class/net") else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| !n.is_empty() && n.len() < libc::IFNAMSIZ)
+        .collect();
+    names.sort();
+    names.truncate(MAX_INTERFACES);
+    // SAFETY: socket(2) with constant arguments; the descriptor is owned below.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Vec::new();
+    }
+    // SAFETY: `fd` was just opened and nothing else owns it.
+    let socket = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    names
+        .into_iter()
+        .map(|interface| {
+            let get = |cmd| ethtool_value(&socket, &interface, cmd);
+            Offloads {
+                tso: get(ETHTOOL_GTSO),
+                gso: get(ETHTOOL_GGSO),
+                gro: get(ETHTOOL_GGRO),
+                software: !std::path::Path::new("/sys/class/net")
+                    .join(&interface)
+                    .join("device")
+                    .exists(),
+                source: format!("SIOCETHTOOL ETHTOOL_GTSO/GGSO/GGRO on {interface} (ethtool -k)"),
+                interface,
+            }
+        })
+        .collect()
+}
+
+/// One `ethtool_value` query of `interface`: on, off, or `None` where it is not answered.
+fn ethtool_value(socket: &std::os::fd::OwnedFd, interface: &str, cmd: u32) -> Option<bool> {
+    use std::os::fd::AsRawFd;
+    #[repr(C)]
+    struct EthtoolValue {
+        cmd: u32,
+        data: u32,
+    }
+    let mut value = EthtoolValue { cmd, data: 0 };
+    // SAFETY: an all-zero ifreq is valid (a name of NULs, a null data pointer).
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    // The name was checked shorter than IFNAMSIZ, so a NUL ends it.
+    for (slot, byte) in request.ifr_name.iter_mut().zip(interface.bytes()) {
+        *slot = byte as libc::c_char;
+    }
+    request.ifr_ifru.ifru_data = (&mut value as *mut EthtoolValue).cast();
+    // SAFETY: SIOCETHTOOL reads the interface name and the command from `request` and writes
+    // only `value.data`, through the pointer set just above to a live local.
+    let answer = unsafe { libc::ioctl(socket.as_raw_fd(), SIOCETHTOOL as _, &mut request) };
+    (answer == 0).then_some(value.data != 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,5 +540,40 @@ class htb 1:20 parent 1:10 prio 0 rate 10Mbit ceil 1Gbit burst 1600b cburst 1375
         let sysctls = read_sysctls();
         assert!(sysctls.contains_key("net.core.rmem_max"), "{sysctls:?}");
         assert!(sysctls.values().all(|v| !v.contains('\t')));
+    }
+
+    #[test]
+    fn offloads_of_loopback_are_read() {
+        let offloads = read_offloads();
+        let lo = offloads
+            .iter()
+            .find(|o| o.interface == "lo")
+            .expect("every namespace has lo");
+        // The kernel's loopback driver segments and coalesces in software: all three on by
+        // default, and always answered.
+        assert!(
+            lo.tso.is_some() && lo.gso.is_some() && lo.gro.is_some(),
+            "{lo:?}"
+        );
+        assert!(lo.source.contains("lo"));
+    }
+
+    #[test]
+    fn offloads_that_are_off_are_named() {
+        let o = Offloads {
+            interface: "veth0".into(),
+            tso: Some(false),
+            gso: Some(true),
+            gro: Some(false),
+            software: false,
+            source: String::new(),
+        };
+        assert_eq!(o.off(), ["tso", "gro"]);
+        // A veth passes GSO packets on whole: its GRO does not matter.
+        let veth = Offloads {
+            software: true,
+            ..o
+        };
+        assert_eq!(veth.off(), ["tso"]);
     }
 }

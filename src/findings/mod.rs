@@ -120,12 +120,15 @@ fn judge_result(report: &Report, r: &BenchResult, past: &[PastRun]) -> Finding {
             matches!(e.against, Against::Physics | Against::Reference)
                 && e.verdict == Verdict::Below
         });
+        let any_below = expectations.iter().any(|e| e.verdict == Verdict::Below);
         for c in found.causes.iter_mut() {
+            let slows = c.slows && (!c.structural || against_hardware);
             let fits = match verdict {
-                // A limit that holds the figure is named whatever else spread it.
-                Verdict::Unstable => c.noisy || c.binds,
+                // A limit that holds the figure is named whatever else spread it, and so is
+                // what slows a figure that is below as well as spread.
+                Verdict::Unstable => c.noisy || c.binds || (any_below && slows),
                 Verdict::AboveLimit => c.inflates,
-                Verdict::Below => c.binds || (c.slows && (!c.structural || against_hardware)),
+                Verdict::Below => c.binds || slows,
                 Verdict::AtLimit | Verdict::Unknown => false,
             };
             if !fits {

@@ -376,3 +376,162 @@ fn a_receive_window_too_small_for_the_round_trip_is_named() {
     let c = cause(&f, "socket-buffer");
     assert!((c.bound.unwrap() - 419.430_4).abs() < 1e-3, "{c:#?}");
 }
+
+/// A loopback-like peak of 10 Gb/s on `r`, so that the physics can judge it.
+fn with_link(mut r: BenchResult) -> BenchResult {
+    r.peak = Some(PeakRef {
+        value: 10_000.0,
+        unit: "Mb/s".into(),
+        source: "/sys/class/net/veth0/speed".into(),
+        pair: None,
+    });
+    r
+}
+
+#[test]
+fn offloads_off_on_the_route_are_named_and_offloads_on_are_not() {
+    let mut report = document();
+    let offloads = |tso, gro| crate::evidence::Offloads {
+        interface: "veth0".into(),
+        tso: Some(tso),
+        gso: Some(true),
+        gro: Some(gro),
+        software: false,
+        source: "SIOCETHTOOL on veth0".into(),
+    };
+    report.evidence.as_mut().unwrap().offloads = vec![offloads(false, false)];
+    report.results.push(with_link(tcp(&report, 3_000.0)));
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Below, "{f:#?}");
+    let c = cause(&f, "offloads");
+    assert_eq!(c.value, Some(2.0));
+    assert!(c.text.starts_with("tso, gro off on veth0"), "{}", c.text);
+    report.evidence.as_mut().unwrap().offloads = vec![offloads(true, true)];
+    assert!(judged(&report).causes.iter().all(|c| c.kind != "offloads"));
+}
+
+#[test]
+fn threads_off_their_cores_without_a_reason_are_named_and_with_one_are_not() {
+    let mut report = document();
+    let mut r = kernel(&report, 2, 0.7);
+    r.extra.push(crate::result::Extra {
+        metric: "off_core".into(),
+        unit: "%".into(),
+        value: 30.0,
+        stats: crate::stats::Summary::of(&[29.0, 30.0, 31.0]).unwrap(),
+    });
+    report.results.push(r);
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Below);
+    let c = cause(&f, "off-core");
+    assert_eq!(c.value, Some(30.0));
+    // Another process that took the time is the cause; off-core then says nothing more.
+    let e = report.results[0].evidence.as_mut().unwrap();
+    e.others_cpu_s = 1.2;
+    e.top_others = vec![OtherProcess {
+        pid: 7,
+        command: "spin".into(),
+        cpu_s: 1.2,
+    }];
+    let f = judged(&report);
+    assert!(
+        f.causes.iter().any(|c| c.kind == "other-processes"),
+        "{f:#?}"
+    );
+    assert!(f.causes.iter().all(|c| c.kind != "off-core"), "{f:#?}");
+}
+
+/// What a server on the far side of a veth sent back: a tbf of `rate_bps` on its way back.
+fn peer(rate_bps: u64) -> crate::evidence::PeerEvidence {
+    crate::evidence::PeerEvidence {
+        route: Some("veth1".into()),
+        shapers: vec![Qdisc {
+            interface: "veth1".into(),
+            kind: "tbf".into(),
+            handle: "1:".into(),
+            parent: "root".into(),
+            rate_bps: Some(rate_bps),
+            source: "tc".into(),
+        }],
+        cpus_online: 2,
+        wall_s: 2.0,
+        ..Default::default()
+    }
+    .sanitized()
+}
+
+#[test]
+fn the_servers_shaper_holds_a_reverse_test_and_not_a_forward_one() {
+    let mut report = document();
+    let mut r = tcp(&report, 76.0);
+    r.params.other.insert("reverse".into(), true.into());
+    r.evidence.as_mut().unwrap().peer = Some(peer(80_000_000));
+    report.results.push(r);
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Below, "{f:#?}");
+    let c = cause(&f, "qdisc");
+    assert_eq!(c.value, Some(80.0));
+    assert!(c.text.contains("the server's veth1"), "{}", c.text);
+    assert!(c.evidence[0].source.contains("server"), "{c:#?}");
+    // Forward, the server's way back carries only acknowledgements.
+    report.results[0]
+        .params
+        .other
+        .insert("reverse".into(), false.into());
+    assert!(judged(&report).causes.iter().all(|c| c.kind != "qdisc"));
+}
+
+#[test]
+fn a_busy_server_machine_is_named() {
+    let mut report = document();
+    let mut r = with_link(tcp(&report, 3_000.0));
+    let mut p = peer(100_000_000_000);
+    p.others_cpu_s = 3.0;
+    p.top_others = vec![OtherProcess {
+        pid: 9,
+        command: "stress".into(),
+        cpu_s: 3.0,
+    }];
+    p.boot_id = Some("b2".into());
+    r.evidence.as_mut().unwrap().peer = Some(p);
+    report.evidence.as_mut().unwrap().boot_id = Some("b1".into());
+    report.results.push(r);
+    let f = judged(&report);
+    let c = cause(&f, "server-busy");
+    assert_eq!(c.value, Some(1.5));
+    assert!(c.text.contains("stress (1.50 CPU)"), "{}", c.text);
+    // A server on this machine (the same boot id) counts this client among its others.
+    report.evidence.as_mut().unwrap().boot_id = Some("b2".into());
+    assert!(
+        judged(&report)
+            .causes
+            .iter()
+            .all(|c| c.kind != "server-busy")
+    );
+}
+
+#[test]
+fn what_a_server_sends_back_is_made_safe_to_keep() {
+    let mut p = peer(1);
+    p.route = Some(format!("ev\u{1b}]52;c;{}\u{7}", "A".repeat(100)));
+    p.wall_s = f64::NAN;
+    p.others_cpu_s = -1.0;
+    p.shapers = vec![p.shapers[0].clone(); 100];
+    p.top_others = vec![
+        OtherProcess {
+            pid: 1,
+            command: "\u{1b}[2J".into(),
+            cpu_s: f64::INFINITY,
+        };
+        50
+    ];
+    let p = p.sanitized();
+    let route = p.route.unwrap();
+    assert!(!route.chars().any(char::is_control), "{route:?}");
+    assert!(route.len() < 64, "{route}");
+    assert_eq!((p.wall_s, p.others_cpu_s), (0.0, 0.0));
+    assert!(p.shapers.len() <= 8 && p.top_others.len() <= 8);
+    assert!(!p.top_others[0].command.chars().any(char::is_control));
+    assert_eq!(p.top_others[0].cpu_s, 0.0);
+    assert!(p.shapers[0].source.starts_with("the server's"));
+}

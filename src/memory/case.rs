@@ -239,7 +239,8 @@ impl Case for BandwidthCase {
             .walls(reps.iter().map(|r| r.wall))
             .peak(ctx.peaks.memory.as_ref())
             .warn(runner::oversubscription_warning(self.threads))
-            .warn(runner::off_core_warning(&reps, self.threads));
+            .warn(runner::off_core_warning(&reps, self.threads))
+            .extra("off_core", "%", &runner::off_core_percent(&reps));
         if self.block.is_some() {
             result = result
                 .extra("access_time", "ns", &access_times(&reps))

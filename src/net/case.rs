@@ -223,9 +223,14 @@ impl NetCase {
         let mut series = Series::of(outcomes, streams, self.spec.proto == Proto::Udp)?;
         let counting = self.throughput_counting(series.spun, outcomes.len());
         let gbps: Vec<f64> = series.total.iter().map(|v| v / 1e3).collect();
+        let peer = crate::evidence::PeerEvidence::merged(outcomes.iter().filter_map(|o| match o {
+            Outcome::Throughput { server, .. } => server.as_deref().cloned(),
+            Outcome::Latency(_) => None,
+        }));
         let mut result = self
             .measured(ctx, "throughput", "Mb/s", counting, series.total.clone())?
-            .peak(bound.peak);
+            .peak(bound.peak)
+            .peer(peer);
         if self.spec.proto == Proto::Tcp {
             result = result.param("receiver_spun", series.spun == outcomes.len());
         }
@@ -377,6 +382,7 @@ impl Series {
                 window,
                 udp: counts,
                 sent,
+                ..
             } = outcome
             else {
                 bail!("a throughput test returned something else");

@@ -12,6 +12,7 @@ use super::data::{self, PingPong, Sockets, StreamCpus};
 use super::proto::{
     Control, Mode, Msg, Proto, TestSpec, UdpCounts, VERSION, Window, hello_message,
 };
+use crate::evidence::PeerEvidence;
 
 /// How long a connection to the server may take before it counts as unreachable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -55,6 +56,8 @@ pub enum Outcome {
         udp: Vec<UdpCounts>,
         /// Per stream: bytes (TCP) or datagrams (UDP) the sender sent.
         sent: Vec<u64>,
+        /// What the server's machine showed during the test, made safe to keep.
+        server: Option<Box<PeerEvidence>>,
     },
     Latency(Vec<PingPong>),
 }
@@ -233,9 +236,15 @@ fn send_window(
     })?;
     control.send(&Msg::Sent {
         per_stream: sent.clone(),
+        server: None,
     })?;
     match control.recv(Instant::now() + Duration::from_secs(10))? {
-        Msg::Final { udp } => Ok(Outcome::Throughput { window, udp, sent }),
+        Msg::Final { udp, server } => Ok(Outcome::Throughput {
+            window,
+            udp,
+            sent,
+            server: server.map(|s| Box::new(s.sanitized())),
+        }),
         _ => bail!("the server answered out of turn"),
     }
 }
@@ -253,6 +262,7 @@ fn receive_window(
     let duration = Duration::from_millis(spec.duration_ms);
     let end = Instant::now() + omit + duration + Duration::from_secs(15);
     let mut sent = Vec::new();
+    let mut peer = None;
     let watch = control.stream().try_clone()?;
     let gone = || super::proto::peer_closed(&watch);
     let (window, udp) = data::receive(
@@ -264,8 +274,9 @@ fn receive_window(
         |_| {
             control.send(&Msg::Stop)?;
             match control.recv(end)? {
-                Msg::Sent { per_stream } => {
+                Msg::Sent { per_stream, server } => {
                     sent = per_stream.clone();
+                    peer = server.map(|s| Box::new(s.sanitized()));
                     Ok(per_stream)
                 }
                 _ => bail!("the server answered out of turn"),
@@ -273,7 +284,12 @@ fn receive_window(
         },
         threads,
     )?;
-    Ok(Outcome::Throughput { window, udp, sent })
+    Ok(Outcome::Throughput {
+        window,
+        udp,
+        sent,
+        server: peer,
+    })
 }
 
 /// Latency: a ping-pong on every stream at once, each on its own thread (stream i on the i-th

@@ -7,7 +7,9 @@
 //! present) or [`Msg::Refused`] with the reason. Once every data connection is in, the server
 //! sends [`Msg::Ready`] and the test runs. The receiver of the data ends the window with
 //! [`Msg::Window`] (forward) or [`Msg::Stop`] (reverse); the sender answers [`Msg::Sent`]; in
-//! forward mode the server closes with [`Msg::Final`].
+//! forward mode the server closes with [`Msg::Final`]. The server's last message (`Final`, or
+//! its `Sent` with `--reverse`) carries what its machine showed during the test (its shapers on
+//! the way back, its CPUs' load): the client's findings name causes on the far side too.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -16,6 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::evidence::PeerEvidence;
 use crate::names::named_enum;
 
 /// Version of the control protocol; a server refuses any other. Version 2 added the challenge.
@@ -151,9 +154,16 @@ pub enum Msg {
     /// Datagrams (UDP) or bytes (TCP) the sender sent, per stream.
     Sent {
         per_stream: Vec<u64>,
+        /// From the server (`--reverse`): what its machine showed meanwhile. Absent from a
+        /// client's, and from an older server's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server: Option<PeerEvidence>,
     },
     Final {
         udp: Vec<UdpCounts>,
+        /// What the server's machine showed during the test (absent from an older server's).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server: Option<PeerEvidence>,
     },
 }
 

@@ -32,6 +32,7 @@ use super::auth::{Key, Nonce};
 use super::data::{self, Sockets};
 use super::limits::{self, MAX_STREAMS, MAX_TEST};
 use super::proto::{self, Control, Mode, Msg, Proto, TestSpec, VERSION};
+use crate::evidence::{CaseWatch, PeerEvidence};
 
 /// Tests served at once; one more is refused.
 pub const MAX_TESTS: usize = 64;
@@ -727,6 +728,9 @@ fn handle(
         token,
     })?;
     let sockets = collect_data(pending, &spec, token, peer.ip())?;
+    // What this machine does while the test runs goes back to the client with the results
+    // (its findings name this side's shapers and load): read before the data flows.
+    let watch = CaseWatch::start();
     control.send(&Msg::Ready)?;
     let test = Test {
         slot: Some(slot),
@@ -739,8 +743,8 @@ fn handle(
         threads: data::DataThreads::for_test(&spec, canonical(peer.ip()).is_loopback(), false),
     };
     match (spec.mode, spec.reverse) {
-        (Mode::Throughput, false) => test.receive(&mut control),
-        (Mode::Throughput, true) => test.send(&mut control),
+        (Mode::Throughput, false) => test.receive(&mut control, watch, canonical(peer.ip())),
+        (Mode::Throughput, true) => test.send(&mut control, watch, canonical(peer.ip())),
         (Mode::Latency, _) => test.echo(&mut control),
     }
 }
@@ -818,7 +822,7 @@ impl Test<'_> {
 
     /// Forward throughput: this side receives and counts, tells the client its window, and
     /// after the client's totals sends the final UDP counts.
-    fn receive(mut self, control: &mut Control) -> Result<()> {
+    fn receive(mut self, control: &mut Control, evidence: CaseWatch, client: IpAddr) -> Result<()> {
         let watch = control.stream().try_clone()?;
         let (_, udp) = data::receive(
             self.sockets,
@@ -829,19 +833,20 @@ impl Test<'_> {
             |window| {
                 control.send(&Msg::Window(window.clone()))?;
                 match control.recv(self.deadline)? {
-                    Msg::Sent { per_stream } => Ok(per_stream),
+                    Msg::Sent { per_stream, .. } => Ok(per_stream),
                     other => bail!("expected sent, got {}", kind(&other)),
                 }
             },
             self.threads,
         )?;
         self.release();
-        control.send(&Msg::Final { udp })
+        let server = Some(PeerEvidence::of_server(evidence, client));
+        control.send(&Msg::Final { udp, server })
     }
 
     /// `--reverse` throughput: this side sends until the client, which counts, says stop, then
     /// tells what it sent.
-    fn send(mut self, control: &mut Control) -> Result<()> {
+    fn send(mut self, control: &mut Control, watch: CaseWatch, client: IpAddr) -> Result<()> {
         let stop = AtomicBool::new(false);
         let sent = std::thread::scope(|scope| {
             let sender = std::thread::Builder::new()
@@ -866,7 +871,11 @@ impl Test<'_> {
             }
         })?;
         self.release();
-        control.send(&Msg::Sent { per_stream: sent })
+        let server = Some(PeerEvidence::of_server(watch, client));
+        control.send(&Msg::Sent {
+            per_stream: sent,
+            server,
+        })
     }
 
     /// Latency: this side echoes every message until the client closes the control connection.

@@ -63,11 +63,47 @@ pub fn causes(s: &Scene, out: &mut Vec<Candidate>) {
     cpuset(s, out);
     others(s, out);
     steal(s, out);
+    off_core(s, out);
     smt(s, out);
     clock(s, out);
     governor(s, out);
     wide_clock(s, out);
     thermal(s, out);
+}
+
+/// The threads' own count of their time off their cores (the runner reads each thread's CPU
+/// clock around its timed span), named only where no quota, cpuset, other process or steal
+/// read on the machine already says why: then it is what is left to say.
+fn off_core(s: &Scene, out: &mut Vec<Candidate>) {
+    const EXPLAINED_BY: [&str; 4] = ["cpu-quota", "cpuset", "other-processes", "steal"];
+    let Some(extra) = s.r.extra.iter().find(|e| e.metric == "off_core") else {
+        return;
+    };
+    let share = extra.value / 100.0;
+    if share <= crate::runner::OFF_CORE_WARNING
+        || out
+            .iter()
+            .any(|c| EXPLAINED_BY.contains(&c.cause.kind.as_str()))
+    {
+        return;
+    }
+    let mut c = Candidate::new(
+        "off-core",
+        format!(
+            "the threads were off their cores {:.0} % of their running time, and nothing read              on this machine (quota, cpuset, other processes, steal) took that time: an              interrupt storm, the hypervisor's own work, or a process that ended before the              case did",
+            share * 100.0
+        ),
+        vec![Evidence::new(
+            "each thread's CPU clock against its timed span (the result's off_core extra)",
+            format!("median {:.1} % off core", extra.value),
+        )],
+        "run again on a quiet machine; watch `top -H` and /proc/interrupts during the case",
+    )
+    .value(extra.value, "%");
+    c.factor = Some(1.0 - share);
+    c.slows = true;
+    c.noisy = true;
+    out.push(c);
 }
 
 fn quota(s: &Scene, out: &mut Vec<Candidate>) {

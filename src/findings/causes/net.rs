@@ -1,4 +1,6 @@
-//! Network: the qdiscs that shape the route to the server, its MTU, the receiver's mode.
+//! Network: the qdiscs that shape the route to the server (and, as the server sent them back,
+//! its way to the client), the route's MTU and offloads, the server machine's load, the
+//! receiver's mode.
 //!
 //! A shaper of `rate` bit/s counts whole frames: a TCP segment carries `MTU − 52` bytes of
 //! payload (IPv4, TCP with timestamps) in `MTU + 14` bytes (Ethernet header), a UDP datagram of
@@ -6,6 +8,7 @@
 //! `rate × payload / frame`: 150 Mbit/s of tbf is 143.5 Mb/s of TCP payload at MTU 1500.
 
 use super::{Candidate, Scene, num};
+use crate::evidence::Qdisc;
 use crate::result::{Evidence, Subsystem};
 
 /// A figure within this band of a shaper's bound is held by it.
@@ -29,11 +32,14 @@ pub fn causes(s: &Scene, out: &mut Vec<Candidate>) {
         .unwrap_or(1500);
     if s.r.unit == "Mb/s" && s.r.op.ends_with("throughput") {
         shapers(s, interface, mtu, &route.source, out);
+        peer_shapers(s, mtu, out);
         if s.r.params.protocol.as_deref() == Some("tcp") {
             window(s, out);
         }
     }
     small_mtu(s, interface, mtu, out);
+    offloads(s, interface, out);
+    peer_load(s, out);
     receiver(s, out);
 }
 
@@ -54,17 +60,49 @@ fn payload_share(s: &Scene, mtu: u32) -> (f64, String) {
 }
 
 fn shapers(s: &Scene, interface: &str, mtu: u32, route_source: &str, out: &mut Vec<Candidate>) {
+    let route = Evidence::new(route_source.to_string(), format!("dev {interface}"));
+    held_by(s, s.run.shapers(interface), mtu, "", route, out);
+}
+
+/// The server's shapers on its way back to the client hold a `--reverse` test, whose data the
+/// server sends (in a forward test only the acknowledgements take that way).
+fn peer_shapers(s: &Scene, mtu: u32, out: &mut Vec<Candidate>) {
+    let reverse = s.r.params.other.get("reverse").and_then(|v| v.as_bool()) == Some(true);
+    let Some(peer) = s.case.peer.as_ref().filter(|_| reverse) else {
+        return;
+    };
+    let Some(interface) = peer.route.as_deref() else {
+        return;
+    };
+    let route = Evidence::new(
+        "the server's `ip -j route get CLIENT`, sent back with its results",
+        format!("dev {interface}"),
+    );
+    held_by(s, peer.shapers.iter(), mtu, "the server's ", route, out);
+}
+
+/// Each of `qdiscs` whose payload bound the figure sits at: `whose` says on which machine
+/// (empty for this one).
+fn held_by<'a>(
+    s: &Scene,
+    qdiscs: impl Iterator<Item = &'a Qdisc>,
+    mtu: u32,
+    whose: &str,
+    route: Evidence,
+    out: &mut Vec<Candidate>,
+) {
     let (share, per_frame) = payload_share(s, mtu);
-    for q in s.run.shapers(interface) {
+    for q in qdiscs {
         let rate = q.rate_bps.unwrap_or(0) as f64;
         let bound = rate / 1e6 * share;
         if bound <= 0.0 || s.r.value < HELD[0] * bound || s.r.value > HELD[1] * bound {
             continue;
         }
+        let interface = &q.interface;
         let mut c = Candidate::new(
             "qdisc",
             format!(
-                "a {} qdisc on {interface} shapes to {} Mbit/s: at most {} Mb/s of payload \
+                "a {} qdisc on {whose}{interface} shapes to {} Mbit/s: at most {} Mb/s of payload \
                  ({per_frame})",
                 q.kind,
                 num(rate / 1e6),
@@ -78,13 +116,81 @@ fn shapers(s: &Scene, interface: &str, mtu: u32, route_source: &str, out: &mut V
                         q.kind, q.handle
                     ),
                 ),
-                Evidence::new(route_source.to_string(), format!("dev {interface}")),
+                route.clone(),
             ],
             "remove or raise the shaper ('tc qdisc show dev IF'), or test a path without it",
         )
         .value(rate / 1e6, "Mbit/s");
         c.cause.bound = Some(bound);
         c.binds = true;
+        out.push(c);
+    }
+}
+
+/// A server whose machine was busy with other work (or held by its CPU quota) while the test
+/// ran: its receiver, sender or echo got what was left.
+fn peer_load(s: &Scene, out: &mut Vec<Candidate>) {
+    /// Other work over this many CPUs on the server is named.
+    const BUSY_CPUS: f64 = 0.5;
+    let Some(peer) = s.case.peer.as_ref().filter(|p| p.wall_s > 0.0) else {
+        return;
+    };
+    // A server on this machine: its "other processes" are this client, and this side's own
+    // evidence already says what else ran.
+    if peer.boot_id.is_some() && peer.boot_id == s.run.boot_id {
+        return;
+    }
+    let others = peer.others_cpu_s / peer.wall_s;
+    let steal = peer.steal_s / peer.wall_s;
+    if others + steal >= BUSY_CPUS {
+        let top = peer
+            .top_others
+            .iter()
+            .map(|p| format!("{} ({:.2} CPU)", p.command, p.cpu_s / peer.wall_s))
+            .collect::<Vec<_>>();
+        let mut c = Candidate::new(
+            "server-busy",
+            format!(
+                "the server's machine ran other work on {:.2} CPUs{} while it served the test{}",
+                others + steal,
+                if steal > 0.05 {
+                    format!(" ({steal:.2} of them stolen by its hypervisor)")
+                } else {
+                    String::new()
+                },
+                if top.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", top.join(", "))
+                }
+            ),
+            vec![Evidence::new(
+                "the server's /proc/stat and /proc/PID/stat, sent back with its results",
+                format!(
+                    "{:.2} CPU-s of others and {:.2} s of steal in {:.2} s",
+                    peer.others_cpu_s, peer.steal_s, peer.wall_s
+                ),
+            )],
+            "run the server on a quiet machine, or pin it away from the other work",
+        )
+        .value(others + steal, "CPU");
+        c.slows = true;
+        c.noisy = true;
+        out.push(c);
+    }
+    let streams = s.r.params.streams.unwrap_or(1).max(1);
+    if let Some(quota) = peer.cpu_quota.filter(|q| *q < streams as f64) {
+        let mut c = Candidate::new(
+            "server-cpu-quota",
+            format!("the server's cgroup may use {quota:.2} CPU for {streams} streams"),
+            vec![Evidence::new(
+                "the server's cgroup CPU quota, sent back with its results",
+                format!("{quota:.2} CPU"),
+            )],
+            "raise the server's CPU quota or run it outside that cgroup",
+        )
+        .value(quota, "CPU");
+        c.slows = true;
         out.push(c);
     }
 }
@@ -167,6 +273,40 @@ fn small_mtu(s: &Scene, interface: &str, mtu: u32, out: &mut Vec<Candidate>) {
     .value(f64::from(mtu), "B");
     c.slows = true;
     c.structural = true;
+    out.push(c);
+}
+
+/// Segmentation (TSO, GSO) and receive (GRO) offloads off on the route's interface: the
+/// sender's stack cuts every MTU-sized segment itself and the receiver's handles each packet
+/// alone, a per-packet cost the offloads pay once per 64 KiB.
+fn offloads(s: &Scene, interface: &str, out: &mut Vec<Candidate>) {
+    if !s.r.op.ends_with("throughput") {
+        return;
+    }
+    let Some(offloads) = s.run.offloads_of(interface) else {
+        return;
+    };
+    let off = offloads.off();
+    if off.is_empty() {
+        return;
+    }
+    let mut c = Candidate::new(
+        "offloads",
+        format!(
+            "{} off on {interface}: the stack handles every MTU-sized packet on its own              instead of 64 KiB at a time",
+            off.join(", ")
+        ),
+        vec![Evidence::new(
+            offloads.source.clone(),
+            off.iter()
+                .map(|o| format!("{o} off"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        )],
+        "turn them on: ethtool -K IF tso on gso on gro on",
+    )
+    .value(off.len() as f64, "offloads off");
+    c.slows = true;
     out.push(c);
 }
 
