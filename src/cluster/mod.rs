@@ -10,6 +10,7 @@
 //! need MPI (the options, the schedule, the analysis) is here, tested without it.
 
 pub mod analysis;
+pub mod job;
 #[cfg(feature = "mpi")]
 mod mpi;
 pub mod reference;

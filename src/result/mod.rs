@@ -489,6 +489,10 @@ pub struct Cluster {
     /// The hosts in the order of their first rank, each with its ranks; the first rank of each
     /// runs the node-local suite and the host's side of the matrix.
     pub hosts: Vec<ClusterHost>,
+    /// The batch job the run is part of (Slurm's `SLURM_*` variables, as rank 0 sees them);
+    /// none when launched outside a scheduler.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<Job>,
     /// The phase the run was in when the document was last written: `local`, `matrix`,
     /// `collectives`, `done`.
     pub phase: String,
@@ -535,6 +539,30 @@ pub struct ClusterReference {
     pub value: Option<f64>,
     /// The tool, its command, its value and `value / the tool's` as `ratio`.
     pub reference: Reference,
+}
+
+/// The batch job of a cluster run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    /// The scheduler that allocated the hosts: `slurm`.
+    pub scheduler: String,
+    /// The job id (`SLURM_JOB_ID`).
+    pub id: String,
+    /// The job name (`SLURM_JOB_NAME`; `sbatch`'s script name where not given).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The partition (`SLURM_JOB_PARTITION`).
+    #[serde(default)]
+    pub partition: Option<String>,
+    /// The allocation's node list as the scheduler writes it (`SLURM_JOB_NODELIST`).
+    #[serde(default)]
+    pub nodelist: Option<String>,
+    /// That list expanded, one host name each, in its order.
+    #[serde(default)]
+    pub nodes: Vec<String>,
+    /// The scheduler's variables that describe the job and the allocation (name → value).
+    #[serde(default)]
+    pub variables: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::super::{Phase, analysis};
+use super::super::{Phase, analysis, job};
 use super::leader::Leader;
 use super::matrix::matrices;
 use super::messages::{Cases, Inventory, Step};
@@ -92,6 +92,7 @@ impl Leader<'_> {
         self.session().report.cluster = Some(Cluster {
             ranks: self.comm.size,
             hosts: self.layout.hosts.clone(),
+            job: job::from_env(std::env::vars()),
             phase: "setup".into(),
             threshold: self.args.threshold,
             differences,
