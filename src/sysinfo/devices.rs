@@ -81,10 +81,20 @@ fn read_nic(root: Root, name: String) -> NetInterface {
     let file = |rel: &str| format!("/sys/class/net/{name}/{rel}");
     let loopback = name == "lo" || root.parse::<u32>(&file("type")) == Some(772);
     let speed_file = file("speed");
+    let driver = root.link_name(&file("device/driver"));
+    let mut speed_mbps = link_speed(root.read(&speed_file), loopback, &speed_file);
+    // A veth reports 10000 Mb/s, a tun 10: constants of their drivers, not a link, which
+    // a software interface (no device under it) does not have.
+    if let (None, false, Some(nominal)) = (&driver, loopback, speed_mbps.value) {
+        speed_mbps = Fact::unknown(format!(
+            "{name} is a software interface (a veth, bridge or tunnel: no device under it); \
+             the {nominal} Mb/s it reports is nominal, not a link"
+        ));
+    }
     NetInterface {
-        driver: root.link_name(&file("device/driver")),
+        driver,
         mtu: root.parse(&file("mtu")),
-        speed_mbps: link_speed(root.read(&speed_file), loopback, &speed_file),
+        speed_mbps,
         state: root.read_trim(&file("operstate")),
         loopback,
         name,
@@ -182,6 +192,8 @@ mod tests {
         .unwrap();
         write(root, &format!("{net}/eth1/speed"), "-1\n");
         write(root, &format!("{net}/eth1/type"), "1\n");
+        write(root, &format!("{net}/veth0/speed"), "10000\n");
+        write(root, &format!("{net}/veth0/type"), "1\n");
     }
 
     #[test]
@@ -211,7 +223,7 @@ mod tests {
         );
 
         let names: Vec<_> = nics.iter().map(|n| n.name.as_str()).collect();
-        assert_eq!(names, ["ens5", "eth1", "lo"]);
+        assert_eq!(names, ["ens5", "eth1", "lo", "veth0"]);
         let ens5 = &nics[0];
         assert_eq!(ens5.driver.as_deref(), Some("ena"));
         assert_eq!((ens5.mtu, ens5.state.as_deref()), (Some(9001), Some("up")));
@@ -228,6 +240,18 @@ mod tests {
         assert_eq!(
             lo.speed_mbps.reason.as_deref(),
             Some("loopback has no link speed")
+        );
+        // A veth's 10000 Mb/s is its driver's constant, not a link.
+        let veth = &nics[3];
+        assert_eq!(veth.speed_mbps.value, None);
+        assert!(
+            veth.speed_mbps
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("nominal"),
+            "{:?}",
+            veth.speed_mbps
         );
     }
 }

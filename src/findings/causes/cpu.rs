@@ -90,7 +90,10 @@ fn off_core(s: &Scene, out: &mut Vec<Candidate>) {
     let mut c = Candidate::new(
         "off-core",
         format!(
-            "the threads were off their cores {:.0} % of their running time, and nothing read              on this machine (quota, cpuset, other processes, steal) took that time: an              interrupt storm, the hypervisor's own work, or a process that ended before the              case did",
+            "the threads were off their cores {:.0} % of their running time, and nothing read \
+             on this machine (quota, cpuset, other processes, steal) took that time: an \
+             interrupt storm, the hypervisor's own work, or a process that ended before the \
+             case did",
             share * 100.0
         ),
         vec![Evidence::new(

@@ -293,7 +293,8 @@ fn offloads(s: &Scene, interface: &str, out: &mut Vec<Candidate>) {
     let mut c = Candidate::new(
         "offloads",
         format!(
-            "{} off on {interface}: the stack handles every MTU-sized packet on its own              instead of 64 KiB at a time",
+            "{} off on {interface}: the stack handles every MTU-sized packet on its own \
+             instead of 64 KiB at a time",
             off.join(", ")
         ),
         vec![Evidence::new(
