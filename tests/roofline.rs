@@ -229,7 +229,7 @@ fn a_tiny_roofline_has_ceilings_roofs_sweep_ridges_and_a_labelled_chart() {
 fn the_plan_prints_the_working_sets_and_the_sweep() {
     let output = peakbench(&["roofline", "--dry-run", "--json"]);
     let plan = common::json(&output);
-    let config = &plan["config"];
+    let config = &plan["config"]["roofline"];
     assert!(config["levels"].as_array().unwrap().len() >= 2);
     assert_eq!(config["flop_per_element"][0], 1);
     assert_eq!(

@@ -372,8 +372,8 @@ impl Model {
                         self.warnings.push(format!(
                             "{level} ({}, {threads} threads): the sweep's bandwidth plateau is not \
                              flat ({} to {} GB/s over its memory-bound intensities); reported \
-                             as measured. A guest that sees less of the cache than sysinfo \
-                             reports (a VM sharing its L3) does this",
+                             as measured. A level the guest sees less of than sysinfo reports \
+                             (a VM sharing its L3), or a busy machine, does this",
                             format_size_approx(points[0].working_set_bytes),
                             format_value(lo),
                             format_value(hi)
@@ -615,7 +615,7 @@ pub fn model_of(report: &Report) -> Option<Model> {
 
 const W: f64 = 1000.0;
 const LEFT: f64 = 90.0;
-const RIGHT: f64 = 760.0;
+const RIGHT: f64 = 670.0;
 const TOP: f64 = 50.0;
 const BOTTOM: f64 = 560.0;
 
@@ -628,10 +628,15 @@ struct Log {
 }
 
 impl Log {
+    /// An axis a little wider than `lo`..`hi`, at least one decade long.
     fn new(lo: f64, hi: f64, a: f64, b: f64) -> Log {
-        let lo = 10f64.powf(lo.log10().floor());
-        let hi = 10f64.powf(hi.log10().ceil());
+        let (lo, hi) = (lo / 1.6, (hi * 1.6).max(lo * 10.0));
         Log { lo, hi, a, b }
+    }
+
+    /// Pixels per decade.
+    fn per_decade(&self) -> f64 {
+        (self.b - self.a).abs() / (self.hi.log10() - self.lo.log10())
     }
 
     fn map(&self, v: f64) -> f64 {
@@ -641,8 +646,8 @@ impl Log {
 
     fn ticks(&self) -> Vec<f64> {
         let (lo, hi) = (
-            self.lo.log10().round() as i32,
-            self.hi.log10().round() as i32,
+            self.lo.log10().ceil() as i32,
+            self.hi.log10().floor() as i32,
         );
         (lo..=hi).map(|e| 10f64.powi(e)).collect()
     }
@@ -700,7 +705,7 @@ pub fn svg(models: &[(String, &Model)]) -> String {
                 .collect(),
         )
     };
-    let mut xs: Vec<f64> = vec![1.0 / 16.0, 256.0];
+    let mut xs: Vec<f64> = vec![1.0 / 8.0, 128.0];
     let mut ys: Vec<f64> = Vec::new();
     for (_, m) in models {
         let (ceilings, roofs) = drawn(m);
@@ -709,7 +714,7 @@ pub fn svg(models: &[(String, &Model)]) -> String {
         ys.extend(ceilings.iter().map(|c| c.gflops));
         ys.extend(m.sweep.iter().map(|p| p.gflops));
         ys.extend(m.points.iter().map(|p| p.gflops));
-        ys.extend(roofs.iter().map(|r| r.gbps / 16.0));
+        ys.extend(roofs.iter().map(|r| r.gbps / 8.0));
     }
     let ok = |v: &f64| v.is_finite() && *v > 0.0;
     let x_lo = xs.iter().copied().filter(ok).fold(f64::INFINITY, f64::min);
@@ -771,9 +776,17 @@ pub fn svg(models: &[(String, &Model)]) -> String {
         xy = BOTTOM + 36.0,
         cy = (TOP + BOTTOM) / 2.0
     );
+    // Lines are clipped to the plot; labels are not.
+    let _ = write!(
+        out,
+        r#"<defs><clipPath id="roofline-plot"><rect x="{LEFT}" y="{TOP}" width="{w}" height="{h}"/></clipPath></defs><g clip-path="url(#roofline-plot)">"#,
+        w = RIGHT - LEFT,
+        h = BOTTOM - TOP
+    );
     let clip = |v: f64, lo: f64, hi: f64| v.max(lo).min(hi);
     let mut right_labels: Vec<(String, String, f64)> = Vec::new();
-    let mut left_labels: Vec<(String, String, f64)> = Vec::new();
+    // (label, colour, where the line enters the plot (x, y), the length it runs inside it)
+    let mut roof_labels: Vec<(String, String, f64, f64, f64)> = Vec::new();
     for (run, (name, m)) in models.iter().enumerate() {
         let prefix = if models.len() > 1 {
             format!("{name}: ")
@@ -786,7 +799,8 @@ pub fn svg(models: &[(String, &Model)]) -> String {
         let top = m.top_ceiling().map(|c| c.gflops);
         let fastest = roofs.iter().map(|r| r.gbps).fold(0.0, f64::max);
         // Ceilings: from where the fastest roof meets them to the right edge.
-        for (i, c) in ceilings.iter().enumerate() {
+        let top_name = m.top_ceiling().map(|c| c.name.clone());
+        for c in &ceilings {
             let color = "#333";
             let from = if fastest > 0.0 {
                 c.gflops / fastest
@@ -794,7 +808,7 @@ pub fn svg(models: &[(String, &Model)]) -> String {
                 x.lo
             };
             let (x1, x2, py) = (clip(x.map(from), LEFT, RIGHT), RIGHT, y.map(c.gflops));
-            let dash = if i == 0 {
+            let dash = if Some(&c.name) == top_name.as_ref() {
                 ""
             } else {
                 r#" stroke-dasharray="6 3""#
@@ -835,9 +849,15 @@ pub fn svg(models: &[(String, &Model)]) -> String {
                 v = r.gbps,
                 dash = traffic_dash(&r.traffic)
             );
-            // Labelled where the roof crosses the left edge, or the bottom.
-            let at_left = y.map(r.gbps * x.lo);
-            left_labels.push((label, color.to_string(), clip(at_left, TOP, BOTTOM)));
+            // Labelled along the line from where it enters the plot (left edge or bottom).
+            let entry = x.lo.max(y.lo / r.gbps);
+            roof_labels.push((
+                label,
+                color.to_string(),
+                x.map(entry),
+                y.map(r.gbps * entry),
+                ((px2 - x.map(entry)).powi(2) + (py2 - y.map(r.gbps * entry)).powi(2)).sqrt(),
+            ));
         }
         // Ridge points of each roof with the top ceiling.
         if let Some(t) = m.top_ceiling() {
@@ -915,6 +935,7 @@ pub fn svg(models: &[(String, &Model)]) -> String {
             );
         }
     }
+    out.push_str("</g>");
     // Ceiling labels right of the plot, roof labels inside its left edge.
     let placed = spread(
         right_labels
@@ -935,22 +956,22 @@ pub fn svg(models: &[(String, &Model)]) -> String {
             l = escape(label)
         );
     }
-    let placed = spread(
-        left_labels
-            .iter()
-            .enumerate()
-            .map(|(i, l)| (i, l.2 - 4.0))
-            .collect(),
-        13.0,
-        TOP + 12.0,
-        BOTTOM - 4.0,
-    );
-    for (i, py) in placed {
-        let (label, color, _) = &left_labels[i];
+    // Roof labels run along their lines; lines close together get them at staggered distances
+    // from where they enter, so that two near roofs' labels do not print over each other.
+    let angle = (y.per_decade() / x.per_decade()).atan();
+    let (dx, dy) = (angle.cos(), -angle.sin());
+    let mut order: Vec<usize> = (0..roof_labels.len()).collect();
+    order.sort_by(|a, b| roof_labels[*a].3.total_cmp(&roof_labels[*b].3));
+    for (rank, i) in order.into_iter().enumerate() {
+        let (label, color, px, py, length) = &roof_labels[i];
+        // Within the drawn line: the label (about 6 px a character) ends before the ridge.
+        let room = (length - 8.0 - 6.0 * label.chars().count() as f64).max(0.0);
+        let along = 8.0 + room * [0.0, 0.5, 1.0][rank % 3];
+        let (tx, ty) = (px + dx * along + 3.0 * dy.abs(), py + dy * along - 3.0 * dx);
         let _ = write!(
             out,
-            r#"<text class="roof-label" x="{tx}" y="{py:.1}" fill="{color}" stroke="white" stroke-width="3" paint-order="stroke">{l}</text>"#,
-            tx = LEFT + 6.0,
+            r#"<text class="roof-label" transform="translate({tx:.1} {ty:.1}) rotate({deg:.1})" font-size="11" fill="{color}" stroke="white" stroke-width="3" paint-order="stroke">{l}</text>"#,
+            deg = -angle.to_degrees(),
             l = escape(label)
         );
     }

@@ -217,12 +217,21 @@ impl Benchmark for Roofline {
                     format_size_approx(available)
                 )));
             }
-            notes.push(format!(
-                "{}: {} per thread ({})",
-                level.name,
-                format_size_approx(level.per_thread(1)),
-                level.source
-            ));
+            notes.push(if level.split {
+                format!(
+                    "{}: {} in all ({})",
+                    level.name,
+                    format_size_approx(level.per_thread(1)),
+                    level.source
+                )
+            } else {
+                format!(
+                    "{}: {} per thread ({})",
+                    level.name,
+                    format_size_approx(level.per_thread(1)),
+                    level.source
+                )
+            });
             for &t in &threads {
                 for traffic in [Traffic::Read, Traffic::Triad, Traffic::Copy] {
                     let inner = bandwidth_case(traffic, level, t, duration, ctx.runner.pin);

@@ -49,7 +49,7 @@ pub struct Intensity {
 impl Intensity {
     /// `flop` must be 1 or even.
     pub fn new(flop: u64) -> Option<Intensity> {
-        (flop == 1 || (flop >= 2 && flop % 2 == 0)).then_some(Intensity {
+        (flop == 1 || (flop >= 2 && flop.is_multiple_of(2))).then_some(Intensity {
             flop_per_element: flop,
         })
     }
@@ -125,7 +125,7 @@ impl SweepIsa {
     /// Runs the kernel over `data` (a multiple of [`STEP`] elements) and returns the sum of
     /// the accumulators' lanes.
     pub fn run(self, data: &[f64], intensity: Intensity) -> u64 {
-        assert_eq!(data.len() as u64 % STEP, 0);
+        assert!((data.len() as u64).is_multiple_of(STEP));
         match self {
             #[cfg(target_arch = "x86_64")]
             SweepIsa::Avx2Fma => {
@@ -195,13 +195,13 @@ mod avx2 {
                 ]
             };
             if fmas == 0 {
-                for j in 0..8 {
-                    a[j] = _mm256_add_pd(a[j], x[j]);
+                for (a, x) in a.iter_mut().zip(&x) {
+                    *a = _mm256_add_pd(*a, *x);
                 }
             } else {
                 for _ in 0..fmas {
-                    for j in 0..8 {
-                        a[j] = _mm256_fmadd_pd(x[j], x[j], a[j]);
+                    for (a, x) in a.iter_mut().zip(&x) {
+                        *a = _mm256_fmadd_pd(*x, *x, *a);
                     }
                 }
             }
@@ -209,9 +209,9 @@ mod avx2 {
             p = unsafe { p.add(32) };
         }
         let mut lanes = [0.0f64; 32];
-        for j in 0..8 {
+        for (j, a) in a.iter().enumerate() {
             // SAFETY: 4 f64s fit at lanes[4j..4j+4].
-            unsafe { _mm256_storeu_pd(lanes.as_mut_ptr().add(4 * j), a[j]) };
+            unsafe { _mm256_storeu_pd(lanes.as_mut_ptr().add(4 * j), *a) };
         }
         super::lanes_sum(&lanes)
     }
