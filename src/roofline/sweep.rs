@@ -158,7 +158,7 @@ fn portable(data: &[f64], fmas: u64) -> u64 {
             for (a, x) in acc.iter_mut().zip(step) {
                 let x = std::hint::black_box(*x);
                 for _ in 0..fmas {
-                    *a = x * x + *a;
+                    *a += x * x;
                 }
             }
         }
