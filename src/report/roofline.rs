@@ -634,11 +634,6 @@ impl Log {
         Log { lo, hi, a, b }
     }
 
-    /// Pixels per decade.
-    fn per_decade(&self) -> f64 {
-        (self.b - self.a).abs() / (self.hi.log10() - self.lo.log10())
-    }
-
     fn map(&self, v: f64) -> f64 {
         let t = (v.log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10());
         self.a + t * (self.b - self.a)
@@ -728,8 +723,9 @@ pub fn svg(models: &[(String, &Model)]) -> String {
     };
     let x = Log::new(x_lo, x_hi, LEFT, RIGHT);
     let y = Log::new(y_lo, y_hi, BOTTOM, TOP);
-    let legend_rows = models.len() * 2 + 3;
-    let height = BOTTOM + 60.0 + 16.0 * legend_rows as f64;
+    // The roofs' legend (a row per level and run), then the notes.
+    let legend_rows = models.len() * (LEVELS.len() + 1) + 3;
+    let height = BOTTOM + 70.0 + 17.0 * legend_rows as f64;
     let title = match models {
         [(name, m)] => format!("Roofline of {name} ({} threads)", m.threads),
         _ => format!(
@@ -785,8 +781,8 @@ pub fn svg(models: &[(String, &Model)]) -> String {
     );
     let clip = |v: f64, lo: f64, hi: f64| v.max(lo).min(hi);
     let mut right_labels: Vec<(String, String, f64)> = Vec::new();
-    // (label, colour, where the line enters the plot (x, y), the length it runs inside it)
-    let mut roof_labels: Vec<(String, String, f64, f64, f64)> = Vec::new();
+    // (label, colour, traffic, legend row: run and level)
+    let mut roof_labels: Vec<(String, String, String, usize)> = Vec::new();
     for (run, (name, m)) in models.iter().enumerate() {
         let prefix = if models.len() > 1 {
             format!("{name}: ")
@@ -849,14 +845,12 @@ pub fn svg(models: &[(String, &Model)]) -> String {
                 v = r.gbps,
                 dash = traffic_dash(&r.traffic)
             );
-            // Labelled along the line from where it enters the plot (left edge or bottom).
-            let entry = x.lo.max(y.lo / r.gbps);
+            // Labelled in the legend under the plot, by level (row) and traffic (column).
             roof_labels.push((
                 label,
                 color.to_string(),
-                x.map(entry),
-                y.map(r.gbps * entry),
-                ((px2 - x.map(entry)).powi(2) + (py2 - y.map(r.gbps * entry)).powi(2)).sqrt(),
+                r.traffic.clone(),
+                run * LEVELS.len() + level_rank(&r.level),
             ));
         }
         // Ridge points of each roof with the top ceiling.
@@ -956,27 +950,31 @@ pub fn svg(models: &[(String, &Model)]) -> String {
             l = escape(label)
         );
     }
-    // Roof labels run along their lines; lines close together get them at staggered distances
-    // from where they enter, so that two near roofs' labels do not print over each other.
-    let angle = (y.per_decade() / x.per_decade()).atan();
-    let (dx, dy) = (angle.cos(), -angle.sin());
-    let mut order: Vec<usize> = (0..roof_labels.len()).collect();
-    order.sort_by(|a, b| roof_labels[*a].3.total_cmp(&roof_labels[*b].3));
-    for (rank, i) in order.into_iter().enumerate() {
-        let (label, color, px, py, length) = &roof_labels[i];
-        // Within the drawn line: the label (about 6 px a character) ends before the ridge.
-        let room = (length - 8.0 - 6.0 * label.chars().count() as f64).max(0.0);
-        let along = 8.0 + room * [0.0, 0.5, 1.0][rank % 3];
-        let (tx, ty) = (px + dx * along + 3.0 * dy.abs(), py + dy * along - 3.0 * dx);
+    // The roofs' legend: a row per level (and run), a column per traffic kind, each entry a
+    // sample of the line and its label.
+    let mut rows: Vec<usize> = roof_labels.iter().map(|l| l.3).collect();
+    rows.sort_unstable();
+    rows.dedup();
+    for (label, color, traffic, row) in &roof_labels {
+        let r = rows.iter().position(|x| x == row).unwrap_or(0);
+        let c = ["read", "triad", "copy"]
+            .iter()
+            .position(|t| t == traffic)
+            .unwrap_or(2);
+        let (lx, ly) = (LEFT + 300.0 * c as f64, BOTTOM + 62.0 + 17.0 * r as f64);
         let _ = write!(
             out,
-            r#"<text class="roof-label" transform="translate({tx:.1} {ty:.1}) rotate({deg:.1})" font-size="11" fill="{color}" stroke="white" stroke-width="3" paint-order="stroke">{l}</text>"#,
-            deg = -angle.to_degrees(),
+            r#"<line x1="{lx}" y1="{a:.1}" x2="{b}" y2="{a:.1}" stroke="{color}" stroke-width="2"{dash}/><text class="roof-label" x="{tx}" y="{ly:.1}" fill="{color}">{l}</text>"#,
+            a = ly - 4.0,
+            b = lx + 28.0,
+            tx = lx + 34.0,
+            dash = traffic_dash(traffic),
             l = escape(label)
         );
     }
+    let roof_rows = rows.len();
     // What the lines mean.
-    let mut ly = BOTTOM + 58.0;
+    let mut ly = BOTTOM + 66.0 + 17.0 * roof_rows as f64;
     let legend = [
         "flat lines: compute ceilings (solid: the top f64 one); slanted: bandwidth roofs, \
          colour = level, solid = read, dashed = triad, dotted = copy (application bytes)",
