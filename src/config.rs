@@ -326,6 +326,21 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
+    /// Issue 35: the roofline is in the standard and full matrices, not in the quick one.
+    #[test]
+    fn the_standard_and_full_presets_draw_the_roofline_and_quick_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, wanted) in [("quick", false), ("standard", true), ("full", true)] {
+            let specs = preset_specs(name, "roofline", dir.path());
+            assert_eq!(!specs.is_empty(), wanted, "{name}");
+            if wanted {
+                for op in ["compute", "bandwidth", "sweep", "model"] {
+                    assert!(specs.iter().any(|s| s.op == op), "{name}: no {op}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_full_preset_has_the_disk_latency_sweep_and_one_byte_ops() {
         let dir = tempfile::tempdir().unwrap();

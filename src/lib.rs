@@ -25,7 +25,8 @@
 //!    which judge a document with its evidence (read by [`evidence`], layer 2) and its past;
 //! 6. planning and running: the [`plan`] types, the [`workload`] trait and the [`session`],
 //!    which runs any plan and names no workload (the caller hands it the clock probe);
-//! 7. the workloads: [`cpu`], [`memory`], [`disk`], [`net`], each one folder;
+//! 7. the workloads: [`cpu`], [`memory`], [`disk`], [`net`], each one folder, and the
+//!    [`roofline`], built on the CPU and memory workloads' cases;
 //! 8. the [`registry`] of workloads (one line each);
 //! 9. the commands: `peakbench run`'s [`config`], `peakbench cluster` ([`cluster`], its MPI part
 //!    behind the cargo feature `mpi`), the [`cli`] tree and the [`dispatch`]er, which only
@@ -64,6 +65,7 @@ pub mod cpu;
 pub mod memory;
 pub mod disk;
 pub mod net;
+pub mod roofline;
 
 pub mod registry;
 

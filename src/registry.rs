@@ -13,6 +13,7 @@ pub const WORKLOADS: &[&dyn Workload] = &[
     &Registered::<crate::memory::MemLatency>::NEW,
     &Registered::<crate::disk::Disk>::NEW,
     &Registered::<crate::net::Net>::NEW,
+    &Registered::<crate::roofline::Roofline>::NEW,
 ];
 
 /// The probes every run's context starts from: the clock of one core and the FMA instructions

@@ -171,6 +171,11 @@ fn class_of(report: &Report, r: &BenchResult) -> Result<Option<&'static Class>, 
                 Ok(None) // loopback's copy bound and a UDP sender's link are ceilings
             }
         }
+        (Subsystem::Roofline, _) => Err(
+            "a band for a roofline result: its ceilings are judged as `cpu` and `mem` judge the \
+             same kernels, and its sweep against those ceilings (its self-check)"
+                .into(),
+        ),
         (Subsystem::Network, _) => Err(
             "a peak for a round trip: peakbench models none; judge it by its past or with \
              --reference (sockperf)"
@@ -191,6 +196,9 @@ fn missing_peak(r: &BenchResult) -> String {
                 .into()
         }
         Subsystem::Network => "the link speed: give --nic-gbps".into(),
+        Subsystem::Roofline => "the CPU and memory peaks: give --cpu-ghz, --fma-units, \
+                                --mem-channels and --mem-mts"
+            .into(),
     }
 }
 

@@ -11,6 +11,7 @@ mod cluster;
 mod csv;
 pub mod findings;
 pub mod html;
+pub mod roofline;
 mod table;
 
 use std::fs;

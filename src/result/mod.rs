@@ -132,6 +132,8 @@ named_enum! {
         Memory = "memory",
         Disk = "disk",
         Network = "network",
+        /// the empirical roofline: compute ceilings, bandwidth roofs, the intensity sweep
+        Roofline = "roofline",
     }
 }
 

@@ -25,6 +25,8 @@ fn cpu_bound(s: &Scene) -> bool {
         // A latency is timed on the thread's own CPU time: a thread held off its core does
         // not lengthen it.
         Subsystem::Memory => s.r.op != "latency",
+        // The roofline's model is computed, not timed.
+        Subsystem::Roofline => s.r.op != "model",
         _ => false,
     }
 }

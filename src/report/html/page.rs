@@ -339,6 +339,11 @@ fn section(out: &mut String, subsystem: Subsystem, items: &[Item], runs: &[(i64,
     results_table(out, items, runs, &shared);
     counting_notes(out, items);
     other_references(out, items);
+    if subsystem == Subsystem::Roofline {
+        // Its own chart (log–log ceilings and roofs) instead of the charts of parameters.
+        crate::report::roofline::html_section(out, runs);
+        return;
+    }
     for chart in charts(items, runs[0].1, runs.len()) {
         let _ = writeln!(out, "<figure>{chart}</figure>");
     }
