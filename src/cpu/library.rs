@@ -114,30 +114,33 @@ pub(crate) fn resolve(
     let a: Vec<f64> = (0..n * n).map(|_| rng.centered_f64()).collect();
     let b: Vec<f64> = (0..n * n).map(|_| rng.centered_f64()).collect();
     let mut rates: Vec<(Engine, f64)> = Vec::new();
+    let mut libraries = Vec::new();
     let mut left_out = Vec::new();
     for engine in engines {
-        let library = match open(engine) {
-            Ok(library) => library,
-            Err(e) => {
-                left_out.push(format!("{e:#}"));
-                continue;
+        match open(engine) {
+            Ok(library) => {
+                libraries.push(library);
+                rates.push((engine, 0.0));
             }
-        };
-        let best = run_on_threads("probe", library, threads, pin, || {
-            let mut c = vec![0.0; n * n];
-            let mut best: f64 = 0.0;
-            for round in 0..4 {
+            Err(e) => left_out.push(format!("{e:#}")),
+        }
+    }
+    // The engines take turns, round by round, so a change in the machine's load in the middle
+    // of the probe falls on all of them.
+    let mut c = vec![0.0; n * n];
+    for round in 0..4 {
+        for (library, (_, best)) in libraries.iter().zip(rates.iter_mut()) {
+            let rate = run_on_threads("probe", *library, threads, pin, || {
                 let start = std::time::Instant::now();
-                super::gemm::multiply(library, n, &a, &b, &mut c, threads)?;
+                super::gemm::multiply(*library, n, &a, &b, &mut c, threads)?;
                 let rate = super::gemm::flops(n as u64) / start.elapsed().as_secs_f64() / 1e9;
-                if round > 0 {
-                    best = best.max(rate);
-                }
+                super::gemm::check(n, &a, &b, &c, 3)?;
+                Ok(rate)
+            })?;
+            if round > 0 {
+                *best = best.max(rate);
             }
-            super::gemm::check(n, &a, &b, &c, 3)?;
-            Ok(best)
-        })?;
-        rates.push((engine, best));
+        }
     }
     let (engine, _) = rates
         .iter()
