@@ -81,7 +81,7 @@ def engines(subcommand, n, threads, reps, blas="all"):
     out = {}
     for r in doc["results"]:
         other = r["params"]["other"]
-        name = other.get("engine", "?") if blas == "all" else f"auto→{other.get('engine', '?')}"
+        name = other.get("dense_engine", "?") if blas == "all" else f"auto→{other.get('dense_engine', '?')}"
         out[name] = (r["value"], r.get("efficiency"), (r.get("stats") or {}).get("cv"))
     return out
 

@@ -32,7 +32,7 @@ fn the_builtin_lu_passes_hpl_s_check_at_odd_orders_on_1_and_all_threads() {
     assert_eq!(results.len(), 8);
     for r in results {
         let other = &r["params"]["other"];
-        assert_eq!(other["engine"], "builtin", "{r}");
+        assert_eq!(other["dense_engine"], "builtin", "{r}");
         assert!(
             other["lu_engine"]
                 .as_str()
@@ -52,8 +52,8 @@ fn auto_picks_an_engine_and_says_why() {
         "cpu", "gemm", "-n", "200", "-t", "1", "-r", "2", "--warmup", "0", "--json",
     ]);
     let other = &doc["results"][0]["params"]["other"];
-    let why = other["engine_choice"].as_str().unwrap();
-    let engine = other["engine"].as_str().unwrap();
+    let why = other["dense_engine_choice"].as_str().unwrap();
+    let engine = other["dense_engine"].as_str().unwrap();
     if Path::new(OPENBLAS).exists() {
         // A probe ran: it names every engine it measured, the one picked among them.
         assert!(why.starts_with("auto: fastest multiply"), "{why}");
@@ -73,7 +73,7 @@ fn gemm_all_runs_every_engine_present_side_by_side() {
     let results = doc["results"].as_array().unwrap();
     let engines: Vec<&str> = results
         .iter()
-        .map(|r| r["params"]["other"]["engine"].as_str().unwrap())
+        .map(|r| r["params"]["other"]["dense_engine"].as_str().unwrap())
         .collect();
     assert_eq!(engines[0], "builtin");
     assert_eq!(engines.contains(&"OpenBLAS"), Path::new(OPENBLAS).exists());
@@ -83,7 +83,10 @@ fn gemm_all_runs_every_engine_present_side_by_side() {
     for r in results {
         let worst = r["params"]["other"]["checked_error_of_bound_max"].as_f64();
         assert!(worst.unwrap() <= 1.0, "{r}");
-        assert_eq!(r["params"]["other"]["engine_choice"], "forced by --blas");
+        assert_eq!(
+            r["params"]["other"]["dense_engine_choice"],
+            "forced by --blas"
+        );
     }
 }
 

@@ -228,8 +228,8 @@ impl Case for GemmCase {
                 ),
                 samples,
             )?
-            .param("engine", engine.name())
-            .param("engine_choice", why)
+            .param("dense_engine", engine.name())
+            .param("dense_engine_choice", why)
             .walls(rounds.iter().map(|r| r.wall))
             .param("checked_error_of_bound_max", worst)
             .peak(peak)

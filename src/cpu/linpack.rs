@@ -301,8 +301,8 @@ impl Case for LinpackCase {
                 ),
                 samples,
             )?
-            .param("engine", engine.name())
-            .param("engine_choice", why)
+            .param("dense_engine", engine.name())
+            .param("dense_engine_choice", why)
             .walls(rounds.iter().map(|r| r.wall))
             .param("scaled_residual_max", residual_max)
             .peak(peak)
