@@ -1,9 +1,15 @@
 #!/usr/bin/env python3
-"""peakbench cpu against likwid-bench's peakflops kernels, OpenBLAS's DGEMM and hpcc's HPL.
+"""peakbench cpu against likwid-bench's peakflops kernels, every BLAS present and hpcc's HPL.
 
 Alternates the tools round by round with the same threads (and the same n for the solve), then
 prints the median of each, the ratio of the medians, peakbench's CV, and its efficiency against
 the peak at the clock the cores actually ran at (measured by peakbench's add-chain probe).
+
+DGEMM and Linpack run with `--blas all`: every engine present (peakbench's built-in engine,
+OpenBLAS, BLIS, MKL) in the same round, each with the fraction of peak its result states, then
+the default (`auto`, the engine a probe picks) and hpcc's HPL, alternating round by round. The
+targets of issue #32: DGEMM n=4000 >= 0.85 of peak at 1 and all cores, Linpack n=10000 all
+cores >= 0.70 with CV < 3 %, and the default never slower than the best engine present.
 
     apt-get install -y likwid hpcc openmpi-bin libopenblas0-pthread   # reference tools (optional)
     cargo build --release
@@ -68,10 +74,16 @@ def likwid_flops(precision, isa, threads):
     return float(re.search(r"MFlops/s:\s+([\d.]+)", out).group(1)) / 1000.0
 
 
-def peakbench_linpack(n, threads):
-    doc = json.loads(run([PEAKBENCH, "cpu", "linpack", "-n", str(n), "-t", str(threads),
-                          "-r", "1", "--json", "--no-history"]))
-    return doc["results"][0]["value"]
+def engines(subcommand, n, threads, reps, blas="all"):
+    """One run of `cpu SUBCOMMAND --blas BLAS`: {engine: (GFLOP/s, fraction of peak, CV)}."""
+    doc = json.loads(run([PEAKBENCH, "cpu", subcommand, "-n", str(n), "-t", str(threads),
+                          "-r", str(reps), "--blas", blas, "--json", "--no-history"]))
+    out = {}
+    for r in doc["results"]:
+        other = r["params"]["other"]
+        name = other.get("dense_engine", "?") if blas == "all" else f"auto→{other.get('dense_engine', '?')}"
+        out[name] = (r["value"], r.get("efficiency"), (r.get("stats") or {}).get("cv"))
+    return out
 
 
 def hpcc_linpack(n, threads):
@@ -136,29 +148,52 @@ def main():
         print("likwid-bench not installed (apt-get install likwid): peakflops comparison skipped")
 
     for threads in sorted({1, args.threads}):
-        ours, theirs, command, library = [], [], "", ""
+        table = {}
         for _ in range(args.rounds):
-            value, reference, command, library = peakbench_gemm(args.gemm_n, threads)
-            if reference:
-                ours.append(value)
-                theirs.append(reference)
-        if theirs:
-            summary(f"gemm n={args.gemm_n} {threads}T vs cblas_dgemm", ours, theirs, "GFLOP/s",
-                    f"  ({library}; reference: {command})")
-        else:
-            print(f"gemm: no reference value ({command or 'OpenBLAS not installed'})")
+            for blas in ("all", "auto"):
+                for name, row in engines("gemm", args.gemm_n, threads, 3, blas).items():
+                    table.setdefault(name, []).append(row)
+        engine_table(f"gemm n={args.gemm_n} {threads}T", table)
     print(f"[paired]: {ci_note(args.rounds)}")
 
     if args.skip_linpack:
         return
-    if shutil.which("hpcc") and shutil.which("mpirun"):
-        ours, theirs = [], []
-        for _ in range(args.rounds):
-            ours.append(peakbench_linpack(args.n, args.threads))
-            theirs.append(hpcc_linpack(args.n, args.threads))
-        summary(f"linpack n={args.n} {args.threads}T vs hpcc HPL", ours, theirs, "GFLOP/s")
-    else:
+    have_hpcc = shutil.which("hpcc") and shutil.which("mpirun")
+    if not have_hpcc:
         print("hpcc or mpirun not installed (apt-get install hpcc openmpi-bin): HPL comparison skipped")
+    table, ours, theirs = {}, [], []
+    for _ in range(args.rounds):
+        for name, row in engines("linpack", args.n, args.threads, 1, "all").items():
+            table.setdefault(name, []).append(row)
+        auto = engines("linpack", args.n, args.threads, 1, "auto")
+        for name, row in auto.items():
+            table.setdefault(name, []).append(row)
+        if have_hpcc:
+            theirs.append(hpcc_linpack(args.n, args.threads))
+            ours.append(next(iter(auto.values()))[0])
+    engine_table(f"linpack n={args.n} {args.threads}T", table)
+    if theirs:
+        summary(f"linpack n={args.n} {args.threads}T auto vs hpcc HPL", ours, theirs, "GFLOP/s")
+
+
+def engine_table(label, table):
+    """Median GFLOP/s, fraction of peak and CV across rounds of each engine, and the default
+    (auto) against the best engine present."""
+    best = 0.0
+    for name, rows in table.items():
+        values = [r[0] for r in rows]
+        effs = [r[1] for r in rows if r[1] is not None]
+        med = statistics.median(values)
+        cv = statistics.stdev(values) / statistics.mean(values) if len(values) > 1 else 0.0
+        eff = f"{statistics.median(effs) * 100:5.1f} % of peak" if effs else "peak unknown"
+        print(f"{label:<22} {name:<18} {med:9.1f} GFLOP/s  {eff}  CV across rounds {cv * 100:.1f} %"
+              f"  ({len(values)} rounds)")
+        if not name.startswith("auto"):
+            best = max(best, med)
+    autos = [rows for name, rows in table.items() if name.startswith("auto")]
+    if autos and best > 0:
+        auto = statistics.median([r[0] for rows in autos for r in rows])
+        print(f"{label:<22} auto / best engine present: {auto / best:.2f}")
 
 
 if __name__ == "__main__":

@@ -23,10 +23,12 @@ use crate::names::named_enum;
 named_enum! {
     /// Which BLAS and LAPACK the dense-algebra cases run on.
     pub enum BlasChoice {
-        /// the first installed of OpenBLAS, BLIS and MKL, else faer
+        /// the fastest engine present, by a short measured probe of each
         Auto = "auto",
-        /// the faer crate built into peakbench
-        Faer = "faer",
+        /// built into peakbench: faer's matmul, and peakbench's own LU over it
+        Builtin = "builtin" | "faer",
+        /// every engine present, side by side
+        All = "all",
         /// OpenBLAS (libopenblas.so.0)
         Openblas = "openblas",
         /// BLIS (libblis.so.4), with the LAPACK of liblapack.so.3
@@ -183,26 +185,64 @@ pub fn open(vendor: Vendor) -> Result<&'static Blas, String> {
         .map_err(Clone::clone)
 }
 
-/// What a choice stands for on this machine: a library, or faer (`None`). Looks at files only
-/// (planning starts nothing); [`open`] loads the library when a case runs.
-pub fn choose(choice: BlasChoice) -> Result<Option<Vendor>> {
+/// An engine that multiplies and solves: built into peakbench, or a library's BLAS and LAPACK.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// faer's matmul; for Linpack, peakbench's own LU ([`super::lu`]) over it.
+    Builtin,
+    Library(Vendor),
+}
+
+impl Engine {
+    /// "builtin", "OpenBLAS", …
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Builtin => "builtin",
+            Engine::Library(vendor) => vendor.name(),
+        }
+    }
+}
+
+/// What a case runs on: one engine, or the fastest present, picked by a probe when it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Solver {
+    Auto,
+    Fixed(Engine),
+}
+
+/// The engines present: the built-in one and every installed library (by its files).
+pub fn present() -> Vec<Engine> {
+    std::iter::once(Engine::Builtin)
+        .chain(
+            Vendor::ALL
+                .into_iter()
+                .filter(|v| v.installed())
+                .map(Engine::Library),
+        )
+        .collect()
+}
+
+/// What a choice stands for on this machine: one solver, or (`all`) one per engine present.
+/// Looks at files only (planning starts nothing); [`open`] loads a library when a case runs.
+pub fn choose(choice: BlasChoice) -> Result<Vec<Solver>> {
     let vendor = match choice {
-        BlasChoice::Faer => return Ok(None),
-        BlasChoice::Auto => return Ok(Vendor::ALL.into_iter().find(|v| v.installed())),
+        BlasChoice::Builtin => return Ok(vec![Solver::Fixed(Engine::Builtin)]),
+        BlasChoice::Auto => return Ok(vec![Solver::Auto]),
+        BlasChoice::All => return Ok(present().into_iter().map(Solver::Fixed).collect()),
         BlasChoice::Openblas => Vendor::OpenBlas,
         BlasChoice::Blis => Vendor::Blis,
         BlasChoice::Mkl => Vendor::Mkl,
     };
     if !vendor.installed() {
         return Err(crate::error::usage(format!(
-            "--blas {}: {} is not installed (none of {}); install it ({}) or choose --blas auto or faer",
+            "--blas {}: {} is not installed (none of {}); install it ({}) or choose --blas auto or builtin",
             choice.name(),
             vendor.name(),
             vendor.candidates().join(", "),
             vendor.install()
         )));
     }
-    Ok(Some(vendor))
+    Ok(vec![Solver::Fixed(Engine::Library(vendor))])
 }
 
 /// The first file of `candidates` that opens.
@@ -423,7 +463,13 @@ mod tests {
 
     #[test]
     fn faer_needs_no_library_and_a_missing_one_is_not_opened() {
-        assert_eq!(choose(BlasChoice::Faer).unwrap(), None);
+        assert_eq!(
+            choose(BlasChoice::Builtin).unwrap(),
+            [Solver::Fixed(Engine::Builtin)]
+        );
+        let all = choose(BlasChoice::All).unwrap();
+        assert_eq!(all[0], Solver::Fixed(Engine::Builtin));
+        assert_eq!(all.len(), present().len());
         // The loader's search cannot find a library of a made-up name.
         assert!(open_first(&["libpeakbench-no-such-blas.so.9"]).is_err());
         assert!(open_first(&["/nonexistent/libopenblas.so.0"]).is_err());

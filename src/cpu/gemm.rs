@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 use faer::{Accum, MatMut, MatRef, Par};
 
-use super::blas::{self, Blas, Vendor};
+use super::blas::{self, Blas, Engine, Solver};
 use super::library;
 use super::linpack::library_params;
 use crate::plan::{Case, CaseSpec, Context};
@@ -74,8 +74,56 @@ pub struct GemmCase {
     pub n: u64,
     pub threads: usize,
     pub pin: bool,
-    /// The library whose dgemm multiplies, or faer (`None`).
-    pub solver: Option<Vendor>,
+    /// The engine that multiplies, or the fastest present (picked when the case runs).
+    pub solver: Solver,
+}
+
+/// C = A·B for n × n column-major matrices, by the library's dgemm or (`None`) faer's matmul
+/// on `threads` threads of the current rayon pool.
+pub fn multiply(
+    library: Option<&Blas>,
+    n: usize,
+    a: &[f64],
+    b: &[f64],
+    c: &mut [f64],
+    threads: usize,
+) -> Result<()> {
+    match library {
+        Some(blas) => blas.dgemm(n, a, b, c),
+        None => {
+            let par = if threads == 1 {
+                Par::Seq
+            } else {
+                Par::rayon(threads)
+            };
+            faer::linalg::matmul::matmul(
+                MatMut::from_column_major_slice_mut(&mut c[..n * n], n, n),
+                Accum::Replace,
+                MatRef::from_column_major_slice(&a[..n * n], n, n),
+                MatRef::from_column_major_slice(&b[..n * n], n, n),
+                1.0,
+                par,
+            );
+            Ok(())
+        }
+    }
+}
+
+/// A case id's suffix naming a library engine (`-openblas`), so `--blas all` gives each its own.
+pub(crate) fn engine_suffix(solver: Solver) -> String {
+    match solver {
+        Solver::Fixed(Engine::Library(vendor)) => format!("-{}", vendor.name().to_lowercase()),
+        _ => String::new(),
+    }
+}
+
+/// How a case's plan names its solver.
+pub(crate) fn solver_label(solver: Solver, what: &str) -> String {
+    match solver {
+        Solver::Auto => "auto (the fastest engine present, probed when the case runs)".into(),
+        Solver::Fixed(Engine::Builtin) => what.into(),
+        Solver::Fixed(Engine::Library(vendor)) => vendor.name().into(),
+    }
 }
 
 impl GemmCase {
@@ -90,27 +138,7 @@ impl GemmCase {
     ) -> Result<Vec<library::LibraryRound>> {
         let n = self.n as usize;
         let threads = self.threads;
-        let multiply = |c: &mut [f64]| -> Result<()> {
-            match library {
-                Some(blas) => blas.dgemm(n, a, b, c),
-                None => {
-                    let par = if threads == 1 {
-                        Par::Seq
-                    } else {
-                        Par::rayon(threads)
-                    };
-                    faer::linalg::matmul::matmul(
-                        MatMut::from_column_major_slice_mut(c, n, n),
-                        Accum::Replace,
-                        MatRef::from_column_major_slice(a, n, n),
-                        MatRef::from_column_major_slice(b, n, n),
-                        1.0,
-                        par,
-                    );
-                    Ok(())
-                }
-            }
-        };
+        let multiply = |c: &mut [f64]| multiply(library, n, a, b, c, threads);
         runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
             Round::Warmup(budget) => {
                 let start = Instant::now();
@@ -142,15 +170,17 @@ impl Case for GemmCase {
         };
         params.other.insert(
             "solver".into(),
-            match self.solver {
-                Some(vendor) => format!("dgemm ({})", vendor.name()),
-                None => "faer matmul".into(),
-            }
-            .into(),
+            solver_label(self.solver, "builtin (faer matmul)").into(),
         );
+        let suffix = engine_suffix(self.solver);
         CaseSpec {
-            id: format!("cpu-gemm-n{}-t{}", self.n, self.threads),
-            label: format!("gemm n={} {} threads", self.n, self.threads),
+            id: format!("cpu-gemm-n{}-t{}{suffix}", self.n, self.threads),
+            label: format!(
+                "gemm n={} {} threads{}",
+                self.n,
+                self.threads,
+                suffix.replace('-', " ")
+            ),
             subsystem: Subsystem::Cpu,
             op: "gemm".into(),
             params,
@@ -174,7 +204,8 @@ impl Case for GemmCase {
         let mut rng = Rng::new(17 + self.n);
         let (a, b) = (random_matrix(n, &mut rng), random_matrix(n, &mut rng));
         let mut c = vec![0.0; n * n];
-        let library = library::open(self.solver)?;
+        let (engine, why) = library::resolve(self.solver, self.n, self.threads, self.pin)?;
+        let library = library::open(engine)?;
         let rounds = library::run_on_threads("gemm", library, self.threads, self.pin, || {
             self.repetitions(ctx, library, &a, &b, &mut c)
         })?;
@@ -192,11 +223,13 @@ impl Case for GemmCase {
                      {CHECKED_ENTRIES} random entries of C recomputed, each within 2nε·Σ|aᵢₖbₖⱼ|",
                     match library {
                         Some(blas) => format!("{} dgemm", blas.describe()),
-                        None => "faer matmul".to_string(),
+                        None => format!("faer {} matmul", super::linpack::FAER_VERSION),
                     }
                 ),
                 samples,
             )?
+            .param("dense_engine", engine.name())
+            .param("dense_engine_choice", why)
             .walls(rounds.iter().map(|r| r.wall))
             .param("checked_error_of_bound_max", worst)
             .peak(peak)

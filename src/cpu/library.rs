@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
-use super::blas::{self, Blas, Vendor};
+use super::blas::{self, Blas, Engine, Solver};
 use crate::error::usage;
 use crate::peak::{Isa, PeakRef, Precision};
 use crate::plan::{Context, guess};
@@ -74,13 +74,92 @@ pub(crate) fn estimate(
     ])
 }
 
-/// Loads the chosen BLAS, or none for faer. Called on the case's own thread, which is not
-/// pinned: OpenBLAS starts its worker threads when it is loaded, and they would inherit a
-/// pinned thread's single CPU.
-pub(crate) fn open(solver: Option<Vendor>) -> Result<Option<&'static Blas>> {
-    solver
-        .map(|vendor| blas::open(vendor).map_err(|why| anyhow!("{}: {why}", vendor.name())))
-        .transpose()
+/// Loads the engine's library, or none for the built-in engine. Called on the case's own
+/// thread, which is not pinned: OpenBLAS starts its worker threads when it is loaded, and they
+/// would inherit a pinned thread's single CPU.
+pub(crate) fn open(engine: Engine) -> Result<Option<&'static Blas>> {
+    match engine {
+        Engine::Builtin => Ok(None),
+        Engine::Library(vendor) => blas::open(vendor)
+            .map(Some)
+            .map_err(|why| anyhow!("{}: {why}", vendor.name())),
+    }
+}
+
+/// The largest order of the probe multiply that picks the engine: large enough that every
+/// library runs its blocked kernels on all threads, small enough (2 GFLOP) to cost a fraction
+/// of a second. A case of a smaller order probes at its own.
+pub const PROBE_N: usize = 1000;
+
+/// The engine a case runs on, and why it was picked. `Auto` measures each engine present: the
+/// best of three multiplies of the case's order, at most [`PROBE_N`] (after one unmeasured), on
+/// the case's threads;
+/// the fastest multiply wins, for Linpack too, whose time is its trailing updates'. A library
+/// that does not open is left out, and said so.
+pub(crate) fn resolve(
+    solver: Solver,
+    order: u64,
+    threads: usize,
+    pin: bool,
+) -> Result<(Engine, String)> {
+    if let Solver::Fixed(engine) = solver {
+        return Ok((engine, "forced by --blas".into()));
+    }
+    let engines = blas::present();
+    if engines.len() == 1 {
+        return Ok((Engine::Builtin, "auto: no BLAS library installed".into()));
+    }
+    let n = PROBE_N.min(order.max(1) as usize);
+    let mut rng = crate::rng::Rng::new(99);
+    let a: Vec<f64> = (0..n * n).map(|_| rng.centered_f64()).collect();
+    let b: Vec<f64> = (0..n * n).map(|_| rng.centered_f64()).collect();
+    let mut rates: Vec<(Engine, f64)> = Vec::new();
+    let mut libraries = Vec::new();
+    let mut left_out = Vec::new();
+    for engine in engines {
+        match open(engine) {
+            Ok(library) => {
+                libraries.push(library);
+                rates.push((engine, 0.0));
+            }
+            Err(e) => left_out.push(format!("{e:#}")),
+        }
+    }
+    // The engines take turns, round by round, so a change in the machine's load in the middle
+    // of the probe falls on all of them.
+    let mut c = vec![0.0; n * n];
+    for round in 0..4 {
+        for (library, (_, best)) in libraries.iter().zip(rates.iter_mut()) {
+            let rate = run_on_threads("probe", *library, threads, pin, || {
+                let start = std::time::Instant::now();
+                super::gemm::multiply(*library, n, &a, &b, &mut c, threads)?;
+                let rate = super::gemm::flops(n as u64) / start.elapsed().as_secs_f64() / 1e9;
+                super::gemm::check(n, &a, &b, &c, 3)?;
+                Ok(rate)
+            })?;
+            if round > 0 {
+                *best = best.max(rate);
+            }
+        }
+    }
+    let (engine, _) = rates
+        .iter()
+        .copied()
+        .fold((Engine::Builtin, f64::MIN), |best, e| {
+            if e.1 > best.1 { e } else { best }
+        });
+    let mut why = format!(
+        "auto: fastest multiply in a probe (n = {n}, {threads} threads, best of 3): {}",
+        rates
+            .iter()
+            .map(|(e, r)| format!("{} {r:.1} GFLOP/s", e.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if !left_out.is_empty() {
+        why.push_str(&format!("; left out: {}", left_out.join("; ")));
+    }
+    Ok((engine, why))
 }
 
 /// Runs `work` with the library's threads: for a BLAS, on a thread of its own with a

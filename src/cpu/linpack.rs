@@ -1,9 +1,10 @@
 //! A Linpack-style dense solve, counted and checked as HPL does.
 //!
 //! A random n × n system (entries uniform in [−0.5, 0.5), as HPL's generator) is solved by LU
-//! with partial pivoting: by the machine's LAPACK (`dgetrf` + `dgetrs` of OpenBLAS, BLIS or MKL,
-//! loaded at run time by [`super::blas`]) or by the `faer` crate's blocked, multithreaded
-//! factorisation (`--blas faer`, or a machine with none of them). The timed region holds the
+//! with partial pivoting: by peakbench's own blocked LU with look-ahead over faer's multiply
+//! ([`super::lu`], the built-in engine) or by a machine's LAPACK (`dgetrf` + `dgetrs` of
+//! OpenBLAS, BLIS or MKL, loaded at run time by [`super::blas`]); `--blas auto` runs the engine
+//! whose multiply a short probe finds fastest ([`super::library::resolve`]). The timed region holds the
 //! factorisation and the two triangular solves only: A is copied into the buffer the
 //! factorisation overwrites before the clock starts; generating A and checking the answer are
 //! outside it. LAPACK runs on a thread of its own with a 64 MiB stack (OpenBLAS's recursive
@@ -16,15 +17,20 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
+use faer::Mat;
 use faer::linalg::solvers::Solve as _;
-use faer::{Mat, Par};
 
-use super::blas::{Blas, Vendor};
-use super::library;
+use super::blas::{Blas, Engine, Solver};
+use super::{library, lu};
 use crate::plan::{Case, CaseSpec, Context};
 use crate::result::{BenchResult, Params, Subsystem};
 use crate::rng::Rng;
 use crate::runner::{self, Round};
+
+/// Set (test builds only), the system solved has a zero column: a singular matrix, which every
+/// engine must refuse.
+#[cfg(feature = "test-hooks")]
+pub const SINGULAR_ENV: &str = "PEAKBENCH_TEST_SINGULAR_MATRIX";
 
 /// HPL's pass threshold for the scaled residual.
 pub const RESIDUAL_THRESHOLD: f64 = 16.0;
@@ -77,15 +83,17 @@ pub struct LinpackCase {
     pub n: u64,
     pub threads: usize,
     pub pin: bool,
-    /// The library whose LAPACK solves, or faer (`None`).
-    pub solver: Option<Vendor>,
+    /// The engine that solves, or the fastest present (picked when the case runs).
+    pub solver: Solver,
 }
 
-/// The solver a case names: LAPACK's routines of a library, or faer's LU.
-pub fn solver_name(solver: Option<Vendor>) -> String {
+/// The solver a plan names: LAPACK's routines of a library, or peakbench's LU.
+pub fn solver_name(solver: Solver) -> String {
     match solver {
-        Some(vendor) => format!("LAPACK dgetrf + dgetrs ({})", vendor.name()),
-        None => "faer partial_piv_lu (blocked LU, partial pivoting)".into(),
+        Solver::Fixed(Engine::Library(vendor)) => {
+            format!("LAPACK dgetrf + dgetrs ({})", vendor.name())
+        }
+        other => super::gemm::solver_label(other, "builtin (peakbench LU over faer matmul)"),
     }
 }
 
@@ -109,6 +117,7 @@ pub fn library_params(solver: Option<&Blas>) -> Vec<(&'static str, serde_json::V
         None => vec![
             ("library", format!("faer {FAER_VERSION}").into()),
             ("library_version", FAER_VERSION.into()),
+            ("lu_engine", lu::describe(lu::NB).into()),
         ],
     }
 }
@@ -120,34 +129,45 @@ impl LinpackCase {
         n.clamp(1, self.n) as usize
     }
 
-    /// The repetitions on faer's LU, on a pool of `threads` threads.
-    fn run_faer(
+    /// The repetitions on peakbench's LU ([`lu`]), on a pool of `threads` threads.
+    fn run_builtin(
         &self,
         ctx: &Context,
         a: &Mat<f64>,
         b: &Mat<f64>,
     ) -> Result<Vec<library::LibraryRound>> {
-        let par = if self.threads == 1 {
-            Par::Seq
-        } else {
-            Par::rayon(self.threads)
-        };
+        let n = self.n as usize;
         library::run_on_threads("linpack", None, self.threads, self.pin, || {
-            faer::set_global_parallelism(par);
+            let mut factors = vec![0.0; n * n];
+            let mut x = vec![0.0; n];
+            let mut piv = vec![0; n];
             runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
                 Round::Warmup(budget) => {
                     // Unmeasured solves of a smaller system until the budget is spent: the
                     // threads, the caches and the clock get going; the result is checked.
                     let (wa, wb) = random_system(self.warmup_order(budget), 7);
+                    let m = wa.nrows();
                     let start = Instant::now();
                     while start.elapsed() < budget && !crate::interrupt::requested() {
-                        check(&wa, &solve(&wa, &wb), &wb, self.n)?;
+                        copy_system(&wa, &wb, &mut factors, &mut x);
+                        lu::factor_and_solve(
+                            &mut factors[..m * m],
+                            m,
+                            &mut x[..m],
+                            &mut piv,
+                            lu::NB,
+                        )?;
+                        check(&wa, &column(&x[..m]), &wb, self.n)?;
                     }
                     Ok((0.0, 0.0, None))
                 }
                 Round::Measured(_) => {
-                    let (x, elapsed, waited) = runner::timed_waiting(self.threads, || solve(a, b));
-                    let residual = check(a, &x, b, self.n)?;
+                    copy_system(a, b, &mut factors, &mut x);
+                    let (solved, elapsed, waited) = runner::timed_waiting(self.threads, || {
+                        lu::factor_and_solve(&mut factors, n, &mut x, &mut piv, lu::NB)
+                    });
+                    solved?;
+                    let residual = check(a, &column(&x), b, self.n)?;
                     Ok((
                         flops(self.n) / elapsed.as_secs_f64() / 1e9,
                         residual,
@@ -213,9 +233,15 @@ impl Case for LinpackCase {
         params
             .other
             .insert("solver".into(), solver_name(self.solver).into());
+        let suffix = super::gemm::engine_suffix(self.solver);
         CaseSpec {
-            id: format!("cpu-linpack-n{}-t{}", self.n, self.threads),
-            label: format!("linpack n={} {} threads", self.n, self.threads),
+            id: format!("cpu-linpack-n{}-t{}{suffix}", self.n, self.threads),
+            label: format!(
+                "linpack n={} {} threads{}",
+                self.n,
+                self.threads,
+                suffix.replace('-', " ")
+            ),
             subsystem: Subsystem::Cpu,
             op: "linpack".into(),
             params,
@@ -242,11 +268,18 @@ impl Case for LinpackCase {
             memory_needed(self.n),
             ctx.host.memory.available_bytes,
         )?;
-        let (a, b) = random_system(self.n as usize, 42 + self.n);
-        let library = library::open(self.solver)?;
+        #[allow(unused_mut)]
+        let (mut a, b) = random_system(self.n as usize, 42 + self.n);
+        #[cfg(feature = "test-hooks")]
+        if std::env::var_os(SINGULAR_ENV).is_some() {
+            // A zero column: U(j, j) is exactly zero whatever the engine.
+            a.col_mut(a.ncols() / 2).fill(0.0);
+        }
+        let (engine, why) = library::resolve(self.solver, self.n, self.threads, self.pin)?;
+        let library = library::open(engine)?;
         let rounds = match library {
             Some(library) => self.run_lapack(ctx, library, &a, &b)?,
-            None => self.run_faer(ctx, &a, &b)?,
+            None => self.run_builtin(ctx, &a, &b)?,
         };
         let samples: Vec<f64> = rounds.iter().map(|r| r.value.0).collect();
         let residual_max = rounds.iter().map(|r| r.value.1).fold(0.0, f64::max);
@@ -263,11 +296,13 @@ impl Case for LinpackCase {
                      ‖Ax−b‖∞/(ε(‖A‖∞‖x‖∞+‖b‖∞)n) < {RESIDUAL_THRESHOLD} checked",
                     match library {
                         Some(blas) => format!("{} dgetrf + dgetrs", blas.describe()),
-                        None => format!("faer {FAER_VERSION}"),
+                        None => lu::describe(lu::NB),
                     }
                 ),
                 samples,
             )?
+            .param("dense_engine", engine.name())
+            .param("dense_engine_choice", why)
             .walls(rounds.iter().map(|r| r.wall))
             .param("scaled_residual_max", residual_max)
             .peak(peak)
@@ -315,7 +350,7 @@ fn check(a: &Mat<f64>, x: &Mat<f64>, b: &Mat<f64>, n: u64) -> Result<f64> {
 }
 
 /// The faer version this binary was built with.
-const FAER_VERSION: &str = "0.24";
+pub(crate) const FAER_VERSION: &str = "0.24";
 
 #[cfg(test)]
 mod tests {

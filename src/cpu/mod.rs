@@ -14,6 +14,7 @@ pub mod gemm;
 pub mod kernels;
 mod library;
 pub mod linpack;
+pub mod lu;
 pub mod reference;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -96,24 +97,26 @@ pub struct Linpack;
 impl Benchmark for Linpack {
     const NAME: &'static str = "linpack";
     const PATH: &'static [&'static str] = &["cpu", "linpack"];
-    const ABOUT: &'static str = "Dense LU solve with partial pivoting (the machine's LAPACK or faer), GFLOP/s and HPL's residual check";
+    const ABOUT: &'static str = "Dense LU solve with partial pivoting (peakbench's LU or the machine's LAPACK, the fastest), GFLOP/s and HPL's residual check";
     type Args = LinpackArgs;
 
     fn plan(args: &LinpackArgs, ctx: &Context) -> Result<Plan> {
         let orders = unique(&args.n);
         let threads = args.threads.or(&[runner::num_cpus()]);
         let available = ctx.host.memory.available_bytes;
-        let solver = blas::choose(args.blas)?;
+        let solvers = blas::choose(args.blas)?;
         let mut cases: Vec<Box<dyn Case>> = Vec::new();
         for &n in &orders {
             library::check_fits(n, linpack::memory_needed(n), available)?;
             for &t in &threads {
-                cases.push(Box::new(linpack::LinpackCase {
-                    n,
-                    threads: t,
-                    pin: ctx.runner.pin,
-                    solver,
-                }));
+                for &solver in &solvers {
+                    cases.push(Box::new(linpack::LinpackCase {
+                        n,
+                        threads: t,
+                        pin: ctx.runner.pin,
+                        solver,
+                    }));
+                }
             }
         }
         Plan::new(
@@ -123,7 +126,7 @@ impl Benchmark for Linpack {
                 "n": orders,
                 "threads": threads,
                 "blas": args.blas,
-                "solver": linpack::solver_name(solver),
+                "solver": solvers.iter().map(|s| linpack::solver_name(*s)).collect::<Vec<_>>(),
             }),
         )
     }
@@ -135,24 +138,26 @@ pub struct Gemm;
 impl Benchmark for Gemm {
     const NAME: &'static str = "gemm";
     const PATH: &'static [&'static str] = &["cpu", "gemm"];
-    const ABOUT: &'static str = "Dense matrix multiply C = A·B (DGEMM, the machine's BLAS or faer), GFLOP/s, entries of C checked";
+    const ABOUT: &'static str = "Dense matrix multiply C = A·B (DGEMM, the fastest of faer and the machine's BLAS), GFLOP/s, entries of C checked";
     type Args = GemmArgs;
 
     fn plan(args: &GemmArgs, ctx: &Context) -> Result<Plan> {
         let orders = unique(&args.n);
         let threads = args.threads.or(&default_threads());
         let available = ctx.host.memory.available_bytes;
-        let solver = blas::choose(args.blas)?;
+        let solvers = blas::choose(args.blas)?;
         let mut cases: Vec<Box<dyn Case>> = Vec::new();
         for &n in &orders {
             library::check_fits(n, gemm::memory_needed(n), available)?;
             for &t in &threads {
-                cases.push(Box::new(gemm::GemmCase {
-                    n,
-                    threads: t,
-                    pin: ctx.runner.pin,
-                    solver,
-                }));
+                for &solver in &solvers {
+                    cases.push(Box::new(gemm::GemmCase {
+                        n,
+                        threads: t,
+                        pin: ctx.runner.pin,
+                        solver,
+                    }));
+                }
             }
         }
         Plan::new(

@@ -24,4 +24,7 @@ static CPU_PARAMS: &[ParamInfo] = &[
     ParamInfo::bookkeeping("library_path"),
     ParamInfo::bookkeeping("library_version"),
     ParamInfo::bookkeeping("solver"),
+    ParamInfo::bookkeeping("dense_engine"),
+    ParamInfo::bookkeeping("dense_engine_choice"),
+    ParamInfo::bookkeeping("lu_engine"),
 ];

@@ -1,0 +1,375 @@
+//! peakbench's own LU factorisation with partial pivoting, computed as HPL computes it.
+//!
+//! The matrix (n × n, column-major, leading dimension n) is factored in place by a blocked,
+//! right-looking algorithm over panels of `nb` columns:
+//!
+//! * **Panel**: recursive, as HPL's `RFACT`/`PFACT` with `NDIV = 2`: the left half of the
+//!   panel is factored, its row swaps applied to the right half, the right half's top rows
+//!   solved against the left half's unit lower triangle and its lower rows updated by one
+//!   multiply, then the right half is factored the same way, down to [`LEAF`] columns, which
+//!   are factored column by column.
+//! * **Trailing update**: for every column block to the right of the panel, the panel's row
+//!   swaps, the triangular solve of its top rows (`U₁₂ = L₁₁⁻¹ A₁₂`) and the multiply
+//!   `A₂₂ −= L₂₁ U₁₂`, one block per rayon task, so swaps, solves and multiplies all run in
+//!   parallel.
+//! * **Look-ahead of depth 1**: the block holding the next panel is updated first; then the
+//!   next panel is factored on one thread *while* the other blocks are updated on the others,
+//!   so the panel, which is sequential, leaves the critical path.
+//! * The row swaps of later panels are applied to the columns left of them once, at the end,
+//!   in parallel.
+//!
+//! The multiplies and triangular solves are faer's (its `matmul`, whose x86 kernels are the
+//! `private-gemm-x86` crate's AVX2+FMA and AVX-512 micro-kernels, chosen at run time), called
+//! sequentially inside each task: the parallelism is the LU's.
+
+use anyhow::{Result, bail};
+use faer::linalg::triangular_solve::{
+    solve_unit_lower_triangular_in_place, solve_upper_triangular_in_place,
+};
+use faer::{Accum, MatMut, MatRef, Par};
+use rayon::prelude::*;
+
+/// Columns below which a panel is factored column by column instead of split in two.
+pub const LEAF: usize = 8;
+
+/// The panel width: HPL's NB. A rank-`nb` update is as fast as a square multiply from about
+/// 192 columns on (the micro-kernel's packed `k` depth); wider panels lengthen the sequential
+/// panel factorisation, which look-ahead must hide.
+pub const NB: usize = 256;
+
+/// What the engine says of itself in results.
+pub fn describe(nb: usize) -> String {
+    format!(
+        "peakbench LU {} (right-looking, NB={nb}, recursive panel, look-ahead 1) over faer {} matmul",
+        env!("CARGO_PKG_VERSION"),
+        super::linpack::FAER_VERSION
+    )
+}
+
+/// A factorisation that met an exactly zero pivot: U(j, j) = 0, A is singular.
+#[derive(Debug)]
+pub struct Singular {
+    /// The column (from 0) whose pivot is zero.
+    pub column: usize,
+}
+
+/// Factors the n × n column-major `a` in place into P·A = L·U (L unit lower, U upper, both in
+/// `a`); `piv[i]` is the row swapped with row i at step i (LAPACK's `ipiv`, from 0). Runs on
+/// the current rayon pool. Err names the first zero pivot.
+pub fn factor(a: &mut [f64], n: usize, piv: &mut [usize], nb: usize) -> Result<(), Singular> {
+    assert!(
+        a.len() >= n * n && piv.len() >= n,
+        "lu::factor: buffers smaller than n"
+    );
+    if n == 0 {
+        return Ok(());
+    }
+    let a = &mut a[..n * n];
+    let nb = nb.max(1);
+    let mut zero: Option<usize> = None;
+    let mut note = |r: Result<(), Singular>| {
+        if let Err(s) = r {
+            zero = Some(zero.map_or(s.column, |z| z.min(s.column)));
+        }
+    };
+    note(factor_panel(
+        &mut a[..nb.min(n) * n],
+        n,
+        0,
+        &mut piv[..nb.min(n)],
+    ));
+    let threads = rayon::current_num_threads();
+    let mut k = 0;
+    while k < n {
+        let kb = nb.min(n - k);
+        let next = k + kb;
+        if next >= n {
+            break;
+        }
+        let (done, trailing) = a.split_at_mut(next * n);
+        let panel = &done[k * n..];
+        let (earlier, later) = piv.split_at_mut(next);
+        let pivots = &earlier[k..];
+        let next_b = nb.min(n - next);
+        let (next_cols, rest) = trailing.split_at_mut(next_b * n);
+        // Look-ahead: bring the next panel up to date first, then factor it while the rest of
+        // the trailing matrix is updated.
+        update(panel, n, k, pivots, next_cols);
+        let next_piv = &mut later[..next_b];
+        let width = block_width(rest.len() / n, nb, threads);
+        let (factored, ()) = rayon::join(
+            || factor_panel(next_cols, n, next, next_piv),
+            || {
+                rest.par_chunks_mut(width * n)
+                    .for_each(|cols| update(panel, n, k, pivots, cols))
+            },
+        );
+        note(factored);
+        k = next;
+    }
+    // The row swaps of each panel, applied to the columns left of it.
+    let piv = &piv[..n];
+    a.par_chunks_mut(n).enumerate().for_each(|(j, col)| {
+        let from = (j / nb + 1) * nb;
+        for (i, &p) in piv.iter().enumerate().skip(from) {
+            col.swap(i, p);
+        }
+    });
+    match zero {
+        Some(column) => Err(Singular { column }),
+        None => Ok(()),
+    }
+}
+
+/// The width of the column blocks of a trailing update of `cols` columns: a few blocks per
+/// thread so the threads finish together, none narrower than the panel (each block packs the
+/// panel's L₂₁ again).
+fn block_width(cols: usize, nb: usize, threads: usize) -> usize {
+    cols.div_ceil(3 * threads.max(1)).max(nb).max(1)
+}
+
+/// Brings the columns `cols` (full height n) up to date with the panel of columns k..k+kb
+/// (`panel`, full height, its pivots `pivots`): row swaps, `U₁₂ = L₁₁⁻¹ A₁₂`, `A₂₂ −= L₂₁ U₁₂`.
+fn update(panel: &[f64], n: usize, k: usize, pivots: &[usize], cols: &mut [f64]) {
+    let kb = pivots.len();
+    let w = cols.len() / n;
+    for col in cols.chunks_mut(n) {
+        for (i, &p) in pivots.iter().enumerate() {
+            col.swap(k + i, p);
+        }
+    }
+    let l = MatRef::from_column_major_slice_with_stride(panel, n, kb, n);
+    let c = MatMut::from_column_major_slice_with_stride_mut(cols, n, w, n);
+    let (l11, l21) = l.subrows(k, n - k).split_at_row(kb);
+    let (mut u12, a22) = c.subrows_mut(k, n - k).split_at_row_mut(kb);
+    solve_unit_lower_triangular_in_place(l11, u12.as_mut(), Par::Seq);
+    faer::linalg::matmul::matmul(a22, Accum::Add, l21, u12.as_ref(), -1.0, Par::Seq);
+}
+
+/// Factors the panel `cols` (its columns full height n; rows k.. are factored) and writes its
+/// pivots as absolute rows.
+fn factor_panel(cols: &mut [f64], n: usize, k: usize, piv: &mut [usize]) -> Result<(), Singular> {
+    let w = cols.len() / n;
+    let a = MatMut::from_column_major_slice_with_stride_mut(cols, n, w, n);
+    let result = recursive(a.subrows_mut(k, n - k), piv);
+    for p in piv.iter_mut() {
+        *p += k;
+    }
+    result.map_err(|s| Singular {
+        column: s.column + k,
+    })
+}
+
+/// Recursive LU of an m × w block (m ≥ w); pivots relative to its first row.
+fn recursive(mut a: MatMut<'_, f64>, piv: &mut [usize]) -> Result<(), Singular> {
+    let w = a.ncols();
+    if w <= LEAF {
+        return leaf(a, piv);
+    }
+    let w1 = w / 2;
+    let (mut left, mut right) = a.as_mut().split_at_col_mut(w1);
+    let (piv1, piv2) = piv.split_at_mut(w1);
+    let first = recursive(left.as_mut(), piv1);
+    swap_rows(right.as_mut(), piv1, 0);
+    let (l11, l21) = left.as_ref().split_at_row(w1);
+    let (mut u12, a22) = right.split_at_row_mut(w1);
+    solve_unit_lower_triangular_in_place(l11, u12.as_mut(), Par::Seq);
+    faer::linalg::matmul::matmul(a22, Accum::Add, l21, u12.as_ref(), -1.0, Par::Seq);
+    let (_, right_bottom) = a.as_mut().split_at_col_mut(w1).1.split_at_row_mut(w1);
+    let second = recursive(right_bottom, piv2);
+    let (_, left_bottom) = a.as_mut().split_at_col_mut(w1).0.split_at_row_mut(w1);
+    swap_rows(left_bottom, piv2, 0);
+    for p in piv2.iter_mut() {
+        *p += w1;
+    }
+    first.and(second.map_err(|s| Singular {
+        column: s.column + w1,
+    }))
+}
+
+/// Unblocked right-looking LU of an m × w block, column by column.
+fn leaf(mut a: MatMut<'_, f64>, piv: &mut [usize]) -> Result<(), Singular> {
+    let (m, w) = (a.nrows(), a.ncols());
+    let mut zero = None;
+    for j in 0..w.min(m) {
+        let mut p = j;
+        let mut best = a[(j, j)].abs();
+        for i in j + 1..m {
+            let v = a[(i, j)].abs();
+            if v > best {
+                best = v;
+                p = i;
+            }
+        }
+        piv[j] = p;
+        if p != j {
+            for c in 0..w {
+                let t = a[(j, c)];
+                a[(j, c)] = a[(p, c)];
+                a[(p, c)] = t;
+            }
+        }
+        let pivot = a[(j, j)];
+        if pivot == 0.0 {
+            zero.get_or_insert(j);
+            continue;
+        }
+        let inverse = 1.0 / pivot;
+        for i in j + 1..m {
+            a[(i, j)] *= inverse;
+        }
+        for c in j + 1..w {
+            let u = a[(j, c)];
+            if u != 0.0 {
+                for i in j + 1..m {
+                    let l = a[(i, j)];
+                    a[(i, c)] -= l * u;
+                }
+            }
+        }
+    }
+    match zero {
+        Some(column) => Err(Singular { column }),
+        None => Ok(()),
+    }
+}
+
+/// Swaps row `i + offset` with row `piv[i] + offset` of `a`, for each i in order.
+fn swap_rows(mut a: MatMut<'_, f64>, piv: &[usize], offset: usize) {
+    for c in 0..a.ncols() {
+        for (i, &p) in piv.iter().enumerate() {
+            let (i, p) = (i + offset, p + offset);
+            if i != p {
+                let t = a[(i, c)];
+                a[(i, c)] = a[(p, c)];
+                a[(p, c)] = t;
+            }
+        }
+    }
+}
+
+/// Solves A x = b in place from the factors of [`factor`]: the row swaps, L y = P b, U x = y.
+pub fn solve(lu: &[f64], n: usize, piv: &[usize], b: &mut [f64], par: Par) {
+    for (i, &p) in piv[..n].iter().enumerate() {
+        b.swap(i, p);
+    }
+    let f = MatRef::from_column_major_slice(&lu[..n * n], n, n);
+    let mut x = MatMut::from_column_major_slice_mut(&mut b[..n], n, 1);
+    solve_unit_lower_triangular_in_place(f, x.as_mut(), par);
+    solve_upper_triangular_in_place(f, x, par);
+}
+
+/// Factors and solves, the whole timed work of a Linpack repetition: `a` becomes the factors,
+/// `b` the solution. Err when A is singular.
+pub fn factor_and_solve(
+    a: &mut [f64],
+    n: usize,
+    b: &mut [f64],
+    piv: &mut [usize],
+    nb: usize,
+) -> Result<()> {
+    if let Err(s) = factor(a, n, piv, nb) {
+        bail!(
+            "the matrix is singular: U({0},{0}) is exactly zero after partial pivoting (column {0}, from 0)",
+            s.column
+        );
+    }
+    let par = match rayon::current_num_threads() {
+        1 => Par::Seq,
+        t => Par::rayon(t),
+    };
+    solve(a, n, piv, b, par);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Rng;
+
+    /// P·A = L·U checked entry by entry against the original, by a plain triple loop.
+    fn check_factors(original: &[f64], lu: &[f64], piv: &[usize], n: usize) {
+        let mut pa = original.to_vec();
+        for (i, &p) in piv.iter().enumerate() {
+            for j in 0..n {
+                pa.swap(i + j * n, p + j * n);
+            }
+        }
+        let scale = original.iter().fold(0.0f64, |m, v| m.max(v.abs())) * n as f64;
+        for j in 0..n {
+            for i in 0..n {
+                let mut sum = 0.0;
+                for t in 0..=i.min(j) {
+                    let l = if t == i { 1.0 } else { lu[i + t * n] };
+                    sum += l * lu[t + j * n];
+                }
+                let err = (sum - pa[i + j * n]).abs();
+                assert!(
+                    err <= 64.0 * f64::EPSILON * scale,
+                    "n={n}: (PA − LU)({i},{j}) = {err:e}"
+                );
+            }
+        }
+        for j in 0..n {
+            for i in j + 1..n {
+                assert!(lu[i + j * n].abs() <= 1.0 + 1e-12, "|L({i},{j})| > 1");
+            }
+        }
+    }
+
+    fn random(n: usize, seed: u64) -> Vec<f64> {
+        let mut rng = Rng::new(seed);
+        (0..n * n).map(|_| rng.centered_f64()).collect()
+    }
+
+    #[test]
+    fn factors_match_a_naive_product_at_odd_sizes_and_blocks() {
+        for (n, nb) in [
+            (1, 4),
+            (2, 4),
+            (3, 2),
+            (17, 4),
+            (33, 8),
+            (127, 16),
+            (130, 32),
+        ] {
+            let a = random(n, n as u64);
+            let mut lu = a.clone();
+            let mut piv = vec![0; n];
+            factor(&mut lu, n, &mut piv, nb).unwrap();
+            check_factors(&a, &lu, &piv, n);
+        }
+    }
+
+    #[test]
+    fn pivots_pick_the_largest_entry() {
+        // Column 0 is [1, 3, 2]: row 1 must be the first pivot.
+        let a = [1.0, 3.0, 2.0, 4.0, 1.0, 0.5, 2.0, 2.0, 9.0];
+        let mut lu = a;
+        let mut piv = [0; 3];
+        factor(&mut lu, 3, &mut piv, 2).unwrap();
+        assert_eq!(piv[0], 1);
+        check_factors(&a, &lu, &piv, 3);
+    }
+
+    #[test]
+    fn a_singular_matrix_is_refused() {
+        // A zero column stays exactly zero through every update: U(5,5) = 0 in the blocked
+        // path (several panels) and the solve refuses it.
+        let n = 40;
+        let mut a = random(n, 9);
+        a[5 * n..6 * n].fill(0.0);
+        let mut piv = vec![0; n];
+        assert_eq!(
+            factor(&mut a.clone(), n, &mut piv, 8).unwrap_err().column,
+            5
+        );
+        let mut b = vec![1.0; n];
+        let err = factor_and_solve(&mut a, n, &mut b, &mut piv, 8).unwrap_err();
+        assert!(err.to_string().contains("singular"), "{err}");
+        assert_eq!(
+            factor(&mut [0.0; 9], 3, &mut [0; 3], 2).unwrap_err().column,
+            0
+        );
+    }
+}

@@ -1,0 +1,116 @@
+//! The dense engines through the real binary: peakbench's LU at odd orders and thread counts,
+//! the engine choice, every engine side by side, and a singular matrix refused.
+
+use std::path::Path;
+
+mod common;
+
+use common::{command, run_json as peakbench_json};
+
+const OPENBLAS: &str = "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0";
+
+#[test]
+fn the_builtin_lu_passes_hpl_s_check_at_odd_orders_on_1_and_all_threads() {
+    // 1 and 2 are below any block, 127 and 1000 are not multiples of the panel (256) nor of
+    // its recursion's leaf (8); 1000 has three panels and look-ahead.
+    let doc = peakbench_json(&[
+        "cpu",
+        "linpack",
+        "-n",
+        "1,2,127,1000",
+        "-t",
+        "1,2",
+        "-r",
+        "2",
+        "--warmup",
+        "0",
+        "--blas",
+        "builtin",
+        "--json",
+    ]);
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 8);
+    for r in results {
+        let other = &r["params"]["other"];
+        assert_eq!(other["dense_engine"], "builtin", "{r}");
+        assert!(
+            other["lu_engine"]
+                .as_str()
+                .unwrap()
+                .contains("peakbench LU"),
+            "{other}"
+        );
+        let residual = other["scaled_residual_max"].as_f64().unwrap();
+        assert!(residual < 16.0, "{}: {residual}", r["label"]);
+        assert!(r["counting"].as_str().unwrap().contains("2/3·n³"));
+    }
+}
+
+#[test]
+fn auto_picks_an_engine_and_says_why() {
+    let doc = peakbench_json(&[
+        "cpu", "gemm", "-n", "200", "-t", "1", "-r", "2", "--warmup", "0", "--json",
+    ]);
+    let other = &doc["results"][0]["params"]["other"];
+    let why = other["dense_engine_choice"].as_str().unwrap();
+    let engine = other["dense_engine"].as_str().unwrap();
+    if Path::new(OPENBLAS).exists() {
+        // A probe ran: it names every engine it measured, the one picked among them.
+        assert!(why.starts_with("auto: fastest multiply"), "{why}");
+        assert!(why.contains("builtin") && why.contains("OpenBLAS"), "{why}");
+        assert!(why.contains(engine), "{engine}: {why}");
+    } else {
+        assert_eq!(engine, "builtin");
+    }
+}
+
+#[test]
+fn gemm_all_runs_every_engine_present_side_by_side() {
+    let doc = peakbench_json(&[
+        "cpu", "gemm", "-n", "130", "-t", "1", "-r", "2", "--warmup", "0", "--blas", "all",
+        "--json",
+    ]);
+    let results = doc["results"].as_array().unwrap();
+    let engines: Vec<&str> = results
+        .iter()
+        .map(|r| r["params"]["other"]["dense_engine"].as_str().unwrap())
+        .collect();
+    assert_eq!(engines[0], "builtin");
+    assert_eq!(engines.contains(&"OpenBLAS"), Path::new(OPENBLAS).exists());
+    let mut ids: Vec<&str> = results.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), results.len(), "each engine has its own case id");
+    for r in results {
+        let worst = r["params"]["other"]["checked_error_of_bound_max"].as_f64();
+        assert!(worst.unwrap() <= 1.0, "{r}");
+        assert_eq!(
+            r["params"]["other"]["dense_engine_choice"],
+            "forced by --blas"
+        );
+    }
+}
+
+#[test]
+fn a_singular_matrix_fails_the_run_with_a_clear_error() {
+    let mut blases = vec!["builtin"];
+    if Path::new(OPENBLAS).exists() {
+        blases.push("openblas");
+    }
+    for blas in blases {
+        let output = command(&[
+            "cpu", "linpack", "-n", "300", "-t", "2", "-r", "1", "--warmup", "0", "--blas", blas,
+            "--json",
+        ])
+        .env("PEAKBENCH_TEST_SINGULAR_MATRIX", "1")
+        .output()
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{blas}: {stderr}");
+        let text = format!("{stderr}{}", String::from_utf8_lossy(&output.stdout));
+        assert!(
+            text.contains("singular") || text.contains("exactly zero"),
+            "{blas}: {text}"
+        );
+        assert!(!text.contains("\"passed\""), "{blas}");
+    }
+}
