@@ -21,8 +21,33 @@ pub fn section(out: &mut String, report: &Report) {
     );
     hosts(out, cluster);
     differences(out, cluster);
+    for group in &cluster.shared_machines {
+        let _ = writeln!(
+            out,
+            "<p class=\"shared-machine\">One machine (boot id {}): {}.</p>",
+            escape(&group.boot_id),
+            escape(&group.hosts.join(", "))
+        );
+    }
     for matrix in &cluster.matrices {
         heat_map(out, matrix, cluster.threshold);
+        if let Some(left_out) = &matrix.not_compared {
+            let _ = writeln!(
+                out,
+                "<p>Not compared: the links of {}: {}.</p>",
+                escape(&left_out.hosts.join(", ")),
+                escape(&left_out.why)
+            );
+        }
+        for h in &matrix.slow_hosts {
+            let _ = writeln!(
+                out,
+                "<p>Slow host: {} ({} of its {} links flagged: the host, not the links).</p>",
+                escape(&h.host),
+                h.slow_links,
+                h.links
+            );
+        }
     }
     collectives(out, report);
     references(out, cluster);
