@@ -453,6 +453,7 @@ fn a_link_is_judged_against_its_matrix_unless_its_hosts_share_a_machine() {
         peak: None,
         op: "mpi-pingpong-latency".into(),
         not_compared: None,
+        loosened: None,
         slow_hosts: Vec::new(),
     };
     report.cluster.as_mut().unwrap().matrices = vec![matrix];

@@ -576,6 +576,18 @@ pub struct NotCompared {
     pub why: String,
 }
 
+/// Throughput links with an end on a shared machine, flagged only below a lower threshold.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Loosened {
+    /// Every link with one of these hosts at either end.
+    pub hosts: Vec<String>,
+    /// The most pairs measured at once on their machine in a round.
+    pub pairs_at_once: usize,
+    /// The run's threshold / `pairs_at_once`: below it × the median such a link is flagged.
+    pub threshold: f64,
+    pub why: String,
+}
+
 /// A host slow on most of its measured links: the host, not the links.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SlowHost {
@@ -664,6 +676,9 @@ pub struct Matrix {
     /// Links left out of the median and the flags (their values stay in `values`), and why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_compared: Option<NotCompared>,
+    /// Links flagged only further below the median (an end on a shared machine), and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loosened: Option<Loosened>,
     /// Hosts with more than half of their compared links flagged (at least two links): the
     /// host is slow, not each of those links.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -280,6 +280,7 @@ impl Leader<'_> {
         let threshold = self.args.threshold;
         let nic_gbps = self.args.peak.nic_gbps;
         let names: Vec<String> = self.layout.hosts.iter().map(|h| h.name.clone()).collect();
+        let (_, rounds) = self.schedule();
         let report = &mut self.session().report;
         let local: Vec<BenchResult> = report
             .results
@@ -292,11 +293,19 @@ impl Leader<'_> {
         let spread = analysis::spread(&local);
         let flagged = analysis::flagged(&spread, threshold);
         let cluster = report.cluster.as_mut().expect("a cluster document");
-        let shared: Vec<String> = cluster
-            .shared_machines
-            .iter()
-            .flat_map(|m| m.hosts.iter().cloned())
-            .collect();
+        // Each host of a shared machine, with the most pairs measured at once there in a round.
+        let mut shared = BTreeMap::new();
+        for group in &cluster.shared_machines {
+            let on = |h: usize| group.hosts.contains(&names[h]);
+            let at_once = rounds
+                .iter()
+                .map(|pairs| pairs.iter().filter(|&&(a, b)| on(a) || on(b)).count())
+                .max()
+                .unwrap_or(1);
+            for h in &group.hosts {
+                shared.insert(h.clone(), at_once.max(1));
+            }
+        }
         let matrices = matrices(&report.results, &names, threshold, nic_gbps, &shared);
         cluster.spread = spread;
         cluster.flagged = flagged;

@@ -273,7 +273,7 @@ pub(super) fn matrices(
     hosts: &[String],
     threshold: f64,
     nic_gbps: Option<f64>,
-    shared: &[String],
+    shared: &std::collections::BTreeMap<String, usize>,
 ) -> Vec<Matrix> {
     let n = hosts.len();
     let index = |name: &str| hosts.iter().position(|h| h == name);
@@ -337,6 +337,7 @@ pub(super) fn matrices(
             },
             op: op.into(),
             not_compared: None,
+            loosened: None,
             slow_hosts: Vec::new(),
         };
         analysis::judge(&mut matrix, threshold, shared);
