@@ -33,6 +33,19 @@ are printed against the same targets, and docs/cluster.md explains the gap.
     cargo build --release --features mpi
     python3 bench/cluster.py --rounds 10         # as root: namespaces, bridge, cgroups
 
+`--scale 2,4,8,16` measures instead how a run grows with the hosts (issue #34, item 3): the
+namespace cluster with the most hosts asked (not pinned: 16 hosts on this machine's CPUs), and
+in alternating rounds (the order of the host counts reversed every round) `peakbench cluster
+run --phases matrix,collectives --matrix-duration 300ms --collective-max-bytes 1MiB -r 1` on
+the first N hosts with the default matrix plan, and with `--matrix sample:K` (`--scale-sample
+K`, default 3) at the largest N. Per run: the time from `mpirun` to the document (wall clock of
+mpirun), the document's bytes and bytes per host, and rank 0's peak resident memory (the
+document's `cluster.rank0_peak_memory_bytes`, VmHWM). Targets: bytes per host within ± 20 %
+of their median over the host counts; the time with `sample:K` at the largest N under 2 x the
+time at 4 hosts.
+
+    python3 bench/cluster.py --scale 2,4,8,16 --rounds 3
+
 Everything it creates (namespaces and the processes in them, veths, the bridge, the cgroups,
 the temporary directory) is removed at the end, also on an error or Ctrl-C. The machine is
 shared and noisy: compare medians of alternating runs, never absolute figures.
@@ -368,6 +381,75 @@ def one_round(lab, index, args, exe):
     return a, b
 
 
+SCALE_ARGS = ["--phases", "matrix,collectives", "--matrix-duration", "300ms",
+              "--collective-max-bytes", "1MiB", "-r", "1"]
+
+
+def scale_run(lab, n, plan):
+    """One run on the first n hosts: seconds to the document, its bytes, rank 0's VmHWM."""
+    out = os.path.join(lab.dir, "out.json")
+    if os.path.exists(out):
+        os.remove(out)
+    argv = [PEAKBENCH, "cluster", "run", "--no-history", "-o", out] + SCALE_ARGS
+    if plan:
+        argv += ["--matrix", plan]
+    cmd = lab.mpirun(argv, np=n)
+    cmd[cmd.index("--host") + 1] = ",".join(lab.hosts[:n])
+    start = time.monotonic()
+    run(cmd, timeout=1800)
+    took = time.monotonic() - start
+    size = os.path.getsize(out)
+    with open(out) as f:
+        doc = json.load(f)
+    cluster = doc["cluster"]
+    return {"s": took, "bytes": size, "per_host": size / n,
+            "vmhwm": cluster.get("rank0_peak_memory_bytes") or 0,
+            "plan": cluster.get("matrix_plan", {}).get("plan", "?"),
+            "rounds": cluster.get("matrix_plan", {}).get("rounds", 0)}
+
+
+def scale(args):
+    """--scale: time, document bytes per host and rank 0's VmHWM at each host count."""
+    counts = sorted({int(c) for c in args.scale.split(",")})
+    if counts[0] < 2:
+        sys.exit("--scale: host counts from 2, e.g. --scale 2,4,8,16")
+    sample = f"sample:{args.scale_sample}"
+    configs = [(n, None) for n in counts] + [(counts[-1], sample)]
+    lab = Lab(counts[-1], False)
+    got = {c: [] for c in configs}
+    try:
+        for i in range(args.rounds):
+            order = configs if i % 2 == 0 else list(reversed(configs))
+            for n, plan in order:
+                r = scale_run(lab, n, plan)
+                got[(n, plan)].append(r)
+                if args.verbose:
+                    print(f"round {i + 1}: {n} hosts, {r['plan']}: {r['s']:.1f} s, "
+                          f"{r['bytes']} B, VmHWM {r['vmhwm'] / 1e6:.1f} MB", file=sys.stderr, flush=True)
+    finally:
+        lab.close()
+    print(f"namespace cluster (not pinned), {args.rounds} alternating rounds; "
+          f"peakbench cluster run {' '.join(SCALE_ARGS)}; load average {os.getloadavg()[0]:.1f}")
+    print(f"{'hosts':>5} {'plan':>9} {'rounds':>6} {'time s':>8} {'spread':>15} {'doc bytes':>10} "
+          f"{'B/host':>8} {'rank 0 VmHWM MB':>15}")
+    med = {}
+    for (n, plan), rows in got.items():
+        t = [r["s"] for r in rows]
+        m = {k: statistics.median([r[k] for r in rows]) for k in ("s", "bytes", "per_host", "vmhwm")}
+        med[(n, plan)] = m
+        print(f"{n:>5} {rows[0]['plan']:>9} {rows[0]['rounds']:>6} {m['s']:8.1f} {min(t):6.1f}..{max(t):<7.1f}"
+              f"{m['bytes']:10.0f} {m['per_host']:8.0f} {m['vmhwm'] / 1e6:15.1f}")
+    per_host = [med[(n, None)]["per_host"] for n in counts]
+    centre = statistics.median(per_host)
+    worst = max(abs(p / centre - 1) for p in per_host)
+    print(f"bytes per host: within {worst * 100:.0f} % of their median {centre:.0f} "
+          f"(target 20 %: {'ok' if worst <= 0.20 else 'MISS'})")
+    if 4 in counts:
+        ratio = med[(counts[-1], sample)]["s"] / med[(4, None)]["s"]
+        print(f"time to the document, {sample} at {counts[-1]} hosts / 4 hosts (default): {ratio:.2f} "
+              f"(target < 2: {'ok' if ratio < 2 else 'MISS'})")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=6)
@@ -378,10 +460,23 @@ def main():
     parser.add_argument("--mpi4py", metavar="PYTHON",
                         help="a python with mpi4py 4.0 or later (its pingpong), e.g. a venv's after "
                              "`pip install --no-binary mpi4py 'mpi4py>=4'`; default: one on PATH, if any")
+    parser.add_argument("--scale", metavar="N,N,...",
+                        help="measure time, document bytes per host and rank 0's VmHWM at these host counts")
+    parser.add_argument("--scale-sample", type=int, default=3, metavar="K",
+                        help="with --scale: also run --matrix sample:K at the largest count")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root: network namespaces, a bridge and cgroups")
+    if args.scale:
+        if not shutil.which("mpirun") or not os.path.exists(PEAKBENCH):
+            sys.exit("needs mpirun and peakbench: cargo build --release --features mpi")
+
+        def stop(signum, _frame):
+            raise KeyboardInterrupt(f"signal {signum}")
+        signal.signal(signal.SIGTERM, stop)
+        scale(args)
+        return
     for tool in ("mpirun", "mpicc", "hpcc", "iperf3", "ip", "unshare"):
         if not shutil.which(tool):
             sys.exit(f"{tool} is not installed "

@@ -161,13 +161,44 @@ impl Lab {
 
     /// Starts `peakbench cluster run ARGS` on every host (the output file removed first).
     fn spawn(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
+        self.spawn_on(self.hosts.len(), args, env)
+    }
+
+    /// [`Lab::run`] on the first `n` hosts only.
+    fn run_on(
+        &self,
+        n: usize,
+        args: &[&str],
+        deadline: Duration,
+    ) -> (Option<serde_json::Value>, Output) {
+        let child = self.spawn_on(n, args, &[]);
+        let pid = child.id() as i32;
+        let watchdog = std::thread::spawn(move || {
+            let start = Instant::now();
+            while start.elapsed() < deadline {
+                std::thread::sleep(Duration::from_millis(200));
+                // SAFETY: signal 0 only checks that the process exists.
+                if unsafe { libc::kill(pid, 0) } != 0 {
+                    return;
+                }
+            }
+            // SAFETY: ends mpirun (this test's child), which ends its ranks.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        });
+        let output = child.wait_with_output().expect("mpirun ends");
+        let _ = watchdog.join();
+        (self.document(), output)
+    }
+
+    /// Starts `peakbench cluster run ARGS` on the first `n` hosts.
+    fn spawn_on(&self, n: usize, args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
         let out_file = self.dir.join("out.json");
         let _ = std::fs::remove_file(&out_file);
         let mut cmd = Command::new("mpirun");
         cmd.args(["--allow-run-as-root", "-np"])
-            .arg(self.hosts.len().to_string())
+            .arg(n.to_string())
             .arg("--host")
-            .arg(self.hosts.join(","))
+            .arg(self.hosts[..n].join(","))
             .args(["--mca", "plm_rsh_agent"])
             .arg(self.agent())
             .args(["--mca", "btl", "tcp,self"])
@@ -322,9 +353,16 @@ fn three_hosts_run_the_suite_at_once_and_every_pair_of_the_matrix() {
         page.matches("<svg class=\"heat-map\"").count(),
         metrics.len()
     );
+    // The namespace hosts are one machine: the ping-pong matrices' cells say they are not
+    // compared.
     assert_eq!(
-        page.matches("× the median)</title>").count(),
+        page.matches("× the median)</title>").count()
+            + page.matches("(not compared: one machine)</title>").count(),
         6 * metrics.len()
+    );
+    assert_eq!(
+        page.matches("(not compared: one machine)</title>").count(),
+        6 * 3
     );
     if let Some(browser) = common::chromium() {
         let (dom, console) = common::chromium_dom(browser, &html, &lab.dir);
@@ -409,6 +447,191 @@ fn a_link_shaped_to_300_mbits_reads_its_goodput_and_only_its_links_are_flagged()
         flagged, expected,
         "exactly the shaped host's links are flagged"
     );
+    // Slow on all of its links: the host is named, not only the links.
+    assert_eq!(matrix["slow_hosts"][0]["host"], shaped.as_str(), "{matrix}");
+    assert_eq!(matrix["slow_hosts"].as_array().unwrap().len(), 1);
+    // The four namespace hosts are one machine: the document says so, and the matrices timed
+    // by a ping-pong (whose ranks spin on the same 2 CPUs) compare none of their links, so no
+    // latency link is flagged; the throughput through the tbf (a truth) still is, above.
+    one_machine_and_no_ping_pong_compared(&doc, &lab.hosts);
+}
+
+/// The document of a run on `hosts`, all namespaces of this machine: one shared machine of
+/// every host, and no link flagged or judged below the fleet in the matrices timed by a
+/// ping-pong (each says why it compares none).
+fn one_machine_and_no_ping_pong_compared(doc: &serde_json::Value, hosts: &[String]) {
+    let shared = &doc["cluster"]["shared_machines"];
+    assert_eq!(shared.as_array().unwrap().len(), 1, "{shared}");
+    let named: Vec<String> = serde_json::from_value(shared[0]["hosts"].clone()).unwrap();
+    assert_eq!(named, hosts);
+    assert!(shared[0]["boot_id"].as_str().is_some_and(|b| !b.is_empty()));
+    for m in doc["cluster"]["matrices"].as_array().unwrap() {
+        if m["op"] == "tcp-throughput" {
+            assert!(m["not_compared"].is_null(), "{m}");
+            continue;
+        }
+        assert_eq!(m["flagged"].as_array().unwrap().len(), 0, "{m}");
+        let left_out: Vec<String> =
+            serde_json::from_value(m["not_compared"]["hosts"].clone()).unwrap();
+        assert_eq!(left_out, hosts, "{}", m["metric"]);
+        assert!(
+            m["not_compared"]["why"]
+                .as_str()
+                .unwrap()
+                .contains("boot id")
+        );
+    }
+    // Nor do the findings judge a ping-pong link against the fleet's median link.
+    for f in doc["findings"]["results"].as_array().unwrap() {
+        let id = f["id"].as_str().unwrap();
+        if id.starts_with("matrix-tcp-latency") || id.starts_with("matrix-mpi-") {
+            let fleet = f["expectations"]
+                .as_array()
+                .is_some_and(|es| es.iter().any(|e| e["against"] == "fleet"));
+            assert!(!fleet, "{f}");
+        }
+    }
+    let shared_cause = doc["findings"]["run"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["kind"] == "shared-machine");
+    assert!(shared_cause, "{}", doc["findings"]["run"]);
+}
+
+#[test]
+fn a_sampled_matrix_of_six_hosts_finds_the_shaped_host_and_flags_no_latency() {
+    let Some(lab) = lab(49, 6, &[]) else { return };
+    let shaped = &lab.hosts[4];
+    let tbf = ["rate", "300mbit", "burst", "64kb", "latency", "50ms"];
+    let mut inside = vec![
+        "-n",
+        &lab.namespaces[4],
+        "qdisc",
+        "add",
+        "dev",
+        "eth0",
+        "root",
+        "tbf",
+    ];
+    inside.extend(tbf);
+    sh("tc", &inside).unwrap();
+    let mut outside = vec!["qdisc", "add", "dev", &lab.veths[4], "root", "tbf"];
+    outside.extend(tbf);
+    sh("tc", &outside).unwrap();
+    // The ring and one random peer per host: 3 rounds where every pair would take 5.
+    let (doc, out) = lab.run(
+        &[
+            "--phases",
+            "matrix",
+            "--matrix",
+            "sample:1",
+            "-r",
+            "1",
+            "--warmup",
+            "0",
+            "--matrix-duration",
+            "500ms",
+        ],
+        Duration::from_secs(200),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = doc.expect("the output file");
+    let plan = &doc["cluster"]["matrix_plan"];
+    assert_eq!(plan["plan"], "sample:1", "{plan}");
+    assert_eq!(plan["chosen"], "--matrix");
+    assert_eq!(plan["rounds"], 3, "{plan}");
+    let matrix = doc["cluster"]["matrices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["op"] == "tcp-throughput")
+        .expect("the TCP throughput matrix")
+        .clone();
+    let hosts: Vec<String> = serde_json::from_value(matrix["hosts"].clone()).unwrap();
+    let values = matrix["values"].as_array().unwrap();
+    let flagged: Vec<[String; 2]> = serde_json::from_value(matrix["flagged"].clone()).unwrap();
+    let mut measured = 0;
+    for (i, row) in values.iter().enumerate() {
+        let links = row
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|v| !v.is_null())
+            .count();
+        assert!(
+            links >= 2,
+            "{} has {links} links: the ring gives each two",
+            hosts[i]
+        );
+        for (j, v) in row.as_array().unwrap().iter().enumerate() {
+            if v.is_null() {
+                continue;
+            }
+            measured += 1;
+            if hosts[i] == *shaped || hosts[j] == *shaped {
+                let link = [hosts[i].clone(), hosts[j].clone()];
+                assert!(flagged.contains(&link), "{link:?} not flagged: {matrix}");
+            }
+        }
+    }
+    assert!(
+        measured < 30,
+        "a sample, not every pair: {measured} directions"
+    );
+    let slow: Vec<&str> = matrix["slow_hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(slow, [shaped.as_str()], "{matrix}");
+    one_machine_and_no_ping_pong_compared(&doc, &lab.hosts);
+}
+
+#[test]
+fn the_document_per_host_stays_the_same_from_two_to_eight_hosts() {
+    let Some(lab) = lab(50, 8, &[]) else { return };
+    let mut per_host = Vec::new();
+    for n in [2, 4, 8] {
+        let (doc, out) = lab.run_on(
+            n,
+            &[
+                "--phases",
+                "matrix,collectives",
+                "-r",
+                "1",
+                "--warmup",
+                "0",
+                "--matrix-duration",
+                "100ms",
+                "--collective-max-bytes",
+                "64KiB",
+            ],
+            Duration::from_secs(240),
+        );
+        assert!(out.status.success(), "{n} hosts: {}", stderr(&out));
+        let doc = doc.expect("the output file");
+        // The default plan: every pair up to 4 hosts, the ring and 3 random peers above.
+        let plan = &doc["cluster"]["matrix_plan"];
+        assert_eq!(
+            plan["plan"],
+            if n <= 4 { "pairs" } else { "sample:3" },
+            "{plan}"
+        );
+        assert!(plan["chosen"].as_str().unwrap().contains("default"));
+        assert!(doc["cluster"]["rank0_peak_memory_bytes"].as_u64().unwrap() > 0);
+        let bytes = std::fs::metadata(lab.dir.join("out.json")).unwrap().len();
+        per_host.push((n, bytes as f64 / n as f64));
+    }
+    eprintln!("document bytes per host: {per_host:?}");
+    let mean = per_host.iter().map(|(_, b)| b).sum::<f64>() / per_host.len() as f64;
+    for (n, b) in &per_host {
+        assert!(
+            (b / mean - 1.0).abs() <= 0.20,
+            "{n} hosts: {b:.0} B per host, the mean {mean:.0}: {per_host:?}"
+        );
+    }
 }
 
 #[test]
@@ -650,6 +873,11 @@ fn a_host_that_stops_answering_ends_the_job_by_the_deadline_with_host_and_case_n
         "collective",
         &["--phases", "collectives", "--collective-max-bytes", "64KiB"],
     );
+    // A host that never joins (its rank started, its inventory never sent): named with the
+    // setup, the hosts that joined in the document.
+    let doc = stalls(&lab, &hung, "setup", &["--phases", "matrix"]);
+    let joined: Vec<&String> = doc["hosts"].as_object().unwrap().keys().collect();
+    assert_eq!(joined, [&lab.hosts[0], &lab.hosts[2]], "{}", doc["hosts"]);
 }
 
 /// Starts a job whose one node-local case lasts 6 s on every host of `lab` and returns once
@@ -760,6 +988,38 @@ fn a_rank_killed_mid_case_ends_the_job_with_the_host_and_the_case_named() {
     );
     // The other hosts answered: none of them is named.
     assert_eq!(failures.len(), 1, "{failures:?}");
+
+    // Rank 0's own host dies: no rank is left to write; mpirun ends the job, and the document
+    // rank 0 wrote before the step stands, naming the step, with status `running`.
+    let (child, victim) = in_a_long_case(&lab, 0);
+    let pid = child.id() as i32;
+    let killed_at = Instant::now();
+    // SAFETY: a process of this test's own job, in its own namespace.
+    unsafe { libc::kill(victim, libc::SIGKILL) };
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(90));
+        // SAFETY: this test's mpirun, if still there.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    let out = child.wait_with_output().expect("mpirun ends");
+    let took = killed_at.elapsed();
+    drop(watchdog);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    assert!(
+        took < Duration::from_secs(30),
+        "took {took:?}: {}",
+        stderr(&out)
+    );
+    let doc = lab
+        .document()
+        .expect("the document written before the step");
+    assert_eq!(doc["status"], "running", "{doc}");
+    assert!(doc["finished_at"].is_null());
+    assert!(
+        doc["cluster"]["step"].as_str().unwrap().starts_with("cpu"),
+        "{doc}"
+    );
+    assert_eq!(doc["hosts"].as_object().unwrap().len(), 3);
 }
 
 /// Cgroup v1 directories (cpuset and cpu) made for a test, removed when dropped (after the

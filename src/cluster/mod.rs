@@ -28,6 +28,7 @@ use crate::error::UsageError;
 use crate::names::named_enum;
 use crate::options::{OutputArgs, PeakArgs, RunnerArgs, duration};
 use crate::plan::{Context, Plan};
+use schedule::MatrixPlan;
 
 /// `peakbench cluster`.
 #[derive(Args, Debug)]
@@ -81,6 +82,15 @@ pub struct ClusterRunArgs {
     /// Flag a host (or link) whose value / the cluster median is below this
     #[arg(long, default_value = "0.9", value_name = "RATIO", value_parser = ratio)]
     pub threshold: f64,
+    /// Which pairs of hosts the matrix measures: 'pairs' (every pair, N − 1 rounds), 'ring'
+    /// (each host with its two neighbours, 2 rounds) or 'sample:K' (the ring and K random
+    /// peers per host, K + 2 rounds at any N) [default: pairs up to 4 hosts, sample:3 above]
+    #[arg(long, value_name = "PLAN", value_parser = MatrixPlan::parse)]
+    pub matrix: Option<MatrixPlan>,
+    /// Keep the MPI ping-pong curve (every size) of every link in the document, not only of
+    /// the flagged links
+    #[arg(long)]
+    pub matrix_curves: bool,
     /// Length of each TCP throughput test of the matrix (one per direction of each pair)
     #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = duration)]
     pub matrix_duration: Duration,
@@ -219,6 +229,17 @@ mod tests {
         assert!(!plan.cases.is_empty());
         assert!(plan.cases.iter().all(|c| !c.spec().id.starts_with("net-")));
         assert!(plan.notes.iter().any(|n| n.contains("[[net]]")));
+    }
+
+    #[test]
+    fn the_matrix_plan_is_parsed_with_the_fix_named() {
+        let args = Wrap::parse_from(["x", "--matrix", "sample:4"]).args;
+        assert_eq!(args.matrix, Some(MatrixPlan::Sample(4)));
+        assert_eq!(Wrap::parse_from(["x"]).args.matrix, None);
+        let e = Wrap::try_parse_from(["x", "--matrix", "all"])
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("--matrix") && e.to_string().contains("sample:K"));
     }
 
     #[test]

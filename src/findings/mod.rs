@@ -89,8 +89,10 @@ fn judge_result(report: &Report, r: &BenchResult, past: &[PastRun]) -> Finding {
         Ok(e) => expectations.push(e),
         Err(why) => missing.push(why),
     }
-    if let Some(e) = fleet(report, r) {
-        expectations.push(e);
+    match fleet(report, r) {
+        Some(Ok(e)) => expectations.push(e),
+        Some(Err(why)) => missing.push(why),
+        None => {}
     }
     // What the machine imposed: the bound each cause puts on this result.
     let mut found = causes::of_result(report, r);
@@ -244,15 +246,20 @@ fn reference(r: &BenchResult) -> Option<Expectation> {
     })
 }
 
-/// In a cluster run, the median over the hosts of the same case.
-fn fleet(report: &Report, r: &BenchResult) -> Option<Expectation> {
+/// In a cluster run, the median over the hosts of the same case, or for a link of the network
+/// matrix the median link of its matrix; a link the matrix does not compare (an end on a
+/// machine shared with other hosts) has none, and says why.
+fn fleet(report: &Report, r: &BenchResult) -> Option<Result<Expectation, String>> {
     let cluster = report.cluster.as_ref()?;
+    if let Some(peer) = r.params.other.get("peer").and_then(|p| p.as_str()) {
+        return link_fleet(cluster, r, peer);
+    }
     let spread = cluster
         .spread
         .iter()
         .find(|s| s.id == r.id && s.unit == r.unit)?;
     let ratio = *spread.ratios.get(&r.host)?;
-    Some(Expectation {
+    Some(Ok(Expectation {
         against: Against::Fleet,
         verdict: if ratio < cluster.threshold {
             Verdict::Below
@@ -271,7 +278,55 @@ fn fleet(report: &Report, r: &BenchResult) -> Option<Expectation> {
             cluster.threshold
         ),
         test: None,
-    })
+    }))
+}
+
+/// A link of the network matrix against the median link of its matrix.
+fn link_fleet(
+    cluster: &crate::result::Cluster,
+    r: &BenchResult,
+    peer: &str,
+) -> Option<Result<Expectation, String>> {
+    let matrix = cluster.matrices.iter().find(|m| m.op == r.op)?;
+    if let Some(left_out) = &matrix.not_compared
+        && left_out.hosts.iter().any(|h| *h == r.host || h == peer)
+    {
+        return Some(Err(format!(
+            "the fleet's median link: not compared in the {} matrix: {}",
+            matrix.metric, left_out.why
+        )));
+    }
+    let median = matrix.median.filter(|m| *m > 0.0)?;
+    // An end on a shared machine: flagged only further below (the CPU share a pair can lose).
+    let threshold = match &matrix.loosened {
+        Some(l) if l.hosts.iter().any(|h| *h == r.host || h == peer) => l.threshold,
+        _ => cluster.threshold,
+    };
+    let ratio = if matrix.higher_is_better {
+        r.value / median
+    } else {
+        median / r.value
+    };
+    Some(Ok(Expectation {
+        against: Against::Fleet,
+        verdict: if ratio < threshold {
+            Verdict::Below
+        } else {
+            Verdict::AtLimit
+        },
+        expected: median,
+        ratio,
+        class: None,
+        band: None,
+        source: format!(
+            "the median link of the {} matrix, {} {}; below {:.2} of it is flagged",
+            matrix.metric,
+            format_value(median),
+            r.unit,
+            threshold
+        ),
+        test: None,
+    }))
 }
 
 /// The verdict in one line, with the figure that decided it.

@@ -535,3 +535,105 @@ fn what_a_server_sends_back_is_made_safe_to_keep() {
     assert_eq!(p.top_others[0].cpu_s, 0.0);
     assert!(p.shapers[0].source.starts_with("the server's"));
 }
+
+/// A cluster document of the fixture's machine and a second host, `other`.
+fn cluster_document(other: &str) -> Report {
+    let mut report = document();
+    let mut info = report.host.clone();
+    info.hostname = other.into();
+    report
+        .hosts
+        .insert(report.host.hostname.clone(), report.host.clone());
+    report.hosts.insert(other.into(), info);
+    report.cluster = Some(crate::result::Cluster {
+        threshold: 0.9,
+        ..Default::default()
+    });
+    report
+}
+
+#[test]
+fn each_host_of_a_cluster_is_judged_by_its_own_evidence() {
+    // Rank 0's host is free; the other host's cgroup holds it to half a core.
+    let mut report = cluster_document("node-b");
+    let mut held = report.evidence.clone().unwrap();
+    held.cpu_quota = Some(Read::new(
+        CpuQuota {
+            quota_us: 50_000,
+            period_us: 100_000,
+        },
+        "/sys/fs/cgroup/cpu/b/cpu.cfs_quota_us",
+    ));
+    let cluster = report.cluster.as_mut().unwrap();
+    cluster.evidence.insert(
+        report.host.hostname.clone(),
+        report.evidence.clone().unwrap(),
+    );
+    cluster.evidence.insert("node-b".into(), held);
+    let mine = kernel(&report, 1, 0.97);
+    let mut theirs = kernel(&report, 1, 0.48);
+    theirs.host = "node-b".into();
+    report.results = vec![mine, theirs];
+    let findings = judge(&report, &[]);
+    assert!(
+        findings.results[0].causes.is_empty(),
+        "{:#?}",
+        findings.results[0]
+    );
+    let f = &findings.results[1];
+    assert_eq!(f.verdict, Verdict::Below, "{f:#?}");
+    assert_eq!(cause(f, "cpu-quota").value, Some(0.5));
+    // A host whose evidence was not carried (an older document) names no cause from rank
+    // 0's.
+    report.cluster.as_mut().unwrap().evidence.remove("node-b");
+    let f = &judge(&report, &[]).results[1];
+    assert!(f.causes.iter().all(|c| c.kind != "cpu-quota"), "{f:#?}");
+}
+
+#[test]
+fn a_link_is_judged_against_its_matrix_unless_its_hosts_share_a_machine() {
+    let mut report = cluster_document("node-b");
+    let me = report.host.hostname.clone();
+    let mut link = BenchResult::example("matrix-mpi-latency-m8-node-b", "µs", vec![3700.0]);
+    link.host = me.clone();
+    link.op = "mpi-pingpong-latency".into();
+    link.metric = "latency".into();
+    link.params.other.insert("peer".into(), "node-b".into());
+    report.results = vec![link];
+    let matrix = crate::result::Matrix {
+        metric: "MPI one-way latency".into(),
+        unit: "µs".into(),
+        higher_is_better: false,
+        counting: String::new(),
+        hosts: vec![me.clone(), "node-b".into()],
+        values: vec![vec![None, Some(3700.0)], vec![Some(3700.0), None]],
+        median: Some(13.0),
+        flagged: Vec::new(),
+        peak: None,
+        op: "mpi-pingpong-latency".into(),
+        not_compared: None,
+        loosened: None,
+        slow_hosts: Vec::new(),
+    };
+    report.cluster.as_mut().unwrap().matrices = vec![matrix];
+    let f = judged(&report);
+    let fleet = f
+        .expectations
+        .iter()
+        .find(|e| e.against == Against::Fleet)
+        .expect("a fleet expectation");
+    assert_eq!(fleet.verdict, Verdict::Below);
+    // The two hosts are one machine: the link is not compared, and the finding says why.
+    report.cluster.as_mut().unwrap().matrices[0].not_compared = Some(crate::result::NotCompared {
+        hosts: vec![me, "node-b".into()],
+        why: "one machine".into(),
+    });
+    let f = judged(&report);
+    assert!(f.expectations.iter().all(|e| e.against != Against::Fleet));
+    assert!(f.verdict != Verdict::Below, "{f:#?}");
+    assert!(
+        f.missing.iter().any(|m| m.contains("not compared")),
+        "{:?}",
+        f.missing
+    );
+}

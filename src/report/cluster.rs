@@ -21,8 +21,33 @@ pub fn section(out: &mut String, report: &Report) {
     );
     hosts(out, cluster);
     differences(out, cluster);
+    for group in &cluster.shared_machines {
+        let _ = writeln!(
+            out,
+            "<p class=\"shared-machine\">One machine (boot id {}): {}.</p>",
+            escape(&group.boot_id),
+            escape(&group.hosts.join(", "))
+        );
+    }
     for matrix in &cluster.matrices {
         heat_map(out, matrix, cluster.threshold);
+        if let Some(left_out) = &matrix.not_compared {
+            let _ = writeln!(
+                out,
+                "<p>Not compared: the links of {}: {}.</p>",
+                escape(&left_out.hosts.join(", ")),
+                escape(&left_out.why)
+            );
+        }
+        for h in &matrix.slow_hosts {
+            let _ = writeln!(
+                out,
+                "<p>Slow host: {} ({} of its {} links flagged: the host, not the links).</p>",
+                escape(&h.host),
+                h.slow_links,
+                h.links
+            );
+        }
     }
     collectives(out, report);
     references(out, cluster);
@@ -188,6 +213,25 @@ fn heat_map(out: &mut String, matrix: &Matrix, threshold: f64) {
                 );
                 continue;
             };
+            let left_out = matrix.not_compared.as_ref().is_some_and(|n| {
+                n.hosts.contains(&matrix.hosts[i]) || n.hosts.contains(&matrix.hosts[j])
+            });
+            if left_out {
+                let _ = writeln!(
+                    out,
+                    "<rect x=\"{x}\" y=\"{y}\" width=\"{cell}\" height=\"{cell}\" fill=\"#ddd\" \
+                     stroke=\"#fff\"><title>{from} → {to}: {v:.4} {u} (not compared: one \
+                     machine)</title></rect>\
+                     <text x=\"{tx}\" y=\"{ty}\" text-anchor=\"middle\" font-size=\"11\">{short}</text>",
+                    from = escape(&matrix.hosts[i]),
+                    to = escape(&matrix.hosts[j]),
+                    u = escape(&matrix.unit),
+                    tx = x + cell / 2.0,
+                    ty = y + cell / 2.0 + 4.0,
+                    short = short(*v),
+                );
+                continue;
+            }
             let ratio = match matrix.median {
                 Some(m) if m > 0.0 && *v > 0.0 => {
                     if matrix.higher_is_better {

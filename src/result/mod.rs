@@ -528,6 +528,80 @@ pub struct Cluster {
     /// mpi4py's ping-pong), each beside peakbench's figure over the same links.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub references: Vec<ClusterReference>,
+    /// Which pairs of hosts the matrix measures, and why that plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matrix_plan: Option<MatrixSchedule>,
+    /// Hosts that are one running machine (the same boot id, and the same machine id where
+    /// read), grouped: their ranks share its CPUs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared_machines: Vec<SharedMachine>,
+    /// Every host's evidence (its cgroup's limits, qdiscs, boot id, …) read when the run
+    /// started, by host name; the findings judge each host's results by its own.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub evidence: std::collections::BTreeMap<String, RunEvidence>,
+    /// Rank 0's peak resident memory (`VmHWM`) when the document was last written, bytes: what
+    /// gathering the run costs the rank that writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank0_peak_memory_bytes: Option<u64>,
+}
+
+/// How the network matrix chose its pairs (`--matrix`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatrixSchedule {
+    /// `pairs`, `ring` or `sample:K`.
+    pub plan: String,
+    /// Why this plan: `--matrix`, or the default for the host count.
+    pub chosen: String,
+    /// Rounds of disjoint pairs.
+    pub rounds: usize,
+    /// Pairs of hosts measured (each pair both ways).
+    pub pairs: usize,
+    /// The seed of `sample:K`'s random peers (the same seed and hosts, the same pairs).
+    pub seed: u64,
+    /// Whose MPI ping-pong curves (`params.curve`, every size) the document keeps: `the
+    /// flagged links` (default) or `every link` (`--matrix-curves`, `--reference`).
+    pub curves: String,
+}
+
+/// Hosts that report the same boot id: one running kernel, one machine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SharedMachine {
+    pub hosts: Vec<String>,
+    /// `/proc/sys/kernel/random/boot_id`, the same on each.
+    pub boot_id: String,
+    /// `/etc/machine-id`, where every host of the group read the same one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_id: Option<String>,
+}
+
+/// Links a matrix does not compare with the others, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NotCompared {
+    /// Every link with one of these hosts at either end is left out of the median and the flags.
+    pub hosts: Vec<String>,
+    pub why: String,
+}
+
+/// Throughput links with an end on a shared machine, flagged only below a lower threshold.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Loosened {
+    /// Every link with one of these hosts at either end.
+    pub hosts: Vec<String>,
+    /// The most pairs measured at once on their machine in a round.
+    pub pairs_at_once: usize,
+    /// The run's threshold / `pairs_at_once`: below it × the median such a link is flagged.
+    pub threshold: f64,
+    pub why: String,
+}
+
+/// A host slow on most of its measured links: the host, not the links.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SlowHost {
+    pub host: String,
+    /// Its flagged links (each direction of a link is one).
+    pub slow_links: usize,
+    /// Its compared links.
+    pub links: usize,
 }
 
 /// A standard tool's figure over the whole job beside peakbench's (`--reference`).
@@ -626,6 +700,19 @@ pub struct Matrix {
     /// The link peak from the NIC speed (or `--nic-gbps`), in `unit`, where known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak: Option<f64>,
+    /// The `op` of the per-link results the matrix is made of (`tcp-throughput`, …).
+    #[serde(default)]
+    pub op: String,
+    /// Links left out of the median and the flags (their values stay in `values`), and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_compared: Option<NotCompared>,
+    /// Links flagged only further below the median (an end on a shared machine), and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loosened: Option<Loosened>,
+    /// Hosts with more than half of their compared links flagged (at least two links): the
+    /// host is slow, not each of those links.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slow_hosts: Vec<SlowHost>,
 }
 
 /// One collective at one message size.

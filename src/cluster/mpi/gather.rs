@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use super::super::schedule::{DEFAULT_SAMPLE, PAIRS_UP_TO};
 use super::super::{Phase, analysis, job};
+use super::fault::fault;
 use super::leader::Leader;
 use super::matrix::matrices;
 use super::messages::{Cases, Inventory, Step};
@@ -16,7 +18,7 @@ use super::transport::{SETUP, TAG, far};
 use crate::net::auth::{Key, Nonce};
 use crate::plan::Case;
 use crate::report::Format;
-use crate::result::{BenchResult, Cluster, RunStatus};
+use crate::result::{BenchResult, Cluster, MatrixSchedule, RunStatus};
 use crate::session::{self, HtmlReport, Session};
 
 impl Leader<'_> {
@@ -24,7 +26,15 @@ impl Leader<'_> {
     pub(super) fn root(&mut self, plan: crate::plan::Plan, start: Instant) -> Result<ExitCode> {
         let comm = self.comm;
         let others: Vec<usize> = self.leaders[1..].to_vec();
-        let (inventories, missing) = comm.gather::<Inventory>(&others, start + SETUP);
+        // A host that never joins (its node down, its rank never started) is named after the
+        // setup's deadline, or `--case-deadline` if shorter; the hosts that joined are in the
+        // document.
+        let joined = match self.args.case_deadline {
+            Some(d) => (start + SETUP).min(Instant::now() + d),
+            None => start + SETUP,
+        };
+        let (inventories, missing) = comm.gather::<Inventory>(&others, joined);
+        self.seed = u64::from_le_bytes(Nonce::random().0[..8].try_into().expect("8 bytes"));
         self.start_document(&plan, inventories.into_values())?;
         if !missing.is_empty() {
             self.give_up(&missing, "setup", "sent no inventory in time");
@@ -33,6 +43,7 @@ impl Leader<'_> {
         let list = Cases {
             cases: self.case_deadlines(&plan),
             key: Nonce::random().0.to_vec(),
+            matrix_seed: self.seed,
         };
         self.key = Some(Key::from_bytes(&list.key)?);
         for &r in &others {
@@ -80,13 +91,50 @@ impl Leader<'_> {
         self.session = Some(Session::start(self.ctx, config, warnings, file)?);
         let mut hosts = BTreeMap::new();
         let mut peaks = BTreeMap::new();
+        let mut evidence = BTreeMap::new();
         hosts.insert(self.ctx.host.hostname.clone(), self.ctx.host.clone());
         peaks.insert(self.ctx.host.hostname.clone(), self.ctx.peaks.clone());
+        if let Some(mine) = self.session().report.evidence.clone() {
+            evidence.insert(self.ctx.host.hostname.clone(), mine);
+        }
         for inventory in inventories {
-            peaks.insert(inventory.host.hostname.clone(), inventory.peaks);
-            hosts.insert(inventory.host.hostname.clone(), inventory.host);
+            let name = inventory.host.hostname.clone();
+            peaks.insert(name.clone(), inventory.peaks);
+            hosts.insert(name.clone(), inventory.host);
+            evidence.insert(name, inventory.evidence);
         }
         let differences = analysis::differences(&hosts);
+        let shared_machines = analysis::shared_machines(&hosts, &evidence);
+        for group in &shared_machines {
+            eprintln!(
+                "peakbench cluster: hosts {} are one machine (boot id {}): the links between \
+                 them are not compared in the matrices timed by a ping-pong",
+                group.hosts.join(", "),
+                group.boot_id
+            );
+        }
+        let matrix_plan = self.args.phases.contains(&Phase::Matrix).then(|| {
+            let (plan, rounds) = self.schedule();
+            let n = self.leaders.len();
+            MatrixSchedule {
+                plan: plan.text(),
+                chosen: match self.args.matrix {
+                    Some(_) => "--matrix".into(),
+                    None => format!(
+                        "the default for {n} hosts: every pair up to {PAIRS_UP_TO} hosts, \
+                         sample:{DEFAULT_SAMPLE} above"
+                    ),
+                },
+                rounds: rounds.len(),
+                pairs: rounds.iter().map(Vec::len).sum(),
+                seed: self.seed,
+                curves: if self.keep_curves() {
+                    "every link".into()
+                } else {
+                    "the flagged links".into()
+                },
+            }
+        });
         self.session().report.hosts = hosts;
         self.session().report.config["peaks"] = serde_json::to_value(&peaks)?;
         self.session().report.cluster = Some(Cluster {
@@ -96,6 +144,9 @@ impl Leader<'_> {
             phase: "setup".into(),
             threshold: self.args.threshold,
             differences,
+            matrix_plan,
+            shared_machines,
+            evidence,
             ..Cluster::default()
         });
         Ok(())
@@ -200,13 +251,16 @@ impl Leader<'_> {
     /// A leader other than rank 0: sends, runs what rank 0 says, sends again.
     pub(super) fn member(&mut self, plan: crate::plan::Plan, start: Instant) -> Result<ExitCode> {
         let comm = self.comm;
+        fault(&self.layout.hosts[self.me].name, "setup");
         let inventory = Inventory {
             host: self.ctx.host.clone(),
             peaks: self.ctx.peaks.clone(),
+            evidence: crate::evidence::RunEvidence::read(),
         };
         comm.send(0, TAG, &inventory, start + SETUP);
         let list: Cases = comm.recv_root(far(), "list of cases");
         self.key = Some(Key::from_bytes(&list.key)?);
+        self.seed = list.matrix_seed;
         let mut cases: HashMap<String, Box<dyn Case>> =
             plan.cases.into_iter().map(|c| (c.spec().id, c)).collect();
         for phase in &self.args.phases {
@@ -227,6 +281,7 @@ impl Leader<'_> {
         let threshold = self.args.threshold;
         let nic_gbps = self.args.peak.nic_gbps;
         let names: Vec<String> = self.layout.hosts.iter().map(|h| h.name.clone()).collect();
+        let (_, rounds) = self.schedule();
         let report = &mut self.session().report;
         let local: Vec<BenchResult> = report
             .results
@@ -238,11 +293,64 @@ impl Leader<'_> {
             .collect();
         let spread = analysis::spread(&local);
         let flagged = analysis::flagged(&spread, threshold);
-        let matrices = matrices(&report.results, &names, threshold, nic_gbps);
         let cluster = report.cluster.as_mut().expect("a cluster document");
+        // Each host of a shared machine, with the most pairs measured at once there in a round.
+        let mut shared = BTreeMap::new();
+        for group in &cluster.shared_machines {
+            let on = |h: usize| group.hosts.contains(&names[h]);
+            let at_once = rounds
+                .iter()
+                .map(|pairs| pairs.iter().filter(|&&(a, b)| on(a) || on(b)).count())
+                .max()
+                .unwrap_or(1);
+            for h in &group.hosts {
+                shared.insert(h.clone(), at_once.max(1));
+            }
+        }
+        let matrices = matrices(&report.results, &names, threshold, nic_gbps, &shared);
         cluster.spread = spread;
         cluster.flagged = flagged;
         cluster.matrices = matrices;
+        if !self.keep_curves() {
+            self.curves_of_flagged_links();
+        }
+    }
+
+    /// Whether every link's ping-pong curve stays in the document: `--matrix-curves`, or
+    /// `--reference` (which compares each link's best batch at 2 MiB with hpcc's).
+    pub(super) fn keep_curves(&self) -> bool {
+        self.args.matrix_curves || self.args.runner.reference
+    }
+
+    /// Rank 0: the per-link curves (`params.curve` of the MPI latency results) stay in the
+    /// document only for the links a matrix flags; the others are kept aside, and put back if
+    /// a later round's median flags their link. The headline figures of every link stay.
+    fn curves_of_flagged_links(&mut self) {
+        let report = &mut self
+            .session
+            .as_mut()
+            .expect("rank 0 has the document")
+            .report;
+        let cluster = report.cluster.as_ref().expect("a cluster document");
+        let flagged: std::collections::HashSet<(&str, &str)> = cluster
+            .matrices
+            .iter()
+            .flat_map(|m| m.flagged.iter())
+            .flat_map(|[a, b]| [(a.as_str(), b.as_str()), (b.as_str(), a.as_str())])
+            .collect();
+        for r in report.results.iter_mut() {
+            let Some(peer) = r.params.other.get("peer").and_then(|p| p.as_str()) else {
+                continue;
+            };
+            let key = format!("{}/{}", r.host, r.id);
+            if flagged.contains(&(r.host.as_str(), peer)) {
+                if let Some(curve) = self.curves.remove(&key) {
+                    r.params.other.insert("curve".into(), curve);
+                }
+            } else if let Some(curve) = r.params.other.remove("curve") {
+                self.curves.insert(key, curve);
+            }
+        }
     }
 }
 
@@ -266,6 +374,19 @@ pub(super) fn print_summary(report: &crate::result::Report) {
     for m in &cluster.matrices {
         for [a, b] in &m.flagged {
             eprintln!("slow link: {a} → {b} in {}", m.metric);
+        }
+        for h in &m.slow_hosts {
+            eprintln!(
+                "slow host in {}: {} ({} of its {} links flagged: the host, not the links)",
+                m.metric, h.host, h.slow_links, h.links
+            );
+        }
+        if let Some(left_out) = &m.not_compared {
+            eprintln!(
+                "{}: links of {} not compared: one machine's CPUs shared (cluster.shared_machines)",
+                m.metric,
+                left_out.hosts.join(", ")
+            );
         }
     }
     for f in &cluster.failures {

@@ -27,6 +27,12 @@ pub(super) struct Leader<'a> {
     pub(super) html: Option<std::path::PathBuf>,
     /// The run's shared key, from rank 0.
     pub(super) key: Option<Key>,
+    /// The seed of the matrix's random peers, from rank 0.
+    pub(super) seed: u64,
+    /// Rank 0: the MPI ping-pong curves of the links not flagged, kept out of the document
+    /// (unless `--matrix-curves`) and put back if a later round flags the link, by
+    /// `host/result id`.
+    pub(super) curves: std::collections::HashMap<String, serde_json::Value>,
 }
 
 impl Leader<'_> {
@@ -148,8 +154,17 @@ impl Leader<'_> {
     }
 
     pub(super) fn save(&mut self) {
+        self.cluster().rank0_peak_memory_bytes = peak_memory();
         if let Err(e) = self.session().save() {
             eprintln!("warning: the output file was not written: {e:#}");
         }
     }
+}
+
+/// This process's peak resident memory (`VmHWM` of /proc/self/status), bytes.
+fn peak_memory() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
 
-use super::super::{analysis, schedule};
+use super::super::analysis;
+use super::super::schedule::MatrixPlan;
 use super::fault::fault;
 use super::leader::Leader;
 use super::messages::{Role, RoundReport, ServerAt};
@@ -26,7 +27,7 @@ impl Leader<'_> {
     pub(super) fn matrix(&mut self) {
         let comm = self.comm;
         let others: Vec<usize> = self.leaders[1..].to_vec();
-        let rounds = schedule::rounds(self.leaders.len());
+        let (_, rounds) = self.schedule();
         let per_test = self.args.matrix_duration + Duration::from_millis(250);
         let estimate = (per_test * 2 + Duration::from_secs(1)) * self.args.runner.repetitions
             + Duration::from_secs(5);
@@ -92,6 +93,14 @@ impl Leader<'_> {
             self.analyse();
             self.save();
         }
+    }
+
+    /// The matrix's plan (`--matrix`, else the default for the host count) and its rounds,
+    /// the same on every leader (the seed comes from rank 0).
+    pub(super) fn schedule(&self) -> (MatrixPlan, Vec<Vec<(usize, usize)>>) {
+        let n = self.leaders.len();
+        let plan = self.args.matrix.unwrap_or(MatrixPlan::default_for(n));
+        (plan, plan.rounds(n, self.seed))
     }
 
     /// This host's part of a round (`step`, for the failures).
@@ -264,6 +273,7 @@ pub(super) fn matrices(
     hosts: &[String],
     threshold: f64,
     nic_gbps: Option<f64>,
+    shared: &std::collections::BTreeMap<String, usize>,
 ) -> Vec<Matrix> {
     let n = hosts.len();
     let index = |name: &str| hosts.iter().position(|h| h == name);
@@ -325,8 +335,12 @@ pub(super) fn matrices(
                 "GB/s" => nic_gbps.map(|g| g / 8.0),
                 _ => None,
             },
+            op: op.into(),
+            not_compared: None,
+            loosened: None,
+            slow_hosts: Vec::new(),
         };
-        analysis::judge(&mut matrix, threshold);
+        analysis::judge(&mut matrix, threshold, shared);
         out.push(matrix);
     }
     out

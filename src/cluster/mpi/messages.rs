@@ -5,6 +5,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::evidence::RunEvidence;
 use crate::peak::Peaks;
 use crate::result::{BenchResult, ClusterHost};
 use crate::sysinfo::SysInfo;
@@ -23,6 +24,8 @@ pub(super) struct Layout {
 pub(super) struct Inventory {
     pub(super) host: SysInfo,
     pub(super) peaks: Peaks,
+    /// What this host imposes on its runs (its cgroup, qdiscs, boot and machine ids).
+    pub(super) evidence: RunEvidence,
 }
 
 /// Rank 0's plan for the leaders: the node-local cases in order, each with its deadline, and
@@ -32,6 +35,9 @@ pub(super) struct Inventory {
 pub(super) struct Cases {
     pub(super) cases: Vec<(String, f64)>,
     pub(super) key: Vec<u8>,
+    /// The seed of the matrix's random peers (`--matrix sample:K`): every leader derives the
+    /// same rounds from it.
+    pub(super) matrix_seed: u64,
 }
 
 /// "Ready for case i", "go", the collectives (to the ranks that are not leaders), and the end

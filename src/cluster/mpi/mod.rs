@@ -145,6 +145,8 @@ fn job(universe: &Universe, args: &ClusterRunArgs) -> Result<ExitCode> {
         session: None,
         html: args.html.clone(),
         key: None,
+        seed: 0,
+        curves: Default::default(),
     };
     if comm.rank == 0 {
         leader.root(plan, start)

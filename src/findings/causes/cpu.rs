@@ -328,7 +328,7 @@ fn steal(s: &Scene, out: &mut Vec<Candidate>) {
 }
 
 fn smt(s: &Scene, out: &mut Vec<Candidate>) {
-    let cpu = &s.report.host.cpu;
+    let cpu = &s.host.cpu;
     let t = s.threads();
     if !cpu.smt || t <= cpu.physical_cores || s.r.subsystem != Subsystem::Cpu {
         return;
@@ -386,7 +386,7 @@ fn clock(s: &Scene, out: &mut Vec<Candidate>) {
 }
 
 fn governor(s: &Scene, out: &mut Vec<Candidate>) {
-    let fact = &s.report.host.cpu.governor;
+    let fact = &s.host.cpu.governor;
     let Some(governor) = fact.value.as_deref().filter(|g| *g != "performance") else {
         return;
     };

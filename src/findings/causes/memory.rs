@@ -73,7 +73,7 @@ fn huge_pages(s: &Scene, set: u64, out: &mut Vec<Candidate>) {
 }
 
 fn numa(s: &Scene, out: &mut Vec<Candidate>) {
-    let nodes = &s.report.host.cpu.numa_nodes;
+    let nodes = &s.host.cpu.numa_nodes;
     if nodes.len() < 2 || s.r.params.pinned == Some(true) {
         return;
     }

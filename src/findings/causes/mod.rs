@@ -17,6 +17,7 @@ mod net;
 
 use crate::evidence::{CaseEvidence, RunEvidence};
 use crate::result::{BenchResult, Cause, Evidence, Report};
+use crate::sysinfo::SysInfo;
 
 /// A cause before the verdict: what it is and which verdicts it can explain.
 pub struct Candidate {
@@ -84,6 +85,8 @@ const ABOVE_BOUND: f64 = 1.10;
 /// What the judge needs of a result and its run.
 pub struct Scene<'a> {
     pub report: &'a Report,
+    /// The inventory of the host that measured `r` (in a cluster run, its own).
+    pub host: &'a SysInfo,
     pub r: &'a BenchResult,
     pub run: &'a RunEvidence,
     pub case: &'a CaseEvidence,
@@ -97,7 +100,7 @@ impl Scene<'_> {
 
     /// Logical CPUs online when the run started.
     fn cpus(&self) -> f64 {
-        let online = self.run.cpus_online.max(self.report.host.cpu.logical_cpus);
+        let online = self.run.cpus_online.max(self.host.cpu.logical_cpus);
         online.max(1) as f64
     }
 
@@ -107,17 +110,30 @@ impl Scene<'_> {
     }
 }
 
-/// The candidate causes of `r`, from the evidence its run stored (none without evidence).
+/// The evidence of the run on the host that measured `r`: in a cluster run each host's own
+/// (`cluster.evidence`), else the run's (`evidence`, read on `host`). None where that host's
+/// was not read (a cluster document of a peakbench before per-host evidence).
+pub fn run_evidence<'a>(report: &'a Report, r: &BenchResult) -> Option<&'a RunEvidence> {
+    let own = report
+        .cluster
+        .as_ref()
+        .and_then(|c| c.evidence.get(&r.host));
+    match own {
+        Some(e) => Some(e),
+        None if r.host.is_empty() || r.host == report.host.hostname => report.evidence.as_ref(),
+        None => None,
+    }
+}
+
+/// The candidate causes of `r`, from the evidence its run stored (none without evidence):
+/// each host's results by that host's evidence and inventory.
 pub fn of_result(report: &Report, r: &BenchResult) -> Found {
-    let (Some(run), Some(case)) = (report.evidence.as_ref(), r.evidence.as_ref()) else {
+    let (Some(run), Some(case)) = (run_evidence(report, r), r.evidence.as_ref()) else {
         return Found { causes: Vec::new() };
     };
-    // The run's evidence is the first host's: another host's limits were not read.
-    if r.host != report.host.hostname {
-        return Found { causes: Vec::new() };
-    }
     let scene = Scene {
         report,
+        host: report.inventory(&r.host).unwrap_or(&report.host),
         r,
         run,
         case,
@@ -203,7 +219,9 @@ fn shared_machines(report: &Report) -> Option<Cause> {
         unit: "hosts".into(),
         text: format!(
             "hosts {text} are one running machine (the same boot id): their ranks share its \
-             CPUs, so the matrix links between them and their spread are not independent"
+             CPUs, so the matrix links between them and their spread are not independent (the \
+             matrices timed by a ping-pong leave their links out: cluster.shared_machines, \
+             matrices[].not_compared)"
         ),
         evidence: groups
             .iter()

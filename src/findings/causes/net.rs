@@ -23,7 +23,6 @@ pub fn causes(s: &Scene, out: &mut Vec<Candidate>) {
     };
     let interface = route.value.as_str();
     let mtu = s
-        .report
         .host
         .nics
         .iter()
