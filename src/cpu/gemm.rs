@@ -117,6 +117,16 @@ pub(crate) fn engine_suffix(solver: Solver) -> String {
     }
 }
 
+/// The engine a case is forced to, for the tables (`builtin`, `openblas`, …): `--blas all`
+/// gives one row per engine, told apart by it; `None` for `auto`, whose pick the result names.
+pub(crate) fn engine_name(solver: Solver) -> Option<String> {
+    match solver {
+        Solver::Auto => None,
+        Solver::Fixed(Engine::Builtin) => Some("builtin".into()),
+        Solver::Fixed(Engine::Library(vendor)) => Some(vendor.name().to_lowercase()),
+    }
+}
+
 /// How a case's plan names its solver.
 pub(crate) fn solver_label(solver: Solver, what: &str) -> String {
     match solver {
@@ -166,6 +176,7 @@ impl Case for GemmCase {
             pinned: Some(self.pin),
             n: Some(self.n),
             precision: Some("f64".into()),
+            engine: engine_name(self.solver),
             ..Params::default()
         };
         params.other.insert(

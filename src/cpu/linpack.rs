@@ -228,6 +228,7 @@ impl Case for LinpackCase {
             pinned: Some(self.pin),
             n: Some(self.n),
             precision: Some("f64".into()),
+            engine: super::gemm::engine_name(self.solver),
             ..Params::default()
         };
         params
