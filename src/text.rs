@@ -1,5 +1,14 @@
 //! Aligned plain-text tables, the one renderer behind the results table, the history list and
-//! `compare`; and [`printable`], which makes text from elsewhere safe to print on a terminal.
+//! `compare`; and [`printable`] and [`terminal`], which make text from elsewhere safe to print
+//! on a terminal.
+//!
+//! Issue 33, item 4: a document's strings are escaped where they are printed, not refused on
+//! the way in. A document is the record of a run (a tool's output or a process name with a
+//! control character in it is what the machine said) and `import` keeps it as it came; what
+//! must not happen is that a byte of it drives the terminal. So every text renderer for a
+//! terminal escapes each string of a document with [`printable`] where it puts it in a line
+//! (every [`Table`] cell, every header and list line), and passes the whole text through
+//! [`terminal`] before returning it, a net for any string a later change forgets.
 
 /// Text that came from elsewhere (a peer, a document, another process's command name), made
 /// safe to print on a terminal: control characters (ESC and the C1 range included, so no
@@ -24,6 +33,18 @@ pub enum Align {
     Right,
 }
 
+/// Text made of lines, safe to print on a terminal: as [`printable`], but its own line breaks
+/// stay. The last pass of every renderer whose text goes to a terminal (the results table,
+/// `show`, `compare`, `explain`, the findings); a carriage return, a lone escape or a C1
+/// control left in a line by a string that was not escaped where it was put is written as a
+/// visible escape here.
+pub fn terminal(text: &str) -> String {
+    text.split('\n')
+        .map(printable)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A table of text cells: headers, then rows, each column as wide as its widest cell, columns
 /// two spaces apart, no trailing spaces.
 #[derive(Clone, Debug)]
@@ -40,9 +61,10 @@ impl Table {
         }
     }
 
-    /// Adds a row; missing cells are empty, extra cells are a bug.
+    /// Adds a row; missing cells are empty, extra cells are a bug. Each cell is made
+    /// [`printable`]: a cell is one line, whatever text it came from.
     pub fn row(&mut self, cells: impl IntoIterator<Item = String>) {
-        let mut cells: Vec<String> = cells.into_iter().collect();
+        let mut cells: Vec<String> = cells.into_iter().map(|c| printable(&c)).collect();
         assert!(cells.len() <= self.columns.len(), "more cells than columns");
         cells.resize(self.columns.len(), String::new());
         self.rows.push(cells);
