@@ -71,3 +71,6 @@ pub mod config;
 pub mod cluster;
 pub mod cli;
 pub mod dispatch;
+
+#[doc(hidden)]
+pub mod fuzzing;
