@@ -242,8 +242,8 @@ mod tests {
         assert_eq!(entries[0].argv, ["cpu", "--pin_me"]);
     }
 
-    /// Found by the config fuzz target (issue 33, item 8): a boolean inside a list reached
-    /// `unreachable!` (exit 101); it is refused naming the key.
+    /// Issue 33, item 8 (the config target's property test hit it first): a boolean inside a
+    /// list reached `unreachable!` (exit 101); it is refused naming the key.
     #[test]
     fn a_boolean_in_a_list_is_refused_not_a_panic() {
         let e = parse("[[cpu]]\nthreads = [1, true]\n", "cfg").unwrap_err();
