@@ -25,6 +25,9 @@ nice -n 19 cargo +nightly fuzz build -O
 printf '%-14s %12s %8s %8s %8s %9s %s\n' target execs cov ft corpus seconds findings
 for t in "${TARGETS[@]}"; do
     mkdir -p "corpus-work/$t" "corpus/$t" "artifacts/$t"
+    if [ "$t" = document ]; then
+        cp ../tests/fixtures/*.json "corpus-work/$t/" # full documents, too big to commit twice
+    fi
     log="corpus-work/$t.log"
     start=$(date +%s)
     # -timeout: an input running over 10 s is a hang; -rss_limit_mb: one over 2 GiB an OOM.
