@@ -45,6 +45,22 @@ pub fn terminal(text: &str) -> String {
         .join("\n")
 }
 
+/// JSON text safe to print on a terminal: serde_json escapes every character below 0x20, but
+/// writes DEL, the C1 controls (CSI U+009B among them) and the bidirectional overrides as they
+/// are; here they become `\uXXXX` escapes, which read back as the same characters. (In JSON
+/// text such characters can only stand inside strings, where the escape is valid.)
+pub fn json_for_terminal(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A table of text cells: headers, then rows, each column as wide as its widest cell, columns
 /// two spaces apart, no trailing spaces.
 #[derive(Clone, Debug)]
@@ -121,6 +137,14 @@ mod tests {
             "{shown}"
         );
         assert!(!shown.contains('\u{202e}'), "{shown}");
+    }
+
+    #[test]
+    fn json_for_a_terminal_escapes_what_serde_json_leaves_raw() {
+        let text = "a\u{7f}b\u{9b}31m\u{202e}\u{1b}\n";
+        let json = json_for_terminal(&serde_json::to_string_pretty(&text).unwrap());
+        assert!(!json.chars().any(|c| c.is_control() && c != '\n'), "{json}");
+        assert_eq!(serde_json::from_str::<String>(&json).unwrap(), text);
     }
 
     #[test]

@@ -103,6 +103,8 @@ fn no_string_of_a_document_reaches_the_terminal_raw() {
         vec!["history", "--db", db],
         vec!["show", "1", "--db", db],
         vec!["show", "2", "--db", db],
+        vec!["show", "1", "--json", "--db", db],
+        vec!["explain", "2", "--json", "--db", db],
         vec!["compare", "1", "2", "--db", db],
         vec!["compare", &files[0], &files[1], "--db", db],
         vec!["explain", "1", "--db", db],

@@ -219,7 +219,8 @@ fn show(args: &ShowArgs) -> Result<ExitCode> {
     let id = store.resolve(&args.run)?;
     let report = store.load(id)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        let json = serde_json::to_string_pretty(&report)?;
+        println!("{}", crate::text::json_for_terminal(&json));
     } else {
         println!(
             "run {id}: {}\n",
