@@ -65,12 +65,14 @@ pub mod memory;
 pub mod disk;
 pub mod net;
 
+// What the fuzz targets (fuzz/) and their property tests (tests/fuzz_props.rs) call: above
+// every parser of outside input it drives, below the commands.
+#[doc(hidden)]
+pub mod fuzzing;
+
 pub mod registry;
 
 pub mod config;
 pub mod cluster;
 pub mod cli;
 pub mod dispatch;
-
-#[doc(hidden)]
-pub mod fuzzing;

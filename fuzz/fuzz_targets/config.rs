@@ -5,7 +5,11 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(text) = std::str::from_utf8(data) {
-        peakbench::fuzzing::config_text(text);
+    if let Ok(text) = std::str::from_utf8(data)
+        && let Ok(entries) = peakbench::config::parse(text, "fuzz")
+    {
+        for entry in &entries {
+            let _ = peakbench::config::parse_entry(entry, "fuzz");
+        }
     }
 });
