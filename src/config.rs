@@ -125,14 +125,15 @@ fn flag_value(value: &toml::Value) -> Result<String, String> {
         toml::Value::Array(items) => items
             .iter()
             .map(|item| match item {
-                toml::Value::Array(_) | toml::Value::Table(_) => {
+                toml::Value::Array(_) | toml::Value::Table(_) | toml::Value::Boolean(_) => {
                     Err("a list may hold only strings and numbers".to_string())
                 }
                 other => flag_value(other),
             })
             .collect::<Result<Vec<_>, _>>()
             .map(|parts| parts.join(",")),
-        toml::Value::Boolean(_) => unreachable!("booleans are flags"),
+        // A boolean alone is a flag (handled by the caller); in a list it is refused above.
+        toml::Value::Boolean(_) => Err("a boolean is a flag: give true or false alone".into()),
         toml::Value::Datetime(_) | toml::Value::Table(_) => {
             Err("give a string, a number, a boolean or a list".into())
         }
@@ -239,6 +240,18 @@ mod tests {
     fn booleans_are_bare_flags() {
         let entries = parse("[[cpu]]\npin_me = true\nother = false\n", "t").unwrap();
         assert_eq!(entries[0].argv, ["cpu", "--pin_me"]);
+    }
+
+    /// Issue 33, item 8 (the config target's property test hit it first): a boolean inside a
+    /// list reached `unreachable!` (exit 101); it is refused naming the key.
+    #[test]
+    fn a_boolean_in_a_list_is_refused_not_a_panic() {
+        let e = parse("[[cpu]]\nthreads = [1, true]\n", "cfg").unwrap_err();
+        assert!(
+            e.0.contains("'threads': a list may hold only strings and numbers"),
+            "{}",
+            e.0
+        );
     }
 
     #[test]

@@ -25,7 +25,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 static REQUESTED: AtomicBool = AtomicBool::new(false);
-static TEMPORARY: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Temporary files by name, each with the device and inode of the file peakbench created there.
+static TEMPORARY: Mutex<Vec<(PathBuf, (u64, u64))>> = Mutex::new(Vec::new());
 static WAKE: OnceLock<Option<OwnedFd>> = OnceLock::new();
 /// Process groups of the tools running now ([`Group`]), ended if the process must exit at once.
 static GROUPS: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
@@ -90,21 +91,45 @@ pub fn install() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Registers a file this process created, to be removed if the process must exit at once.
-pub fn register_temporary(path: &Path) {
-    TEMPORARY.lock().unwrap().push(path.to_path_buf());
+/// Registers a file this process created at `path` and holds open as `file`, to be removed if
+/// the process must exit at once. Its device and inode are taken from the open file, so the
+/// name is removed then only while it is still that file: a name another process renamed,
+/// removed and replaced (with its own file, or a link to one) is left alone.
+pub fn register_temporary(path: &Path, file: &std::fs::File) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = file.metadata() else {
+        return; // unknown identity: never removed by name
+    };
+    TEMPORARY
+        .lock()
+        .unwrap()
+        .push((path.to_path_buf(), (meta.dev(), meta.ino())));
 }
 
 /// Forgets a file that its owner has removed (or decided to keep).
 pub fn unregister_temporary(path: &Path) {
-    TEMPORARY.lock().unwrap().retain(|p| p != path);
+    TEMPORARY.lock().unwrap().retain(|(p, _)| p != path);
 }
 
 fn remove_temporary_files() {
-    if let Ok(paths) = TEMPORARY.try_lock() {
-        for path in paths.iter() {
-            let _ = std::fs::remove_file(path);
+    if let Ok(files) = TEMPORARY.try_lock() {
+        for (path, created) in files.iter() {
+            remove_if_same(path, *created);
         }
+    }
+}
+
+/// Removes `path` if it is, without following a link, the regular file of device and inode
+/// `created`. (The name is looked at, then removed: a swap between the two by a process that
+/// can write the directory is not excluded; what is excluded is removing a file that was put
+/// there at any earlier time.)
+fn remove_if_same(path: &Path, created: (u64, u64)) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_file() && (meta.dev(), meta.ino()) == created => {
+            std::fs::remove_file(path).is_ok()
+        }
+        _ => false,
     }
 }
 
@@ -356,6 +381,42 @@ impl Drop for Group {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 33, item 7: the second Ctrl-C removes a temporary file only while its name is
+    /// still the file peakbench created.
+    #[test]
+    fn a_temporary_file_is_removed_only_while_its_name_is_the_one_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("peakbench-test.tmp");
+        let ours = std::fs::File::create_new(&path).unwrap();
+        let created = {
+            use std::os::unix::fs::MetadataExt;
+            let m = ours.metadata().unwrap();
+            (m.dev(), m.ino())
+        };
+        // Replaced under the same name (a victim's file moved there): left alone.
+        std::fs::remove_file(&path).unwrap();
+        let keep = ours; // still open: its inode cannot be reused for the victim
+        std::fs::write(&path, b"victim").unwrap();
+        assert!(!remove_if_same(&path, created));
+        assert_eq!(std::fs::read(&path).unwrap(), b"victim");
+        // A symbolic link at the name: never followed, never removed.
+        std::fs::remove_file(&path).unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"victim").unwrap();
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        assert!(!remove_if_same(&path, created));
+        assert!(path.symlink_metadata().is_ok() && victim.exists());
+        // The file peakbench created, still at its name: removed.
+        std::fs::remove_file(&path).unwrap();
+        let mine = dir.path().join("mine.tmp");
+        let file = std::fs::File::create_new(&mine).unwrap();
+        register_temporary(&mine, &file);
+        remove_temporary_files();
+        assert!(!mine.exists());
+        unregister_temporary(&mine);
+        drop(keep);
+    }
 
     #[test]
     fn the_session_is_read_after_the_command_name() {

@@ -67,6 +67,11 @@ pub mod disk;
 pub mod net;
 pub mod roofline;
 
+// What the fuzz targets (fuzz/) and their property tests (tests/fuzz_props.rs) call: above
+// every parser of outside input it drives, below the commands.
+#[doc(hidden)]
+pub mod fuzzing;
+
 pub mod registry;
 
 pub mod config;

@@ -1,5 +1,14 @@
 //! Aligned plain-text tables, the one renderer behind the results table, the history list and
-//! `compare`; and [`printable`], which makes text from elsewhere safe to print on a terminal.
+//! `compare`; and [`printable`] and [`terminal`], which make text from elsewhere safe to print
+//! on a terminal.
+//!
+//! Issue 33, item 4: a document's strings are escaped where they are printed, not refused on
+//! the way in. A document is the record of a run (a tool's output or a process name with a
+//! control character in it is what the machine said) and `import` keeps it as it came; what
+//! must not happen is that a byte of it drives the terminal. So every text renderer for a
+//! terminal escapes each string of a document with [`printable`] where it puts it in a line
+//! (every [`Table`] cell, every header and list line), and passes the whole text through
+//! [`terminal`] before returning it, a net for any string a later change forgets.
 
 /// Text that came from elsewhere (a peer, a document, another process's command name), made
 /// safe to print on a terminal: control characters (ESC and the C1 range included, so no
@@ -34,6 +43,34 @@ pub enum Align {
     Right,
 }
 
+/// Text made of lines, safe to print on a terminal: as [`printable`], but its own line breaks
+/// stay. The last pass of every renderer whose text goes to a terminal (the results table,
+/// `show`, `compare`, `explain`, the findings); a carriage return, a lone escape or a C1
+/// control left in a line by a string that was not escaped where it was put is written as a
+/// visible escape here.
+pub fn terminal(text: &str) -> String {
+    text.split('\n')
+        .map(printable)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// JSON text safe to print on a terminal: serde_json escapes every character below 0x20, but
+/// writes DEL, the C1 controls (CSI U+009B among them) and the bidirectional overrides as they
+/// are; here they become `\uXXXX` escapes, which read back as the same characters. (In JSON
+/// text such characters can only stand inside strings, where the escape is valid.)
+pub fn json_for_terminal(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A table of text cells: headers, then rows, each column as wide as its widest cell, columns
 /// two spaces apart, no trailing spaces.
 #[derive(Clone, Debug)]
@@ -50,9 +87,10 @@ impl Table {
         }
     }
 
-    /// Adds a row; missing cells are empty, extra cells are a bug.
+    /// Adds a row; missing cells are empty, extra cells are a bug. Each cell is made
+    /// [`printable`]: a cell is one line, whatever text it came from.
     pub fn row(&mut self, cells: impl IntoIterator<Item = String>) {
-        let mut cells: Vec<String> = cells.into_iter().collect();
+        let mut cells: Vec<String> = cells.into_iter().map(|c| printable(&c)).collect();
         assert!(cells.len() <= self.columns.len(), "more cells than columns");
         cells.resize(self.columns.len(), String::new());
         self.rows.push(cells);
@@ -113,6 +151,14 @@ mod tests {
         assert_eq!(long.chars().count(), 51, "{long}");
         assert!(long.starts_with("\\u{1b}") && long.ends_with('…'), "{long}");
         assert_eq!(printable_at_most("short", 50), "short");
+    }
+
+    #[test]
+    fn json_for_a_terminal_escapes_what_serde_json_leaves_raw() {
+        let text = "a\u{7f}b\u{9b}31m\u{202e}\u{1b}\n";
+        let json = json_for_terminal(&serde_json::to_string_pretty(&text).unwrap());
+        assert!(!json.chars().any(|c| c.is_control() && c != '\n'), "{json}");
+        assert_eq!(serde_json::from_str::<String>(&json).unwrap(), text);
     }
 
     #[test]

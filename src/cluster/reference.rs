@@ -140,10 +140,23 @@ pub const MPI4PY: Tool = Tool {
 
 /// The first `python3` on PATH whose mpi4py has `python3 -m mpi4py.bench pingpong` (4.0 and
 /// later), or the reference that says why there is none.
+///
+/// The probe runs Python isolated (`-I`: neither the working directory nor the user's
+/// site-packages nor `PYTHON*` variables are on its path, so a `./mpi4py` planted where
+/// peakbench was started, often as root, is never imported), in a private empty directory of
+/// its own, in a session of its own, killed with all it started after [`PROBE_TIMEOUT`] or on
+/// Ctrl-C ([`crate::reference::run_for_at_most`]). The ping-pong itself runs with `-I` too, so
+/// it finds the mpi4py the probe found.
 pub fn find_mpi4py() -> Result<std::path::PathBuf, Reference> {
     let probe =
         "import mpi4py, mpi4py.bench as b; print(mpi4py.__version__, hasattr(b, 'pingpong'))";
-    let command = format!("python3 -c \"{probe}\"");
+    let command = format!("python3 -I -c \"{probe}\"");
+    let Ok(private) = tempfile::Builder::new()
+        .prefix("peakbench-probe-")
+        .tempdir()
+    else {
+        return Err(MPI4PY.failed(&command, "no private directory to run the probe in"));
+    };
     let mut seen = Vec::new();
     for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
         let exe = dir.join("python3");
@@ -154,15 +167,17 @@ pub fn find_mpi4py() -> Result<std::path::PathBuf, Reference> {
             continue;
         }
         seen.push(real);
-        let Ok(out) = std::process::Command::new(&exe)
-            .args(["-c", probe])
-            .env_remove("PYTHONPATH")
-            .stdin(std::process::Stdio::null())
-            .output()
-        else {
+        let Ok(out) = crate::reference::run_for_at_most(
+            std::process::Command::new(&exe)
+                .args(["-I", "-c", probe])
+                .env_remove("PYTHONPATH")
+                .current_dir(private.path()),
+            "the mpi4py probe",
+            PROBE_TIMEOUT,
+        ) else {
             continue;
         };
-        let said = String::from_utf8_lossy(&out.stdout);
+        let said = out.stdout.as_str();
         let mut words = said.split_whitespace();
         if let (true, Some(version), Some(has)) = (out.status.success(), words.next(), words.next())
         {
@@ -181,6 +196,9 @@ pub fn find_mpi4py() -> Result<std::path::PathBuf, Reference> {
     }
     Err(MPI4PY.failed(&command, "no python3 on PATH has mpi4py"))
 }
+
+/// The longest the mpi4py probe may take (an import of mpi4py is well under a second).
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// What mpi4py's ping-pong gave between ranks 0 and 1: the reference of its latency at 8 B
 /// (µs, or why there is none), its bandwidth per message size (GB/s), and the two hosts.
@@ -235,6 +253,7 @@ pub fn run_mpi4py(
     let root = unsafe { libc::geteuid() } == 0;
     let program: Vec<String> = [
         &python.display().to_string(),
+        "-I",
         "-m",
         "mpi4py.bench",
         "pingpong",

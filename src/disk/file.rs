@@ -595,7 +595,7 @@ fn reuse(path: &Path, spec: &TargetSpec) -> Result<TestFile> {
         }
         .into());
     }
-    interrupt::register_temporary(path);
+    interrupt::register_temporary(path, &handle);
     Ok(TestFile {
         path: path.to_path_buf(),
         handle,
@@ -621,7 +621,7 @@ fn create(path: PathBuf, spec: &TargetSpec) -> Result<TestFile> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(&path)
         .with_context(|| format!("creating the test file {}", path.display()))?;
-    interrupt::register_temporary(&path);
+    interrupt::register_temporary(&path, &handle);
     // From here on, Drop removes the file whatever goes wrong.
     let file = TestFile {
         path,

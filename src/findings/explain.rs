@@ -32,7 +32,8 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
     let past = super::past_runs(&args.db, &report, id);
     let findings = super::judge(&report, &past);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&findings)?);
+        let json = serde_json::to_string_pretty(&findings)?;
+        println!("{}", crate::text::json_for_terminal(&json));
         return Ok(ExitCode::SUCCESS);
     }
     let which = match id {

@@ -12,7 +12,7 @@
 
 use crate::report::describe_params;
 use crate::result::{BenchResult, Report};
-use crate::text::{Align, Table};
+use crate::text::{Align, Table, printable};
 use crate::units::format_value;
 
 pub use crate::report::{Verdict, verdict};
@@ -80,11 +80,11 @@ pub fn render(a_id: i64, a: &Report, b_id: i64, b: &Report) -> String {
     let (changes, only_a, only_b) = compare(a, b);
     let mut out = format!(
         "A: run {a_id}, {} on {}, {}\nB: run {b_id}, {} on {}, {}\n\n",
-        a.started_at,
-        a.host.hostname,
+        printable(&a.started_at),
+        printable(&a.host.hostname),
         status(a),
-        b.started_at,
-        b.host.hostname,
+        printable(&b.started_at),
+        printable(&b.host.hostname),
         status(b)
     );
     let mut table = Table::new(&[
@@ -113,7 +113,7 @@ pub fn render(a_id: i64, a: &Report, b_id: i64, b: &Report) -> String {
         out.push_str(&format!("; {only_a} only in A, {only_b} only in B"));
     }
     out.push('\n');
-    out
+    crate::text::terminal(&out)
 }
 
 /// How many results changed beyond the noise, by which rule, and what to do when the

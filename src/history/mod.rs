@@ -18,7 +18,7 @@ use clap::{Args, Subcommand};
 use crate::error::UsageError;
 use crate::options::{DbArgs, StoreArgs};
 use crate::result::{Report, SCHEMA_VERSION};
-use crate::text::{Align, Table};
+use crate::text::{Align, Table, printable};
 use crate::units::format_value;
 use store::Store;
 
@@ -57,9 +57,9 @@ pub struct ShowArgs {
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// The first run (A): an id, `latest` or `previous`
+    /// The first run (A): an id, `latest`, `previous` or a JSON results file
     pub run_a: String,
-    /// The second run (B): an id, `latest` or `previous`
+    /// The second run (B): an id, `latest`, `previous` or a JSON results file
     pub run_b: String,
     #[command(flatten)]
     pub db: DbArgs,
@@ -219,21 +219,25 @@ fn show(args: &ShowArgs) -> Result<ExitCode> {
     let id = store.resolve(&args.run)?;
     let report = store.load(id)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        let json = serde_json::to_string_pretty(&report)?;
+        println!("{}", crate::text::json_for_terminal(&json));
     } else {
-        println!("run {id}: {}\n", short_command(&report.command.join(" ")));
+        println!(
+            "run {id}: {}\n",
+            printable(&short_command(&report.command.join(" ")))
+        );
         print!("{}", crate::report::render_table(&report));
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// Two runs side by side, each a stored run or a JSON results file (shown as run 0).
 fn compare_runs(args: &CompareArgs) -> Result<ExitCode> {
-    let store = open(&args.db, false)?;
-    let a = store.resolve(&args.run_a)?;
-    let b = store.resolve(&args.run_b)?;
+    let (a, report_a) = load_named(&args.run_a, &args.db)?;
+    let (b, report_b) = load_named(&args.run_b, &args.db)?;
     print!(
         "{}",
-        compare::render(a, &store.load(a)?, b, &store.load(b)?)
+        compare::render(a.unwrap_or(0), &report_a, b.unwrap_or(0), &report_b)
     );
     Ok(ExitCode::SUCCESS)
 }

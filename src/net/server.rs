@@ -762,44 +762,59 @@ fn admit(control: &mut Control, policy: &Policy) -> Result<TestSpec> {
         control.send(&Msg::Refused { error: why.clone() })?;
         bail!("refused: {why}");
     };
-    let (spec, auth) = match control.recv(Instant::now() + HELLO) {
+    let received = control.recv(Instant::now() + HELLO);
+    let unread = received.is_err();
+    match judge_hello(received, &nonce, policy) {
+        Ok(spec) => Ok(spec),
+        Err(why) if unread => {
+            // The connection may be gone: say why if it can still hear it.
+            let _ = control.send(&Msg::Refused { error: why.clone() });
+            bail!("refused: {why}");
+        }
+        Err(why) => refuse(control, why),
+    }
+}
+
+/// The handshake's decision on the client's first message, with no socket: a hello of this
+/// protocol version, proving the key when the server has one (`nonce` is the challenge's),
+/// asking for a test the policy allows; else the reason it is refused. Pure, so it is fuzzed
+/// (`fuzz/fuzz_targets/control_line.rs`).
+pub fn judge_hello(
+    received: Result<Msg>,
+    nonce: &Nonce,
+    policy: &Policy,
+) -> Result<TestSpec, String> {
+    let (spec, auth) = match received {
         Ok(Msg::Hello {
             peakbench,
             test,
             auth,
         }) if peakbench == VERSION => (test, auth),
         Ok(Msg::Hello { peakbench, .. }) => {
-            return refuse(
-                control,
-                format!(
-                    "protocol version {peakbench} is not {VERSION}: use the same peakbench on both sides"
-                ),
-            );
+            return Err(format!(
+                "protocol version {peakbench} is not {VERSION}: use the same peakbench on both sides"
+            ));
         }
-        Ok(other) => return refuse(control, format!("expected hello, got {}", kind(&other))),
-        Err(e) => {
-            let why = format!("{e:#}");
-            let _ = control.send(&Msg::Refused { error: why.clone() });
-            bail!("refused: {why}");
-        }
+        Ok(other) => return Err(format!("expected hello, got {}", kind(&other))),
+        Err(e) => return Err(format!("{e:#}")),
     };
     if let Some(key) = &policy.key {
         let proven = auth
             .as_deref()
-            .is_some_and(|proof| key.verify(&nonce, &proto::hello_message(&spec), proof));
+            .is_some_and(|proof| key.verify(nonce, &proto::hello_message(&spec), proof));
         if !proven {
             let why = if auth.is_none() {
                 "this server requires its shared key: give the same key file with --key FILE or $PEAKBENCH_KEY_FILE"
             } else {
                 "the hello's proof does not match this server's key: give the same key file with --key FILE or $PEAKBENCH_KEY_FILE"
             };
-            return refuse(control, why.into());
+            return Err(why.into());
         }
     }
-    if let Some(why) = invalid(&spec, policy) {
-        return refuse(control, why);
+    match invalid(&spec, policy) {
+        Some(why) => Err(why),
+        None => Ok(spec),
     }
-    Ok(spec)
 }
 
 /// An admitted test with its data connections, served until `deadline`.

@@ -203,8 +203,10 @@ fn heat_map(out: &mut String, matrix: &Matrix, threshold: f64) {
             h = escape(host)
         );
     }
-    for (i, row) in matrix.values.iter().enumerate() {
-        for (j, value) in row.iter().enumerate() {
+    // A validated document has a row and a column per host (result::validate); the cells
+    // are still taken with their hosts by zipping, never by index.
+    for (i, (row, from)) in matrix.values.iter().zip(&matrix.hosts).enumerate() {
+        for (j, (value, to)) in row.iter().zip(&matrix.hosts).enumerate() {
             let (x, y) = (left + cell * j as f64, top + cell * i as f64);
             let Some(v) = value else {
                 let _ = writeln!(
@@ -248,8 +250,8 @@ fn heat_map(out: &mut String, matrix: &Matrix, threshold: f64) {
                  stroke=\"#fff\"><title>{from} → {to}: {v:.4} {u} ({ratio:.2} × the median)</title></rect>\
                  <text x=\"{tx}\" y=\"{ty}\" text-anchor=\"middle\" font-size=\"11\">{short}</text>",
                 fill = colour(ratio, threshold),
-                from = escape(&matrix.hosts[i]),
-                to = escape(&matrix.hosts[j]),
+                from = escape(from),
+                to = escape(to),
                 u = escape(&matrix.unit),
                 tx = x + cell / 2.0,
                 ty = y + cell / 2.0 + 4.0,

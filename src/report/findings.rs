@@ -227,7 +227,7 @@ pub fn render_text(findings: &Findings) -> String {
         }
     }
     out.push_str(&format!("  {}\n", tally(findings)));
-    out
+    crate::text::terminal(&out)
 }
 
 /// A finding's line in the section: the case and its value, then the verdict's reason as the

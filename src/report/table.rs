@@ -1,7 +1,8 @@
 //! The human table (stdout) and the same rows as Markdown.
 
+use super::findings::markdown_text;
 use crate::result::{BenchResult, Params, Reference, Report};
-use crate::text::{Align, Table};
+use crate::text::{Align, Table, printable};
 use crate::units::{format_bitrate, format_size, format_size_approx, format_value};
 
 /// A compact description of a case's parameters, e.g. "f64 avx512 fma 2T".
@@ -184,7 +185,13 @@ fn latency_table(report: &Report, markdown: bool, out: &mut String) {
             "---|".repeat(LATENCY_HEADERS.len())
         ));
         for r in rows {
-            out.push_str(&format!("| {} |\n", r.join(" | ")));
+            out.push_str(&format!(
+                "| {} |\n",
+                r.iter()
+                    .map(|c| markdown_cell(c))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            ));
         }
         return;
     }
@@ -199,7 +206,9 @@ fn latency_table(report: &Report, markdown: bool, out: &mut String) {
     out.push_str(&table.render());
 }
 
-fn footer(report: &Report, out: &mut String) {
+/// How work is counted, the clocks, the other references and the warnings, each line's
+/// document text through `escape` (the terminal's [`printable`] or [`markdown_text`]).
+fn footer(report: &Report, out: &mut String, escape: fn(&str) -> String) {
     let mut notes: Vec<String> = Vec::new();
     for result in &report.results {
         let note = format!("{}: {}", result.op, result.counting);
@@ -210,10 +219,10 @@ fn footer(report: &Report, out: &mut String) {
     if !notes.is_empty() {
         out.push_str("\nCounting:\n");
         for note in notes {
-            out.push_str(&format!("  {note}\n"));
+            out.push_str(&format!("  {}\n", escape(&note)));
         }
     }
-    clock_pairs(report, out);
+    clock_pairs(report, out, escape);
     let others: Vec<String> = report
         .results
         .iter()
@@ -226,7 +235,7 @@ fn footer(report: &Report, out: &mut String) {
     if !others.is_empty() {
         out.push_str("\nOther references (ours / theirs):\n");
         for line in others {
-            out.push_str(&format!("  {line}\n"));
+            out.push_str(&format!("  {}\n", escape(&line)));
         }
     }
     let warnings: Vec<String> = report
@@ -242,14 +251,14 @@ fn footer(report: &Report, out: &mut String) {
     if !warnings.is_empty() {
         out.push_str("\nWarnings:\n");
         for warning in warnings {
-            out.push_str(&format!("  {warning}\n"));
+            out.push_str(&format!("  {}\n", escape(&warning)));
         }
     }
 }
 
 /// The CPU peaks at the base and the turbo clock, where a result has them: the clocks with
 /// their sources once, then each result's pair.
-fn clock_pairs(report: &Report, out: &mut String) {
+fn clock_pairs(report: &Report, out: &mut String, escape: fn(&str) -> String) {
     let paired: Vec<(&BenchResult, &crate::peak::PeakRef, &crate::peak::ClockPair)> = report
         .results
         .iter()
@@ -275,20 +284,24 @@ fn clock_pairs(report: &Report, out: &mut String) {
         .map(|m| format!("; measured {} GHz", format_value(m)))
         .unwrap_or_default();
     out.push_str(&format!(
-        "\nPeaks at base / turbo clock ({}; {}{measured}):\n",
-        clock("base", &first.base_ghz),
-        clock("turbo", &first.turbo_ghz)
+        "\nPeaks at base / turbo clock ({}):\n",
+        escape(&format!(
+            "{}; {}{measured}",
+            clock("base", &first.base_ghz),
+            clock("turbo", &first.turbo_ghz)
+        ))
     ));
     let cell = |v: Option<f64>| v.map(format_value).unwrap_or_else(|| "unknown".into());
     for (r, peak, pair) in paired {
-        out.push_str(&format!(
-            "  {} {}: {} / {} {}\n",
+        let line = format!(
+            "{} {}: {} / {} {}",
             r.op,
             describe_params(&r.params),
             cell(pair.at_base),
             cell(pair.at_turbo),
             peak.unit
-        ));
+        );
+        out.push_str(&format!("  {}\n", escape(&line)));
     }
 }
 
@@ -343,9 +356,9 @@ pub fn render_table(report: &Report) -> String {
     }
     let mut out = format!(
         "peakbench {} on {} ({}), {}\n\n",
-        report.tool.version,
-        report.host.hostname,
-        report.host.cpu.model_name,
+        printable(&report.tool.version),
+        printable(&report.host.hostname),
+        printable(&report.host.cpu.model_name),
         status_word(report)
     );
     if let Some(findings) = &report.findings {
@@ -354,8 +367,8 @@ pub fn render_table(report: &Report) -> String {
     }
     out.push_str(&table.render());
     latency_table(report, false, &mut out);
-    footer(report, &mut out);
-    out
+    footer(report, &mut out, printable);
+    crate::text::terminal(&out)
 }
 
 const HEADERS: [&str; 9] = [
@@ -383,10 +396,10 @@ fn status_word(report: &Report) -> &'static str {
 pub fn render_markdown(report: &Report) -> String {
     let mut out = format!(
         "# peakbench {} on {}\n\n{} ({}), {}\n\n",
-        report.tool.version,
-        report.host.hostname,
-        report.host.cpu.model_name,
-        report.started_at,
+        markdown_text(&report.tool.version),
+        markdown_text(&report.host.hostname),
+        markdown_text(&report.host.cpu.model_name),
+        markdown_text(&report.started_at),
         status_word(report)
     );
     if let Some(findings) = &report.findings {
@@ -405,10 +418,11 @@ pub fn render_markdown(report: &Report) -> String {
         if access {
             cells.push(access_time_cell(result));
         }
-        out.push_str(&format!("| {} |\n", cells.join(" | ").replace("…", "–")));
+        let cells: Vec<String> = cells.iter().map(|c| markdown_cell(c)).collect();
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     latency_table(report, true, &mut out);
-    footer(report, &mut out);
+    footer(report, &mut out, markdown_text);
     out
 }
 
@@ -545,7 +559,7 @@ pub fn render_markdown_tables(report: &Report) -> String {
         report.tool.version,
         markdown_cell(&report.host.hostname),
         markdown_cell(&report.host.cpu.model_name),
-        report.started_at,
+        markdown_text(&report.started_at),
         status_word(report)
     );
     if let Some(findings) = &report.findings {
@@ -590,7 +604,7 @@ pub fn render_markdown_tables(report: &Report) -> String {
     out.push_str(&counting_section(&report.results));
     let warnings: Vec<String> = all_warnings(report)
         .into_iter()
-        .map(|w| format!("- {w}"))
+        .map(|w| format!("- {}", markdown_text(&w)))
         .collect();
     if !warnings.is_empty() {
         out.push_str(&format!("\n## Warnings\n\n{}\n", warnings.join("\n")));
@@ -636,7 +650,7 @@ pub fn render_markdown_runs(runs: &[(i64, &Report)]) -> String {
             "| {id} | {} | {} | {} | {} | {} |\n",
             markdown_cell(&r.host.hostname),
             markdown_cell(&r.host.cpu.model_name),
-            r.started_at,
+            markdown_cell(&r.started_at),
             markdown_cell(&r.tool.version),
             status_word(r)
         ));
@@ -666,7 +680,7 @@ pub fn render_markdown_runs(runs: &[(i64, &Report)]) -> String {
         .flat_map(|(id, r)| {
             all_warnings(r)
                 .into_iter()
-                .map(move |w| format!("- run {id}: {w}"))
+                .map(move |w| format!("- run {id}: {}", markdown_text(&w)))
         })
         .collect();
     if !warnings.is_empty() {
@@ -676,8 +690,9 @@ pub fn render_markdown_runs(runs: &[(i64, &Report)]) -> String {
 }
 
 /// Text as a Markdown table cell: `|` escaped, the ellipsis of a range as a dash.
+/// A cell of a Markdown table: one line, `|` escaped, no raw HTML ([`markdown_text`]).
 fn markdown_cell(text: &str) -> String {
-    text.replace('|', "\\|").replace("…", "–")
+    markdown_text(text).replace("…", "–")
 }
 
 /// The subsystems of several runs, in the order of their first result in the first run that has
@@ -814,7 +829,7 @@ fn side_by_side_row(
 fn counting_section<'a>(results: impl IntoIterator<Item = &'a BenchResult>) -> String {
     let mut counting: Vec<String> = Vec::new();
     for r in results {
-        let note = format!("- {}: {}", r.op, r.counting);
+        let note = format!("- {}", markdown_text(&format!("{}: {}", r.op, r.counting)));
         if !counting.contains(&note) {
             counting.push(note);
         }

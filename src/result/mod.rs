@@ -8,6 +8,7 @@
 //! efficiency and the reference tool's value.
 
 mod findings;
+pub mod validate;
 
 use serde::{Deserialize, Serialize};
 
@@ -72,7 +73,18 @@ impl Report {
     /// one: a version 1 document is a version 2 document of one host (no `hosts`, no
     /// `cluster`), a version 2 document one of version 3 without evidence and findings, so
     /// upgrading only sets the version.
+    ///
+    /// Every document from outside comes through here and is checked once ([`validate`]):
+    /// its size, every number finite, every string and list bounded, the shapes one field's
+    /// length ties to another's; an error names the field.
     pub fn parse(text: &str) -> Result<Report, String> {
+        if text.len() > validate::MAX_DOCUMENT_BYTES {
+            return Err(format!(
+                "{} bytes, more than a results document holds ({} MiB)",
+                text.len(),
+                validate::MAX_DOCUMENT_BYTES >> 20
+            ));
+        }
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         let version = value
@@ -85,8 +97,14 @@ impl Report {
                  the peakbench that wrote it"
             ));
         }
-        let mut report: Report = serde_json::from_value(value)
-            .map_err(|e| format!("not a v{version} results document: {e}"))?;
+        validate::check_json(&value)?;
+        let mut report: Report = serde_json::from_value(value).map_err(|e| {
+            format!(
+                "not a v{version} results document: {}",
+                crate::text::printable(&e.to_string())
+            )
+        })?;
+        validate::check_shapes(&report)?;
         report.schema_version = SCHEMA_VERSION;
         Ok(report)
     }

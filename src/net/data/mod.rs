@@ -27,7 +27,7 @@ mod sockets;
 mod threads;
 
 pub use pingpong::{PingPong, echo, ping_pong, prepare_ping};
-pub use receiver::receive;
+pub use receiver::{UdpTally, receive};
 pub use sender::send;
 pub use sockets::{POLL, Sockets, UDP_HEADER, now_ns, set_buffers};
 pub use threads::{

@@ -230,6 +230,64 @@ fn wait_readable(stream: &TcpStream) -> Result<()> {
     Ok(())
 }
 
+/// What one UDP stream's receiver keeps: its counts, the highest sequence number, the sequence
+/// numbers seen, the last transit time and the jitter. Fed one datagram at a time by
+/// [`UdpTally::record`], with no socket, so the datagram header is fuzzed
+/// (`fuzz/fuzz_targets/udp_datagram.rs`).
+#[derive(Default)]
+pub struct UdpTally {
+    pub counts: UdpCounts,
+    /// Payload bytes of the datagrams counted.
+    pub bytes: u64,
+    highest: Option<u64>,
+    seen: SeenSet,
+    last_transit: Option<i64>,
+    jitter: f64,
+}
+
+impl UdpTally {
+    /// Counts one datagram of `n` bytes that arrived at `arrival_ns`; whether it was the test's
+    /// (a header with the token's low 32 bits, or a headerless small one that is not a late
+    /// repeat of the 8-byte token). Any bytes are accepted: a peer's sequence number and clock
+    /// are only compared, in wrapping arithmetic.
+    pub fn record(&mut self, datagram: &[u8], token: u64, arrival_ns: u64) -> bool {
+        let n = datagram.len();
+        if n >= UDP_HEADER && datagram[0..4] == (token as u32).to_le_bytes() {
+            let seq = u64::from_le_bytes(datagram[4..12].try_into().expect("8 bytes"));
+            let sent_ns = u64::from_le_bytes(datagram[12..20].try_into().expect("8 bytes"));
+            if self.seen.insert(seq) == Seen::Duplicate {
+                self.counts.duplicates += 1;
+                return true;
+            }
+            self.counts.received += 1;
+            self.bytes += n as u64;
+            match self.highest {
+                Some(h) if seq < h => self.counts.reordered += 1,
+                _ => self.highest = Some(seq),
+            }
+            // A crafted clock must not overflow: transit times are differences of the two
+            // clocks, compared with the previous one's (RFC 3550's D), all wrapping.
+            let transit = (arrival_ns as i64).wrapping_sub(sent_ns as i64);
+            if let Some(last) = self.last_transit {
+                let d = transit.wrapping_sub(last).unsigned_abs() as f64;
+                self.jitter += (d - self.jitter) / 16.0;
+            }
+            self.last_transit = Some(transit);
+            self.counts.jitter_ns = self.jitter;
+            true
+        } else if n < UDP_HEADER && datagram != token.to_le_bytes() {
+            // A datagram shorter than the header is a headerless one of a small-message test
+            // (the socket is connected: only the client's datagrams arrive), except a late
+            // repeat of the client's 8-byte token.
+            self.counts.received += 1;
+            self.bytes += n as u64;
+            true
+        } else {
+            false // a stray datagram: not ours
+        }
+    }
+}
+
 fn receive_udp(
     sock: &UdpSocket,
     index: usize,
@@ -238,54 +296,23 @@ fn receive_udp(
 ) -> Result<UdpCounts> {
     sock.set_read_timeout(Some(Duration::from_millis(20)))?;
     let mut buf = vec![0u8; 65536];
-    let mut counts = UdpCounts::default();
-    let mut total = 0u64;
-    let mut highest: Option<u64> = None;
-    let mut seen = SeenSet::default();
-    let mut last_transit: Option<i64> = None;
-    let mut jitter = 0.0f64;
+    let mut tally = UdpTally::default();
     let mut idle_since = Instant::now();
     loop {
         match sock.recv(&mut buf) {
-            Ok(n) if n >= UDP_HEADER && buf[0..4] == (token as u32).to_le_bytes() => {
-                let arrival = now_ns();
-                idle_since = Instant::now();
-                let seq = u64::from_le_bytes(buf[4..12].try_into().expect("8 bytes"));
-                let sent_ns = u64::from_le_bytes(buf[12..20].try_into().expect("8 bytes"));
-                if seen.insert(seq) == Seen::Duplicate {
-                    counts.duplicates += 1;
-                    continue;
+            Ok(n) => {
+                if tally.record(&buf[..n], token, now_ns()) {
+                    idle_since = Instant::now();
+                    counters.bytes[index].store(tally.bytes, Ordering::Release);
                 }
-                counts.received += 1;
-                total += n as u64;
-                counters.bytes[index].store(total, Ordering::Release);
-                match highest {
-                    Some(h) if seq < h => counts.reordered += 1,
-                    _ => highest = Some(seq),
-                }
-                let transit = arrival as i64 - sent_ns as i64;
-                if let Some(last) = last_transit {
-                    jitter += (((transit - last).abs() as f64) - jitter) / 16.0;
-                }
-                last_transit = Some(transit);
             }
-            // A datagram shorter than the header is a headerless one of a small-message test
-            // (the socket is connected: only the client's datagrams arrive), except a late
-            // repeat of the client's 8-byte token.
-            Ok(n) if n < UDP_HEADER && buf[..n] != token.to_le_bytes() => {
-                idle_since = Instant::now();
-                counts.received += 1;
-                total += n as u64;
-                counters.bytes[index].store(total, Ordering::Release);
-            }
-            Ok(_) => {} // a stray datagram: not ours
             Err(e) if timed_out(&e) || e.kind() == ErrorKind::ConnectionRefused => {}
             Err(e) => return Err(e).context("receiving a datagram"),
         }
         if counters.draining.load(Ordering::Acquire) {
             let expected = counters.expected[index].load(Ordering::Acquire);
             let idle = idle_since.elapsed() > Duration::from_millis(200);
-            if counts.received >= expected
+            if tally.counts.received >= expected
                 || idle
                 || now_ns() > counters.give_up_ns.load(Ordering::Acquire)
             {
@@ -293,8 +320,7 @@ fn receive_udp(
             }
         }
     }
-    counts.jitter_ns = jitter;
-    Ok(counts)
+    Ok(tally.counts)
 }
 
 #[cfg(test)]

@@ -1,0 +1,132 @@
+//! The one check of a document read from outside (issue 33, item 5): `import`, `report FILE`,
+//! `compare FILE`, `explain FILE` and every stored document pass through [`Report::parse`],
+//! which calls [`check_json`] on the parsed JSON and [`check_shapes`] on the typed document.
+//! A refusal names the field (`results[3].samples[2]: not a finite number`), so the renderers
+//! can rely on what is checked here: sizes bounded, numbers finite, a matrix as wide and as tall
+//! as its host list.
+//!
+//! [`Report::parse`]: super::Report::parse
+
+use serde_json::Value;
+
+use super::Report;
+
+/// The largest document read (a 4096-host cluster run with its matrices is a few MiB).
+pub const MAX_DOCUMENT_BYTES: usize = 64 << 20;
+/// The longest string of a document: a command line, a tool's output, a warning.
+pub const MAX_STRING_BYTES: usize = 64 << 10;
+/// The most elements of one list (samples, series points, results).
+pub const MAX_LIST: usize = 1 << 20;
+/// The most hosts of a cluster document (a matrix draws hosts² cells).
+pub const MAX_HOSTS: usize = 4096;
+
+/// Sizes and numbers of the raw JSON: every number finite, every string and list bounded.
+/// (JSON has no NaN or infinity, and serde_json refuses a literal beyond the range of f64,
+/// so a non-finite number here means a parser that allows them; the check costs nothing.)
+pub fn check_json(value: &Value) -> Result<(), String> {
+    let mut path = String::new();
+    walk(value, &mut path)
+}
+
+fn walk(value: &Value, path: &mut String) -> Result<(), String> {
+    let at = |path: &str| {
+        if path.is_empty() {
+            "the document".to_string()
+        } else {
+            path.to_string()
+        }
+    };
+    match value {
+        Value::Number(n) => {
+            if n.as_f64().is_none_or(|f| !f.is_finite()) {
+                return Err(format!("{}: not a finite number", at(path)));
+            }
+        }
+        Value::String(s) => {
+            if s.len() > MAX_STRING_BYTES {
+                return Err(format!(
+                    "{}: a string of {} bytes, more than {MAX_STRING_BYTES}",
+                    at(path),
+                    s.len()
+                ));
+            }
+        }
+        Value::Array(items) => {
+            if items.len() > MAX_LIST {
+                return Err(format!(
+                    "{}: a list of {} elements, more than {MAX_LIST}",
+                    at(path),
+                    items.len()
+                ));
+            }
+            for (i, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                walk(item, path)?;
+                path.truncate(len);
+            }
+        }
+        Value::Object(fields) => {
+            if fields.len() > MAX_LIST {
+                return Err(format!("{}: more than {MAX_LIST} fields", at(path)));
+            }
+            for (key, item) in fields {
+                if key.len() > MAX_STRING_BYTES {
+                    return Err(format!("{}: a key of {} bytes", at(path), key.len()));
+                }
+                let len = path.len();
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(&crate::text::printable(key));
+                walk(item, path)?;
+                path.truncate(len);
+            }
+        }
+        Value::Null | Value::Bool(_) => {}
+    }
+    Ok(())
+}
+
+/// What the types alone do not hold: the shapes one field's length ties to another's.
+pub fn check_shapes(report: &Report) -> Result<(), String> {
+    let Some(cluster) = &report.cluster else {
+        return Ok(());
+    };
+    if cluster.hosts.len() > MAX_HOSTS {
+        return Err(format!(
+            "cluster.hosts: {} hosts, more than {MAX_HOSTS}",
+            cluster.hosts.len()
+        ));
+    }
+    for (m, matrix) in cluster.matrices.iter().enumerate() {
+        let n = matrix.hosts.len();
+        if n > MAX_HOSTS {
+            return Err(format!(
+                "cluster.matrices[{m}].hosts: {n} hosts, more than {MAX_HOSTS}"
+            ));
+        }
+        if matrix.values.len() != n {
+            return Err(format!(
+                "cluster.matrices[{m}].values: {} rows for {n} hosts",
+                matrix.values.len()
+            ));
+        }
+        for (r, row) in matrix.values.iter().enumerate() {
+            if row.len() != n {
+                return Err(format!(
+                    "cluster.matrices[{m}].values[{r}]: {} columns for {n} hosts",
+                    row.len()
+                ));
+            }
+        }
+        for (f, [from, to]) in matrix.flagged.iter().enumerate() {
+            if !matrix.hosts.contains(from) || !matrix.hosts.contains(to) {
+                return Err(format!(
+                    "cluster.matrices[{m}].flagged[{f}]: a link between hosts not in its host list"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
