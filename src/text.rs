@@ -58,11 +58,16 @@ pub fn terminal(text: &str) -> String {
 /// JSON text safe to print on a terminal: serde_json escapes every character below 0x20, but
 /// writes DEL, the C1 controls (CSI U+009B among them) and the bidirectional overrides as they
 /// are; here they become `\uXXXX` escapes, which read back as the same characters. (In JSON
-/// text such characters can only stand inside strings, where the escape is valid.)
+/// text such characters can only stand inside strings, where the escape is valid.) The
+/// whitespace between tokens (newline, tab, carriage return), which serde_json escapes inside
+/// strings, is left as it is: it is the layout of pretty-printed JSON.
 pub fn json_for_terminal(json: &str) -> String {
     let mut out = String::with_capacity(json.len());
     for c in json.chars() {
-        if c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
+        let layout = matches!(c, '\n' | '\t' | '\r');
+        if (c.is_control() && !layout)
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        {
             out.push_str(&format!("\\u{:04x}", c as u32));
         } else {
             out.push(c);
@@ -159,6 +164,14 @@ mod tests {
         let json = json_for_terminal(&serde_json::to_string_pretty(&text).unwrap());
         assert!(!json.chars().any(|c| c.is_control() && c != '\n'), "{json}");
         assert_eq!(serde_json::from_str::<String>(&json).unwrap(), text);
+        // The layout of a pretty-printed object stays: it is still JSON, on several lines.
+        let object = serde_json::json!({"host": text, "n": [1, 2]});
+        let json = json_for_terminal(&serde_json::to_string_pretty(&object).unwrap());
+        assert!(json.lines().count() > 3, "{json}");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&json).unwrap(),
+            object
+        );
     }
 
     #[test]
