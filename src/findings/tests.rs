@@ -637,3 +637,132 @@ fn a_link_is_judged_against_its_matrix_unless_its_hosts_share_a_machine() {
         f.missing
     );
 }
+
+/// `disk(report, mbs)` rated at 3000 MB/s (as `--disk-mbps` gives), on an NVMe drive of
+/// `/sys/block/nvme0n1` read with `queue`'s settings.
+fn rated_disk(report: &mut Report, mbs: f64, queue: crate::evidence::BlockQueue) -> BenchResult {
+    report.evidence.as_mut().unwrap().block_devices = vec![queue];
+    let mut r = disk(report, mbs);
+    r.peak = Some(PeakRef {
+        value: 3000.0,
+        unit: "MB/s".into(),
+        source: "--disk-mbps".into(),
+        pair: None,
+    });
+    r
+}
+
+fn nvme() -> crate::evidence::BlockQueue {
+    crate::evidence::BlockQueue {
+        name: "nvme0n1".into(),
+        device: "254:0".into(),
+        nr_requests: Some(1023),
+        scheduler: Some("none".into()),
+        write_cache: Some("write back".into()),
+        rotational: Some(false),
+        kind: Some("nvme".into()),
+        below: Vec::new(),
+        link: Some(crate::evidence::PcieLink {
+            current_speed: "16.0 GT/s PCIe".into(),
+            max_speed: "16.0 GT/s PCIe".into(),
+            current_width: 4,
+            max_width: 4,
+        }),
+    }
+}
+
+#[test]
+fn a_pcie_link_narrower_than_the_drive_can_run_is_named_with_its_bound() {
+    let mut report = document();
+    let mut queue = nvme();
+    queue.link.as_mut().unwrap().current_width = 1;
+    let r = rated_disk(&mut report, 1900.0, queue);
+    report.results.push(r);
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Below, "{f:#?}");
+    let c = cause(&f, "pcie-link");
+    assert_eq!(c.value, Some(1.0));
+    // 16 GT/s × 128/130 / 8 bits = 1969 MB/s a lane.
+    assert!((c.bound.unwrap() - 1969.23).abs() < 0.01, "{c:#?}");
+    // A link at its full width and speed is no cause.
+    let r = rated_disk(&mut report, 1900.0, nvme());
+    report.results[0] = r;
+    assert!(judged(&report).causes.iter().all(|c| c.kind != "pcie-link"));
+}
+
+#[test]
+fn a_write_through_cache_and_a_scheduler_are_named_where_they_apply() {
+    let mut report = document();
+    let mut queue = nvme();
+    queue.write_cache = Some("write through".into());
+    queue.scheduler = Some("mq-deadline".into());
+    let mut r = rated_disk(&mut report, 900.0, queue);
+    r.op = "randwrite".into();
+    r.params.block_bytes = Some(4096);
+    r.params.queue_depth = Some(32);
+    report.results.push(r);
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Below, "{f:#?}");
+    cause(&f, "write-cache");
+    assert!(cause(&f, "scheduler").text.contains("mq-deadline"));
+    // Reads do not wait for the write cache; one I/O at a time pays no scheduler's locking.
+    report.results[0].op = "randread".into();
+    report.results[0].params.queue_depth = Some(1);
+    let f = judged(&report);
+    assert!(
+        f.causes
+            .iter()
+            .all(|c| c.kind != "write-cache" && c.kind != "scheduler"),
+        "{f:#?}"
+    );
+}
+
+#[test]
+fn fewer_memory_channels_populated_than_the_cpu_has_are_named() {
+    let mut report = document();
+    report.host.cpu.model_name = "AMD EPYC 7763 64-Core Processor".into();
+    report.host.cpu.sockets = 1;
+    report.host.memory.channels = crate::sysinfo::Fact::read(4, "dmidecode -t 17");
+    let mut r = BenchResult::example("mem-triad", "GB/s", vec![39.0, 40.0, 41.0]);
+    r.host = report.host.hostname.clone();
+    r.subsystem = Subsystem::Memory;
+    r.op = "triad".into();
+    r.params.threads = Some(report.host.cpu.logical_cpus);
+    r.params.working_set_bytes = Some(4 << 30);
+    r.peak = Some(PeakRef {
+        value: 102.4,
+        unit: "GB/s".into(),
+        source: "4 channels × 3200 MT/s × 8 B".into(),
+        pair: None,
+    });
+    r.evidence = Some(CaseEvidence {
+        wall_s: 2.0,
+        ..CaseEvidence::default()
+    });
+    report.results.push(r);
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Below, "{f:#?}");
+    let c = cause(&f, "memory-channels");
+    assert_eq!(c.value, Some(4.0));
+    assert!(
+        c.text.starts_with("4 of the CPU's 8 memory channels"),
+        "{}",
+        c.text
+    );
+    // All eight populated: no cause; a guest's bare "AMD EPYC": no table to say.
+    report.host.memory.channels = crate::sysinfo::Fact::read(8, "dmidecode -t 17");
+    assert!(
+        judged(&report)
+            .causes
+            .iter()
+            .all(|c| c.kind != "memory-channels")
+    );
+    report.host.memory.channels = crate::sysinfo::Fact::read(4, "dmidecode -t 17");
+    report.host.cpu.model_name = "AMD EPYC".into();
+    assert!(
+        judged(&report)
+            .causes
+            .iter()
+            .all(|c| c.kind != "memory-channels")
+    );
+}

@@ -20,6 +20,134 @@ pub fn causes(s: &Scene, out: &mut Vec<Candidate>) {
     throttle(s, out);
     page_cache(s, out);
     device(s, out);
+    link(s, out);
+    write_cache(s, out);
+    scheduler(s, out);
+}
+
+/// A PCIe link's payload rate in MB/s: `speed` (`8.0 GT/s PCIe`) per lane, 8b/10b coded up to
+/// 5 GT/s and 128b/130b from 8 GT/s on (PCIe 3.0–5.0), times the lanes.
+fn pcie_mbs(speed: &str, width: u32) -> Option<f64> {
+    let gts: f64 = speed.split_whitespace().next()?.parse().ok()?;
+    let coding = if gts < 8.0 { 8.0 / 10.0 } else { 128.0 / 130.0 };
+    (gts > 0.0 && width > 0).then(|| gts * coding / 8.0 * 1e3 * f64::from(width))
+}
+
+/// An NVMe drive whose PCIe link trained narrower or slower than it can run.
+fn link(s: &Scene, out: &mut Vec<Candidate>) {
+    let Some(device) = s.case.device.as_ref() else {
+        return;
+    };
+    let Some(queue) = s.run.block_device(&device.value) else {
+        return;
+    };
+    let Some(link) = queue.link.as_ref() else {
+        return;
+    };
+    let (Some(now), Some(max)) = (
+        pcie_mbs(&link.current_speed, link.current_width),
+        pcie_mbs(&link.max_speed, link.max_width),
+    ) else {
+        return;
+    };
+    if now >= max * 0.99 {
+        return;
+    }
+    let mut c = Candidate::new(
+        "pcie-link",
+        format!(
+            "{}'s PCIe link runs at x{} {} of its x{} {}: at most {:.0} of {:.0} MB/s",
+            queue.name,
+            link.current_width,
+            link.current_speed,
+            link.max_width,
+            link.max_speed,
+            now,
+            max
+        ),
+        vec![Evidence::new(
+            format!(
+                "the PCI device of /sys/block/{}: current_link_width, current_link_speed",
+                queue.name
+            ),
+            format!("x{} {}", link.current_width, link.current_speed),
+        )],
+        "seat the drive in a slot with its full lane count and generation (or check the BIOS's \
+         link settings)",
+    )
+    .value(f64::from(link.current_width), "lanes");
+    if s.r.unit == "MB/s" {
+        c.cause.bound = Some(now);
+    }
+    c.slows = true;
+    c.structural = true;
+    out.push(c);
+}
+
+/// A device that writes through its cache: each write waits for the medium.
+fn write_cache(s: &Scene, out: &mut Vec<Candidate>) {
+    let (_, writes) = directions(&s.r.op);
+    let Some(device) = s.case.device.as_ref() else {
+        return;
+    };
+    let Some(queue) = s.run.block_device(&device.value) else {
+        return;
+    };
+    if !writes || queue.write_cache.as_deref() != Some("write through") {
+        return;
+    }
+    let mut c = Candidate::new(
+        "write-cache",
+        format!(
+            "{} writes through its cache: every write waits until the medium has it",
+            queue.name
+        ),
+        vec![Evidence::new(
+            format!("/sys/block/{}/queue/write_cache", queue.name),
+            "write through",
+        )],
+        "expect writes at the medium's speed; a drive with a power-protected cache reports \
+         'write back'",
+    );
+    c.slows = true;
+    c.structural = true;
+    out.push(c);
+}
+
+/// An I/O scheduler in front of a solid-state device, for small random I/O at depth: each
+/// request pays the scheduler's sorting and locking, which a flash device does not need.
+fn scheduler(s: &Scene, out: &mut Vec<Candidate>) {
+    let Some(device) = s.case.device.as_ref() else {
+        return;
+    };
+    let Some(queue) = s.run.block_device(&device.value) else {
+        return;
+    };
+    let small = s.r.params.block_bytes.is_some_and(|b| b <= 16 << 10);
+    let random = s.r.op.contains("rand");
+    let depth = s.r.params.queue_depth.unwrap_or(1) as usize * s.r.params.threads.unwrap_or(1);
+    let Some(scheduler) = queue.scheduler.as_deref().filter(|s| *s != "none") else {
+        return;
+    };
+    if queue.rotational == Some(true) || !small || !random || depth < 8 {
+        return;
+    }
+    let mut c = Candidate::new(
+        "scheduler",
+        format!(
+            "{} sends its requests through the {scheduler} scheduler: small random I/O at a \
+             depth of {depth} pays its sorting and locking on every request",
+            queue.name
+        ),
+        vec![Evidence::new(
+            format!("/sys/block/{}/queue/scheduler", queue.name),
+            scheduler.to_string(),
+        )],
+        "echo none > /sys/block/DEV/queue/scheduler for a solid-state device",
+    );
+    c.slows = true;
+    c.structural = true;
+    out.push(c);
 }
 
 /// Which directions an op moves: (reads, writes).

@@ -1,4 +1,5 @@
-//! Memory: the cgroup's memory limit against the working set, transparent huge pages, NUMA.
+//! Memory: the cgroup's memory limit against the working set, transparent huge pages, NUMA,
+//! and the memory channels populated against the CPU's.
 
 use super::{Candidate, Scene};
 use crate::result::{Evidence, Subsystem};
@@ -18,6 +19,107 @@ pub fn causes(s: &Scene, out: &mut Vec<Candidate>) {
     limit(s, set, out);
     huge_pages(s, set, out);
     numa(s, out);
+    channels(s, set, out);
+}
+
+/// The memory channels of one socket of `cpu`, and where that comes from: the vendors'
+/// specifications by family, for the server parts whose model name says which they are.
+/// `None` where the name does not (a guest's "AMD EPYC" alone, an unknown part).
+pub fn cpu_channels(cpu: &crate::sysinfo::CpuInfo) -> Option<(u32, &'static str)> {
+    let name = cpu.model_name.as_str();
+    let number = name
+        .split_whitespace()
+        .find(|w| w.len() == 4 && w.chars().all(|c| c.is_ascii_digit()));
+    if name.contains("EPYC") {
+        let number = number?;
+        return match (number.as_bytes()[0], number.as_bytes()[3]) {
+            (b'7', b'1'..=b'3') => Some((8, "AMD EPYC 7001/7002/7003: 8 DDR4 channels a socket")),
+            (b'9', b'4' | b'5') => Some((12, "AMD EPYC 9004/9005: 12 DDR5 channels a socket")),
+            (b'8', b'4') => Some((6, "AMD EPYC 8004: 6 DDR5 channels a socket")),
+            (b'4', b'4' | b'5') => Some((2, "AMD EPYC 4004/4005: 2 DDR5 channels")),
+            _ => None,
+        };
+    }
+    let scalable = ["Platinum", "Gold", "Silver", "Bronze"]
+        .iter()
+        .any(|tier| name.contains(tier));
+    if name.contains("Xeon") && scalable {
+        return match cpu.model? {
+            85 => Some((
+                6,
+                "Intel Xeon Scalable 1st/2nd generation: 6 DDR4 channels a socket",
+            )),
+            106 | 108 => Some((
+                8,
+                "Intel Xeon Scalable 3rd generation: 8 DDR4 channels a socket",
+            )),
+            143 | 207 => Some((
+                8,
+                "Intel Xeon Scalable 4th/5th generation: 8 DDR5 channels a socket",
+            )),
+            173 => Some((
+                12,
+                "Intel Xeon 6 (Granite Rapids): 12 DDR5 channels a socket",
+            )),
+            _ => None,
+        };
+    }
+    if name.contains("Ryzen") || name.contains("Core(TM)") || name.contains("Core Ultra") {
+        return Some((2, "desktop and laptop parts: 2 memory channels"));
+    }
+    None
+}
+
+/// Fewer memory channels populated than the CPU has: DRAM bandwidth is the populated
+/// channels', a share of what the sockets can draw.
+fn channels(s: &Scene, set: u64, out: &mut Vec<Candidate>) {
+    let host = &s.report.host;
+    let last_level = host
+        .cpu
+        .caches
+        .iter()
+        .map(|c| c.size_bytes)
+        .max()
+        .unwrap_or(0);
+    let Some(populated) = host.memory.channels.value else {
+        return;
+    };
+    let Some((per_socket, source)) = cpu_channels(&host.cpu) else {
+        return;
+    };
+    let all = per_socket * host.cpu.sockets.max(1) as u32;
+    if populated >= all || set < 4 * last_level || s.r.unit != "GB/s" {
+        return;
+    }
+    let mut c = Candidate::new(
+        "memory-channels",
+        format!(
+            "{populated} of the CPU's {all} memory channels are populated: DRAM bandwidth is at \
+             most {populated}/{all} of what the {} can draw",
+            if host.cpu.sockets > 1 {
+                "sockets"
+            } else {
+                "socket"
+            }
+        ),
+        vec![
+            Evidence::new(
+                host.memory
+                    .channels
+                    .source
+                    .clone()
+                    .unwrap_or_else(|| "the DIMM table".into()),
+                format!("{populated} channels populated"),
+            ),
+            Evidence::new(source, format!("{all} channels")),
+        ],
+        "populate one DIMM (or a matched set) in every channel",
+    )
+    .value(f64::from(populated), "channels");
+    c.factor = Some(f64::from(populated) / f64::from(all));
+    c.slows = true;
+    c.structural = true;
+    out.push(c);
 }
 
 fn limit(s: &Scene, set: u64, out: &mut Vec<Candidate>) {
