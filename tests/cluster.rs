@@ -42,6 +42,19 @@ struct Lab {
 }
 
 impl Lab {
+    /// Shapes both directions of host `i`'s link to 300 Mbit/s: a tbf on its namespace's
+    /// eth0 and on the bridge's port.
+    fn shape_300mbit(&self, i: usize) {
+        let tbf = ["rate", "300mbit", "burst", "64kb", "latency", "50ms"];
+        let mut inside = vec!["-n", &self.namespaces[i], "qdisc", "add", "dev", "eth0"];
+        inside.extend(["root", "tbf"]);
+        inside.extend(tbf);
+        sh("tc", &inside).unwrap();
+        let mut outside = vec!["qdisc", "add", "dev", &self.veths[i], "root", "tbf"];
+        outside.extend(tbf);
+        sh("tc", &outside).unwrap();
+    }
+
     /// `count` hosts on the bridge of subnet 10.231.`net`.0/24; `cgroup(i)` is the cpuset and
     /// cpu cgroup directory (under the v1 hierarchies) host i's processes join, if any.
     fn new(net: u8, count: usize, cgroups: &[Option<String>]) -> Result<Lab, String> {
@@ -376,22 +389,7 @@ fn a_link_shaped_to_300_mbits_reads_its_goodput_and_only_its_links_are_flagged()
     let Some(lab) = lab(42, 4, &[]) else { return };
     // Both directions of host 1's link: its namespace's eth0 and the bridge's port.
     let shaped = &lab.hosts[1];
-    let tbf = ["rate", "300mbit", "burst", "64kb", "latency", "50ms"];
-    let mut inside = vec![
-        "-n",
-        &lab.namespaces[1],
-        "qdisc",
-        "add",
-        "dev",
-        "eth0",
-        "root",
-        "tbf",
-    ];
-    inside.extend(tbf);
-    sh("tc", &inside).unwrap();
-    let mut outside = vec!["qdisc", "add", "dev", &lab.veths[1], "root", "tbf"];
-    outside.extend(tbf);
-    sh("tc", &outside).unwrap();
+    lab.shape_300mbit(1);
     let (doc, out) = lab.run(
         &[
             "--phases",
@@ -503,22 +501,7 @@ fn one_machine_and_no_ping_pong_compared(doc: &serde_json::Value, hosts: &[Strin
 fn a_sampled_matrix_of_six_hosts_finds_the_shaped_host_and_flags_no_latency() {
     let Some(lab) = lab(49, 6, &[]) else { return };
     let shaped = &lab.hosts[4];
-    let tbf = ["rate", "300mbit", "burst", "64kb", "latency", "50ms"];
-    let mut inside = vec![
-        "-n",
-        &lab.namespaces[4],
-        "qdisc",
-        "add",
-        "dev",
-        "eth0",
-        "root",
-        "tbf",
-    ];
-    inside.extend(tbf);
-    sh("tc", &inside).unwrap();
-    let mut outside = vec!["qdisc", "add", "dev", &lab.veths[4], "root", "tbf"];
-    outside.extend(tbf);
-    sh("tc", &outside).unwrap();
+    lab.shape_300mbit(4);
     // The ring and one random peer per host: 3 rounds where every pair would take 5.
     let (doc, out) = lab.run(
         &[

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 mod common;
 
+use common::RawClient;
+
 fn peakbench(args: &[&str]) -> Output {
     common::run(args)
 }
@@ -585,48 +587,6 @@ fn ping_is_the_icmp_reference_beside_the_round_trip() {
     assert!(table.status.success(), "{text}");
     assert!(text.contains("Other references (ours / theirs):"), "{text}");
     assert!(text.contains(": ping "), "{text}");
-}
-
-/// A control connection spoken by hand, as a hostile client would.
-struct RawClient {
-    writer: TcpStream,
-    reader: std::io::BufReader<TcpStream>,
-}
-
-impl RawClient {
-    fn connect(port: u16) -> RawClient {
-        let writer = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        writer
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        let reader = std::io::BufReader::new(writer.try_clone().unwrap());
-        RawClient { writer, reader }
-    }
-
-    fn send(&mut self, line: &str) {
-        self.writer.write_all(line.as_bytes()).unwrap();
-        self.writer.write_all(b"\n").unwrap();
-    }
-
-    /// The next message other than the server's challenge.
-    fn recv(&mut self) -> serde_json::Value {
-        use std::io::BufRead;
-        loop {
-            let mut line = String::new();
-            self.reader.read_line(&mut line).unwrap();
-            assert!(!line.is_empty(), "the server closed the control connection");
-            let msg: serde_json::Value = serde_json::from_str(&line).unwrap();
-            if msg["type"] != "challenge" {
-                return msg;
-            }
-        }
-    }
-
-    fn hello(&mut self, test: serde_json::Value) -> serde_json::Value {
-        let hello = serde_json::json!({"type": "hello", "peakbench": 2, "test": test});
-        self.send(&hello.to_string());
-        self.recv()
-    }
 }
 
 fn udp_test(rate_bps: Option<u64>, duration_ms: u64) -> serde_json::Value {

@@ -3,7 +3,7 @@
 //! clients of one host at once, strangers on a test's data port, the server's budgets, and
 //! peer text on its way to a log or a terminal. Each test stops by itself within seconds.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::FromRawFd;
 use std::process::{Child, Stdio};
@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod common;
+
+use common::RawClient;
 
 /// The server's margin beyond a test's length (`server::MARGIN`) and its time for the data
 /// connections (`server::STEP`): a slot is back within STEP + length + MARGIN at most.
@@ -80,47 +82,6 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// A control connection driven by hand.
-struct RawClient {
-    writer: TcpStream,
-    reader: BufReader<TcpStream>,
-}
-
-impl RawClient {
-    fn connect(port: u16) -> RawClient {
-        let writer = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        writer
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        let reader = BufReader::new(writer.try_clone().unwrap());
-        RawClient { writer, reader }
-    }
-
-    fn send(&mut self, line: &str) {
-        self.writer.write_all(line.as_bytes()).unwrap();
-        self.writer.write_all(b"\n").unwrap();
-    }
-
-    /// The next message other than the server's challenge.
-    fn recv(&mut self) -> serde_json::Value {
-        loop {
-            let mut line = String::new();
-            self.reader.read_line(&mut line).unwrap();
-            assert!(!line.is_empty(), "the server closed the control connection");
-            let msg: serde_json::Value = serde_json::from_str(&line).unwrap();
-            if msg["type"] != "challenge" {
-                return msg;
-            }
-        }
-    }
-
-    fn hello(&mut self, test: serde_json::Value) -> serde_json::Value {
-        let hello = serde_json::json!({"type": "hello", "peakbench": 2, "test": test});
-        self.send(&hello.to_string());
-        self.recv()
     }
 }
 

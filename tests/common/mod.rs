@@ -268,3 +268,47 @@ pub fn ip(args: &[&str]) -> Result<(), String> {
         ))
     }
 }
+
+/// A control connection to a `net serve` on loopback spoken by hand, as a hostile client
+/// would: lines out, the server's messages in (each read within 10 s).
+pub struct RawClient {
+    pub writer: std::net::TcpStream,
+    pub reader: std::io::BufReader<std::net::TcpStream>,
+}
+
+impl RawClient {
+    pub fn connect(port: u16) -> RawClient {
+        let writer = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        writer
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let reader = std::io::BufReader::new(writer.try_clone().unwrap());
+        RawClient { writer, reader }
+    }
+
+    pub fn send(&mut self, line: &str) {
+        use std::io::Write;
+        self.writer.write_all(line.as_bytes()).unwrap();
+        self.writer.write_all(b"\n").unwrap();
+    }
+
+    /// The next message other than the server's challenge.
+    pub fn recv(&mut self) -> serde_json::Value {
+        use std::io::BufRead;
+        loop {
+            let mut line = String::new();
+            self.reader.read_line(&mut line).unwrap();
+            assert!(!line.is_empty(), "the server closed the control connection");
+            let msg: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if msg["type"] != "challenge" {
+                return msg;
+            }
+        }
+    }
+
+    pub fn hello(&mut self, test: serde_json::Value) -> serde_json::Value {
+        let hello = serde_json::json!({"type": "hello", "peakbench": 2, "test": test});
+        self.send(&hello.to_string());
+        self.recv()
+    }
+}
