@@ -925,12 +925,9 @@ fn ctrl_c_on_mpirun_stops_the_job_in_its_case_and_blames_no_host() {
     assert!(doc["cluster"]["failures"].is_null(), "{doc}");
 }
 
-#[test]
-fn a_rank_killed_mid_case_ends_the_job_with_the_host_and_the_case_named() {
-    let Some(lab) = lab(47, 3, &[]) else { return };
-    // Host 2's peakbench is killed outright in the middle of the case.
-    let killed = &lab.hosts[2];
-    let (child, victim) = in_a_long_case(&lab, 2);
+/// Kills `victim` (a rank of `child`'s job) and waits for `child`, an mpirun, to end (killed
+/// itself after 90 s): its output and how long it took after the kill.
+fn kill_and_wait(child: std::process::Child, victim: i32) -> (Output, Duration) {
     let pid = child.id() as i32;
     let killed_at = Instant::now();
     // SAFETY: a process of this test's own job, in its own namespace.
@@ -943,6 +940,16 @@ fn a_rank_killed_mid_case_ends_the_job_with_the_host_and_the_case_named() {
     let out = child.wait_with_output().expect("mpirun ends");
     let took = killed_at.elapsed();
     drop(watchdog);
+    (out, took)
+}
+
+#[test]
+fn a_rank_killed_mid_case_ends_the_job_with_the_host_and_the_case_named() {
+    let Some(lab) = lab(47, 3, &[]) else { return };
+    // Host 2's peakbench is killed outright in the middle of the case.
+    let killed = &lab.hosts[2];
+    let (child, victim) = in_a_long_case(&lab, 2);
+    let (out, took) = kill_and_wait(child, victim);
     assert!(!out.status.success(), "{}", stderr(&out));
     // Well before the case's deadline (3 × its estimate + 30 s): mpirun ends the job at once.
     assert!(
@@ -975,18 +982,7 @@ fn a_rank_killed_mid_case_ends_the_job_with_the_host_and_the_case_named() {
     // Rank 0's own host dies: no rank is left to write; mpirun ends the job, and the document
     // rank 0 wrote before the step stands, naming the step, with status `running`.
     let (child, victim) = in_a_long_case(&lab, 0);
-    let pid = child.id() as i32;
-    let killed_at = Instant::now();
-    // SAFETY: a process of this test's own job, in its own namespace.
-    unsafe { libc::kill(victim, libc::SIGKILL) };
-    let watchdog = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(90));
-        // SAFETY: this test's mpirun, if still there.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    });
-    let out = child.wait_with_output().expect("mpirun ends");
-    let took = killed_at.elapsed();
-    drop(watchdog);
+    let (out, took) = kill_and_wait(child, victim);
     assert!(!out.status.success(), "{}", stderr(&out));
     assert!(
         took < Duration::from_secs(30),
