@@ -64,6 +64,7 @@ pub fn for_case(case: &Job) -> anyhow::Result<Reference> {
         MemOp::Copy | MemOp::StreamCopy => format!("copy{suffix}"),
         MemOp::StreamTriad if nt => format!("stream_mem{suffix}"),
         MemOp::StreamTriad if case.isa == Isa::Avx512 => "stream_avx512_fma".to_string(),
+        MemOp::StreamTriad if case.isa == Isa::Avx2 => "stream_avx_fma".to_string(),
         MemOp::StreamTriad => format!("stream{suffix}"),
         MemOp::StreamScale | MemOp::StreamAdd => {
             return Ok(LIKWID.failed(

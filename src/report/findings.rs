@@ -32,6 +32,10 @@ pub fn shown(findings: &Findings) -> Vec<&Finding> {
         .collect()
 }
 
+/// The longest row of unknown results the text lists one by one; a longer one lists its first
+/// few and counts the rest (the JSON, the HTML and `explain --json` keep every one).
+const UNKNOWN_ROW: usize = 6;
+
 /// Whether a finding with this verdict is one that should have causes.
 pub fn wants_causes(verdict: Verdict) -> bool {
     matches!(
@@ -202,7 +206,51 @@ pub fn render_text(findings: &Findings) -> String {
         out.push('\n');
     }
     let with_host = several_hosts(findings);
-    for finding in listed {
+    // Results in a row that lack the same thing (the 90 results of a roofline without a
+    // history) say it once, after the row; a row of unknown ones is cut to its first few.
+    let mut i = 0;
+    while i < listed.len() {
+        let finding = listed[i];
+        let row = listed[i..]
+            .iter()
+            .take_while(|f| {
+                f.verdict == finding.verdict
+                    && f.causes.is_empty()
+                    && finding.causes.is_empty()
+                    && f.missing == finding.missing
+            })
+            .count();
+        if row > 1 && !finding.missing.is_empty() {
+            let shown_rows = if finding.verdict == Verdict::Unknown && row > UNKNOWN_ROW {
+                UNKNOWN_ROW - 1
+            } else {
+                row
+            };
+            for f in &listed[i..i + shown_rows] {
+                out.push_str(&format!(
+                    "  {:<11} {}\n",
+                    f.verdict.name(),
+                    printable(&finding_line(f, with_host))
+                ));
+                if wants_causes(f.verdict) {
+                    out.push_str(&format!("    {NO_CAUSE}\n"));
+                }
+            }
+            if shown_rows < row {
+                out.push_str(&format!(
+                    "  {:<11} … and {} more that lack the same\n",
+                    finding.verdict.name(),
+                    row - shown_rows
+                ));
+            }
+            out.push_str(&format!(
+                "    to judge these {row}: {}\n",
+                printable(&finding.missing.join("; "))
+            ));
+            i += row;
+            continue;
+        }
+        i += 1;
         let line = finding_line(finding, with_host);
         out.push_str(&format!(
             "  {:<11} {}\n",
@@ -498,6 +546,40 @@ pub(crate) mod tests {
             lines.last().unwrap(),
             &"  1 result at its limit, 1 above its limit, 1 unstable, 1 below, 1 unknown"
         );
+    }
+
+    #[test]
+    fn a_row_of_results_lacking_the_same_says_it_once() {
+        let unknown = |i: usize| {
+            let mut f = finding(Verdict::Unknown, &format!("roof L{i} read 1T"));
+            f.missing.push("the past: no earlier run".into());
+            f
+        };
+        let mut f = findings();
+        f.results = (0..10).map(unknown).collect();
+        let text = render_text(&f);
+        assert_eq!(
+            text.matches("the past: no earlier run").count(),
+            1,
+            "{text}"
+        );
+        assert!(
+            text.contains("    to judge these 10: the past: no earlier run\n"),
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("\n  unknown     roof L").count(),
+            UNKNOWN_ROW - 1
+        );
+        assert!(text.contains("  unknown     … and 5 more that lack the same\n"));
+        assert!(text.ends_with("10 unknown\n"), "{text}");
+        // A short row lists every result; a different lack starts a row of its own.
+        f.results.truncate(3);
+        f.results[2].missing = vec!["--reference".into()];
+        let text = render_text(&f);
+        assert_eq!(text.matches("\n  unknown     roof L").count(), 3, "{text}");
+        assert!(text.contains("    to judge these 2: the past: no earlier run\n"));
+        assert!(text.contains("    to judge it: --reference\n"), "{text}");
     }
 
     #[test]
