@@ -170,7 +170,7 @@ fn middle(sorted: &[f64]) -> f64 {
 }
 
 /// The median of values in any order.
-fn median(values: &[f64]) -> f64 {
+pub fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     middle(&sorted)

@@ -346,9 +346,25 @@ impl Model {
                 .filter(|p| p.intensity > 0.0)
                 .map(|p| p.gflops / p.intensity)
                 .collect();
-            let top_gbps = bandwidths.iter().copied().fold(0.0, f64::max);
+            let mut top_gbps = bandwidths.iter().copied().fold(0.0, f64::max);
             let top_gflops = points.iter().map(|p| p.gflops).fold(0.0, f64::max);
             if let Some(roof) = roof {
+                // The memory-bound points: well left of where the read roof meets the ceiling.
+                // Their median is the plateau where there are several: the highest of a few
+                // noisy points (each a median of its repetitions) leans high by the noise.
+                let bound: Vec<f64> = ceiling
+                    .map(|ceiling| {
+                        let ridge = ceiling.gflops / roof.gbps;
+                        points
+                            .iter()
+                            .filter(|p| p.intensity > 0.0 && p.intensity <= ridge / 4.0)
+                            .map(|p| p.gflops / p.intensity)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if bound.len() >= 2 {
+                    top_gbps = crate::stats::median(&bound);
+                }
                 self.checks.push(check(
                     &level,
                     "bandwidth",
@@ -357,14 +373,7 @@ impl Model {
                     top_gbps,
                     roof.gbps,
                 ));
-                // The memory-bound points: well left of where the read roof meets the ceiling.
-                if let Some(ceiling) = ceiling {
-                    let ridge = ceiling.gflops / roof.gbps;
-                    let bound: Vec<f64> = points
-                        .iter()
-                        .filter(|p| p.intensity > 0.0 && p.intensity <= ridge / 4.0)
-                        .map(|p| p.gflops / p.intensity)
-                        .collect();
+                {
                     let (lo, hi) = bound.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
                         (lo.min(*v), hi.max(*v))
                     });
@@ -1096,6 +1105,38 @@ mod tests {
             m.place(&UserPoint::parse("dense:50:80").unwrap()),
         ];
         m
+    }
+
+    #[test]
+    fn the_bandwidth_plateau_is_the_median_of_the_memory_bound_points() {
+        let mut m = model();
+        // DRAM read 20 GB/s against a 100 GFLOP/s ceiling: the ridge at 5 FLOP/B, so the
+        // points up to 1.25 FLOP/B are memory-bound; one of them is a noisy 28 GB/s.
+        let point = |flop: u64, gbps: f64| SweepPoint {
+            level: "DRAM".into(),
+            threads: 2,
+            working_set_bytes: 1 << 28,
+            flop_per_element: flop,
+            intensity: flop as f64 / 8.0,
+            gflops: gbps * flop as f64 / 8.0,
+        };
+        m.sweep = vec![
+            point(1, 20.0),
+            point(2, 21.0),
+            point(4, 28.0),
+            point(8, 19.0),
+            point(512, 1.5),
+        ];
+        m.check(Some("f64 avx2 fma"));
+        let bw = m.checks.iter().find(|c| c.plateau == "bandwidth").unwrap();
+        assert_eq!((bw.sweep, bw.ceiling), (20.5, 20.0), "{bw:?}");
+        assert!(bw.agrees);
+        // Not flat: 19 to 28 GB/s is said, and the plateau stays the median.
+        assert!(
+            m.warnings.iter().any(|w| w.contains("not flat")),
+            "{:?}",
+            m.warnings
+        );
     }
 
     #[test]
