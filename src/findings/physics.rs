@@ -144,24 +144,11 @@ fn class_of(report: &Report, r: &BenchResult) -> Result<Option<&'static Class>, 
              with --reference"
                 .into(),
         ),
-        (Subsystem::Memory, _) => {
-            let host = report.inventory(&r.host).unwrap_or(&report.host);
-            let llc = host.cpu.last_level_cache_bytes();
-            let set = r.params.working_set_bytes.unwrap_or(0);
-            if llc > 0 && set < 4 * llc {
-                Err(format!(
-                    "a peak for a working set that fits in the caches ({} against a {} \
-                     last-level cache): peakbench models no cache bandwidth; judge it by its \
-                     past or with --reference",
-                    crate::units::format_size(set),
-                    crate::units::format_size(llc)
-                ))
-            } else if threads < host.cpu.physical_cores {
-                Ok(None) // the DRAM peak is a ceiling for a few cores, not what they reach
-            } else {
-                Ok(class("dram-stream"))
-            }
+        // A roofline's ceilings and roofs are the `cpu` and `mem` kernels' own cases.
+        (Subsystem::Memory | Subsystem::Roofline, "bandwidth") | (Subsystem::Memory, _) => {
+            memory_class(report, r, threads)
         }
+        (Subsystem::Roofline, "compute") => Ok(class("simd-kernel")),
         (Subsystem::Disk, _) => Ok(class("disk-rated")),
         (Subsystem::Network, op) if op.ends_with("throughput") => {
             let loopback = r.params.other.get("loopback").and_then(|v| v.as_bool());
@@ -172,8 +159,8 @@ fn class_of(report: &Report, r: &BenchResult) -> Result<Option<&'static Class>, 
             }
         }
         (Subsystem::Roofline, _) => Err(
-            "a band for a roofline result: its ceilings are judged as `cpu` and `mem` judge the \
-             same kernels, and its sweep against those ceilings (its self-check)"
+            "a band for the roofline's sweep and model: they are held against its ceilings and \
+             roofs instead (its self-check, in the model's warnings)"
                 .into(),
         ),
         (Subsystem::Network, _) => Err(
@@ -181,6 +168,32 @@ fn class_of(report: &Report, r: &BenchResult) -> Result<Option<&'static Class>, 
              --reference (sockperf)"
                 .into(),
         ),
+    }
+}
+
+/// The class of a memory bandwidth result (or a roofline's roof, the same case): none for a
+/// working set in the caches, a ceiling for fewer cores than the machine has.
+fn memory_class(
+    report: &Report,
+    r: &BenchResult,
+    threads: usize,
+) -> Result<Option<&'static Class>, String> {
+    let class = |name: &str| CLASSES.iter().find(|c| c.name == name);
+    let host = report.inventory(&r.host).unwrap_or(&report.host);
+    let llc = host.cpu.last_level_cache_bytes();
+    let set = r.params.working_set_bytes.unwrap_or(0);
+    if llc > 0 && set < 4 * llc {
+        Err(format!(
+            "a peak for a working set that fits in the caches ({} against a {} \
+                 last-level cache): peakbench models no cache bandwidth; judge it by its \
+                 past or with --reference",
+            crate::units::format_size(set),
+            crate::units::format_size(llc)
+        ))
+    } else if threads < host.cpu.physical_cores {
+        Ok(None) // the DRAM peak is a ceiling for a few cores, not what they reach
+    } else {
+        Ok(class("dram-stream"))
     }
 }
 

@@ -766,3 +766,29 @@ fn fewer_memory_channels_populated_than_the_cpu_has_are_named() {
             .all(|c| c.kind != "memory-channels")
     );
 }
+
+#[test]
+fn a_rooflines_ceilings_are_judged_as_the_cpu_kernels_and_its_sweep_is_not() {
+    let mut report = document();
+    let mut ceiling = kernel(&report, 2, 0.97);
+    ceiling.subsystem = Subsystem::Roofline;
+    ceiling.op = "compute".into();
+    report.results.push(ceiling.clone());
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::AtLimit, "{f:#?}");
+    assert_eq!(
+        f.expectations[0].class.as_deref(),
+        Some("simd-kernel"),
+        "{f:#?}"
+    );
+    // A sweep point has no band of its own: the self-check holds it against the ceilings.
+    ceiling.op = "sweep".into();
+    report.results[0] = ceiling;
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Unknown, "{f:#?}");
+    assert!(
+        f.missing.iter().any(|m| m.contains("self-check")),
+        "{:?}",
+        f.missing
+    );
+}
