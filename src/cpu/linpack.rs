@@ -1,7 +1,7 @@
 //! A Linpack-style dense solve, counted and checked as HPL does.
 //!
 //! A random n × n system (entries uniform in [−0.5, 0.5), as HPL's generator) is solved by LU
-//! with partial pivoting: by peakbench's own blocked LU with look-ahead over faer's multiply
+//! with partial pivoting: by peakbench's own blocked LU with look-ahead over its own DGEMM
 //! ([`super::lu`], the built-in engine) or by a machine's LAPACK (`dgetrf` + `dgetrs` of
 //! OpenBLAS, BLIS or MKL, loaded at run time by [`super::blas`]); `--blas auto` runs the engine
 //! whose multiply a short probe finds fastest ([`super::library::resolve`]). The timed region holds the
