@@ -82,6 +82,9 @@ def engines(subcommand, n, threads, reps, blas="all"):
     for r in doc["results"]:
         other = r["params"]["other"]
         name = other.get("dense_engine", "?") if blas == "all" else f"auto→{other.get('dense_engine', '?')}"
+        if other.get("dense_engine") == "builtin" and other.get("gemm_kernel"):
+            # Which of peakbench's micro-kernels ran (avx512 16x12, avx2-fma 8x6, portable).
+            name += f" ({other['gemm_kernel']})"
         out[name] = (r["value"], r.get("efficiency"), (r.get("stats") or {}).get("cv"))
     return out
 

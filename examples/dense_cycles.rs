@@ -12,7 +12,7 @@
 use std::time::Instant;
 
 use peakbench::cpu::blas::{self, Vendor};
-use peakbench::cpu::{gemm, linpack, lu};
+use peakbench::cpu::{dgemm, gemm, linpack, lu};
 use peakbench::peak::{Isa, Precision};
 use peakbench::sysinfo::clock::measure_ghz;
 
@@ -49,6 +49,7 @@ fn main() {
     };
     let (ng, nl, threads, reps) = (arg(1, 4000), arg(2, 4000), arg(3, 1), arg(4, 3));
     let info = peakbench::sysinfo::collect();
+    dgemm::Dgemm::global(&info.cpu.caches).expect("a dgemm kernel");
     let peaks = peakbench::peak::Peaks::compute(&info, &Default::default(), &Default::default());
     let widest = *peaks.cpu.isas.last().unwrap_or(&Isa::Scalar);
     let peak = peaks
@@ -74,8 +75,22 @@ fn main() {
             libraries.push(Some(library));
         }
     }
+    let (cycle, wall) = pool.install(|| {
+        best(reps, threads, gemm::flops(ng as u64), || {
+            gemm::faer_multiply(ng, &a, &b, &mut c, threads)
+        })
+    });
+    gemm::check(ng, &a, &b, &c, 1).expect("a right product");
+    println!(
+        "dgemm n={ng} {:<40} {:.1} % of peak per CPU-second ({wall:.1} GFLOP/s wall)",
+        "faer matmul",
+        100.0 * cycle / peak
+    );
     for library in &libraries {
-        let name = library.map_or("builtin (faer matmul)".to_string(), |l| l.describe());
+        let name = library.map_or(
+            format!("builtin ({})", dgemm::Dgemm::current().describe()),
+            |l| l.describe(),
+        );
         let (cycle, wall) = pool.install(|| {
             let mut run = || {
                 best(reps, threads, gemm::flops(ng as u64), || {

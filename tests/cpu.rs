@@ -114,3 +114,54 @@ fn a_singular_matrix_fails_the_run_with_a_clear_error() {
         assert!(!text.contains("\"passed\""), "{blas}");
     }
 }
+
+#[test]
+fn each_dgemm_micro_kernel_forced_multiplies_and_factors_right() {
+    // PEAKBENCH_DGEMM_KERNEL forces a micro-kernel; the result names the one that ran. gemm
+    // checks 16 entries of C against dot products, linpack HPL's residual: a wrong kernel fails.
+    for (kernel, name, has) in [
+        (
+            "avx512",
+            "avx512 16x12",
+            std::arch::is_x86_feature_detected!("avx512f"),
+        ),
+        (
+            "avx2",
+            "avx2-fma 8x6",
+            std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma"),
+        ),
+        ("portable", "portable 4x4", true),
+    ] {
+        if !has {
+            eprintln!("skipped: this CPU cannot run the {name} kernel; forcing it must be refused");
+            let output = command(&[
+                "cpu", "gemm", "-n", "64", "-t", "1", "-r", "1", "--warmup", "0", "--blas",
+                "builtin", "--json",
+            ])
+            .env("PEAKBENCH_DGEMM_KERNEL", kernel)
+            .output()
+            .unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(!output.status.success(), "{kernel}: {stderr}");
+            assert!(stderr.contains("PEAKBENCH_DGEMM_KERNEL"), "{stderr}");
+            continue;
+        }
+        for args in [
+            &["cpu", "gemm", "-n", "131", "-t", "1,2"][..],
+            &["cpu", "linpack", "-n", "300", "-t", "2"][..],
+        ] {
+            let mut full = args.to_vec();
+            full.extend(["-r", "1", "--warmup", "0", "--blas", "builtin", "--json"]);
+            let output = command(&full)
+                .env("PEAKBENCH_DGEMM_KERNEL", kernel)
+                .output()
+                .unwrap();
+            let doc = common::json(&output);
+            for r in doc["results"].as_array().unwrap() {
+                let other = &r["params"]["other"];
+                assert_eq!(other["gemm_kernel"], name, "{kernel}: {other}");
+            }
+        }
+    }
+}

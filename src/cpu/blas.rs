@@ -3,8 +3,8 @@
 //! HPL's speed is its BLAS's speed: on a 2-core Zen 4 guest OpenBLAS's Cooper Lake DGEMM reads
 //! 0.9–1.3 × faer's matrix multiply (see `docs/cpu.md`), so a Linpack on faer alone reads a
 //! third below HPL. peakbench therefore opens the BLAS the machine has (OpenBLAS, BLIS or MKL)
-//! with `dlopen` when it runs; the binary neither links nor needs any of them, and `--blas faer`
-//! (or a machine with none) uses the faer crate built in. A library is opened once per process
+//! with `dlopen` when it runs; the binary neither links nor needs any of them, and `--blas
+//! builtin` (alias `faer`; or a machine with none) uses peakbench's own DGEMM and LU. A library is opened once per process
 //! and never closed: OpenBLAS starts its worker threads when it is loaded.
 //!
 //! Only the Fortran interface is used (`dgemm_`, `dgetrf_`, `dgetrs_`, 32-bit integers: the
@@ -25,7 +25,7 @@ named_enum! {
     pub enum BlasChoice {
         /// the fastest engine present, by a short measured probe of each
         Auto = "auto",
-        /// built into peakbench: faer's matmul, and peakbench's own LU over it
+        /// built into peakbench: its own DGEMM, and its own LU over it
         Builtin = "builtin" | "faer",
         /// every engine present, side by side
         All = "all",
@@ -188,7 +188,7 @@ pub fn open(vendor: Vendor) -> Result<&'static Blas, String> {
 /// An engine that multiplies and solves: built into peakbench, or a library's BLAS and LAPACK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
-    /// faer's matmul; for Linpack, peakbench's own LU ([`super::lu`]) over it.
+    /// peakbench's own DGEMM ([`super::dgemm`]); for Linpack, its own LU ([`super::lu`]) over it.
     Builtin,
     Library(Vendor),
 }

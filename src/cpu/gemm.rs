@@ -2,8 +2,8 @@
 //! "sustained FLOPS".
 //!
 //! C = A·B for random n × n f64 matrices (column-major, entries uniform in [−0.5, 0.5)), by the
-//! machine's BLAS `dgemm_` (loaded at run time by [`super::blas`]) or by faer's `matmul`
-//! (`--blas faer`). The timed region is the one multiply; the matrices are generated before it.
+//! machine's BLAS `dgemm_` (loaded at run time by [`super::blas`]) or by peakbench's own
+//! ([`super::dgemm`], `--blas builtin`). The timed region is the one multiply; the matrices are generated before it.
 //! FLOPs are counted as every BLAS benchmark counts them, 2·n³ per multiply (n³ multiplies and
 //! n³ adds), whatever the library really executes. After every repetition 16 entries of C, at
 //! random places, are recomputed by a plain dot product; each must agree within
@@ -16,6 +16,7 @@ use anyhow::{Result, bail};
 use faer::{Accum, MatMut, MatRef, Par};
 
 use super::blas::{self, Blas, Engine, Solver};
+use super::dgemm::Dgemm;
 use super::library;
 use super::linpack::library_params;
 use crate::plan::{Case, CaseSpec, Context};
@@ -78,8 +79,8 @@ pub struct GemmCase {
     pub solver: Solver,
 }
 
-/// C = A·B for n × n column-major matrices, by the library's dgemm or (`None`) faer's matmul
-/// on `threads` threads of the current rayon pool.
+/// C = A·B for n × n column-major matrices, by the library's dgemm or (`None`) peakbench's
+/// own ([`Dgemm::current`]), on `threads` threads of the current rayon pool.
 pub fn multiply(
     library: Option<&Blas>,
     n: usize,
@@ -91,22 +92,35 @@ pub fn multiply(
     match library {
         Some(blas) => blas.dgemm(n, a, b, c),
         None => {
-            let par = if threads == 1 {
-                Par::Seq
-            } else {
-                Par::rayon(threads)
-            };
-            faer::linalg::matmul::matmul(
-                MatMut::from_column_major_slice_mut(&mut c[..n * n], n, n),
-                Accum::Replace,
-                MatRef::from_column_major_slice(&a[..n * n], n, n),
-                MatRef::from_column_major_slice(&b[..n * n], n, n),
+            Dgemm::current().gemm(
+                (n, n, n),
                 1.0,
-                par,
+                (&a[..n * n], n),
+                (&b[..n * n], n),
+                0.0,
+                (&mut c[..n * n], n),
+                threads > 1,
             );
             Ok(())
         }
     }
+}
+
+/// C = A·B by faer's `matmul` (for comparisons: `examples/dense_cycles.rs`).
+pub fn faer_multiply(n: usize, a: &[f64], b: &[f64], c: &mut [f64], threads: usize) {
+    let par = if threads == 1 {
+        Par::Seq
+    } else {
+        Par::rayon(threads)
+    };
+    faer::linalg::matmul::matmul(
+        MatMut::from_column_major_slice_mut(&mut c[..n * n], n, n),
+        Accum::Replace,
+        MatRef::from_column_major_slice(&a[..n * n], n, n),
+        MatRef::from_column_major_slice(&b[..n * n], n, n),
+        1.0,
+        par,
+    );
 }
 
 /// A case id's suffix naming a library engine (`-openblas`), so `--blas all` gives each its own.
@@ -181,7 +195,7 @@ impl Case for GemmCase {
         };
         params.other.insert(
             "solver".into(),
-            solver_label(self.solver, "builtin (faer matmul)").into(),
+            solver_label(self.solver, "builtin (peakbench dgemm)").into(),
         );
         let suffix = engine_suffix(self.solver);
         CaseSpec {
@@ -215,6 +229,7 @@ impl Case for GemmCase {
         let mut rng = Rng::new(17 + self.n);
         let (a, b) = (random_matrix(n, &mut rng), random_matrix(n, &mut rng));
         let mut c = vec![0.0; n * n];
+        Dgemm::global(&ctx.host.cpu.caches)?;
         let (engine, why) = library::resolve(self.solver, self.n, self.threads, self.pin)?;
         let library = library::open(engine)?;
         let rounds = library::run_on_threads("gemm", library, self.threads, self.pin, || {
@@ -234,7 +249,7 @@ impl Case for GemmCase {
                      {CHECKED_ENTRIES} random entries of C recomputed, each within 2nε·Σ|aᵢₖbₖⱼ|",
                     match library {
                         Some(blas) => format!("{} dgemm", blas.describe()),
-                        None => format!("faer {} matmul", super::linpack::FAER_VERSION),
+                        None => Dgemm::current().describe(),
                     }
                 ),
                 samples,

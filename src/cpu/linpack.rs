@@ -1,7 +1,7 @@
 //! A Linpack-style dense solve, counted and checked as HPL does.
 //!
 //! A random n × n system (entries uniform in [−0.5, 0.5), as HPL's generator) is solved by LU
-//! with partial pivoting: by peakbench's own blocked LU with look-ahead over faer's multiply
+//! with partial pivoting: by peakbench's own blocked LU with look-ahead over its own DGEMM
 //! ([`super::lu`], the built-in engine) or by a machine's LAPACK (`dgetrf` + `dgetrs` of
 //! OpenBLAS, BLIS or MKL, loaded at run time by [`super::blas`]); `--blas auto` runs the engine
 //! whose multiply a short probe finds fastest ([`super::library::resolve`]). The timed region holds the
@@ -21,6 +21,7 @@ use faer::Mat;
 use faer::linalg::solvers::Solve as _;
 
 use super::blas::{Blas, Engine, Solver};
+use super::dgemm::Dgemm;
 use super::{library, lu};
 use crate::plan::{Case, CaseSpec, Context};
 use crate::result::{BenchResult, Params, Subsystem};
@@ -93,7 +94,7 @@ pub fn solver_name(solver: Solver) -> String {
         Solver::Fixed(Engine::Library(vendor)) => {
             format!("LAPACK dgetrf + dgetrs ({})", vendor.name())
         }
-        other => super::gemm::solver_label(other, "builtin (peakbench LU over faer matmul)"),
+        other => super::gemm::solver_label(other, "builtin (peakbench LU over peakbench dgemm)"),
     }
 }
 
@@ -114,11 +115,27 @@ pub fn library_params(solver: Option<&Blas>) -> Vec<(&'static str, serde_json::V
             }
             params
         }
-        None => vec![
-            ("library", format!("faer {FAER_VERSION}").into()),
-            ("library_version", FAER_VERSION.into()),
-            ("lu_engine", lu::describe(lu::NB).into()),
-        ],
+        None => {
+            let dgemm = Dgemm::current();
+            vec![
+                (
+                    "library",
+                    format!("peakbench dgemm, faer {FAER_VERSION}").into(),
+                ),
+                ("library_version", FAER_VERSION.into()),
+                ("lu_engine", lu::describe(lu::NB).into()),
+                ("gemm_engine", dgemm.describe().into()),
+                ("gemm_kernel", dgemm.kernel.name().into()),
+                (
+                    "gemm_blocking",
+                    format!(
+                        "MC={} KC={} NC={}",
+                        dgemm.blocking.mc, dgemm.blocking.kc, dgemm.blocking.nc
+                    )
+                    .into(),
+                ),
+            ]
+        }
     }
 }
 
@@ -276,6 +293,7 @@ impl Case for LinpackCase {
             // A zero column: U(j, j) is exactly zero whatever the engine.
             a.col_mut(a.ncols() / 2).fill(0.0);
         }
+        Dgemm::global(&ctx.host.cpu.caches)?;
         let (engine, why) = library::resolve(self.solver, self.n, self.threads, self.pin)?;
         let library = library::open(engine)?;
         let rounds = match library {

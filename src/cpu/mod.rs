@@ -10,6 +10,7 @@
 pub mod args;
 mod params;
 pub mod blas;
+pub mod dgemm;
 pub mod gemm;
 pub mod kernels;
 mod library;

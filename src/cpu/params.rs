@@ -27,4 +27,7 @@ static CPU_PARAMS: &[ParamInfo] = &[
     ParamInfo::bookkeeping("dense_engine"),
     ParamInfo::bookkeeping("dense_engine_choice"),
     ParamInfo::bookkeeping("lu_engine"),
+    ParamInfo::bookkeeping("gemm_engine"),
+    ParamInfo::bookkeeping("gemm_kernel"),
+    ParamInfo::bookkeeping("gemm_blocking"),
 ];
