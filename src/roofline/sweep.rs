@@ -75,7 +75,7 @@ impl Intensity {
         self.flop_per_element as f64 / BYTES_PER_ELEMENT as f64
     }
 
-    /// The sum of the accumulators' lanes after `elements` elements of 1.0.
+    /// The sum of the accumulators' lanes after `elements` elements of 1.0 (all passes).
     pub fn expected_checksum(self, elements: u64) -> u64 {
         elements * self.fmas().max(1)
     }
@@ -125,9 +125,10 @@ impl SweepIsa {
         }
     }
 
-    /// Runs the kernel over `data` (a multiple of [`STEP`] elements) and returns the sum of
-    /// the accumulators' lanes.
-    pub fn run(self, data: &[f64], intensity: Intensity) -> u64 {
+    /// Runs the kernel `passes` times over `data` (a multiple of [`STEP`] elements) into the
+    /// same accumulators and returns the sum of their lanes: an L1 slice is read in passes of
+    /// a few hundred cycles, which a reduction and a check after each would slow by a third.
+    pub fn run(self, data: &[f64], intensity: Intensity, passes: u64) -> u64 {
         assert!((data.len() as u64).is_multiple_of(STEP));
         match self {
             #[cfg(target_arch = "x86_64")]
@@ -138,9 +139,9 @@ impl SweepIsa {
                 );
                 // SAFETY: the CPU has AVX2 and FMA (checked above); the kernel reads only
                 // `data`, in bounds (its length is a multiple of the 32-element step).
-                unsafe { avx2::run(data, intensity.fmas()) }
+                unsafe { avx2::run(data, intensity.fmas(), passes) }
             }
-            _ => portable(data, intensity.fmas()),
+            _ => portable(data, intensity.fmas(), passes),
         }
     }
 }
@@ -150,9 +151,10 @@ fn lanes_sum(lanes: &[f64]) -> u64 {
     lanes.iter().map(|&v| v as u64).sum()
 }
 
-fn portable(data: &[f64], fmas: u64) -> u64 {
+fn portable(data: &[f64], fmas: u64, passes: u64) -> u64 {
     let mut acc = [0.0f64; STEP as usize];
-    for step in data.chunks_exact(STEP as usize) {
+    let steps = (0..passes).flat_map(|_| data.chunks_exact(STEP as usize));
+    for step in steps {
         if fmas == 0 {
             for (a, x) in acc.iter_mut().zip(step) {
                 *a += std::hint::black_box(*x);
@@ -174,15 +176,33 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     /// Eight accumulators over eight loaded vectors per step: an add each (`fmas` = 0), or a
-    /// chain of `fmas` FMAs each.
+    /// chain of `fmas` FMAs each; `passes` passes over `data`.
     ///
     /// # Safety
     /// The CPU must have AVX2 and FMA; `data.len()` must be a multiple of 32.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn run(data: &[f64], fmas: u64) -> u64 {
+    pub unsafe fn run(data: &[f64], fmas: u64, passes: u64) -> u64 {
         let mut a = [_mm256_setzero_pd(); 8];
-        let mut p = data.as_ptr();
         let steps = data.len() / 32;
+        for _ in 0..passes {
+            // SAFETY: the kernel's contract (above), pass after pass.
+            unsafe { pass(&mut a, data.as_ptr(), steps, fmas) };
+        }
+        let mut lanes = [0.0f64; 32];
+        for (j, a) in a.iter().enumerate() {
+            // SAFETY: 4 f64s fit at lanes[4j..4j+4].
+            unsafe { _mm256_storeu_pd(lanes.as_mut_ptr().add(4 * j), *a) };
+        }
+        super::lanes_sum(&lanes)
+    }
+
+    /// One pass of `steps` steps of 32 elements from `p` into the accumulators `a`.
+    ///
+    /// # Safety
+    /// As [`run`]: AVX2 and FMA, and `steps` × 32 elements readable at `p`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn pass(a: &mut [__m256d; 8], mut p: *const f64, steps: usize, fmas: u64) {
         for _ in 0..steps {
             // SAFETY: `p` stays within `data`: `steps` steps of 32 elements.
             let x: [__m256d; 8] = unsafe {
@@ -211,12 +231,6 @@ mod avx2 {
             // SAFETY: the next step, or one past the end (not read).
             p = unsafe { p.add(32) };
         }
-        let mut lanes = [0.0f64; 32];
-        for (j, a) in a.iter().enumerate() {
-            // SAFETY: 4 f64s fit at lanes[4j..4j+4].
-            unsafe { _mm256_storeu_pd(lanes.as_mut_ptr().add(4 * j), *a) };
-        }
-        super::lanes_sum(&lanes)
     }
 }
 
@@ -387,10 +401,16 @@ impl Worker for SweepWorker {
             // The chunk, in passes over the slice from where the last one stopped.
             let mut left = n;
             while left > 0 {
-                let len = left.min(self.elements - self.position);
+                // Whole passes in one call where the chunk holds them, else the rest of a pass.
+                let (len, passes) = if self.position == 0 && left >= self.elements {
+                    (self.elements, left / self.elements)
+                } else {
+                    (left.min(self.elements - self.position), 1)
+                };
                 let sum = self
                     .isa
-                    .run(self.values(self.position, len), self.intensity);
+                    .run(self.values(self.position, len), self.intensity, passes);
+                let len = len * passes;
                 let expected = self.intensity.expected_checksum(len);
                 if sum != expected {
                     self.failures.lock().unwrap().push(format!(
@@ -448,11 +468,12 @@ mod tests {
             let i = Intensity::new(flop).unwrap();
             for isa in [SweepIsa::Portable, SweepIsa::detect()] {
                 assert_eq!(
-                    isa.run(&data, i),
+                    isa.run(&data, i, 1),
                     i.expected_checksum(160),
                     "{isa:?} {flop}"
                 );
-                assert_eq!(isa.run(&data[..32], i), i.expected_checksum(32));
+                assert_eq!(isa.run(&data[..32], i, 1), i.expected_checksum(32));
+                assert_eq!(isa.run(&data, i, 3), i.expected_checksum(480));
             }
         }
     }
@@ -462,7 +483,11 @@ mod tests {
         let mut data = vec![1.0f64; 64];
         data[17] = 2.0;
         let i = Intensity::new(2).unwrap();
-        assert_ne!(SweepIsa::detect().run(&data, i), i.expected_checksum(64));
+        assert_ne!(SweepIsa::detect().run(&data, i, 1), i.expected_checksum(64));
+        assert_ne!(
+            SweepIsa::detect().run(&data, i, 5),
+            i.expected_checksum(320)
+        );
     }
 
     #[test]
