@@ -106,10 +106,11 @@ fn aliases_and_non_temporal_stores_are_labelled() {
     ]);
     let results = doc["results"].as_array().unwrap();
     assert_eq!(results[0]["op"], "copy");
-    let avx512 = results[0]["params"]["isa"] == "avx512";
+    // The AVX-512 and AVX2 kernels have streaming stores; the portable ones have none.
+    let has_nt = results[0]["params"]["isa"] != "portable";
     for r in results {
-        assert_eq!(r["params"]["other"]["nt"], avx512, "{r}");
-        if avx512 {
+        assert_eq!(r["params"]["other"]["nt"], has_nt, "{r}");
+        if has_nt {
             assert!(
                 r["counting"].as_str().unwrap().contains("non-temporal"),
                 "{r}"
