@@ -612,16 +612,20 @@ macro_rules! micro_kernel {
     };
 }
 
+/// Fetches the line at `p` into L1 (the SIMD kernels' prefetch of C).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn prefetch(p: *const f64) {
+    // SAFETY: a prefetch is a hint that never faults, and x86-64 always has SSE.
+    unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8) }
+}
+
 /// The AVX-512F kernel: 16 × 12, 24 zmm accumulators.
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::*;
 
-    #[inline(always)]
-    fn prefetch(p: *const f64) {
-        // SAFETY: a prefetch is a hint that never faults, and x86-64 always has SSE.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(p as *const i8) }
-    }
+    use super::prefetch;
 
     micro_kernel! {
         #[target_feature(enable = "avx512f")]
@@ -644,11 +648,7 @@ mod avx512 {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    #[inline(always)]
-    fn prefetch(p: *const f64) {
-        // SAFETY: a prefetch is a hint that never faults, and x86-64 always has SSE.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(p as *const i8) }
-    }
+    use super::prefetch;
 
     micro_kernel! {
         #[target_feature(enable = "avx2,fma")]
