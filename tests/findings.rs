@@ -223,6 +223,26 @@ fn assert_named<'a>(finding: &'a Value, kind: &str, value: f64, unit: &str) -> &
     c
 }
 
+/// Asserts the verdict of a figure an imposed limit holds down: below, or unstable where the
+/// repetitions spread more than the verdict's 10 % (on a shared machine a time-shared CPU or a
+/// slow first repetition does that; CI saw 39.3, 51.1, 51.1 GFLOP/s for three threads on one
+/// CPU). Unstable outranks below in the verdict, and the cause is named either way, which the
+/// caller checks, and its line names it; any other verdict (at the limit, unknown) fails.
+fn assert_held(finding: &Value) {
+    let verdict = &finding["verdict"];
+    assert!(
+        verdict == "below" || verdict == "unstable",
+        "an imposed limit holds this figure down, the verdict is {verdict}: {finding:#}"
+    );
+    if verdict == "unstable" {
+        let first = finding["causes"][0]["text"].as_str().unwrap_or("\u{0}");
+        assert!(
+            finding["line"].as_str().unwrap_or("").contains(first),
+            "unstable, and the line does not name the first cause: {finding:#}"
+        );
+    }
+}
+
 /// Asserts the finding names none of `kinds`.
 fn assert_none_of(finding: &Value, kinds: &[&str]) {
     for kind in kinds {
@@ -270,7 +290,7 @@ fn a_cpu_quota_is_named_with_its_cpus() {
         let f = finding(&doc);
         show(&format!("quota {cpus} CPU"), f);
         assert_named(f, "cpu-quota", cpus, "CPU");
-        assert_eq!(f["verdict"], "below", "{f:#}");
+        assert_held(f);
     }
 }
 
@@ -312,7 +332,7 @@ fn a_cpuset_narrower_than_the_threads_is_named_with_its_cpus() {
             evidence.contains(&format!("[{cpu}]")),
             "the cpuset's evidence does not name CPU {cpu}: {c:#}"
         );
-        assert_eq!(f["verdict"], "below", "{f:#}");
+        assert_held(f);
     }
 }
 
@@ -580,7 +600,7 @@ fn a_read_bps_throttle_on_the_files_disk_is_named_in_mb_per_s() {
             c["evidence"].to_string().contains(&disk),
             "the throttle's evidence does not name {disk}: {c:#}"
         );
-        assert_eq!(f["verdict"], "below", "{f:#}");
+        assert_held(f);
     }
 }
 
@@ -603,7 +623,7 @@ fn a_read_iops_throttle_on_the_files_disk_is_named_in_iops() {
         let f = finding(&doc);
         show(&format!("read_iops {iops} on {disk}"), f);
         assert_named(f, "io-throttle", iops as f64, "IOPS");
-        assert_eq!(f["verdict"], "below", "{f:#}");
+        assert_held(f);
     }
 }
 
@@ -797,7 +817,7 @@ fn a_tbf_on_the_route_to_the_server_is_named_with_its_rate() {
             c["text"].as_str().unwrap().contains("pbcli0"),
             "the qdisc's text does not name the interface pbcli0: {c:#}"
         );
-        assert_eq!(f["verdict"], "below", "{f:#}");
+        assert_held(f);
     }
 }
 
@@ -844,7 +864,7 @@ fn a_tbf_on_the_servers_way_back_is_named_in_a_reverse_test() {
         c["text"].as_str().unwrap().contains("the server's pbsrv0"),
         "the qdisc's text does not name the server's interface: {c:#}"
     );
-    assert_eq!(f["verdict"], "below", "{f:#}");
+    assert_held(f);
     // Forward, the shaper carries only the acknowledgements: no qdisc is blamed.
     let doc = pair.throughput_with("10.214.0.2", &["--repetitions", "3"], &db);
     let f = finding(&doc);
@@ -888,12 +908,7 @@ fn offloads_turned_off_on_the_route_are_named_against_the_past() {
     let doc = pair.throughput_with("10.215.0.2", &reps, &db);
     let f = finding(&doc);
     show("tso, gso, gro off", f);
-    // Below its past; on a noisy machine the repetitions may also spread (unstable), and what
-    // holds the figure down is named either way.
-    assert!(
-        f["verdict"] == "below" || f["verdict"] == "unstable",
-        "{f:#}"
-    );
+    assert_held(f);
     // GRO does not count on a veth, which hands segmentation-offloaded packets on whole.
     let c = assert_named(f, "offloads", 2.0, "offloads off");
     assert!(
