@@ -11,7 +11,7 @@ use common::{json, run as peakbench, run_json as peakbench_json};
 #[test]
 fn sysinfo_json_has_the_inventory_and_sourced_peaks() {
     let doc = peakbench_json(&["sysinfo", "--json"]);
-    assert_eq!(doc["schema_version"], 3);
+    assert_eq!(doc["schema_version"], 4);
     assert_eq!(doc["tool"]["name"], "peakbench");
     let cpu = &doc["host"]["cpu"];
     assert_eq!(

@@ -310,7 +310,7 @@ fn three_hosts_run_the_suite_at_once_and_every_pair_of_the_matrix() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let doc = doc.expect("the output file");
-    assert_eq!(doc["schema_version"], 3);
+    assert_eq!(doc["schema_version"], 4);
     let hosts: Vec<&String> = doc["hosts"].as_object().unwrap().keys().collect();
     assert_eq!(hosts, lab.hosts.iter().collect::<Vec<_>>());
     let cluster = &doc["cluster"];

@@ -217,10 +217,19 @@ fn results_documents_never_panic_nor_reach_the_terminal_raw() {
     let cluster = cluster
         .replace("HOST", &doc["host"].to_string())
         .replace("PEAKS", &doc["peaks"].to_string());
+    // The same matrix in schema 4's sparse form (`cells`).
+    let sparse = cluster
+        .replace("\"schema_version\":3", "\"schema_version\":4")
+        .replace(
+            "\"values\":[[null,1.0],[2.0,null]]",
+            "\"cells\":[[0,1,1.0],[1,0,2.0]]",
+        );
+    assert!(sparse.contains("cells"));
     let extra: Vec<&[u8]> = vec![
         fixtures[0].as_bytes(),
         fixtures[1].as_bytes(),
         cluster.as_bytes(),
+        sparse.as_bytes(),
     ];
     // Rendering every format of a full document takes milliseconds in a debug build.
     property(

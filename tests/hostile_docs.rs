@@ -178,16 +178,32 @@ fn a_malformed_matrix_is_refused_naming_the_field_by_every_reader() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("history.db");
     let db = db.to_str().unwrap();
+    // `cells` (the sparse form of schema 4) where the key is given, else `values`.
     let matrix = |values: serde_json::Value| {
-        serde_json::json!({
+        let mut m = serde_json::json!({
             "metric": "TCP throughput", "unit": "Gb/s", "higher_is_better": true,
-            "counting": "payload", "hosts": ["a", "b"], "values": values, "median": 9.0,
-        })
+            "counting": "payload", "hosts": ["a", "b"], "median": 9.0,
+        });
+        match values.get("cells") {
+            Some(cells) => {
+                m["cells"] = cells.clone();
+                if let Some(v) = values.get("values") {
+                    m["values"] = v.clone();
+                }
+            }
+            None => m["values"] = values,
+        }
+        m
     };
     let good = cluster_doc(
         dir.path(),
         "good.json",
         matrix(serde_json::json!([[null, 9.0], [9.5, null]])),
+    );
+    let sparse = cluster_doc(
+        dir.path(),
+        "sparse.json",
+        matrix(serde_json::json!({"cells": [[0, 1, 9.0], [1, 0, 9.5]]})),
     );
     let html = dir.path().join("r.html");
     let out = peakbench(&[
@@ -199,7 +215,36 @@ fn a_malformed_matrix_is_refused_naming_the_field_by_every_reader() {
         db,
     ]);
     assert!(out.status.success(), "{out:?}");
+    let out = peakbench(&[
+        "report",
+        &sparse,
+        "--html",
+        html.to_str().unwrap(),
+        "--db",
+        db,
+    ]);
+    assert!(out.status.success(), "{out:?}");
     for (name, values, field) in [
+        (
+            "beyond.json",
+            serde_json::json!({"cells": [[0, 1, 9.0], [1, 2, 9.5]]}),
+            "cluster.matrices[0].cells[1]",
+        ),
+        (
+            "itself.json",
+            serde_json::json!({"cells": [[1, 1, 9.0]]}),
+            "cluster.matrices[0].cells[0]",
+        ),
+        (
+            "twice.json",
+            serde_json::json!({"cells": [[0, 1, 9.0], [1, 0, 9.5], [0, 1, 8.0]]}),
+            "cluster.matrices[0].cells[2]",
+        ),
+        (
+            "both.json",
+            serde_json::json!({"cells": [[0, 1, 9.0]], "values": [[null, 9.0], [9.5, null]]}),
+            "cluster.matrices[0]: both values and cells",
+        ),
         (
             "wide.json",
             serde_json::json!([[null, 9.0, 7.0], [9.5, null]]),

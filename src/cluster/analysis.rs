@@ -258,16 +258,11 @@ pub fn judge(matrix: &mut Matrix, threshold: f64, shared: &BTreeMap<String, usiz
         why: SHARED_WHY.to_string(),
     });
     let compared = |i: usize, j: usize| !left_out[i] && !left_out[j];
-    let mut values = Vec::new();
-    for (i, row) in matrix.values.iter().enumerate() {
-        for (j, v) in row.iter().enumerate() {
-            if let Some(v) = v
-                && compared(i, j)
-            {
-                values.push(*v);
-            }
-        }
-    }
+    let values: Vec<f64> = matrix
+        .measured()
+        .filter(|&(i, j, _)| compared(i, j))
+        .map(|(_, _, v)| v)
+        .collect();
     matrix.median = median(&values);
     matrix.flagged.clear();
     matrix.slow_hosts.clear();
@@ -276,21 +271,19 @@ pub fn judge(matrix: &mut Matrix, threshold: f64, shared: &BTreeMap<String, usiz
     };
     let n = matrix.hosts.len();
     let mut cells: Vec<(usize, usize, bool)> = Vec::new();
-    for (i, row) in matrix.values.iter().enumerate() {
-        for (j, v) in row.iter().enumerate() {
-            let Some(v) = v else { continue };
-            if !compared(i, j) {
-                continue;
-            }
-            let limit = threshold / at_once[i].max(at_once[j]) as f64;
-            let slow = relative(*v, median, matrix.higher_is_better) < limit;
-            if slow {
-                matrix
-                    .flagged
-                    .push([matrix.hosts[i].clone(), matrix.hosts[j].clone()]);
-            }
-            cells.push((i, j, slow));
+    let measured: Vec<(usize, usize, f64)> = matrix.measured().collect();
+    for (i, j, v) in measured {
+        if !compared(i, j) {
+            continue;
         }
+        let limit = threshold / at_once[i].max(at_once[j]) as f64;
+        let slow = relative(v, median, matrix.higher_is_better) < limit;
+        if slow {
+            matrix
+                .flagged
+                .push([matrix.hosts[i].clone(), matrix.hosts[j].clone()]);
+        }
+        cells.push((i, j, slow));
     }
     // A host slow on most of its links is the host. The worst host first; its links then no
     // longer count against its peers (a peer of the slow host is not slow for that link).
@@ -456,6 +449,7 @@ mod tests {
             counting: String::new(),
             hosts,
             values,
+            cells: Vec::new(),
             median: None,
             flagged: Vec::new(),
             peak: None,
@@ -537,5 +531,59 @@ mod tests {
         assert_eq!(median(&[]), None);
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+    }
+
+    /// Issue 34: a sampled matrix of many hosts is kept as its links (`cells`), its JSON grows
+    /// with the hosts, not their square, and its slow link and slow host are still found.
+    #[test]
+    fn a_sampled_matrix_of_many_hosts_is_kept_as_links_and_still_judged() {
+        let bytes = |n: usize| {
+            let hosts: Vec<String> = (0..n).map(|h| format!("node-{h:04}")).collect();
+            // The ring both ways and each host against the one three places on.
+            let mut links = Vec::new();
+            for i in 0..n {
+                for step in [1, 3] {
+                    let j = (i + step) % n;
+                    let v = if (i, j) == (5, 6) {
+                        2_000.0
+                    } else {
+                        9_400.0 + i as f64
+                    };
+                    links.push((i, j, v));
+                    links.push((j, i, 9_400.0 + j as f64));
+                }
+            }
+            // Host 40 slow on every link it has.
+            for l in links.iter_mut().filter(|l| l.0 == 40 || l.1 == 40) {
+                l.2 = 1_000.0;
+            }
+            let (values, cells) = Matrix::store(n, links);
+            let mut m = matrix("tcp-throughput", true, hosts, values);
+            m.cells = cells;
+            judge(&mut m, 0.8, &BTreeMap::new());
+            let len = serde_json::to_string(&m).unwrap().len();
+            (m, len)
+        };
+        let (small, _) = bytes(Matrix::DENSE_MAX_HOSTS);
+        assert!(small.cells.is_empty() && small.values.len() == Matrix::DENSE_MAX_HOSTS);
+        let (m, at_200) = bytes(200);
+        let (_, at_800) = bytes(800);
+        assert!(m.values.is_empty(), "200 hosts are kept dense");
+        assert_eq!(m.cells.len(), 200 * 4);
+        assert!(m.grid().is_none());
+        assert_eq!(m.measured().count(), m.cells.len());
+        let ratio = at_800 as f64 / at_200 as f64;
+        assert!(
+            (3.5..4.5).contains(&ratio),
+            "4 x the hosts, {ratio:.2} x the bytes"
+        );
+        let flagged = |from: &str, to: &str| m.flagged.iter().any(|[f, t]| f == from && t == to);
+        assert!(flagged("node-0005", "node-0006"), "{:?}", m.flagged);
+        assert!(!flagged("node-0006", "node-0005"));
+        let slow: Vec<&str> = m.slow_hosts.iter().map(|h| h.host.as_str()).collect();
+        assert_eq!(slow, ["node-0040"]);
+        // And back from JSON, the same matrix.
+        let back: Matrix = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
     }
 }

@@ -607,6 +607,7 @@ fn a_link_is_judged_against_its_matrix_unless_its_hosts_share_a_machine() {
         counting: String::new(),
         hosts: vec![me.clone(), "node-b".into()],
         values: vec![vec![None, Some(3700.0)], vec![Some(3700.0), None]],
+        cells: Vec::new(),
         median: Some(13.0),
         flagged: Vec::new(),
         peak: None,

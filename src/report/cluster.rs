@@ -173,6 +173,9 @@ fn colour(ratio: f64, threshold: f64) -> &'static str {
 
 /// One metric of the matrix as a grid of cells: row = from (client), column = to (server).
 fn heat_map(out: &mut String, matrix: &Matrix, threshold: f64) {
+    let Some(grid) = matrix.grid() else {
+        return flagged_links(out, matrix, threshold);
+    };
     let n = matrix.hosts.len();
     let (cell, left, top) = (64.0, 120.0, 110.0);
     let width = left + cell * n as f64 + 10.0;
@@ -205,7 +208,7 @@ fn heat_map(out: &mut String, matrix: &Matrix, threshold: f64) {
     }
     // A validated document has a row and a column per host (result::validate); the cells
     // are still taken with their hosts by zipping, never by index.
-    for (i, (row, from)) in matrix.values.iter().zip(&matrix.hosts).enumerate() {
+    for (i, (row, from)) in grid.iter().zip(&matrix.hosts).enumerate() {
         for (j, (value, to)) in row.iter().zip(&matrix.hosts).enumerate() {
             let (x, y) = (left + cell * j as f64, top + cell * i as f64);
             let Some(v) = value else {
@@ -260,6 +263,86 @@ fn heat_map(out: &mut String, matrix: &Matrix, threshold: f64) {
         }
     }
     out.push_str("</svg>\n");
+}
+
+/// The most flagged links a matrix too large for a grid lists.
+const LISTED_LINKS: usize = 200;
+
+/// A matrix of more hosts than a grid can show ([`Matrix::DENSE_MAX_HOSTS`]): its measured
+/// links counted, and its flagged links listed, the slowest first.
+fn flagged_links(out: &mut String, matrix: &Matrix, threshold: f64) {
+    let index: std::collections::HashMap<&str, usize> = matrix
+        .hosts
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.as_str(), i))
+        .collect();
+    let values: std::collections::HashMap<(usize, usize), f64> =
+        matrix.measured().map(|(i, j, v)| ((i, j), v)).collect();
+    let relative = |v: f64| match matrix.median {
+        Some(m) if m > 0.0 && v > 0.0 => {
+            if matrix.higher_is_better {
+                v / m
+            } else {
+                m / v
+            }
+        }
+        _ => 1.0,
+    };
+    let mut rows: Vec<(&str, &str, Option<f64>)> = matrix
+        .flagged
+        .iter()
+        .map(|[from, to]| {
+            let v = index
+                .get(from.as_str())
+                .zip(index.get(to.as_str()))
+                .and_then(|(&i, &j)| values.get(&(i, j)).copied());
+            (from.as_str(), to.as_str(), v)
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        let r = |v: Option<f64>| v.map_or(f64::INFINITY, relative);
+        r(a.2).total_cmp(&r(b.2))
+    });
+    let _ = writeln!(
+        out,
+        "<h3>{m} ({u})</h3>\n<p>{n} hosts, {links} links measured: too many hosts for a grid. \
+         Median link {med}; {flagged} links below {threshold:.2} × the median{shown}. {c}</p>",
+        m = escape(&matrix.metric),
+        u = escape(&matrix.unit),
+        n = matrix.hosts.len(),
+        links = values.len(),
+        med = matrix.median.map_or("unknown".into(), |m| format!(
+            "{m:.3} {}",
+            escape(&matrix.unit)
+        )),
+        flagged = rows.len(),
+        shown = if rows.len() > LISTED_LINKS {
+            format!(", the {LISTED_LINKS} slowest listed")
+        } else {
+            String::new()
+        },
+        c = escape(&matrix.counting),
+    );
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str("<table class=\"flagged-links\"><tr><th>from</th><th>to</th><th>value</th><th>× the median</th></tr>\n");
+    for (from, to, v) in rows.iter().take(LISTED_LINKS) {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(from),
+            escape(to),
+            v.map_or("—".into(), |v| format!(
+                "{} {}",
+                short(v),
+                escape(&matrix.unit)
+            )),
+            v.map_or("—".into(), |v| format!("{:.2}", relative(v))),
+        );
+    }
+    out.push_str("</table>\n");
 }
 
 /// A value in at most 4 significant digits.
@@ -347,4 +430,51 @@ fn collectives(out: &mut String, report: &Report) {
         );
     }
     out.push_str("</svg>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matrix(n: usize) -> Matrix {
+        let hosts: Vec<String> = (0..n).map(|h| format!("h{h}")).collect();
+        let links = (0..n).flat_map(|i| {
+            let j = (i + 1) % n;
+            [(i, j, if i == 3 { 2.0 } else { 9.0 }), (j, i, 9.0)]
+        });
+        let (values, cells) = Matrix::store(n, links);
+        Matrix {
+            metric: "TCP throughput".into(),
+            unit: "Gb/s".into(),
+            higher_is_better: true,
+            counting: "payload".into(),
+            hosts,
+            values,
+            cells,
+            median: Some(9.0),
+            flagged: vec![["h3".into(), "h4".into()]],
+            peak: None,
+            op: "tcp-throughput".into(),
+            not_compared: None,
+            loosened: None,
+            slow_hosts: Vec::new(),
+        }
+    }
+
+    /// Up to DENSE_MAX_HOSTS a grid of cells; above, the flagged links in a table, not a grid
+    /// of N² cells (a grid of 1,000 hosts would be a million SVG elements).
+    #[test]
+    fn a_matrix_too_large_for_a_grid_lists_its_flagged_links() {
+        let mut small = String::new();
+        heat_map(&mut small, &matrix(Matrix::DENSE_MAX_HOSTS), 0.8);
+        assert!(small.contains("<svg class=\"heat-map\""));
+        let cells = small.matches("<rect ").count();
+        assert_eq!(cells, Matrix::DENSE_MAX_HOSTS * Matrix::DENSE_MAX_HOSTS);
+        let mut large = String::new();
+        heat_map(&mut large, &matrix(1000), 0.8);
+        assert!(!large.contains("<svg"), "{large}");
+        assert!(large.contains("1000 hosts, 2000 links measured"), "{large}");
+        assert!(large.contains("<td>h3</td><td>h4</td><td>2.00 Gb/s</td><td>0.22</td>"));
+        assert!(large.len() < 2000, "{} bytes", large.len());
+    }
 }

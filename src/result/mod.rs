@@ -22,9 +22,11 @@ use crate::sysinfo::SysInfo;
 
 /// Version of the JSON layout; bumped on any incompatible change. Version 2 added the `hosts`
 /// map and the `cluster` section of `peakbench cluster run`; version 3 the `evidence` read
-/// from the machine (the run's and each result's) and the `findings`. An older document reads
-/// as a current one without them ([`Report::parse`]).
-pub const SCHEMA_VERSION: u32 = 3;
+/// from the machine (the run's and each result's) and the `findings`; version 4 a matrix of
+/// more than 64 hosts keeps its measured links in `cells` in place of `values` (an older
+/// reader would refuse it; every version 3 document is a version 4 one). An older document
+/// reads as a current one without them ([`Report::parse`]).
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// One run: everything measured by one invocation.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -71,8 +73,9 @@ pub struct Report {
 impl Report {
     /// Reads a document of any schema version this peakbench knows, upgraded to the current
     /// one: a version 1 document is a version 2 document of one host (no `hosts`, no
-    /// `cluster`), a version 2 document one of version 3 without evidence and findings, so
-    /// upgrading only sets the version.
+    /// `cluster`), a version 2 document one of version 3 without evidence and findings, and
+    /// a version 3 document is a version 4 one (its matrices are dense), so upgrading only sets
+    /// the version.
     ///
     /// Every document from outside comes through here and is checked once ([`validate`]):
     /// its size, every number finite, every string and list bounded, the shapes one field's
@@ -698,8 +701,10 @@ pub struct Difference {
     pub values: std::collections::BTreeMap<String, String>,
 }
 
-/// One metric of the network matrix: `values[i][j]` from host i (client, sender) to host j
-/// (server), `null` on the diagonal and where not measured.
+/// One metric of the network matrix, from host i (client, sender) to host j (server), in one
+/// of two forms: dense `values[i][j]` (`null` on the diagonal and where not measured) for up to
+/// [`Matrix::DENSE_MAX_HOSTS`] hosts, and above that `cells`, the measured links alone, so that a
+/// sampled matrix of N hosts takes O(N) bytes and memory, not O(N²).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Matrix {
     pub metric: String,
@@ -709,7 +714,13 @@ pub struct Matrix {
     pub counting: String,
     /// Row and column order.
     pub hosts: Vec<String>,
+    /// Dense form: a row per host and a column per host; empty where `cells` holds the links.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub values: Vec<Vec<Option<f64>>>,
+    /// Sparse form: every measured link as `[from, to, value]`, indices into `hosts`, sorted;
+    /// empty where `values` holds them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<(usize, usize, f64)>,
     /// The median of the measured links.
     pub median: Option<f64>,
     /// Links below the threshold relative to the median, as `[from, to]`.
@@ -731,6 +742,66 @@ pub struct Matrix {
     /// host is slow, not each of those links.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slow_hosts: Vec<SlowHost>,
+}
+
+/// A matrix's cells by row (from) and column (to), `None` where not measured.
+pub type Grid = Vec<Vec<Option<f64>>>;
+
+impl Matrix {
+    /// The most hosts a matrix keeps in the dense form: 64 hosts are 4,096 cells, a few tens of
+    /// KB of JSON; above that most cells of a sampled matrix are empty.
+    pub const DENSE_MAX_HOSTS: usize = 64;
+
+    /// The measured links `(from, to, value)` of `n` hosts in the form their count calls for:
+    /// `(values, cells)`, one of them empty. A link given twice keeps its last value.
+    pub fn store(
+        n: usize,
+        links: impl IntoIterator<Item = (usize, usize, f64)>,
+    ) -> (Grid, Vec<(usize, usize, f64)>) {
+        let links: std::collections::BTreeMap<(usize, usize), f64> = links
+            .into_iter()
+            .filter(|&(i, j, _)| i < n && j < n)
+            .map(|(i, j, v)| ((i, j), v))
+            .collect();
+        if n <= Self::DENSE_MAX_HOSTS {
+            let mut values = vec![vec![None; n]; n];
+            for ((i, j), v) in links {
+                values[i][j] = Some(v);
+            }
+            (values, Vec::new())
+        } else {
+            (
+                Vec::new(),
+                links.into_iter().map(|((i, j), v)| (i, j, v)).collect(),
+            )
+        }
+    }
+
+    /// Every measured link as `(from, to, value)`, row by row, whichever form holds them.
+    pub fn measured(&self) -> impl Iterator<Item = (usize, usize, f64)> + '_ {
+        let dense = self.values.iter().enumerate().flat_map(|(i, row)| {
+            row.iter()
+                .enumerate()
+                .filter_map(move |(j, v)| v.map(|v| (i, j, v)))
+        });
+        dense.chain(self.cells.iter().copied())
+    }
+
+    /// The dense grid of the cells, for a matrix of at most [`Self::DENSE_MAX_HOSTS`] hosts
+    /// (the heat map); `None` above. Cells outside the host list are left out.
+    pub fn grid(&self) -> Option<Grid> {
+        let n = self.hosts.len();
+        if n > Self::DENSE_MAX_HOSTS {
+            return None;
+        }
+        let mut grid = vec![vec![None; n]; n];
+        for (i, j, v) in self.measured() {
+            if i < n && j < n {
+                grid[i][j] = Some(v);
+            }
+        }
+        Some(grid)
+    }
 }
 
 /// One collective at one message size.

@@ -106,18 +106,40 @@ pub fn check_shapes(report: &Report) -> Result<(), String> {
                 "cluster.matrices[{m}].hosts: {n} hosts, more than {MAX_HOSTS}"
             ));
         }
-        if matrix.values.len() != n {
-            return Err(format!(
-                "cluster.matrices[{m}].values: {} rows for {n} hosts",
-                matrix.values.len()
-            ));
-        }
-        for (r, row) in matrix.values.iter().enumerate() {
-            if row.len() != n {
+        if matrix.cells.is_empty() {
+            if matrix.values.len() != n {
                 return Err(format!(
-                    "cluster.matrices[{m}].values[{r}]: {} columns for {n} hosts",
-                    row.len()
+                    "cluster.matrices[{m}].values: {} rows for {n} hosts",
+                    matrix.values.len()
                 ));
+            }
+            for (r, row) in matrix.values.iter().enumerate() {
+                if row.len() != n {
+                    return Err(format!(
+                        "cluster.matrices[{m}].values[{r}]: {} columns for {n} hosts",
+                        row.len()
+                    ));
+                }
+            }
+        } else {
+            if !matrix.values.is_empty() {
+                return Err(format!(
+                    "cluster.matrices[{m}]: both values and cells; a matrix has one of them"
+                ));
+            }
+            let mut seen = std::collections::HashSet::new();
+            for (c, &(from, to, _)) in matrix.cells.iter().enumerate() {
+                if from >= n || to >= n || from == to {
+                    return Err(format!(
+                        "cluster.matrices[{m}].cells[{c}]: a link from {from} to {to}, not between \
+                         two of its {n} hosts"
+                    ));
+                }
+                if !seen.insert((from, to)) {
+                    return Err(format!(
+                        "cluster.matrices[{m}].cells[{c}]: the link from {from} to {to} twice"
+                    ));
+                }
             }
         }
         for (f, [from, to]) in matrix.flagged.iter().enumerate() {

@@ -276,7 +276,12 @@ pub(super) fn matrices(
     shared: &std::collections::BTreeMap<String, usize>,
 ) -> Vec<Matrix> {
     let n = hosts.len();
-    let index = |name: &str| hosts.iter().position(|h| h == name);
+    let positions: std::collections::HashMap<&str, usize> = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.as_str(), i))
+        .collect();
+    let index = |name: &str| positions.get(name).copied();
     let kinds = [
         ("tcp-throughput", "TCP throughput", "Mb/s", true),
         ("tcp-latency", "TCP round trip", "µs", false),
@@ -290,7 +295,7 @@ pub(super) fn matrices(
     ];
     let mut out = Vec::new();
     for (op, metric, unit, up) in kinds {
-        let mut values = vec![vec![None; n]; n];
+        let mut links: Vec<(usize, usize, f64)> = Vec::new();
         let mut counting = String::new();
         for r in results.iter().filter(|r| r.op == op) {
             let Some(peer) = r.params.other.get("peer").and_then(|p| p.as_str()) else {
@@ -312,15 +317,16 @@ pub(super) fn matrices(
                 } else {
                     (client, server)
                 };
-                values[from][to] = Some(r.value);
+                links.push((from, to, r.value));
             } else {
-                values[client][server] = Some(r.value);
-                values[server][client] = Some(r.value);
+                links.push((client, server, r.value));
+                links.push((server, client, r.value));
             }
         }
-        if values.iter().flatten().all(Option::is_none) {
+        if links.is_empty() {
             continue;
         }
+        let (values, cells) = Matrix::store(n, links);
         let mut matrix = Matrix {
             metric: metric.into(),
             unit: unit.into(),
@@ -328,6 +334,7 @@ pub(super) fn matrices(
             counting,
             hosts: hosts.to_vec(),
             values,
+            cells,
             median: None,
             flagged: Vec::new(),
             peak: match unit {
