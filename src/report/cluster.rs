@@ -19,6 +19,7 @@ pub fn section(out: &mut String, report: &Report) {
         cluster.ranks,
         escape(&cluster.phase)
     );
+    job_and_plan(out, cluster);
     hosts(out, cluster);
     differences(out, cluster);
     for group in &cluster.shared_machines {
@@ -51,6 +52,47 @@ pub fn section(out: &mut String, report: &Report) {
     }
     collectives(out, report);
     references(out, cluster);
+}
+
+/// The batch job the run was in, and how the network matrix chose its pairs.
+fn job_and_plan(out: &mut String, cluster: &Cluster) {
+    if let Some(job) = &cluster.job {
+        let mut line = format!(
+            "Batch job: {} job {}",
+            escape(&job.scheduler),
+            escape(&job.id)
+        );
+        if let Some(name) = &job.name {
+            let _ = write!(line, " ({})", escape(name));
+        }
+        if let Some(partition) = &job.partition {
+            let _ = write!(line, ", partition {}", escape(partition));
+        }
+        if !job.nodes.is_empty() {
+            let _ = write!(
+                line,
+                ", {} nodes: {}",
+                job.nodes.len(),
+                escape(&job.nodes.join(", "))
+            );
+        } else if let Some(list) = &job.nodelist {
+            let _ = write!(line, ", nodes {}", escape(list));
+        }
+        let _ = writeln!(out, "<p class=\"cluster-job\">{line}.</p>");
+    }
+    if let Some(plan) = &cluster.matrix_plan {
+        let _ = writeln!(
+            out,
+            "<p class=\"matrix-plan\">Network matrix: {} ({}), {} rounds, {} pairs, seed {}; \
+             MPI curves kept for {}.</p>",
+            escape(&plan.plan),
+            escape(&plan.chosen),
+            plan.rounds,
+            plan.pairs,
+            plan.seed,
+            escape(&plan.curves)
+        );
+    }
 }
 
 /// `--reference`: the standard tools over the same ranks beside peakbench's figures.
@@ -476,5 +518,46 @@ mod tests {
         assert!(large.contains("1000 hosts, 2000 links measured"), "{large}");
         assert!(large.contains("<td>h3</td><td>h4</td><td>2.00 Gb/s</td><td>0.22</td>"));
         assert!(large.len() < 2000, "{} bytes", large.len());
+    }
+
+    /// The batch job and the matrix's plan are in the report, not only in the JSON; the
+    /// scheduler's text is escaped.
+    #[test]
+    fn the_job_and_the_matrix_plan_are_shown() {
+        let cluster = Cluster {
+            job: Some(crate::result::Job {
+                scheduler: "slurm".into(),
+                id: "4242".into(),
+                name: Some("<b>bench</b>".into()),
+                partition: Some("debug".into()),
+                nodelist: Some("node-[1-2]".into()),
+                nodes: vec!["node-1".into(), "node-2".into()],
+                variables: Default::default(),
+            }),
+            matrix_plan: Some(crate::result::MatrixSchedule {
+                plan: "sample:3".into(),
+                chosen: "the default above 4 hosts".into(),
+                rounds: 5,
+                pairs: 24,
+                seed: 7,
+                curves: "the flagged links".into(),
+            }),
+            ..Cluster::default()
+        };
+        let mut out = String::new();
+        job_and_plan(&mut out, &cluster);
+        assert!(
+            out.contains(
+                "Batch job: slurm job 4242 (&lt;b&gt;bench&lt;/b&gt;), partition debug, 2 nodes: \
+                 node-1, node-2."
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "Network matrix: sample:3 (the default above 4 hosts), 5 rounds, 24 pairs"
+            ),
+            "{out}"
+        );
     }
 }
