@@ -177,7 +177,9 @@ pub fn format_size_approx(bytes: u64) -> String {
         value /= 1024.0;
         unit += 1;
     }
-    if unit == 0 || value.fract() == 0.0 {
+    // A size that rounds to a whole number at one decimal is written whole: a triad's set of
+    // 32,760 B is "32 KiB" beside the 32 KiB sets, not "32.0 KiB".
+    if unit == 0 || (value * 10.0).round() % 10.0 == 0.0 {
         format!("{value:.0} {}", UNITS[unit])
     } else {
         format!("{value:.1} {}", UNITS[unit])
@@ -329,5 +331,17 @@ mod tests {
             let printed = format_size(bytes).replace(' ', "");
             assert_eq!(parse_size(&printed).unwrap(), bytes);
         }
+    }
+
+    #[test]
+    fn approximate_sizes_are_whole_where_they_round_whole() {
+        assert_eq!(format_size_approx(32 << 10), "32 KiB");
+        assert_eq!(format_size_approx(32_760), "32 KiB");
+        assert_eq!(format_size_approx(33_000), "32.2 KiB");
+        assert_eq!(
+            format_size_approx((31.4 * (1u64 << 30) as f64) as u64),
+            "31.4 GiB"
+        );
+        assert_eq!(format_size_approx(1000), "1000 B");
     }
 }
