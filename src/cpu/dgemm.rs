@@ -1198,7 +1198,9 @@ mod tests {
     /// each instantiation of the macro computes.
     #[test]
     fn the_kernel_table_is_the_tile_each_macro_instance_computes() {
-        let pairs: Vec<(Kernel, (usize, usize), (usize, usize))> = vec![
+        // A kernel, then the (MR, NR) of its f64 and f32 instances.
+        type Tile = (usize, usize);
+        let pairs: Vec<(Kernel, Tile, Tile)> = vec![
             #[cfg(target_arch = "x86_64")]
             (
                 Kernel::Avx512,
