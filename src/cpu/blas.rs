@@ -37,7 +37,7 @@ named_enum! {
     pub enum BlasChoice {
         /// the fastest engine present, by a short measured probe of each
         Auto = "auto",
-        /// built into peakbench: its own DGEMM, and its own LU over it
+        /// built into peakbench: its own DGEMM and SGEMM, and its own LU over the DGEMM
         Builtin = "builtin" | "faer",
         /// every engine present, side by side
         All = "all",
