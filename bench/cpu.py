@@ -10,6 +10,7 @@ OpenBLAS, BLIS, MKL) in the same round, each with the fraction of peak its resul
 the default (`auto`, the engine a probe picks) and hpcc's HPL, alternating round by round. The
 targets of issue #32: DGEMM n=4000 >= 0.85 of peak at 1 and all cores, Linpack n=10000 all
 cores >= 0.70 with CV < 3 %, and the default never slower than the best engine present.
+`--gemm-precision f64,f32` measures SGEMM the same way, against the f32 peak.
 
     apt-get install -y likwid hpcc openmpi-bin libopenblas0-pthread   # reference tools (optional)
     cargo build --release
@@ -74,10 +75,12 @@ def likwid_flops(precision, isa, threads):
     return float(re.search(r"MFlops/s:\s+([\d.]+)", out).group(1)) / 1000.0
 
 
-def engines(subcommand, n, threads, reps, blas="all"):
-    """One run of `cpu SUBCOMMAND --blas BLAS`: {engine: (GFLOP/s, fraction of peak, CV)}."""
+def engines(subcommand, n, threads, reps, blas="all", precision=None):
+    """One run of `cpu SUBCOMMAND --blas BLAS` (`-p PRECISION` for gemm):
+    {engine: (GFLOP/s, fraction of peak, CV)}."""
+    extra = ["-p", precision] if precision else []
     doc = json.loads(run([PEAKBENCH, "cpu", subcommand, "-n", str(n), "-t", str(threads),
-                          "-r", str(reps), "--blas", blas, "--json", "--no-history"]))
+                          "-r", str(reps), "--blas", blas, "--json", "--no-history"] + extra))
     out = {}
     for r in doc["results"]:
         other = r["params"]["other"]
@@ -124,6 +127,8 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--n", type=int, default=10000, help="order of the Linpack/HPL solve")
     ap.add_argument("--gemm-n", type=int, default=4000, help="order of the DGEMM comparison")
+    ap.add_argument("--gemm-precision", default="f64",
+                    help="element types of the GEMM comparison, e.g. f64,f32")
     ap.add_argument("--skip-linpack", action="store_true")
     args = ap.parse_args()
     if not os.path.exists(PEAKBENCH):
@@ -150,13 +155,15 @@ def main():
     else:
         print("likwid-bench not installed (apt-get install likwid): peakflops comparison skipped")
 
-    for threads in sorted({1, args.threads}):
-        table = {}
-        for _ in range(args.rounds):
-            for blas in ("all", "auto"):
-                for name, row in engines("gemm", args.gemm_n, threads, 3, blas).items():
-                    table.setdefault(name, []).append(row)
-        engine_table(f"gemm n={args.gemm_n} {threads}T", table)
+    for precision in args.gemm_precision.split(","):
+        for threads in sorted({1, args.threads}):
+            table = {}
+            for _ in range(args.rounds):
+                for blas in ("all", "auto"):
+                    rows = engines("gemm", args.gemm_n, threads, 3, blas, precision)
+                    for name, row in rows.items():
+                        table.setdefault(name, []).append(row)
+            engine_table(f"gemm {precision} n={args.gemm_n} {threads}T", table)
     print(f"[paired]: {ci_note(args.rounds)}")
 
     if args.skip_linpack:
@@ -189,14 +196,14 @@ def engine_table(label, table):
         med = statistics.median(values)
         cv = statistics.stdev(values) / statistics.mean(values) if len(values) > 1 else 0.0
         eff = f"{statistics.median(effs) * 100:5.1f} % of peak" if effs else "peak unknown"
-        print(f"{label:<22} {name:<18} {med:9.1f} GFLOP/s  {eff}  CV across rounds {cv * 100:.1f} %"
+        print(f"{label:<26} {name:<18} {med:9.1f} GFLOP/s  {eff}  CV across rounds {cv * 100:.1f} %"
               f"  ({len(values)} rounds)")
         if not name.startswith("auto"):
             best = max(best, med)
     autos = [rows for name, rows in table.items() if name.startswith("auto")]
     if autos and best > 0:
         auto = statistics.median([r[0] for rows in autos for r in rows])
-        print(f"{label:<22} auto / best engine present: {auto / best:.2f}")
+        print(f"{label:<26} auto / best engine present: {auto / best:.2f}")
 
 
 if __name__ == "__main__":

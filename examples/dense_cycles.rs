@@ -1,5 +1,5 @@
-//! FLOPs per cycle of the dense engines (DGEMM and the Linpack LU), by CPU time, against the
-//! f64 FMA peak per core.
+//! FLOPs per cycle of the dense engines (DGEMM, SGEMM and the Linpack LU), by CPU time, against
+//! the FMA peak per core of the element type (f64, or f32 for SGEMM).
 //!
 //! On a shared machine the wall time also counts the time a thread waits for a core, so this
 //! harness divides each call's FLOPs by the CPU time it took (the process's CPU time, which
@@ -50,6 +50,7 @@ fn main() {
     let (ng, nl, threads, reps) = (arg(1, 4000), arg(2, 4000), arg(3, 1), arg(4, 3));
     let info = peakbench::sysinfo::collect();
     dgemm::Dgemm::global(&info.cpu.caches).expect("a dgemm kernel");
+    dgemm::Sgemm::global(&info.cpu.caches).expect("an sgemm kernel");
     let peaks = peakbench::peak::Peaks::compute(&info, &Default::default(), &Default::default());
     let widest = *peaks.cpu.isas.last().unwrap_or(&Isa::Scalar);
     let peak = peaks
@@ -57,6 +58,11 @@ fn main() {
         .row(Precision::F64, widest, true)
         .and_then(|row| row.per_cycle_per_core)
         .expect("an f64 FMA peak row");
+    let peak32 = peaks
+        .cpu
+        .row(Precision::F32, widest, true)
+        .and_then(|row| row.per_cycle_per_core)
+        .expect("an f32 FMA peak row");
     println!(
         "f64 FMA peak: {peak} FLOP/cycle/core ({}); {threads} threads",
         widest.name()
@@ -106,6 +112,33 @@ fn main() {
         println!(
             "dgemm n={ng} {name:<40} {:.1} % of peak per CPU-second ({wall:.1} GFLOP/s wall)",
             100.0 * cycle / peak
+        );
+    }
+    let (a32, b32): (Vec<f32>, Vec<f32>) = (
+        a.iter().map(|&x| x as f32).collect(),
+        b.iter().map(|&x| x as f32).collect(),
+    );
+    let mut c32 = vec![0.0f32; ng * ng];
+    for library in &libraries {
+        let name = library.map_or(
+            format!("builtin ({})", dgemm::Sgemm::current().describe()),
+            |l| l.describe(),
+        );
+        let (cycle, wall) = pool.install(|| {
+            let mut run = || {
+                best(reps, threads, gemm::flops(ng as u64), || {
+                    gemm::multiply(*library, ng, &a32, &b32, &mut c32, threads).unwrap()
+                })
+            };
+            match library {
+                Some(l) => l.with_threads(threads, run),
+                None => run(),
+            }
+        });
+        gemm::check(ng, &a32, &b32, &c32, 1).expect("a right product");
+        println!(
+            "sgemm n={ng} {name:<40} {:.1} % of the f32 peak per CPU-second ({wall:.1} GFLOP/s wall)",
+            100.0 * cycle / peak32
         );
     }
     let (sa, sb) = linpack::random_system(nl, 3);

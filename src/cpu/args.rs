@@ -207,9 +207,10 @@ pub struct LinpackArgs {
     pub n: Vec<u64>,
     #[command(flatten)]
     pub threads: Threads<LinpackDefaults>,
-    /// The BLAS and LAPACK that solve, loaded at run time
-    #[arg(long, value_enum, ignore_case = true, default_value = "auto")]
-    pub blas: super::blas::BlasChoice,
+    /// The BLAS and LAPACK that solve, loaded at run time: a name below, or the path of a
+    /// shared library (with a '/', e.g. /opt/blis/lib/libblis.so)
+    #[arg(long, value_name = "BLAS", default_value = "auto", value_parser = super::blas::BlasFlagParser)]
+    pub blas: super::blas::BlasFlag,
 }
 
 #[derive(Args, Debug)]
@@ -219,9 +220,30 @@ pub struct GemmArgs {
     pub n: Vec<u64>,
     #[command(flatten)]
     pub threads: Threads<CpuDefaults>,
-    /// The BLAS that multiplies, loaded at run time
-    #[arg(long, value_enum, ignore_case = true, default_value = "auto")]
-    pub blas: super::blas::BlasChoice,
+    /// Element types (list): f64 (DGEMM), f32 (SGEMM), each its own case with its own peak
+    #[arg(
+        long,
+        short = 'p',
+        value_name = "LIST",
+        value_delimiter = ',',
+        ignore_case = true,
+        default_value = "f64",
+        value_parser = gemm_precision()
+    )]
+    pub precision: Vec<Precision>,
+    /// The BLAS that multiplies, loaded at run time: a name below, or the path of a shared
+    /// library (with a '/', e.g. /opt/blis/lib/libblis.so)
+    #[arg(long, value_name = "BLAS", default_value = "auto", value_parser = super::blas::BlasFlagParser)]
+    pub blas: super::blas::BlasFlag,
+}
+
+/// The parser of `cpu gemm --precision`: f64 or f32, by [`Precision`]'s names.
+fn gemm_precision() -> impl clap::builder::TypedValueParser<Value = Precision> {
+    use clap::builder::TypedValueParser as _;
+    let values = [Precision::F64, Precision::F32]
+        .map(|p| p.to_possible_value().expect("every precision has a name"));
+    clap::builder::PossibleValuesParser::new(values)
+        .map(|text| Precision::from_name(&text).expect("clap accepted f64 or f32"))
 }
 
 #[cfg(test)]

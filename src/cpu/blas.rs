@@ -7,25 +7,37 @@
 //! builtin` (alias `faer`; or a machine with none) uses peakbench's own DGEMM and LU. A library is opened once per process
 //! and never closed: OpenBLAS starts its worker threads when it is loaded.
 //!
-//! Only the Fortran interface is used (`dgemm_`, `dgetrf_`, `dgetrs_`, 32-bit integers: the
-//! LP64 interface every one of these libraries has), plus each library's calls that set its
-//! thread count and name its version and the kernels it chose for this CPU.
+//! Only the Fortran interface is used (`dgemm_`, `sgemm_`, `dgetrf_`, `dgetrs_`, 32-bit
+//! integers: the LP64 interface every one of these libraries has), plus each library's calls
+//! that set its thread count and name its version and the kernels it chose for this CPU.
+//!
+//! `--blas PATH` opens the file named instead of a known library's: what it is comes from the
+//! symbols it exports (`openblas_get_config`: OpenBLAS, `bli_info_get_version_str`: BLIS,
+//! `MKL_Get_Version_String`: MKL, otherwise "BLAS at PATH", of which only the routines a case
+//! calls are required). Planning checks that the file is an ELF shared object without opening
+//! it; a routine it lacks is found when the case opens it, and both are usage errors naming
+//! `--blas`.
 
-use std::ffi::{CStr, c_char, c_int};
+use std::ffi::{CStr, OsStr, c_char, c_int};
+use std::io::Read as _;
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
+use clap::ValueEnum as _;
+use clap::builder::{PossibleValue, StringValueParser, TypedValueParser};
 use libloading::Library;
 
-use crate::names::named_enum;
+use super::dgemm::Element;
+use crate::error::usage;
+use crate::names::{Named as _, named_enum};
 
 named_enum! {
     /// Which BLAS and LAPACK the dense-algebra cases run on.
     pub enum BlasChoice {
         /// the fastest engine present, by a short measured probe of each
         Auto = "auto",
-        /// built into peakbench: its own DGEMM, and its own LU over it
+        /// built into peakbench: its own DGEMM and SGEMM, and its own LU over the DGEMM
         Builtin = "builtin" | "faer",
         /// every engine present, side by side
         All = "all",
@@ -35,6 +47,74 @@ named_enum! {
         Blis = "blis",
         /// Intel MKL (libmkl_rt.so)
         Mkl = "mkl",
+    }
+}
+
+/// What `--blas` takes: one of the named choices, or the path of a BLAS shared library.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BlasFlag {
+    Named(BlasChoice),
+    /// A file given by its path (as typed: relative paths are the working directory's).
+    File(String),
+}
+
+impl BlasFlag {
+    /// A choice's name or alias (any case), else a path, which has a `/`.
+    pub fn parse(text: &str) -> Result<BlasFlag, String> {
+        if let Some(choice) = BlasChoice::from_name(text) {
+            return Ok(BlasFlag::Named(choice));
+        }
+        if text.contains('/') {
+            return Ok(BlasFlag::File(text.to_string()));
+        }
+        Err(format!(
+            "'{text}' is not one of {}, nor a path: give a name or the path of a BLAS shared \
+             library (with a '/', e.g. ./libblas.so)",
+            BlasChoice::choices()
+        ))
+    }
+}
+
+impl std::fmt::Display for BlasFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BlasFlag::Named(choice) => f.write_str(choice.name()),
+            BlasFlag::File(path) => f.write_str(path),
+        }
+    }
+}
+
+impl serde::Serialize for BlasFlag {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// clap's parser of `--blas`: [`BlasFlag::parse`], with the named choices as the values the
+/// help and the completions list.
+#[derive(Clone, Copy, Debug)]
+pub struct BlasFlagParser;
+
+impl TypedValueParser for BlasFlagParser {
+    type Value = BlasFlag;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<BlasFlag, clap::Error> {
+        StringValueParser::new()
+            .try_map(|text| BlasFlag::parse(&text))
+            .parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(
+            BlasChoice::value_variants()
+                .iter()
+                .filter_map(|choice| choice.to_possible_value()),
+        ))
     }
 }
 
@@ -103,19 +183,20 @@ impl Vendor {
     }
 }
 
-type Dgemm = unsafe extern "C" fn(
+/// `dgemm_` (T = f64) or `sgemm_` (T = f32).
+pub type GemmFn<T> = unsafe extern "C" fn(
     transa: *const c_char,
     transb: *const c_char,
     m: *const c_int,
     n: *const c_int,
     k: *const c_int,
-    alpha: *const f64,
-    a: *const f64,
+    alpha: *const T,
+    a: *const T,
     lda: *const c_int,
-    b: *const f64,
+    b: *const T,
     ldb: *const c_int,
-    beta: *const f64,
-    c: *mut f64,
+    beta: *const T,
+    c: *mut T,
     ldc: *const c_int,
     transa_len: usize,
     transb_len: usize,
@@ -143,6 +224,28 @@ type Dgetrs = unsafe extern "C" fn(
 type SetThreads = unsafe extern "C" fn(c_int);
 type SetThreadsByRef = unsafe extern "C" fn(*const c_int);
 type GetText = unsafe extern "C" fn() -> *const c_char;
+type GetTextInto = unsafe extern "C" fn(*mut c_char, c_int);
+
+/// An element a library multiplies: its routine's name and the routine, if the library has it.
+pub trait BlasElement: Element {
+    /// `dgemm_` or `sgemm_`.
+    const GEMM: &'static str;
+    fn routine(blas: &Blas) -> Option<GemmFn<Self>>;
+}
+
+impl BlasElement for f64 {
+    const GEMM: &'static str = "dgemm_";
+    fn routine(blas: &Blas) -> Option<GemmFn<f64>> {
+        blas.dgemm
+    }
+}
+
+impl BlasElement for f32 {
+    const GEMM: &'static str = "sgemm_";
+    fn routine(blas: &Blas) -> Option<GemmFn<f32>> {
+        blas.sgemm
+    }
+}
 
 /// How a library's thread count is set.
 #[derive(Clone, Copy)]
@@ -153,18 +256,23 @@ enum Threads {
 
 /// An opened BLAS and LAPACK.
 pub struct Blas {
-    pub vendor: Vendor,
+    /// What the library is: the one asked for by name, or for `--blas PATH` the one its
+    /// symbols say (`None`: a BLAS peakbench does not know).
+    pub vendor: Option<Vendor>,
     /// The file the BLAS was opened from.
     pub path: String,
+    /// Whether `--blas PATH` named the file (a routine it lacks is then a usage error).
+    pub given: bool,
     /// Where LAPACK's dgetrf/dgetrs came from, when not the BLAS file itself.
     pub lapack_path: Option<String>,
     /// The version as the library states it, e.g. "OpenBLAS 0.3.21".
     pub version: String,
     /// The kernel set it chose for this CPU, e.g. "Cooperlake", when it says.
     pub kernel: Option<String>,
-    dgemm: Dgemm,
-    dgetrf: Dgetrf,
-    dgetrs: Dgetrs,
+    dgemm: Option<GemmFn<f64>>,
+    sgemm: Option<GemmFn<f32>>,
+    dgetrf: Option<Dgetrf>,
+    dgetrs: Option<Dgetrs>,
     threads: Option<Threads>,
     // Kept open for the life of the process: the function pointers above point into them.
     _libraries: Vec<Library>,
@@ -185,20 +293,39 @@ pub fn open(vendor: Vendor) -> Result<&'static Blas, String> {
         .map_err(Clone::clone)
 }
 
+/// Libraries opened by `--blas PATH`, one per file, never closed.
+static FILES: Mutex<Vec<&'static Blas>> = Mutex::new(Vec::new());
+
+/// The library at `path` (as `--blas PATH` gave it), opened on first use. Errors are usage
+/// errors naming `--blas`: the file is not a shared library, or it exports no GEMM routine.
+pub fn open_file(path: &str) -> Result<&'static Blas> {
+    let mut files = FILES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(blas) = files.iter().copied().find(|b| b.path == path) {
+        return Ok(blas);
+    }
+    let blas: &'static Blas = Box::leak(Box::new(load_file(path)?));
+    files.push(blas);
+    Ok(blas)
+}
+
 /// An engine that multiplies and solves: built into peakbench, or a library's BLAS and LAPACK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
-    /// peakbench's own DGEMM ([`super::dgemm`]); for Linpack, its own LU ([`super::lu`]) over it.
+    /// peakbench's own DGEMM and SGEMM ([`super::dgemm`]); for Linpack, its own LU
+    /// ([`super::lu`]) over the DGEMM.
     Builtin,
     Library(Vendor),
+    /// The library at a path `--blas` gave.
+    File(&'static str),
 }
 
 impl Engine {
-    /// "builtin", "OpenBLAS", …
+    /// "builtin", "OpenBLAS", …, or the path of a file.
     pub fn name(self) -> &'static str {
         match self {
             Engine::Builtin => "builtin",
             Engine::Library(vendor) => vendor.name(),
+            Engine::File(path) => path,
         }
     }
 }
@@ -224,7 +351,21 @@ pub fn present() -> Vec<Engine> {
 
 /// What a choice stands for on this machine: one solver, or (`all`) one per engine present.
 /// Looks at files only (planning starts nothing); [`open`] loads a library when a case runs.
-pub fn choose(choice: BlasChoice) -> Result<Vec<Solver>> {
+pub fn choose(flag: &BlasFlag) -> Result<Vec<Solver>> {
+    let choice = match flag {
+        BlasFlag::Named(choice) => *choice,
+        BlasFlag::File(path) => {
+            check_library_file(Path::new(path)).map_err(|why| {
+                usage(format!(
+                    "--blas {path}: {why}; give the path of a BLAS shared library (e.g. {}) or \
+                     one of {}",
+                    Vendor::OpenBlas.candidates()[0],
+                    BlasChoice::choices()
+                ))
+            })?;
+            return Ok(vec![Solver::Fixed(Engine::File(intern(path)))]);
+        }
+    };
     let vendor = match choice {
         BlasChoice::Builtin => return Ok(vec![Solver::Fixed(Engine::Builtin)]),
         BlasChoice::Auto => return Ok(vec![Solver::Auto]),
@@ -243,6 +384,54 @@ pub fn choose(choice: BlasChoice) -> Result<Vec<Solver>> {
         )));
     }
     Ok(vec![Solver::Fixed(Engine::Library(vendor))])
+}
+
+/// Why the file at `path` cannot be a shared library, read from its ELF header without
+/// opening it (planning loads nothing): missing, not a file, unreadable, not ELF, or an ELF
+/// file that is not a shared object (an executable, an object file).
+fn check_library_file(path: &Path) -> Result<(), String> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_string(),
+        _ => format!("cannot be read ({e})"),
+    })?;
+    if !meta.is_file() {
+        return Err("not a file".into());
+    }
+    let mut header = Vec::with_capacity(18);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(18).read_to_end(&mut header))
+        .map_err(|e| format!("cannot be read ({e})"))?;
+    if !header.starts_with(b"\x7fELF") {
+        return Err("not a shared library (no ELF header)".into());
+    }
+    if header.len() < 18 {
+        return Err("not a shared library (too short)".into());
+    }
+    // e_type, in the byte order EI_DATA states (1: little-endian, 2: big-endian).
+    let kind = match header[5] {
+        2 => u16::from_be_bytes([header[16], header[17]]),
+        _ => u16::from_le_bytes([header[16], header[17]]),
+    };
+    const ET_DYN: u16 = 3;
+    if kind != ET_DYN {
+        return Err(format!(
+            "an ELF file but not a shared library (e_type {kind}, not ET_DYN)"
+        ));
+    }
+    Ok(())
+}
+
+/// `path` as a string that lives as long as the process (an [`Engine`] is `Copy`); each
+/// distinct path is kept once.
+fn intern(path: &str) -> &'static str {
+    static PATHS: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let mut paths = PATHS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = paths.iter().copied().find(|p| *p == path) {
+        return p;
+    }
+    let p: &'static str = Box::leak(path.to_string().into_boxed_str());
+    paths.push(p);
+    p
 }
 
 /// The first file of `candidates` that opens.
@@ -292,19 +481,55 @@ fn text_of(libs: &[Library], name: &str) -> Option<String> {
 
 fn load(vendor: Vendor) -> Result<Blas> {
     let (lib, path) = open_first(vendor.candidates())?;
+    let blas = from_library(lib, path, Some(vendor), false)?;
+    blas.dgemm.context("no dgemm_ in it")?;
+    blas.dgetrf.context("no dgetrf_ in it")?;
+    blas.dgetrs.context("no dgetrs_ in it")?;
+    Ok(blas)
+}
+
+/// Opens the file `--blas PATH` named and tells what it is by its symbols.
+fn load_file(path: &str) -> Result<Blas> {
+    let fix = "give the path of a BLAS shared library, or choose --blas auto or builtin";
+    check_library_file(Path::new(path))
+        .map_err(|why| usage(format!("--blas {path}: {why}; {fix}")))?;
+    // SAFETY: opening a shared library runs its initialisers; the user named this file as
+    // their BLAS, and BLAS initialisers only set up their own state and threads.
+    let lib = unsafe { Library::new(path) }
+        .map_err(|e| usage(format!("--blas {path}: cannot be opened ({e}); {fix}")))?;
+    let libs = [lib];
+    let vendor = if symbol::<GetText>(&libs, "openblas_get_config").is_some() {
+        Some(Vendor::OpenBlas)
+    } else if symbol::<GetText>(&libs, "bli_info_get_version_str").is_some() {
+        Some(Vendor::Blis)
+    } else if symbol::<GetTextInto>(&libs, "MKL_Get_Version_String").is_some() {
+        Some(Vendor::Mkl)
+    } else {
+        None
+    };
+    let [lib] = libs;
+    let blas = from_library(lib, path.to_string(), vendor, true)?;
+    if blas.dgemm.is_none() && blas.sgemm.is_none() {
+        return Err(usage(format!(
+            "--blas {path}: exports neither dgemm_ nor sgemm_, so it is not a BLAS; {fix}"
+        )));
+    }
+    Ok(blas)
+}
+
+/// The routines, version, kernel set and thread call of an opened library; BLIS, which has no
+/// LAPACK, gets the system's liblapack.so.3 beside it.
+fn from_library(lib: Library, path: String, vendor: Option<Vendor>, given: bool) -> Result<Blas> {
     let mut libs = vec![lib];
     let mut lapack_path = None;
-    if symbol::<Dgetrf>(&libs, "dgetrf_").is_none() {
+    if vendor == Some(Vendor::Blis) && symbol::<Dgetrf>(&libs, "dgetrf_").is_none() {
         // BLIS has no LAPACK: the system's liblapack.so.3 calls the BLIS opened above.
         let (lapack, at) = open_first(&["liblapack.so.3"]).context("no LAPACK beside it")?;
         libs.push(lapack);
         lapack_path = Some(at);
     }
-    let dgemm = symbol(&libs, "dgemm_").context("no dgemm_ in it")?;
-    let dgetrf = symbol(&libs, "dgetrf_").context("no dgetrf_ in it")?;
-    let dgetrs = symbol(&libs, "dgetrs_").context("no dgetrs_ in it")?;
     let (version, kernel, threads) = match vendor {
-        Vendor::OpenBlas => {
+        Some(Vendor::OpenBlas) => {
             let config = text_of(&libs, "openblas_get_config").unwrap_or_default();
             // "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Cooperlake MAX_THREADS=64"
             let version = config
@@ -322,32 +547,51 @@ fn load(vendor: Vendor) -> Result<Blas> {
                 symbol(&libs, "openblas_set_num_threads").map(Threads::ByValue),
             )
         }
-        Vendor::Blis => (
+        Some(Vendor::Blis) => (
             text_of(&libs, "bli_info_get_version_str")
                 .map_or("BLIS".into(), |v| format!("BLIS {v}")),
             text_of(&libs, "bli_arch_string_for_current"),
             symbol(&libs, "bli_thread_set_num_threads").map(Threads::ByValue),
         ),
-        Vendor::Mkl => (
-            "MKL".into(),
+        Some(Vendor::Mkl) => (
+            mkl_version(&libs),
             None,
             symbol(&libs, "MKL_Set_Num_Threads")
                 .map(Threads::ByValue)
                 .or_else(|| symbol(&libs, "mkl_set_num_threads_").map(Threads::ByReference)),
         ),
+        None => (format!("BLAS at {path}"), None, None),
     };
     Ok(Blas {
         vendor,
-        path,
+        given,
         lapack_path,
         version,
         kernel,
-        dgemm,
-        dgetrf,
-        dgetrs,
+        dgemm: symbol(&libs, "dgemm_"),
+        sgemm: symbol(&libs, "sgemm_"),
+        dgetrf: symbol(&libs, "dgetrf_"),
+        dgetrs: symbol(&libs, "dgetrs_"),
         threads,
+        path,
         _libraries: libs,
     })
+}
+
+/// "MKL 2024.0.0" from `MKL_Get_Version_String` ("Intel(R) oneAPI Math Kernel Library Version
+/// 2024.0.0 Product Build …"), or "MKL".
+fn mkl_version(libs: &[Library]) -> String {
+    let Some(get) = symbol::<GetTextInto>(libs, "MKL_Get_Version_String") else {
+        return "MKL".into();
+    };
+    let mut buffer = [0 as c_char; 256];
+    // SAFETY: MKL writes at most `len` bytes, NUL-terminated, into the buffer it is given.
+    unsafe { get(buffer.as_mut_ptr(), buffer.len() as c_int - 1) };
+    // SAFETY: the buffer's last byte is never written, so it is NUL-terminated.
+    let text = unsafe { CStr::from_ptr(buffer.as_ptr()) }.to_string_lossy();
+    text.split_once("Version ")
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .map_or("MKL".into(), |v| format!("MKL {v}"))
 }
 
 /// A column-major matrix dimension as LAPACK takes it.
@@ -356,6 +600,45 @@ fn dim(n: usize) -> Result<c_int> {
 }
 
 impl Blas {
+    /// "OpenBLAS", "BLIS", "MKL", or "BLAS at PATH" for a library `--blas PATH` gave that
+    /// peakbench does not know.
+    pub fn name(&self) -> String {
+        match self.vendor {
+            Some(vendor) => vendor.name().into(),
+            None => format!("BLAS at {}", self.path),
+        }
+    }
+
+    /// The error of a routine the library lacks: a usage error naming `--blas` for a file the
+    /// user gave.
+    fn missing(&self, routine: &str) -> anyhow::Error {
+        if self.given {
+            usage(format!(
+                "--blas {}: {} has no {routine}, which this case calls; give a library that \
+                 has it, or choose --blas auto or builtin",
+                self.path,
+                self.name()
+            ))
+        } else {
+            anyhow!("{} ({}) has no {routine}", self.name(), self.path)
+        }
+    }
+
+    /// Fails, naming the routine, when the library lacks the GEMM of T (planning cannot know:
+    /// it does not open libraries).
+    pub fn require<T: BlasElement>(&self) -> Result<()> {
+        T::routine(self)
+            .map(|_| ())
+            .ok_or_else(|| self.missing(T::GEMM))
+    }
+
+    /// Fails, naming the routine, when the library lacks `dgetrf_` or `dgetrs_`.
+    pub fn require_lapack(&self) -> Result<()> {
+        self.dgetrf.ok_or_else(|| self.missing("dgetrf_"))?;
+        self.dgetrs.ok_or_else(|| self.missing("dgetrs_"))?;
+        Ok(())
+    }
+
     /// "OpenBLAS 0.3.21 (Cooperlake kernels)", for results.
     pub fn describe(&self) -> String {
         match &self.kernel {
@@ -383,19 +666,22 @@ impl Blas {
         self.threads.is_some()
     }
 
-    /// C = A·B for n × n column-major matrices (leading dimension n).
-    pub fn dgemm(&self, n: usize, a: &[f64], b: &[f64], c: &mut [f64]) -> Result<()> {
+    /// C = A·B for n × n column-major matrices (leading dimension n), by `dgemm_` (f64) or
+    /// `sgemm_` (f32).
+    pub fn gemm<T: BlasElement>(&self, n: usize, a: &[T], b: &[T], c: &mut [T]) -> Result<()> {
+        let routine = T::routine(self).ok_or_else(|| self.missing(T::GEMM))?;
         let len = n.checked_mul(n).context("n² overflows")?;
         if a.len() < len || b.len() < len || c.len() < len {
-            bail!("dgemm: a matrix holds fewer than n² = {len} elements");
+            bail!("{}: a matrix holds fewer than n² = {len} elements", T::GEMM);
         }
         let nn = dim(n)?;
-        let (one, zero) = (1.0f64, 0.0f64);
+        let (one, zero) = (T::ONE, T::ZERO);
         let no = b"N".as_ptr().cast::<c_char>();
         // SAFETY: a, b and c hold n² elements each (checked above), column-major with leading
-        // dimension n; c is exclusively borrowed; the character arguments are one byte long.
+        // dimension n; c is exclusively borrowed; the character arguments are one byte long;
+        // `routine` is the library's GEMM of T (dgemm_ for f64, sgemm_ for f32).
         unsafe {
-            (self.dgemm)(
+            routine(
                 no,
                 no,
                 &nn,
@@ -419,6 +705,8 @@ impl Blas {
     /// Solves A x = b in place: `a` (n × n, column-major) becomes its LU factors, `b` the
     /// solution. Err when A is singular.
     pub fn solve(&self, n: usize, a: &mut [f64], b: &mut [f64], ipiv: &mut [c_int]) -> Result<()> {
+        let dgetrf = self.dgetrf.ok_or_else(|| self.missing("dgetrf_"))?;
+        let dgetrs = self.dgetrs.ok_or_else(|| self.missing("dgetrs_"))?;
         let len = n.checked_mul(n).context("n² overflows")?;
         if a.len() < len || b.len() < n || ipiv.len() < n {
             bail!("dgesv: buffers smaller than the order {n}");
@@ -428,7 +716,7 @@ impl Blas {
         let mut info: c_int = 0;
         // SAFETY: a holds n² elements with leading dimension n, ipiv n entries; both are
         // exclusively borrowed for the call.
-        unsafe { (self.dgetrf)(&nn, &nn, a.as_mut_ptr(), &nn, ipiv.as_mut_ptr(), &mut info) };
+        unsafe { dgetrf(&nn, &nn, a.as_mut_ptr(), &nn, ipiv.as_mut_ptr(), &mut info) };
         if info != 0 {
             bail!(
                 "dgetrf returned info = {info} (U({info},{info}) is exactly zero or an argument is bad)"
@@ -437,7 +725,7 @@ impl Blas {
         // SAFETY: a holds the factors and ipiv the pivots dgetrf wrote; b holds n elements
         // (one right-hand side, leading dimension n); the character argument is one byte long.
         unsafe {
-            (self.dgetrs)(
+            dgetrs(
                 b"N".as_ptr().cast::<c_char>(),
                 &nn,
                 &one,
@@ -464,15 +752,98 @@ mod tests {
     #[test]
     fn faer_needs_no_library_and_a_missing_one_is_not_opened() {
         assert_eq!(
-            choose(BlasChoice::Builtin).unwrap(),
+            choose(&BlasFlag::Named(BlasChoice::Builtin)).unwrap(),
             [Solver::Fixed(Engine::Builtin)]
         );
-        let all = choose(BlasChoice::All).unwrap();
+        let all = choose(&BlasFlag::Named(BlasChoice::All)).unwrap();
         assert_eq!(all[0], Solver::Fixed(Engine::Builtin));
         assert_eq!(all.len(), present().len());
         // The loader's search cannot find a library of a made-up name.
         assert!(open_first(&["libpeakbench-no-such-blas.so.9"]).is_err());
         assert!(open_first(&["/nonexistent/libopenblas.so.0"]).is_err());
+    }
+
+    #[test]
+    fn the_flag_takes_a_name_in_any_case_or_a_path() {
+        assert_eq!(
+            BlasFlag::parse("OpenBLAS"),
+            Ok(BlasFlag::Named(BlasChoice::Openblas))
+        );
+        assert_eq!(
+            BlasFlag::parse("faer"),
+            Ok(BlasFlag::Named(BlasChoice::Builtin))
+        );
+        assert_eq!(
+            BlasFlag::parse("./libblas.so"),
+            Ok(BlasFlag::File("./libblas.so".into()))
+        );
+        let e = BlasFlag::parse("atlas").unwrap_err();
+        assert!(e.contains("nor a path") && e.contains("openblas"), "{e}");
+        assert_eq!(
+            serde_json::to_value(BlasFlag::File("/x/libblas.so".into())).unwrap(),
+            "/x/libblas.so"
+        );
+        assert_eq!(
+            serde_json::to_value(BlasFlag::Named(BlasChoice::Auto)).unwrap(),
+            "auto"
+        );
+    }
+
+    #[test]
+    fn a_path_that_is_not_a_shared_library_is_refused_before_anything_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("libnot.so");
+        std::fs::write(&text, "INPUT(-lblas)\n").unwrap();
+        let short = dir.path().join("libshort.so");
+        std::fs::write(&short, b"\x7fELF").unwrap();
+        let mut object = b"\x7fELF\x02\x01\x01".to_vec();
+        object.resize(16, 0);
+        object.extend([1, 0]); // ET_REL: an object file
+        let relocatable = dir.path().join("libobject.so");
+        std::fs::write(&relocatable, object).unwrap();
+        for (path, why) in [
+            (dir.path().join("missing.so"), "no such file"),
+            (dir.path().to_path_buf(), "not a file"),
+            (text, "no ELF header"),
+            (short, "too short"),
+            (relocatable, "not ET_DYN"),
+        ] {
+            let path = path.to_str().unwrap().to_string();
+            let e = choose(&BlasFlag::File(path.clone())).unwrap_err();
+            assert!(e.is::<crate::error::UsageError>(), "{e}");
+            let line = e.to_string();
+            assert!(
+                line.starts_with(&format!("--blas {path}: ")) && line.contains(why),
+                "{line}"
+            );
+            let e = open_file(&path).err().unwrap();
+            assert!(e.is::<crate::error::UsageError>(), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_library_by_path_is_told_by_its_symbols() {
+        let Some(path) = Vendor::OpenBlas.installed_path() else {
+            eprintln!("skipped: no OpenBLAS installed");
+            return;
+        };
+        assert_eq!(
+            choose(&BlasFlag::File(path.into())).unwrap(),
+            [Solver::Fixed(Engine::File(path))]
+        );
+        let blas = open_file(path).unwrap();
+        assert_eq!(blas.vendor, Some(Vendor::OpenBlas));
+        assert!(blas.given && blas.path == path);
+        assert!(blas.require::<f32>().is_ok() && blas.require_lapack().is_ok());
+        // Opened once: the same library for the same path.
+        assert!(std::ptr::eq(blas, open_file(path).unwrap()));
+        // A shared library that is no BLAS: libm has no dgemm_.
+        let libm = "/lib/x86_64-linux-gnu/libm.so.6";
+        if Path::new(libm).exists() {
+            let e = open_file(libm).err().unwrap();
+            assert!(e.is::<crate::error::UsageError>(), "{e}");
+            assert!(e.to_string().contains("neither dgemm_ nor sgemm_"), "{e}");
+        }
     }
 
     #[test]
@@ -491,9 +862,14 @@ mod tests {
         let a = [2.0, 1.0, 1.0, 3.0];
         let id = [1.0, 0.0, 0.0, 1.0];
         let mut c = [0.0; 4];
-        blas.with_threads(1, || blas.dgemm(2, &a, &id, &mut c))
+        blas.with_threads(1, || blas.gemm(2, &a, &id, &mut c))
             .unwrap();
         assert_eq!(c, a);
+        let (a32, id32) = (a.map(|x| x as f32), id.map(|x| x as f32));
+        let mut c32 = [0.0f32; 4];
+        blas.with_threads(1, || blas.gemm(2, &a32, &id32, &mut c32))
+            .unwrap();
+        assert_eq!(c32, a32);
         let (mut lu, mut b, mut ipiv) = (a, [3.0, 5.0], [0; 2]);
         blas.with_threads(1, || blas.solve(2, &mut lu, &mut b, &mut ipiv))
             .unwrap();

@@ -1,6 +1,7 @@
-//! peakbench's own DGEMM, built as BLIS builds it: C = α·A·B + β·C for column-major f64
-//! matrices with leading dimensions, so it runs on sub-blocks (the LU's trailing update is
-//! C −= L₂₁·U₁₂, α = −1, β = 1).
+//! peakbench's own DGEMM and SGEMM, built as BLIS builds them: C = α·A·B + β·C for
+//! column-major f64 (or f32) matrices with leading dimensions, so it runs on sub-blocks (the
+//! LU's trailing update is C −= L₂₁·U₁₂, α = −1, β = 1). One generic code, [`BuiltinGemm`] over
+//! an [`Element`]: [`Dgemm`] and [`Sgemm`] are its two instances.
 //!
 //! **Loops.** Around one micro-kernel, five loops (BLIS's names):
 //!
@@ -15,44 +16,155 @@
 //!           micro-kernel: MR × NR tile of C += A panel · B panel over KC
 //! ```
 //!
-//! **Blocking rule** (from the caches sysinfo reads, [`Blocking::from_caches`]): the B
-//! micro-panel (KC × NR doubles) fills half the L1d, the other half holding the streaming A
-//! micro-panel and the C tile: KC = L1d / 2 / (8·NR), a multiple of 8 in 128..=512; the A block
-//! (MC × KC) fills half the L2 of a core: MC = L2 / 2 / (8·KC), a multiple of MR; the B block
-//! (KC × NC) fills half the L3 a core's share: NC = L3 / sharing CPUs / 2 / (8·KC), a multiple
-//! of NR in 16·NR..=8192 (4·L2 when there is no L3).
+//! **Blocking rule** (from the caches sysinfo reads, [`Blocking::from_caches`]), with s the
+//! element's size (8 bytes for f64, 4 for f32): the B micro-panel (KC × NR elements) fills half
+//! the L1d, the other half holding the streaming A micro-panel and the C tile:
+//! KC = L1d / 2 / (s·NR), a multiple of 8 in 128..=512; the A block (MC × KC) fills half the L2
+//! of a core: MC = L2 / 2 / (s·KC), a multiple of MR; the B block (KC × NC) fills half the L3 a
+//! core's share: NC = L3 / sharing CPUs / 2 / (s·KC), a multiple of NR in 16·NR..=8192 (4·L2
+//! when there is no L3).
 //!
-//! **Micro-kernels** (one macro, [`micro_kernel!`], instantiated per instruction set so the
-//! AVX2 tests exercise the code the AVX-512 kernel is made of): the tile is MV vectors tall
-//! (MR = MV · lanes rows) and NR columns wide, held in MV·NR accumulators; each step of k loads
-//! MV vectors of the packed A column, broadcasts each of the NR packed B values and issues MV·NR
-//! FMAs, unrolled by 4, prefetching the C tile before the loop (the A panel streams from L2 by
-//! the hardware prefetcher: a software prefetch 8 steps ahead measured slower on Zen 3).
+//! **Micro-kernels** (one macro, [`micro_kernel!`], instantiated per instruction set and element
+//! so the AVX2 tests exercise the code the AVX-512 kernel is made of): the tile is MV vectors
+//! tall (MR = MV · lanes rows) and NR columns wide, held in MV·NR accumulators; each step of k
+//! loads MV vectors of the packed A column, broadcasts each of the NR packed B values and issues
+//! MV·NR FMAs, unrolled by 4, prefetching the C tile before the loop (the A panel streams from
+//! L2 by the hardware prefetcher: a software prefetch 8 steps ahead measured slower on Zen 3).
+//! An f32 kernel keeps the f64 kernel's registers: the same MV and NR, twice the lanes, so
+//! twice the rows.
 //!
-//! | kernel | MR × NR | accumulators |
-//! |---|---|---|
-//! | `avx512 16x12` | 2 zmm × 12 | 24 of 32 zmm |
-//! | `avx2-fma 8x6` | 2 ymm × 6 | 12 of 16 ymm |
-//! | `portable 4x4` | 4 f64 × 4 | scalars |
+//! | kernel | f64 MR × NR | f32 MR × NR | accumulators |
+//! |---|---|---|---|
+//! | `avx512` | 16 × 12 | 32 × 12 | 24 of 32 zmm |
+//! | `avx2-fma` | 8 × 6 | 16 × 6 | 12 of 16 ymm |
+//! | `portable` | 4 × 4 | 4 × 4 | 16 scalars |
 //!
 //! A SIMD kernel is used only after a self-check: a 37 × 29 × 41 product (every edge case of its
 //! tile) compared with the portable kernel's; a mismatch falls back to the next kernel down and
-//! the engine text says so. `PEAKBENCH_DGEMM_KERNEL=avx512|avx2|portable` forces a kernel (an
-//! absent one is refused).
+//! the engine text says so. `PEAKBENCH_DGEMM_KERNEL=avx512|avx2|portable` forces the DGEMM's
+//! kernel and `PEAKBENCH_SGEMM_KERNEL` the SGEMM's (an absent one is refused).
 
 use std::cell::RefCell;
+use std::fmt::Debug;
+use std::ops::{Add, Mul};
 use std::sync::OnceLock;
+use std::thread::LocalKey;
 
 use anyhow::{Result, bail};
 use rayon::prelude::*;
 
 use crate::sysinfo::Cache;
 
-/// The environment variable that forces a micro-kernel.
+/// The environment variable that forces the DGEMM's micro-kernel.
 pub const KERNEL_ENV: &str = "PEAKBENCH_DGEMM_KERNEL";
 
-/// The environment variable that overrides the blocking, `MC,KC,NC` (for tuning).
+/// The environment variable that overrides the DGEMM's blocking, `MC,KC,NC` (for tuning).
 pub const BLOCKING_ENV: &str = "PEAKBENCH_DGEMM_BLOCKING";
+
+/// The environment variable that forces the SGEMM's micro-kernel.
+pub const SGEMM_KERNEL_ENV: &str = "PEAKBENCH_SGEMM_KERNEL";
+
+/// The environment variable that overrides the SGEMM's blocking, `MC,KC,NC`.
+pub const SGEMM_BLOCKING_ENV: &str = "PEAKBENCH_SGEMM_BLOCKING";
+
+/// An element type the built-in GEMM multiplies: f64 (DGEMM) or f32 (SGEMM). Everything that
+/// differs between the two is here; the loops, the packing and the micro-kernel macro are one.
+pub trait Element:
+    Copy + Debug + PartialEq + Send + Sync + Add<Output = Self> + Mul<Output = Self> + 'static
+{
+    const ZERO: Self;
+    const ONE: Self;
+    /// The machine epsilon, as an f64 (error bounds are computed in f64).
+    const EPSILON: f64;
+    /// "dgemm" or "sgemm", as results and messages name the routine.
+    const ROUTINE: &'static str;
+    /// "f64" or "f32".
+    const NAME: &'static str;
+    /// The variable that forces this routine's micro-kernel.
+    const KERNEL_ENV: &'static str;
+    /// The variable that overrides this routine's blocking.
+    const BLOCKING_ENV: &'static str;
+    fn from_f64(x: f64) -> Self;
+    fn to_f64(self) -> f64;
+    /// The tile function of `kernel` for this element.
+    fn tile(kernel: Kernel) -> TileFn<Self>;
+    /// The process's configured GEMM of this element.
+    fn global() -> &'static OnceLock<BuiltinGemm<Self>>;
+    /// Each thread's buffer for its packed A block.
+    fn packed_a() -> &'static LocalKey<RefCell<Aligned<Self>>>;
+}
+
+static GLOBAL_F64: OnceLock<BuiltinGemm<f64>> = OnceLock::new();
+static GLOBAL_F32: OnceLock<BuiltinGemm<f32>> = OnceLock::new();
+
+thread_local! {
+    /// Each thread's packed A block, f64.
+    static PACKED_A_F64: RefCell<Aligned<f64>> = const { RefCell::new(Aligned(Vec::new())) };
+    /// Each thread's packed A block, f32.
+    static PACKED_A_F32: RefCell<Aligned<f32>> = const { RefCell::new(Aligned(Vec::new())) };
+}
+
+impl Element for f64 {
+    const ZERO: f64 = 0.0;
+    const ONE: f64 = 1.0;
+    const EPSILON: f64 = f64::EPSILON;
+    const ROUTINE: &'static str = "dgemm";
+    const NAME: &'static str = "f64";
+    const KERNEL_ENV: &'static str = KERNEL_ENV;
+    const BLOCKING_ENV: &'static str = BLOCKING_ENV;
+    fn from_f64(x: f64) -> f64 {
+        x
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+    fn tile(kernel: Kernel) -> TileFn<f64> {
+        match kernel {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => avx512::double::tile,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2Fma => avx2::double::tile,
+            _ => portable::double::tile,
+        }
+    }
+    fn global() -> &'static OnceLock<BuiltinGemm<f64>> {
+        &GLOBAL_F64
+    }
+    fn packed_a() -> &'static LocalKey<RefCell<Aligned<f64>>> {
+        &PACKED_A_F64
+    }
+}
+
+impl Element for f32 {
+    const ZERO: f32 = 0.0;
+    const ONE: f32 = 1.0;
+    const EPSILON: f64 = f32::EPSILON as f64;
+    const ROUTINE: &'static str = "sgemm";
+    const NAME: &'static str = "f32";
+    const KERNEL_ENV: &'static str = SGEMM_KERNEL_ENV;
+    const BLOCKING_ENV: &'static str = SGEMM_BLOCKING_ENV;
+    fn from_f64(x: f64) -> f32 {
+        x as f32
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+    fn tile(kernel: Kernel) -> TileFn<f32> {
+        match kernel {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => avx512::single::tile,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2Fma => avx2::single::tile,
+            _ => portable::single::tile,
+        }
+    }
+    fn global() -> &'static OnceLock<BuiltinGemm<f32>> {
+        &GLOBAL_F32
+    }
+    fn packed_a() -> &'static LocalKey<RefCell<Aligned<f32>>> {
+        &PACKED_A_F32
+    }
+}
 
 /// The micro-kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,16 +175,18 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    /// Rows of the tile.
-    pub fn mr(self) -> usize {
+    /// Rows of the tile for elements of type T: two vectors of the ISA's width (f32 has twice
+    /// f64's lanes), or four scalars.
+    pub fn mr<T: Element>(self) -> usize {
+        let size = std::mem::size_of::<T>();
         match self {
-            Kernel::Avx512 => 16,
-            Kernel::Avx2Fma => 8,
+            Kernel::Avx512 => 2 * 64 / size,
+            Kernel::Avx2Fma => 2 * 32 / size,
             Kernel::Portable => 4,
         }
     }
 
-    /// Columns of the tile.
+    /// Columns of the tile (the same for both elements: one broadcast register each).
     pub fn nr(self) -> usize {
         match self {
             Kernel::Avx512 => 12,
@@ -81,14 +195,14 @@ impl Kernel {
         }
     }
 
-    /// `avx2-fma 8x6`, as the result names it.
-    pub fn name(self) -> String {
+    /// `avx2-fma 8x6` (f64) or `avx2-fma 16x6` (f32), as the result names it.
+    pub fn name<T: Element>(self) -> String {
         let isa = match self {
             Kernel::Avx512 => "avx512",
             Kernel::Avx2Fma => "avx2-fma",
             Kernel::Portable => "portable",
         };
-        format!("{isa} {}x{}", self.mr(), self.nr())
+        format!("{isa} {}x{}", self.mr::<T>(), self.nr())
     }
 
     /// Whether this CPU can run it.
@@ -116,17 +230,6 @@ impl Kernel {
             _ => None,
         }
     }
-
-    /// The function computing one tile.
-    fn function(self) -> TileFn {
-        match self {
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => avx512::tile,
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2Fma => avx2::tile,
-            _ => portable::tile,
-        }
-    }
 }
 
 /// The cache blocking: MC rows of A, KC of the shared dimension, NC columns of B per block.
@@ -139,9 +242,11 @@ pub struct Blocking {
 
 impl Blocking {
     /// The rule of the module doc from the per-core L1d, L2 and the L3 share of a core, in
-    /// bytes (0 when the inventory lacks a level: 32 KiB, 512 KiB and 4 × L2 are assumed).
-    pub fn from_sizes(l1d: u64, l2: u64, l3_share: u64, kernel: Kernel) -> Blocking {
-        let (mr, nr) = (kernel.mr(), kernel.nr());
+    /// bytes (0 when the inventory lacks a level: 32 KiB, 512 KiB and 4 × L2 are assumed), for
+    /// elements of type T.
+    pub fn from_sizes<T: Element>(l1d: u64, l2: u64, l3_share: u64, kernel: Kernel) -> Blocking {
+        let (mr, nr) = (kernel.mr::<T>(), kernel.nr());
+        let s = std::mem::size_of::<T>();
         let l1d = if l1d == 0 { 32 << 10 } else { l1d } as usize;
         let l2 = if l2 == 0 { 512 << 10 } else { l2 } as usize;
         let l3 = if l3_share == 0 {
@@ -149,14 +254,14 @@ impl Blocking {
         } else {
             l3_share
         } as usize;
-        let kc = (l1d / 2 / (8 * nr) / 8 * 8).clamp(128, 512);
-        let mc = (l2 / 2 / (8 * kc) / mr * mr).max(mr);
-        let nc = (l3 / 2 / (8 * kc) / nr * nr).clamp(16 * nr, 8192 / nr * nr);
+        let kc = (l1d / 2 / (s * nr) / 8 * 8).clamp(128, 512);
+        let mc = (l2 / 2 / (s * kc) / mr * mr).max(mr);
+        let nc = (l3 / 2 / (s * kc) / nr * nr).clamp(16 * nr, 8192 / nr * nr);
         Blocking { mc, kc, nc }
     }
 
     /// The rule applied to the caches of the inventory.
-    pub fn from_caches(caches: &[Cache], kernel: Kernel) -> Blocking {
+    pub fn from_caches<T: Element>(caches: &[Cache], kernel: Kernel) -> Blocking {
         let size = |level: u32, per_core: bool| {
             caches
                 .iter()
@@ -171,33 +276,39 @@ impl Blocking {
                 .max()
                 .unwrap_or(0)
         };
-        Blocking::from_sizes(size(1, false), size(2, false), size(3, true), kernel)
+        Blocking::from_sizes::<T>(size(1, false), size(2, false), size(3, true), kernel)
     }
 }
 
-/// A configured DGEMM: the micro-kernel and the blocking.
+/// A configured GEMM of elements T: the micro-kernel and the blocking.
 #[derive(Clone, Debug)]
-pub struct Dgemm {
+pub struct BuiltinGemm<T> {
     pub kernel: Kernel,
     pub blocking: Blocking,
     /// Why a faster kernel the CPU has is not used (a failed self-check), if so.
     pub fallback: Option<String>,
+    element: std::marker::PhantomData<T>,
 }
 
-static GLOBAL: OnceLock<Dgemm> = OnceLock::new();
+/// The built-in DGEMM.
+pub type Dgemm = BuiltinGemm<f64>;
 
-impl Dgemm {
+/// The built-in SGEMM.
+pub type Sgemm = BuiltinGemm<f32>;
+
+impl<T: Element> BuiltinGemm<T> {
     /// The fastest kernel this CPU has that passes its self-check (or the one
-    /// [`KERNEL_ENV`] forces), blocked for `caches`.
-    pub fn for_host(caches: &[Cache]) -> Result<Dgemm> {
-        let forced = match std::env::var(KERNEL_ENV) {
+    /// [`Element::KERNEL_ENV`] forces), blocked for `caches`.
+    pub fn for_host(caches: &[Cache]) -> Result<BuiltinGemm<T>> {
+        let env = T::KERNEL_ENV;
+        let forced = match std::env::var(env) {
             Ok(text) if !text.trim().is_empty() => match Kernel::parse(&text) {
                 Some(k) if k.available() => Some(k),
                 Some(k) => bail!(
-                    "{KERNEL_ENV}={text}: this CPU cannot run the {} kernel; unset it or choose one it has",
-                    k.name()
+                    "{env}={text}: this CPU cannot run the {} kernel; unset it or choose one it has",
+                    k.name::<T>()
                 ),
-                None => bail!("{KERNEL_ENV}={text}: choose avx512, avx2 or portable, or unset it"),
+                None => bail!("{env}={text}: choose avx512, avx2 or portable, or unset it"),
             },
             _ => None,
         };
@@ -210,19 +321,22 @@ impl Dgemm {
                     if !k.available() {
                         continue;
                     }
-                    match self_check(k) {
+                    match self_check::<T>(k) {
                         Ok(()) => {
                             chosen = k;
                             break;
                         }
-                        Err(e) => notes.push(format!("{} failed its self-check ({e})", k.name())),
+                        Err(e) => {
+                            notes.push(format!("{} failed its self-check ({e})", k.name::<T>()))
+                        }
                     }
                 }
                 chosen
             }
         };
-        let mut blocking = Blocking::from_caches(caches, kernel);
-        if let Ok(text) = std::env::var(BLOCKING_ENV)
+        let mut blocking = Blocking::from_caches::<T>(caches, kernel);
+        let env = T::BLOCKING_ENV;
+        if let Ok(text) = std::env::var(env)
             && !text.trim().is_empty()
         {
             let sizes: Vec<usize> = text
@@ -231,59 +345,67 @@ impl Dgemm {
                 .collect();
             match sizes[..] {
                 [mc, kc, nc] if mc > 0 && kc > 0 && nc > 0 => blocking = Blocking { mc, kc, nc },
-                _ => bail!(
-                    "{BLOCKING_ENV}={text}: write MC,KC,NC (three positive numbers), or unset it"
-                ),
+                _ => bail!("{env}={text}: write MC,KC,NC (three positive numbers), or unset it"),
             }
         }
-        Ok(Dgemm {
+        Ok(BuiltinGemm {
             kernel,
             blocking,
             fallback: (!notes.is_empty()).then(|| notes.join("; ")),
+            element: std::marker::PhantomData,
         })
     }
 
     /// A given kernel with a given blocking (tests).
-    pub fn with(kernel: Kernel, blocking: Blocking) -> Dgemm {
-        Dgemm {
+    pub fn with(kernel: Kernel, blocking: Blocking) -> BuiltinGemm<T> {
+        BuiltinGemm {
             kernel,
             blocking,
             fallback: None,
+            element: std::marker::PhantomData,
         }
     }
 
-    /// The process's DGEMM, configured on first use from `caches` (later calls get the first).
-    pub fn global(caches: &[Cache]) -> Result<&'static Dgemm> {
-        if let Some(d) = GLOBAL.get() {
+    /// The process's GEMM of T, configured on first use from `caches` (later calls get the
+    /// first).
+    pub fn global(caches: &[Cache]) -> Result<&'static BuiltinGemm<T>> {
+        if let Some(d) = T::global().get() {
             return Ok(d);
         }
-        let d = Dgemm::for_host(caches)?;
-        Ok(GLOBAL.get_or_init(|| d))
+        let d = Self::for_host(caches)?;
+        Ok(T::global().get_or_init(|| d))
     }
 
-    /// The process's DGEMM if configured; otherwise one configured now with the assumed cache
-    /// sizes of [`Blocking::from_sizes`] (cases configure it from the inventory first, with
-    /// [`Dgemm::global`]).
-    pub fn current() -> &'static Dgemm {
-        if let Some(d) = GLOBAL.get() {
+    /// The process's GEMM of T if configured; otherwise one configured now with the assumed
+    /// cache sizes of [`Blocking::from_sizes`] (cases configure it from the inventory first,
+    /// with [`BuiltinGemm::global`]).
+    pub fn current() -> &'static BuiltinGemm<T> {
+        if let Some(d) = T::global().get() {
             return d;
         }
-        Dgemm::global(&[]).unwrap_or_else(|e| {
-            GLOBAL.get_or_init(|| Dgemm {
+        Self::global(&[]).unwrap_or_else(|e| {
+            T::global().get_or_init(|| BuiltinGemm {
                 kernel: Kernel::Portable,
-                blocking: Blocking::from_sizes(0, 0, 0, Kernel::Portable),
+                blocking: Blocking::from_sizes::<T>(0, 0, 0, Kernel::Portable),
                 fallback: Some(format!("{e:#}")),
+                element: std::marker::PhantomData,
             })
         })
+    }
+
+    /// The micro-kernel's name for this element, e.g. `avx2-fma 8x6`.
+    pub fn kernel_name(&self) -> String {
+        self.kernel.name::<T>()
     }
 
     /// What the results say: `peakbench dgemm avx2-fma 8x6, MC=96 KC=336 NC=3120`.
     pub fn describe(&self) -> String {
         let Blocking { mc, kc, nc } = self.blocking;
         let mut text = format!(
-            "peakbench dgemm {} {}, MC={mc} KC={kc} NC={nc}",
+            "peakbench {} {} {}, MC={mc} KC={kc} NC={nc}",
+            T::ROUTINE,
             env!("CARGO_PKG_VERSION"),
-            self.kernel.name()
+            self.kernel_name()
         );
         if let Some(why) = &self.fallback {
             text.push_str(&format!(" ({why})"));
@@ -298,11 +420,11 @@ impl Dgemm {
     pub fn gemm(
         &self,
         (m, n, k): (usize, usize, usize),
-        alpha: f64,
-        (a, lda): (&[f64], usize),
-        (b, ldb): (&[f64], usize),
-        beta: f64,
-        (c, ldc): (&mut [f64], usize),
+        alpha: T,
+        (a, lda): (&[T], usize),
+        (b, ldb): (&[T], usize),
+        beta: T,
+        (c, ldc): (&mut [T], usize),
         parallel: bool,
     ) {
         if m == 0 || n == 0 {
@@ -322,23 +444,23 @@ impl Dgemm {
                 "dgemm: A or B smaller than its shape"
             );
         }
-        if k == 0 || alpha == 0.0 {
+        if k == 0 || alpha == T::ZERO {
             scale(c, ldc, m, n, beta);
             return;
         }
-        let (mr, nr) = (self.kernel.mr(), self.kernel.nr());
+        let (mr, nr) = (self.kernel.mr::<T>(), self.kernel.nr());
         let Blocking { mc, kc, nc } = self.blocking;
-        let tile = self.kernel.function();
+        let tile = T::tile(self.kernel);
         let c_ptr = SendPtr(c.as_mut_ptr());
         let mut packed_b = Vec::new();
         for jc in (0..n).step_by(nc) {
             let nb = nc.min(n - jc);
             for pc in (0..k).step_by(kc) {
                 let kb = kc.min(k - pc);
-                let beta = if pc == 0 { beta } else { 1.0 };
+                let beta = if pc == 0 { beta } else { T::ONE };
                 let panels = nb.div_ceil(nr);
-                packed_b.resize(panels * nr * kb, 0.0);
-                let pack_panel = |(p, dst): (usize, &mut [f64])| {
+                packed_b.resize(panels * nr * kb, T::ZERO);
+                let pack_panel = |(p, dst): (usize, &mut [T])| {
                     pack_b(b, ldb, pc, kb, jc + p * nr, (nb - p * nr).min(nr), nr, dst)
                 };
                 if parallel {
@@ -355,7 +477,7 @@ impl Dgemm {
                 let packed_b = &packed_b[..];
                 let block = |ic: usize| {
                     let mb = mc.min(m - ic);
-                    PACKED_A.with(|buf| {
+                    T::packed_a().with(|buf| {
                         let mut buf = buf.borrow_mut();
                         let rows = mb.div_ceil(mr) * mr;
                         let packed_a = buf.slice(rows * kb);
@@ -403,10 +525,10 @@ impl Dgemm {
 }
 
 /// C = β·C (β = 0 writes zeros without reading).
-fn scale(c: &mut [f64], ldc: usize, m: usize, n: usize, beta: f64) {
+fn scale<T: Element>(c: &mut [T], ldc: usize, m: usize, n: usize, beta: T) {
     for col in c.chunks_mut(ldc).take(n) {
         for x in &mut col[..m] {
-            *x = if beta == 0.0 { 0.0 } else { beta * *x };
+            *x = if beta == T::ZERO { T::ZERO } else { beta * *x };
         }
     }
 }
@@ -414,35 +536,35 @@ fn scale(c: &mut [f64], ldc: usize, m: usize, n: usize, beta: f64) {
 /// Packs rows `row..row + rows` (≤ MR) of A's columns `pc..pc + kb` into `dst`: for each
 /// column, MR consecutive values, zero-padded below `rows`.
 #[allow(clippy::too_many_arguments)]
-fn pack_a(
-    a: &[f64],
+fn pack_a<T: Element>(
+    a: &[T],
     lda: usize,
     row: usize,
     rows: usize,
     pc: usize,
     kb: usize,
     mr: usize,
-    dst: &mut [f64],
+    dst: &mut [T],
 ) {
     for (p, out) in dst.chunks_exact_mut(mr).take(kb).enumerate() {
         let start = row + (pc + p) * lda;
         out[..rows].copy_from_slice(&a[start..start + rows]);
-        out[rows..].fill(0.0);
+        out[rows..].fill(T::ZERO);
     }
 }
 
 /// Packs columns `col..col + cols` (≤ NR) of B's rows `pc..pc + kb` into `dst`: for each row,
 /// NR consecutive values, zero-padded right of `cols`.
 #[allow(clippy::too_many_arguments)]
-fn pack_b(
-    b: &[f64],
+fn pack_b<T: Element>(
+    b: &[T],
     ldb: usize,
     pc: usize,
     kb: usize,
     col: usize,
     cols: usize,
     nr: usize,
-    dst: &mut [f64],
+    dst: &mut [T],
 ) {
     for j in 0..nr {
         if j < cols {
@@ -452,57 +574,62 @@ fn pack_b(
             }
         } else {
             for p in 0..kb {
-                dst[p * nr + j] = 0.0;
+                dst[p * nr + j] = T::ZERO;
             }
         }
     }
 }
 
 /// A pack buffer aligned to 64 bytes (a cache line, a zmm register), grown as needed.
-struct Aligned(Vec<f64>);
+pub struct Aligned<T>(Vec<T>);
 
-impl Aligned {
+impl<T: Element> Aligned<T> {
     /// `len` values starting at a 64-byte boundary.
-    fn slice(&mut self, len: usize) -> &mut [f64] {
-        if self.0.len() < len + 8 {
-            self.0.resize(len + 8, 0.0);
+    fn slice(&mut self, len: usize) -> &mut [T] {
+        let line = 64 / std::mem::size_of::<T>();
+        if self.0.len() < len + line {
+            self.0.resize(len + line, T::ZERO);
         }
-        let skip = self.0.as_ptr().align_offset(64).min(7);
+        let skip = self.0.as_ptr().align_offset(64).min(line - 1);
         &mut self.0[skip..skip + len]
     }
 }
 
-thread_local! {
-    /// Each thread's packed A block.
-    static PACKED_A: RefCell<Aligned> = const { RefCell::new(Aligned(Vec::new())) };
+/// C's pointer, shared by the threads that write disjoint tiles of it.
+struct SendPtr<T>(*mut T);
+
+impl<T> Clone for SendPtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
 }
 
-/// C's pointer, shared by the threads that write disjoint tiles of it.
-#[derive(Clone, Copy)]
-struct SendPtr(*mut f64);
+impl<T> Copy for SendPtr<T> {}
 
-impl SendPtr {
-    fn get(self) -> *mut f64 {
+impl<T> SendPtr<T> {
+    fn get(self) -> *mut T {
         self.0
     }
 }
 
 // SAFETY: the threads write disjoint tiles of C (different ic blocks), and the gemm call
 // holds the only &mut to C until they have all finished.
-unsafe impl Send for SendPtr {}
+unsafe impl<T> Send for SendPtr<T> {}
 // SAFETY: as above.
-unsafe impl Sync for SendPtr {}
+unsafe impl<T> Sync for SendPtr<T> {}
 
 /// One tile: C[..mm, ..nn] (at `c`, leading dimension ldc) = α·Ap·Bp + β·C over `k` packed
 /// steps. Unsafe: the pointers must cover the packed panels and the tile, and the CPU must have
 /// the kernel's instructions.
-type TileFn = unsafe fn(usize, *const f64, *const f64, *mut f64, usize, f64, f64, usize, usize);
+pub type TileFn<T> = unsafe fn(usize, *const T, *const T, *mut T, usize, T, T, usize, usize);
 
-/// The micro-kernel of one instruction set: `$mv` vectors of `$lanes` doubles tall, `$nr`
-/// columns wide; the vector operations are passed in, so every kernel is this same code.
+/// The micro-kernel of one instruction set and element: `$mv` vectors of `$lanes` elements
+/// tall, `$nr` columns wide; the vector operations are passed in, so every kernel is this same
+/// code.
 macro_rules! micro_kernel {
     (
         $(#[$attr:meta])*
+        element: $t:ty,
         vector: $v:ty,
         lanes: $lanes:literal,
         mv: $mv:literal,
@@ -512,13 +639,12 @@ macro_rules! micro_kernel {
         store: $store:path,
         splat: $splat:path,
         fma: $fma:path,
-        mul: $mul:path,
-        prefetch: $prefetch:path $(,)?
+        mul: $mul:path $(,)?
     ) => {
-        const MR: usize = $mv * $lanes;
-        const NR: usize = $nr;
+        pub(in crate::cpu::dgemm) const MR: usize = $mv * $lanes;
+        pub(in crate::cpu::dgemm) const NR: usize = $nr;
 
-        /// One tile, as [`super::TileFn`] states.
+        /// One tile, as [`TileFn`](crate::cpu::dgemm::TileFn) states.
         ///
         /// # Safety
         /// `a` holds k × MR values, `b` k × NR, `c` an mm × nn tile at leading dimension ldc
@@ -527,12 +653,12 @@ macro_rules! micro_kernel {
         #[allow(clippy::too_many_arguments)]
         pub unsafe fn tile(
             k: usize,
-            a: *const f64,
-            b: *const f64,
-            c: *mut f64,
+            a: *const $t,
+            b: *const $t,
+            c: *mut $t,
             ldc: usize,
-            alpha: f64,
-            beta: f64,
+            alpha: $t,
+            beta: $t,
             mm: usize,
             nn: usize,
         ) {
@@ -543,8 +669,8 @@ macro_rules! micro_kernel {
                 let mut acc: [[$v; $mv]; $nr] = [[$zero(); $mv]; $nr];
                 if mm == MR && nn == NR {
                     for j in 0..NR {
-                        $prefetch(c.add(j * ldc) as *const f64);
-                        $prefetch(c.add(j * ldc + MR - 1) as *const f64);
+                        super::super::prefetch(c.add(j * ldc));
+                        super::super::prefetch(c.add(j * ldc + MR - 1));
                     }
                 }
                 let (mut ap, mut bp) = (a, b);
@@ -593,7 +719,7 @@ macro_rules! micro_kernel {
                         }
                     }
                 } else {
-                    let mut out = [0.0f64; MR * NR];
+                    let mut out: [$t; MR * NR] = [0.0; MR * NR];
                     for j in 0..NR {
                         for v in 0..$mv {
                             $store(out.as_mut_ptr().add(j * MR + v * $lanes), acc[j][v]);
@@ -615,142 +741,212 @@ macro_rules! micro_kernel {
 /// Fetches the line at `p` into L1 (the SIMD kernels' prefetch of C).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn prefetch(p: *const f64) {
+fn prefetch<T>(p: *const T) {
     // SAFETY: a prefetch is a hint that never faults, and x86-64 always has SSE.
     unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8) }
 }
 
-/// The AVX-512F kernel: 16 × 12, 24 zmm accumulators.
+/// No prefetch where the ISA has none peakbench uses.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn prefetch<T>(_: *const T) {}
+
+/// The AVX-512F kernels: 16 × 12 f64 or 32 × 12 f32, 24 zmm accumulators.
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use std::arch::x86_64::*;
+    pub mod double {
+        use std::arch::x86_64::*;
 
-    use super::prefetch;
+        micro_kernel! {
+            #[target_feature(enable = "avx512f")]
+            element: f64,
+            vector: __m512d,
+            lanes: 8,
+            mv: 2,
+            nr: 12,
+            zero: _mm512_setzero_pd,
+            load: _mm512_loadu_pd,
+            store: _mm512_storeu_pd,
+            splat: _mm512_set1_pd,
+            fma: _mm512_fmadd_pd,
+            mul: _mm512_mul_pd,
+        }
+    }
 
-    micro_kernel! {
-        #[target_feature(enable = "avx512f")]
-        vector: __m512d,
-        lanes: 8,
-        mv: 2,
-        nr: 12,
-        zero: _mm512_setzero_pd,
-        load: _mm512_loadu_pd,
-        store: _mm512_storeu_pd,
-        splat: _mm512_set1_pd,
-        fma: _mm512_fmadd_pd,
-        mul: _mm512_mul_pd,
-        prefetch: prefetch,
+    pub mod single {
+        use std::arch::x86_64::*;
+
+        micro_kernel! {
+            #[target_feature(enable = "avx512f")]
+            element: f32,
+            vector: __m512,
+            lanes: 16,
+            mv: 2,
+            nr: 12,
+            zero: _mm512_setzero_ps,
+            load: _mm512_loadu_ps,
+            store: _mm512_storeu_ps,
+            splat: _mm512_set1_ps,
+            fma: _mm512_fmadd_ps,
+            mul: _mm512_mul_ps,
+        }
     }
 }
 
-/// The AVX2 + FMA kernel: 8 × 6, 12 ymm accumulators.
+/// The AVX2 + FMA kernels: 8 × 6 f64 or 16 × 6 f32, 12 ymm accumulators.
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use std::arch::x86_64::*;
+    pub mod double {
+        use std::arch::x86_64::*;
 
-    use super::prefetch;
+        micro_kernel! {
+            #[target_feature(enable = "avx2,fma")]
+            element: f64,
+            vector: __m256d,
+            lanes: 4,
+            mv: 2,
+            nr: 6,
+            zero: _mm256_setzero_pd,
+            load: _mm256_loadu_pd,
+            store: _mm256_storeu_pd,
+            splat: _mm256_set1_pd,
+            fma: _mm256_fmadd_pd,
+            mul: _mm256_mul_pd,
+        }
+    }
 
-    micro_kernel! {
-        #[target_feature(enable = "avx2,fma")]
-        vector: __m256d,
-        lanes: 4,
-        mv: 2,
-        nr: 6,
-        zero: _mm256_setzero_pd,
-        load: _mm256_loadu_pd,
-        store: _mm256_storeu_pd,
-        splat: _mm256_set1_pd,
-        fma: _mm256_fmadd_pd,
-        mul: _mm256_mul_pd,
-        prefetch: prefetch,
+    pub mod single {
+        use std::arch::x86_64::*;
+
+        micro_kernel! {
+            #[target_feature(enable = "avx2,fma")]
+            element: f32,
+            vector: __m256,
+            lanes: 8,
+            mv: 2,
+            nr: 6,
+            zero: _mm256_setzero_ps,
+            load: _mm256_loadu_ps,
+            store: _mm256_storeu_ps,
+            splat: _mm256_set1_ps,
+            fma: _mm256_fmadd_ps,
+            mul: _mm256_mul_ps,
+        }
     }
 }
 
-/// The portable kernel: 4 × 4 scalars, the same code with f64 as the vector.
+/// The portable kernels: 4 × 4 scalars, the same code with the element as the vector.
 mod portable {
+    use super::Element;
+
     #[inline(always)]
-    fn zero() -> f64 {
-        0.0
+    fn zero<T: Element>() -> T {
+        T::ZERO
     }
     #[inline(always)]
-    unsafe fn load(p: *const f64) -> f64 {
+    unsafe fn load<T: Element>(p: *const T) -> T {
         // SAFETY: the kernel's caller guarantees p is inside a panel or the tile.
         unsafe { *p }
     }
     #[inline(always)]
-    unsafe fn store(p: *mut f64, v: f64) {
+    unsafe fn store<T: Element>(p: *mut T, v: T) {
         // SAFETY: as for load.
         unsafe { *p = v }
     }
     #[inline(always)]
-    fn splat(x: f64) -> f64 {
+    fn splat<T: Element>(x: T) -> T {
         x
     }
     #[inline(always)]
-    fn fma(a: f64, b: f64, c: f64) -> f64 {
+    fn fma<T: Element>(a: T, b: T, c: T) -> T {
         a * b + c
     }
     #[inline(always)]
-    fn mul(a: f64, b: f64) -> f64 {
+    fn mul<T: Element>(a: T, b: T) -> T {
         a * b
     }
-    #[inline(always)]
-    fn prefetch(_: *const f64) {}
 
-    micro_kernel! {
-        vector: f64,
-        lanes: 1,
-        mv: 4,
-        nr: 4,
-        zero: zero,
-        load: load,
-        store: store,
-        splat: splat,
-        fma: fma,
-        mul: mul,
-        prefetch: prefetch,
+    pub mod double {
+        use super::{fma, load, mul, splat, store, zero};
+
+        micro_kernel! {
+            element: f64,
+            vector: f64,
+            lanes: 1,
+            mv: 4,
+            nr: 4,
+            zero: zero::<f64>,
+            load: load::<f64>,
+            store: store::<f64>,
+            splat: splat::<f64>,
+            fma: fma::<f64>,
+            mul: mul::<f64>,
+        }
+    }
+
+    pub mod single {
+        use super::{fma, load, mul, splat, store, zero};
+
+        micro_kernel! {
+            element: f32,
+            vector: f32,
+            lanes: 1,
+            mv: 4,
+            nr: 4,
+            zero: zero::<f32>,
+            load: load::<f32>,
+            store: store::<f32>,
+            splat: splat::<f32>,
+            fma: fma::<f32>,
+            mul: mul::<f32>,
+        }
     }
 }
 
 /// Runs `kernel` and the portable kernel on a 37 × 29 × 41 product (edges in every
 /// direction for every tile size, α and β not 1) and compares them within the forward error
 /// bound of the dot products.
-pub fn self_check(kernel: Kernel) -> Result<()> {
+pub fn self_check<T: Element>(kernel: Kernel) -> Result<()> {
     let (m, n, k) = (37, 29, 41);
     let mut rng = crate::rng::Rng::new(31);
-    let mut fill = |len: usize| (0..len).map(|_| rng.centered_f64()).collect::<Vec<f64>>();
+    let mut fill = |len: usize| {
+        (0..len)
+            .map(|_| T::from_f64(rng.centered_f64()))
+            .collect::<Vec<T>>()
+    };
     let (a, b, c0) = (fill(m * k), fill(k * n), fill(m * n));
     let blocking = Blocking {
-        mc: 2 * kernel.mr(),
+        mc: 2 * kernel.mr::<T>(),
         kc: 16,
         nc: 2 * kernel.nr(),
     };
+    let (alpha, beta) = (T::from_f64(0.75), T::from_f64(-0.5));
     let mut got = c0.clone();
-    Dgemm::with(kernel, blocking).gemm(
+    BuiltinGemm::<T>::with(kernel, blocking).gemm(
         (m, n, k),
-        0.75,
+        alpha,
         (&a, m),
         (&b, k),
-        -0.5,
+        beta,
         (&mut got, m),
         false,
     );
     let mut want = c0.clone();
-    Dgemm::with(Kernel::Portable, blocking).gemm(
+    BuiltinGemm::<T>::with(Kernel::Portable, blocking).gemm(
         (m, n, k),
-        0.75,
+        alpha,
         (&a, m),
         (&b, k),
-        -0.5,
+        beta,
         (&mut want, m),
         false,
     );
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        let bound = 4.0 * k as f64 * f64::EPSILON;
-        let error = (g - w).abs();
+        let bound = 4.0 * k as f64 * T::EPSILON;
+        let error = (g.to_f64() - w.to_f64()).abs();
         if error.is_nan() || error > bound {
             bail!(
-                "C({},{}) = {g} where the portable kernel gives {w}",
+                "C({},{}) = {g:?} where the portable kernel gives {w:?}",
                 i % m,
                 i / m
             );
@@ -764,42 +960,49 @@ mod tests {
     use super::*;
     use crate::rng::Rng;
 
-    /// C = α·A·B + β·C by a triple loop, and the bound of each entry's error.
+    /// C = α·A·B + β·C by a triple loop in f64 from the T inputs, and the bound of each
+    /// entry's error in T: 2(k+2)ε·(Σ|aᵢₖbₖⱼ| + |cᵢⱼ|), ε of T.
     #[allow(clippy::too_many_arguments)]
-    fn naive(
+    fn naive<T: Element>(
         (m, n, k): (usize, usize, usize),
-        alpha: f64,
-        a: &[f64],
+        alpha: T,
+        a: &[T],
         lda: usize,
-        b: &[f64],
+        b: &[T],
         ldb: usize,
-        beta: f64,
-        c: &mut [f64],
+        beta: T,
+        c: &[T],
         ldc: usize,
-    ) -> Vec<f64> {
+    ) -> (Vec<f64>, Vec<f64>) {
+        let (alpha, beta) = (alpha.to_f64(), beta.to_f64());
+        let mut want = vec![0.0; m * n];
         let mut bounds = vec![0.0; m * n];
         for j in 0..n {
             for i in 0..m {
                 let (mut sum, mut mag) = (0.0, 0.0);
                 for p in 0..k {
-                    let t = a[i + p * lda] * b[p + j * ldb];
+                    let t = a[i + p * lda].to_f64() * b[p + j * ldb].to_f64();
                     sum += t;
                     mag += t.abs();
                 }
-                let old = if beta == 0.0 { 0.0 } else { c[i + j * ldc] };
-                c[i + j * ldc] = alpha * sum + beta * old;
-                bounds[i + j * m] = 2.0 * (k as f64 + 2.0) * f64::EPSILON * (mag + old.abs());
+                let old = if beta == 0.0 {
+                    0.0
+                } else {
+                    c[i + j * ldc].to_f64()
+                };
+                want[i + j * m] = alpha * sum + beta * old;
+                bounds[i + j * m] = 2.0 * (k as f64 + 2.0) * T::EPSILON * (mag + old.abs());
             }
         }
-        bounds
+        (want, bounds)
     }
 
-    fn kernels() -> Vec<Kernel> {
+    fn kernels<T: Element>() -> Vec<Kernel> {
         [Kernel::Avx512, Kernel::Avx2Fma, Kernel::Portable]
             .into_iter()
             .filter(|k| {
                 if !k.available() {
-                    eprintln!("skipped: this CPU cannot run the {} kernel", k.name());
+                    eprintln!("skipped: this CPU cannot run the {} kernel", k.name::<T>());
                 }
                 k.available()
             })
@@ -809,8 +1012,8 @@ mod tests {
     /// One product at the given shape, leading dimensions `pad` above the rows, against the
     /// naive loop; C's padding rows must be untouched.
     #[allow(clippy::too_many_arguments)]
-    fn check_shape(
-        d: &Dgemm,
+    fn check_shape<T: Element>(
+        d: &BuiltinGemm<T>,
         (m, n, k): (usize, usize, usize),
         pad: usize,
         alpha: f64,
@@ -819,19 +1022,23 @@ mod tests {
         seed: u64,
     ) {
         let (lda, ldb, ldc) = (m + pad, k + pad, m + pad);
+        let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
         let mut rng = Rng::new(seed);
-        let mut fill = |len: usize| (0..len).map(|_| rng.centered_f64()).collect::<Vec<f64>>();
+        let mut fill = |len: usize| {
+            (0..len)
+                .map(|_| T::from_f64(rng.centered_f64()))
+                .collect::<Vec<T>>()
+        };
         let a = fill(lda * k.max(1));
         let b = fill(ldb * n);
         let mut c = fill(ldc * n);
-        if beta == 0.0 {
+        if beta == T::ZERO {
             // β = 0 must not read C: NaNs there must not come out.
             for j in 0..n {
-                c[j * ldc..j * ldc + m].fill(f64::NAN);
+                c[j * ldc..j * ldc + m].fill(T::from_f64(f64::NAN));
             }
         }
-        let mut want = c.clone();
-        let bounds = naive((m, n, k), alpha, &a, lda, &b, ldb, beta, &mut want, ldc);
+        let (want, bounds) = naive((m, n, k), alpha, &a, lda, &b, ldb, beta, &c, ldc);
         let mut got = c.clone();
         d.gemm(
             (m, n, k),
@@ -842,35 +1049,34 @@ mod tests {
             (&mut got, ldc),
             parallel,
         );
+        let name = format!("{} {}", T::ROUTINE, d.kernel_name());
         for j in 0..n {
             for i in 0..ldc {
-                let (g, w) = (got[i + j * ldc], want[i + j * ldc]);
+                let g = got[i + j * ldc].to_f64();
                 if i >= m {
                     assert!(
-                        g.to_bits() == c[i + j * ldc].to_bits(),
-                        "{}: padding C({i},{j}) written",
-                        d.kernel.name()
+                        g.to_bits() == c[i + j * ldc].to_f64().to_bits(),
+                        "{name}: padding C({i},{j}) written"
                     );
                     continue;
                 }
+                let w = want[i + j * m];
                 assert!(
                     (g - w).abs() <= bounds[i + j * m],
-                    "{} m={m} n={n} k={k} pad={pad} α={alpha} β={beta}: C({i},{j}) = {g}, want {w}",
-                    d.kernel.name()
+                    "{name} m={m} n={n} k={k} pad={pad} α={alpha:?} β={beta:?}: C({i},{j}) = {g}, want {w}"
                 );
             }
         }
     }
 
-    #[test]
-    fn every_kernel_matches_a_naive_product_at_odd_shapes() {
+    fn odd_shapes<T: Element>() {
         let sizes = [1, 2, 7, 127, 129];
-        for kernel in kernels() {
+        for kernel in kernels::<T>() {
             // Small blocks so the loops around the kernel run many times at these sizes.
-            let small = Dgemm::with(
+            let small = BuiltinGemm::<T>::with(
                 kernel,
                 Blocking {
-                    mc: 3 * kernel.mr(),
+                    mc: 3 * kernel.mr::<T>(),
                     kc: 24,
                     nc: 5 * kernel.nr(),
                 },
@@ -892,13 +1098,35 @@ mod tests {
     }
 
     #[test]
-    fn every_kernel_at_n_1000_and_rectangular_with_the_host_blocking() {
-        for kernel in kernels() {
-            let d = Dgemm::with(kernel, Blocking::from_sizes(32 << 10, 512 << 10, 0, kernel));
+    fn every_kernel_matches_a_naive_product_at_odd_shapes() {
+        odd_shapes::<f64>();
+    }
+
+    #[test]
+    fn every_sgemm_kernel_matches_a_naive_product_at_odd_shapes() {
+        odd_shapes::<f32>();
+    }
+
+    fn host_blocking_shapes<T: Element>() {
+        for kernel in kernels::<T>() {
+            let d = BuiltinGemm::<T>::with(
+                kernel,
+                Blocking::from_sizes::<T>(32 << 10, 512 << 10, 0, kernel),
+            );
             check_shape(&d, (1000, 1000, 1000), 0, 1.0, 0.0, true, 11);
             check_shape(&d, (1000, 37, 256), 9, -1.0, 1.0, false, 12);
             check_shape(&d, (33, 700, 300), 2, 1.0, 1.0, true, 13);
         }
+    }
+
+    #[test]
+    fn every_kernel_at_n_1000_and_rectangular_with_the_host_blocking() {
+        host_blocking_shapes::<f64>();
+    }
+
+    #[test]
+    fn every_sgemm_kernel_at_n_1000_and_rectangular_with_the_host_blocking() {
+        host_blocking_shapes::<f32>();
     }
 
     #[test]
@@ -929,30 +1157,71 @@ mod tests {
 
     #[test]
     fn the_self_check_passes_on_every_kernel_present() {
-        for kernel in kernels() {
-            self_check(kernel).unwrap();
+        for kernel in kernels::<f64>() {
+            self_check::<f64>(kernel).unwrap();
+            self_check::<f32>(kernel).unwrap();
         }
     }
 
     #[test]
     fn the_blocking_follows_the_caches() {
         // Zen 3: 32 KiB L1d, 512 KiB L2, 32 MiB L3 over 8 cores.
-        let b = Blocking::from_sizes(32 << 10, 512 << 10, 4 << 20, Kernel::Avx2Fma);
+        let b = Blocking::from_sizes::<f64>(32 << 10, 512 << 10, 4 << 20, Kernel::Avx2Fma);
         assert_eq!(b.kc, 336);
         assert_eq!(b.mc, 96);
         assert_eq!(b.nc, 780);
         // Sapphire Rapids: 48 KiB L1d, 2 MiB L2.
-        let b = Blocking::from_sizes(48 << 10, 2 << 20, 0, Kernel::Avx512);
+        let b = Blocking::from_sizes::<f64>(48 << 10, 2 << 20, 0, Kernel::Avx512);
         assert_eq!((b.kc, b.mc), (256, 512));
         assert_eq!(b.nc % 12, 0);
         assert!(b.kc * b.nc * 8 <= 4 * (2 << 20));
+        // f32 on Zen 3: half the bytes per element, so KC reaches its cap of 512 and MC is a
+        // multiple of the 16 rows of the f32 tile.
+        let s = Blocking::from_sizes::<f32>(32 << 10, 512 << 10, 4 << 20, Kernel::Avx2Fma);
+        assert_eq!((s.kc, s.mc), (512, 128));
+        assert_eq!(s.nc % 6, 0);
+        assert!(s.kc * s.nc * 4 <= 2 << 20);
     }
 
     #[test]
     fn the_kernel_names_and_parse() {
-        assert_eq!(Kernel::Avx2Fma.name(), "avx2-fma 8x6");
-        assert_eq!(Kernel::Avx512.name(), "avx512 16x12");
+        assert_eq!(Kernel::Avx2Fma.name::<f64>(), "avx2-fma 8x6");
+        assert_eq!(Kernel::Avx512.name::<f64>(), "avx512 16x12");
+        assert_eq!(Kernel::Avx2Fma.name::<f32>(), "avx2-fma 16x6");
+        assert_eq!(Kernel::Avx512.name::<f32>(), "avx512 32x12");
+        assert_eq!(Kernel::Portable.name::<f32>(), "portable 4x4");
         assert_eq!(Kernel::parse("avx2"), Some(Kernel::Avx2Fma));
         assert_eq!(Kernel::parse("sse"), None);
+    }
+
+    /// The table of [`Kernel::mr`] and [`Kernel::nr`] that packs the panels must be the tile
+    /// each instantiation of the macro computes.
+    #[test]
+    fn the_kernel_table_is_the_tile_each_macro_instance_computes() {
+        // A kernel, then the (MR, NR) of its f64 and f32 instances.
+        type Tile = (usize, usize);
+        let pairs: Vec<(Kernel, Tile, Tile)> = vec![
+            #[cfg(target_arch = "x86_64")]
+            (
+                Kernel::Avx512,
+                (avx512::double::MR, avx512::double::NR),
+                (avx512::single::MR, avx512::single::NR),
+            ),
+            #[cfg(target_arch = "x86_64")]
+            (
+                Kernel::Avx2Fma,
+                (avx2::double::MR, avx2::double::NR),
+                (avx2::single::MR, avx2::single::NR),
+            ),
+            (
+                Kernel::Portable,
+                (portable::double::MR, portable::double::NR),
+                (portable::single::MR, portable::single::NR),
+            ),
+        ];
+        for (kernel, f64_tile, f32_tile) in pairs {
+            assert_eq!(f64_tile, (kernel.mr::<f64>(), kernel.nr()), "{kernel:?}");
+            assert_eq!(f32_tile, (kernel.mr::<f32>(), kernel.nr()), "{kernel:?}");
+        }
     }
 }

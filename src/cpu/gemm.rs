@@ -1,24 +1,27 @@
-//! Dense matrix multiply (DGEMM), the rate that bounds Linpack and that users quote as
-//! "sustained FLOPS".
+//! Dense matrix multiply (DGEMM, and SGEMM with `--precision f32`), the rate that bounds
+//! Linpack and that users quote as "sustained FLOPS".
 //!
-//! C = A·B for random n × n f64 matrices (column-major, entries uniform in [−0.5, 0.5)), by the
-//! machine's BLAS `dgemm_` (loaded at run time by [`super::blas`]) or by peakbench's own
-//! ([`super::dgemm`], `--blas builtin`). The timed region is the one multiply; the matrices are generated before it.
-//! FLOPs are counted as every BLAS benchmark counts them, 2·n³ per multiply (n³ multiplies and
-//! n³ adds), whatever the library really executes. After every repetition 16 entries of C, at
-//! random places, are recomputed by a plain dot product; each must agree within
-//! 2·n·ε·Σ|aᵢₖ·bₖⱼ| (the forward error bound of a dot product), or the run fails: a library
-//! that skipped work cannot pass.
+//! C = A·B for random n × n f64 (or f32) matrices (column-major, entries uniform in
+//! [−0.5, 0.5)), by the machine's BLAS `dgemm_` or `sgemm_` (loaded at run time by
+//! [`super::blas`]) or by peakbench's own ([`super::dgemm`], `--blas builtin`). The timed region
+//! is the one multiply; the matrices are generated before it. FLOPs are counted as every BLAS
+//! benchmark counts them, 2·n³ per multiply (n³ multiplies and n³ adds), whatever the library
+//! really executes. After every repetition 16 entries of C, at random places, are recomputed by
+//! a plain dot product in f64; each must agree within 2·n·ε·Σ|aᵢₖ·bₖⱼ| (the forward error bound
+//! of a dot product, with ε of the element type: 2⁻⁵² for f64, 2⁻²³ for f32), or the run fails:
+//! a library that skipped work cannot pass. Each precision's peak is the FMA peak of that
+//! element type at the widest ISA the CPU has (f32 has twice f64's lanes).
 
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use faer::{Accum, MatMut, MatRef, Par};
 
-use super::blas::{self, Blas, Engine, Solver};
-use super::dgemm::Dgemm;
+use super::blas::{self, Blas, BlasElement, Engine, Solver};
+use super::dgemm::BuiltinGemm;
 use super::library;
 use super::linpack::library_params;
+use crate::peak::Precision;
 use crate::plan::{Case, CaseSpec, Context};
 use crate::reference::{Invocation, Reading, Tool};
 use crate::result::{BenchResult, Params, Reference, Subsystem};
@@ -33,34 +36,39 @@ pub fn flops(n: u64) -> f64 {
     2.0 * (n as f64).powi(3)
 }
 
-/// Bytes the three matrices hold.
-pub fn memory_needed(n: u64) -> u64 {
-    3 * n * n * 8
+/// Bytes the three matrices of `precision` (f64 or f32) hold.
+pub fn memory_needed(n: u64, precision: Precision) -> u64 {
+    let size = if precision == Precision::F32 { 4 } else { 8 };
+    3 * n * n * size
 }
 
 /// A random n × n column-major matrix.
-fn random_matrix(n: usize, rng: &mut Rng) -> Vec<f64> {
-    (0..n * n).map(|_| rng.centered_f64()).collect()
+fn random_matrix<T: BlasElement>(n: usize, rng: &mut Rng) -> Vec<T> {
+    (0..n * n)
+        .map(|_| T::from_f64(rng.centered_f64()))
+        .collect()
 }
 
-/// Recomputes `CHECKED_ENTRIES` entries of C = A·B; the largest error relative to its bound.
-pub fn check(n: usize, a: &[f64], b: &[f64], c: &[f64], seed: u64) -> Result<f64> {
+/// Recomputes `CHECKED_ENTRIES` entries of C = A·B in f64; the largest error relative to its
+/// bound, 2nε·Σ|aᵢₖbₖⱼ| with ε of T.
+pub fn check<T: BlasElement>(n: usize, a: &[T], b: &[T], c: &[T], seed: u64) -> Result<f64> {
     let mut rng = Rng::new(seed);
     let mut worst: f64 = 0.0;
     for _ in 0..CHECKED_ENTRIES {
         let (i, j) = (rng.index(n), rng.index(n));
         let (mut sum, mut magnitude) = (0.0f64, 0.0f64);
         for k in 0..n {
-            let p = a[i + k * n] * b[k + j * n];
+            let p = a[i + k * n].to_f64() * b[k + j * n].to_f64();
             sum += p;
             magnitude += p.abs();
         }
-        let bound = 2.0 * n as f64 * f64::EPSILON * magnitude;
-        let error = (c[i + j * n] - sum).abs();
+        let bound = 2.0 * n as f64 * T::EPSILON * magnitude;
+        let got = c[i + j * n].to_f64();
+        let error = (got - sum).abs();
         if error.is_nan() || error > bound {
             bail!(
-                "gemm n = {n}: C({i},{j}) = {} where the dot product gives {sum} (error {error:.3e} > bound {bound:.3e}): the multiply is wrong",
-                c[i + j * n]
+                "{}gemm n = {n}: C({i},{j}) = {got} where the dot product gives {sum} (error {error:.3e} > bound {bound:.3e}): the multiply is wrong",
+                &T::ROUTINE[..1]
             );
         }
         if bound > 0.0 {
@@ -70,34 +78,36 @@ pub fn check(n: usize, a: &[f64], b: &[f64], c: &[f64], seed: u64) -> Result<f64
     Ok(worst)
 }
 
-/// One order n on N threads.
+/// One order n on N threads, in one precision.
 pub struct GemmCase {
     pub n: u64,
     pub threads: usize,
     pub pin: bool,
     /// The engine that multiplies, or the fastest present (picked when the case runs).
     pub solver: Solver,
+    /// f64 (DGEMM) or f32 (SGEMM).
+    pub precision: Precision,
 }
 
-/// C = A·B for n × n column-major matrices, by the library's dgemm or (`None`) peakbench's
-/// own ([`Dgemm::current`]), on `threads` threads of the current rayon pool.
-pub fn multiply(
+/// C = A·B for n × n column-major matrices, by the library's dgemm_/sgemm_ or (`None`)
+/// peakbench's own ([`BuiltinGemm::current`]), on `threads` threads of the current rayon pool.
+pub fn multiply<T: BlasElement>(
     library: Option<&Blas>,
     n: usize,
-    a: &[f64],
-    b: &[f64],
-    c: &mut [f64],
+    a: &[T],
+    b: &[T],
+    c: &mut [T],
     threads: usize,
 ) -> Result<()> {
     match library {
-        Some(blas) => blas.dgemm(n, a, b, c),
+        Some(blas) => blas.gemm(n, a, b, c),
         None => {
-            Dgemm::current().gemm(
+            BuiltinGemm::<T>::current().gemm(
                 (n, n, n),
-                1.0,
+                T::ONE,
                 (&a[..n * n], n),
                 (&b[..n * n], n),
-                0.0,
+                T::ZERO,
                 (&mut c[..n * n], n),
                 threads > 1,
             );
@@ -123,21 +133,36 @@ pub fn faer_multiply(n: usize, a: &[f64], b: &[f64], c: &mut [f64], threads: usi
     );
 }
 
-/// A case id's suffix naming a library engine (`-openblas`), so `--blas all` gives each its own.
+/// A case id's suffix naming a library engine (`-openblas`, or for `--blas PATH` the file's
+/// name in lower-case letters, digits and dashes: `-libblis-so-4`), so `--blas all` gives each
+/// its own.
 pub(crate) fn engine_suffix(solver: Solver) -> String {
     match solver {
         Solver::Fixed(Engine::Library(vendor)) => format!("-{}", vendor.name().to_lowercase()),
+        Solver::Fixed(Engine::File(path)) => {
+            let file = std::path::Path::new(path)
+                .file_name()
+                .map_or(path.into(), |f| f.to_string_lossy());
+            let slug: String = file
+                .to_lowercase()
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .collect();
+            format!("-{}", slug.trim_matches('-'))
+        }
         _ => String::new(),
     }
 }
 
-/// The engine a case is forced to, for the tables (`builtin`, `openblas`, …): `--blas all`
-/// gives one row per engine, told apart by it; `None` for `auto`, whose pick the result names.
+/// The engine a case is forced to, for the tables (`builtin`, `openblas`, …, or the path
+/// `--blas` gave): `--blas all` gives one row per engine, told apart by it; `None` for `auto`,
+/// whose pick the result names.
 pub(crate) fn engine_name(solver: Solver) -> Option<String> {
     match solver {
         Solver::Auto => None,
         Solver::Fixed(Engine::Builtin) => Some("builtin".into()),
         Solver::Fixed(Engine::Library(vendor)) => Some(vendor.name().to_lowercase()),
+        Solver::Fixed(Engine::File(path)) => Some(path.into()),
     }
 }
 
@@ -146,23 +171,38 @@ pub(crate) fn solver_label(solver: Solver, what: &str) -> String {
     match solver {
         Solver::Auto => "auto (the fastest engine present, probed when the case runs)".into(),
         Solver::Fixed(Engine::Builtin) => what.into(),
-        Solver::Fixed(Engine::Library(vendor)) => vendor.name().into(),
+        Solver::Fixed(engine) => engine.name().into(),
+    }
+}
+
+/// What the result of a case says of the engine that ran: "builtin", or the library's name
+/// ("OpenBLAS", or "BLAS at PATH" for a file `--blas` gave that peakbench does not know).
+pub(crate) fn engine_ran(library: Option<&Blas>) -> String {
+    library.map_or("builtin".into(), Blas::name)
+}
+
+/// How `dense_engine_choice` states a forced engine: "forced by --blas", with the path when
+/// `--blas PATH` gave one.
+pub(crate) fn forced_text(engine: Engine) -> String {
+    match engine {
+        Engine::File(path) => format!("forced by --blas {path}"),
+        _ => "forced by --blas".into(),
     }
 }
 
 impl GemmCase {
     /// The repetitions: GFLOP/s and the worst checked error relative to its bound.
-    fn repetitions(
+    fn repetitions<T: BlasElement>(
         &self,
         ctx: &Context,
         library: Option<&Blas>,
-        a: &[f64],
-        b: &[f64],
-        c: &mut [f64],
+        a: &[T],
+        b: &[T],
+        c: &mut [T],
     ) -> Result<Vec<library::LibraryRound>> {
         let n = self.n as usize;
         let threads = self.threads;
-        let multiply = |c: &mut [f64]| multiply(library, n, a, b, c, threads);
+        let multiply = |c: &mut [T]| multiply(library, n, a, b, c, threads);
         runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
             Round::Warmup(budget) => {
                 let start = Instant::now();
@@ -173,7 +213,7 @@ impl GemmCase {
                 Ok((0.0, 0.0, None))
             }
             Round::Measured(i) => {
-                c.fill(0.0);
+                c.fill(T::ZERO);
                 let (done, elapsed, waited) = runner::timed_waiting(threads, || multiply(c));
                 done?;
                 let worst = check(n, a, b, c, 100 + u64::from(i))?;
@@ -189,19 +229,29 @@ impl Case for GemmCase {
             threads: Some(self.threads),
             pinned: Some(self.pin),
             n: Some(self.n),
-            precision: Some("f64".into()),
+            precision: Some(self.precision.name().into()),
             engine: engine_name(self.solver),
             ..Params::default()
         };
+        let routine = if self.f32() { "sgemm" } else { "dgemm" };
         params.other.insert(
             "solver".into(),
-            solver_label(self.solver, "builtin (peakbench dgemm)").into(),
+            solver_label(self.solver, &format!("builtin (peakbench {routine})")).into(),
         );
         let suffix = engine_suffix(self.solver);
+        // f64 keeps the ids it had before f32 existed; f32 says so in its id and label.
+        let (id_precision, label_precision) = if self.f32() {
+            ("-f32", " f32")
+        } else {
+            ("", "")
+        };
         CaseSpec {
-            id: format!("cpu-gemm-n{}-t{}{suffix}", self.n, self.threads),
+            id: format!(
+                "cpu-gemm{id_precision}-n{}-t{}{suffix}",
+                self.n, self.threads
+            ),
             label: format!(
-                "gemm n={} {} threads{}",
+                "gemm{label_precision} n={} {} threads{}",
                 self.n,
                 self.threads,
                 suffix.replace('-', " ")
@@ -213,31 +263,58 @@ impl Case for GemmCase {
     }
 
     fn estimate(&self, ctx: &Context) -> Duration {
-        // At 30 GFLOP/s per thread, generating the matrices once.
+        // At 30 GFLOP/s per thread (60 in f32), generating the matrices once.
         let generate = 3.0 * (self.n * self.n) as f64 / 1e8;
-        library::estimate(ctx, self.threads, flops(self.n), 30e9, 0.0, generate)
+        let rate = if self.f32() { 60e9 } else { 30e9 };
+        library::estimate(ctx, self.threads, flops(self.n), rate, 0.0, generate)
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {
+        if self.f32() {
+            self.run_in::<f32>(ctx)
+        } else {
+            self.run_in::<f64>(ctx)
+        }
+    }
+}
+
+impl GemmCase {
+    fn f32(&self) -> bool {
+        self.precision == Precision::F32
+    }
+
+    /// The case in elements of type T (f64 for DGEMM, f32 for SGEMM).
+    fn run_in<T: BlasElement>(&self, ctx: &Context) -> Result<BenchResult> {
         library::check_memory(
             "gemm ",
             self.n,
-            memory_needed(self.n),
+            memory_needed(self.n, self.precision),
             ctx.host.memory.available_bytes,
         )?;
         let n = self.n as usize;
         let mut rng = Rng::new(17 + self.n);
-        let (a, b) = (random_matrix(n, &mut rng), random_matrix(n, &mut rng));
-        let mut c = vec![0.0; n * n];
-        Dgemm::global(&ctx.host.cpu.caches)?;
-        let (engine, why) = library::resolve(self.solver, self.n, self.threads, self.pin)?;
+        let (a, b) = (
+            random_matrix::<T>(n, &mut rng),
+            random_matrix::<T>(n, &mut rng),
+        );
+        let mut c = vec![T::ZERO; n * n];
+        BuiltinGemm::<T>::global(&ctx.host.cpu.caches)?;
+        let (engine, why) = library::resolve::<T>(self.solver, self.n, self.threads, self.pin)?;
         let library = library::open(engine)?;
+        if let Some(blas) = library {
+            blas.require::<T>()?;
+        }
         let rounds = library::run_on_threads("gemm", library, self.threads, self.pin, || {
             self.repetitions(ctx, library, &a, &b, &mut c)
         })?;
         let samples: Vec<f64> = rounds.iter().map(|r| r.value.0).collect();
         let worst = rounds.iter().map(|r| r.value.1).fold(0.0, f64::max);
-        let peak = library::f64_fma_peak(ctx, self.threads);
+        let peak = library::fma_peak(ctx, self.threads, self.precision);
+        let epsilon = if self.f32() {
+            " (ε = 2⁻²³, f32's; the dot product in f64)"
+        } else {
+            ""
+        };
         let mut result = self
             .spec()
             .measured(
@@ -245,16 +322,18 @@ impl Case for GemmCase {
                 "throughput",
                 "GFLOP/s",
                 format!(
-                    "2·n³ FLOP per multiply C = A·B of n × n f64 matrices; timed: one call of {}; \
-                     {CHECKED_ENTRIES} random entries of C recomputed, each within 2nε·Σ|aᵢₖbₖⱼ|",
+                    "2·n³ FLOP per multiply C = A·B of n × n {} matrices; timed: one call of {}; \
+                     {CHECKED_ENTRIES} random entries of C recomputed, each within \
+                     2nε·Σ|aᵢₖbₖⱼ|{epsilon}",
+                    T::NAME,
                     match library {
-                        Some(blas) => format!("{} dgemm", blas.describe()),
-                        None => Dgemm::current().describe(),
+                        Some(blas) => format!("{} {}", blas.describe(), T::ROUTINE),
+                        None => BuiltinGemm::<T>::current().describe(),
                     }
                 ),
                 samples,
             )?
-            .param("dense_engine", engine.name())
+            .param("dense_engine", engine_ran(library))
             .param("dense_engine_choice", why)
             .walls(rounds.iter().map(|r| r.wall))
             .param("checked_error_of_bound_max", worst)
@@ -264,14 +343,21 @@ impl Case for GemmCase {
                 &rounds.iter().map(|r| r.value.2).collect::<Vec<_>>(),
                 self.threads,
             ));
-        for (key, value) in library_params(library) {
+        for (key, value) in library_params::<T>(library, !self.f32()) {
             result = result.param(key, value);
         }
+        if let Some(blas) = library.filter(|l| !l.sets_threads()) {
+            result = result.warn([format!(
+                "{} has no call to set its thread count: it ran with its own default",
+                blas.name()
+            )]);
+        }
         if ctx.runner.reference {
-            result = result.reference(openblas_dgemm(
+            result = result.reference(openblas_gemm(
                 self.n,
                 self.threads,
                 ctx.runner.repetitions,
+                self.precision,
             )?);
         }
         Ok(result.finish())
@@ -286,16 +372,26 @@ pub const OPENBLAS_DGEMM: Tool = Tool {
     install: "apt-get install python3 libopenblas0-pthread",
 };
 
-/// The harness: loads OpenBLAS, fills A and B, times `reps` multiplies, prints the median.
+/// OpenBLAS's `cblas_sgemm`, by the same harness, for the f32 cases.
+pub const OPENBLAS_SGEMM: Tool = Tool {
+    name: "OpenBLAS cblas_sgemm",
+    program: "python3",
+    install: "apt-get install python3 libopenblas0-pthread",
+};
+
+/// The harness: loads OpenBLAS, fills A and B, times `reps` multiplies, prints the median;
+/// its fifth argument, `d` or `s`, picks cblas_dgemm (doubles) or cblas_sgemm (floats).
 const HARNESS: &str = r#"import ctypes, random, sys, time
 path, n, threads, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+kind = sys.argv[5] if len(sys.argv) > 5 else "d"
+real, size_of = (ctypes.c_float, 4) if kind == "s" else (ctypes.c_double, 8)
 blas = ctypes.CDLL(path)
 blas.openblas_set_num_threads(threads)
 size = n * n
 def matrix(seed):
     # Random values for the first 4093 entries, repeated by memmove until full (filling 16M
     # entries one by one in Python takes seconds); DGEMM's speed does not depend on the values.
-    m = (ctypes.c_double * size)()
+    m = (real * size)()
     rng = random.Random(seed)
     first = min(size, 4093)
     for i in range(first):
@@ -303,14 +399,14 @@ def matrix(seed):
     done = first
     while done < size:
         step = min(done, size - done)
-        ctypes.memmove(ctypes.byref(m, done * 8), m, step * 8)
+        ctypes.memmove(ctypes.byref(m, done * size_of), m, step * size_of)
         done += step
     return m
-a, b, c = matrix(1), matrix(2), (ctypes.c_double * size)()
-f = blas.cblas_dgemm
+a, b, c = matrix(1), matrix(2), (real * size)()
+f = blas.cblas_sgemm if kind == "s" else blas.cblas_dgemm
 f.restype = None
-f.argtypes = [ctypes.c_int] * 6 + [ctypes.c_double, ctypes.c_void_p, ctypes.c_int,
-              ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_void_p, ctypes.c_int]
+f.argtypes = [ctypes.c_int] * 6 + [real, ctypes.c_void_p, ctypes.c_int,
+              ctypes.c_void_p, ctypes.c_int, real, ctypes.c_void_p, ctypes.c_int]
 def once():
     t = time.perf_counter()
     f(102, 111, 111, n, n, n, 1.0, a, n, b, n, 0.0, c, n)
@@ -320,10 +416,16 @@ rates = sorted(2.0 * n ** 3 / once() / 1e9 for _ in range(reps))
 print("GFLOPS", rates[len(rates) // 2])
 "#;
 
-/// Runs the harness on the installed OpenBLAS at order n on `threads` threads, GFLOP/s.
-pub fn openblas_dgemm(n: u64, threads: usize, reps: u32) -> Result<Reference> {
+/// Runs the harness on the installed OpenBLAS at order n on `threads` threads, GFLOP/s:
+/// cblas_dgemm for f64, cblas_sgemm for f32.
+pub fn openblas_gemm(n: u64, threads: usize, reps: u32, precision: Precision) -> Result<Reference> {
+    let (tool, kind) = if precision == Precision::F32 {
+        (OPENBLAS_SGEMM, "s")
+    } else {
+        (OPENBLAS_DGEMM, "d")
+    };
     let Some(path) = blas::Vendor::OpenBlas.installed_path() else {
-        return Ok(OPENBLAS_DGEMM.missing("python3 gemm.py"));
+        return Ok(tool.missing("python3 gemm.py"));
     };
     let args = vec![
         "gemm.py".to_string(),
@@ -331,14 +433,16 @@ pub fn openblas_dgemm(n: u64, threads: usize, reps: u32) -> Result<Reference> {
         n.to_string(),
         threads.to_string(),
         reps.max(1).to_string(),
+        kind.to_string(),
     ];
     let seconds = (flops(n) / 1e9 * f64::from(reps + 1)) + 60.0;
-    Invocation::new(OPENBLAS_DGEMM, args, Duration::from_secs_f64(seconds), |stdout| {
+    let routine = tool.name.trim_start_matches("OpenBLAS ");
+    Invocation::new(tool, args, Duration::from_secs_f64(seconds), move |stdout| {
         let value = parse_gflops(stdout).ok_or("no GFLOPS line in the harness's output")?;
         Ok(Reading {
             value,
             note: Some(format!(
-                "median of {reps} calls of cblas_dgemm (CblasColMajor, no transposes), after one unmeasured"
+                "median of {reps} calls of {routine} (CblasColMajor, no transposes), after one unmeasured"
             )),
         })
     })
@@ -367,7 +471,7 @@ mod tests {
     fn the_check_accepts_a_right_product_and_refuses_a_wrong_one() {
         let n = 40;
         let mut rng = Rng::new(3);
-        let (a, b) = (random_matrix(n, &mut rng), random_matrix(n, &mut rng));
+        let (a, b): (Vec<f64>, Vec<f64>) = (random_matrix(n, &mut rng), random_matrix(n, &mut rng));
         let mut c = vec![0.0; n * n];
         for j in 0..n {
             for i in 0..n {
@@ -378,6 +482,56 @@ mod tests {
         // Every entry off by a little more than the bound allows: any sample catches it.
         let wrong: Vec<f64> = c.iter().map(|x| x + 1e-9).collect();
         assert!(check(n, &a, &b, &wrong, 1).is_err());
+    }
+
+    /// The f32 check's bound is f32's: a product computed in f32 passes, one off by a few
+    /// thousandths of its size fails, and an f64 product rounded to f32 passes.
+    #[test]
+    fn the_f32_check_has_an_f32_bound() {
+        let n = 40;
+        let mut rng = Rng::new(4);
+        let (a, b): (Vec<f32>, Vec<f32>) = (random_matrix(n, &mut rng), random_matrix(n, &mut rng));
+        let mut c = vec![0.0f32; n * n];
+        for j in 0..n {
+            for i in 0..n {
+                c[i + j * n] = (0..n).map(|k| a[i + k * n] * b[k + j * n]).sum();
+            }
+        }
+        assert!(check(n, &a, &b, &c, 1).unwrap() <= 1.0);
+        let wrong: Vec<f32> = c.iter().map(|x| x + 1e-3).collect();
+        assert!(check(n, &a, &b, &wrong, 1).is_err());
+    }
+
+    #[test]
+    fn f32_cases_have_their_own_ids_and_f64_ids_stay() {
+        let case = |precision, solver| GemmCase {
+            n: 4000,
+            threads: 2,
+            pin: false,
+            solver,
+            precision,
+        };
+        let builtin = Solver::Fixed(Engine::Builtin);
+        assert_eq!(case(Precision::F64, builtin).spec().id, "cpu-gemm-n4000-t2");
+        assert_eq!(
+            case(Precision::F32, builtin).spec().id,
+            "cpu-gemm-f32-n4000-t2"
+        );
+        let openblas = Solver::Fixed(Engine::Library(blas::Vendor::OpenBlas));
+        assert_eq!(
+            case(Precision::F32, openblas).spec().id,
+            "cpu-gemm-f32-n4000-t2-openblas"
+        );
+        let file = Solver::Fixed(Engine::File("/opt/blis/lib/libblis.so.4"));
+        let spec = case(Precision::F32, file).spec();
+        assert_eq!(spec.id, "cpu-gemm-f32-n4000-t2-libblis-so-4");
+        assert_eq!(
+            spec.params.engine.as_deref(),
+            Some("/opt/blis/lib/libblis.so.4")
+        );
+        assert_eq!(spec.params.precision.as_deref(), Some("f32"));
+        assert_eq!(memory_needed(1000, Precision::F32), 12_000_000);
+        assert_eq!(memory_needed(1000, Precision::F64), 24_000_000);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
-use super::blas::{self, Blas, Engine, Solver};
+use super::blas::{self, Blas, BlasElement, Engine, Solver};
 use crate::error::usage;
 use crate::peak::{Isa, PeakRef, Precision};
 use crate::plan::{Context, guess};
@@ -22,12 +22,12 @@ pub const LAPACK_STACK: usize = 64 << 20;
 /// warm-up or without schedstat).
 pub(crate) type LibraryRound = runner::Timed<(f64, f64, Option<f64>)>;
 
-/// The peak of a dense f64 solve or multiply on `threads` cores: f64 FMA at the widest ISA the
-/// CPU has (what HPL and DGEMM kernels run).
-pub(crate) fn f64_fma_peak(ctx: &Context, threads: usize) -> Option<PeakRef> {
+/// The peak of a dense solve or multiply in `precision` (f64 or f32) on `threads` cores: FMA
+/// of that element type at the widest ISA the CPU has (what HPL, DGEMM and SGEMM kernels run).
+pub(crate) fn fma_peak(ctx: &Context, threads: usize, precision: Precision) -> Option<PeakRef> {
     let cpu = &ctx.peaks.cpu;
     let widest = *cpu.isas.last().unwrap_or(&Isa::Scalar);
-    cpu.row(Precision::F64, widest, true)
+    cpu.row(precision, widest, true)
         .and_then(|row| cpu.for_threads(row, threads, None))
 }
 
@@ -83,6 +83,7 @@ pub(crate) fn open(engine: Engine) -> Result<Option<&'static Blas>> {
         Engine::Library(vendor) => blas::open(vendor)
             .map(Some)
             .map_err(|why| anyhow!("{}: {why}", vendor.name())),
+        Engine::File(path) => blas::open_file(path).map(Some),
     }
 }
 
@@ -92,18 +93,18 @@ pub(crate) fn open(engine: Engine) -> Result<Option<&'static Blas>> {
 pub const PROBE_N: usize = 1000;
 
 /// The engine a case runs on, and why it was picked. `Auto` measures each engine present: the
-/// best of three multiplies of the case's order, at most [`PROBE_N`] (after one unmeasured), on
-/// the case's threads;
-/// the fastest multiply wins, for Linpack too, whose time is its trailing updates'. A library
-/// that does not open is left out, and said so.
-pub(crate) fn resolve(
+/// best of three multiplies in T (the case's precision) of the case's order, at most
+/// [`PROBE_N`] (after one unmeasured), on the case's threads; the fastest multiply wins, for
+/// Linpack too, whose time is its trailing updates'. A library that does not open, or lacks
+/// T's GEMM, is left out, and said so.
+pub(crate) fn resolve<T: BlasElement>(
     solver: Solver,
     order: u64,
     threads: usize,
     pin: bool,
 ) -> Result<(Engine, String)> {
     if let Solver::Fixed(engine) = solver {
-        return Ok((engine, "forced by --blas".into()));
+        return Ok((engine, super::gemm::forced_text(engine)));
     }
     let engines = blas::present();
     if engines.len() == 1 {
@@ -111,13 +112,22 @@ pub(crate) fn resolve(
     }
     let n = PROBE_N.min(order.max(1) as usize);
     let mut rng = crate::rng::Rng::new(99);
-    let a: Vec<f64> = (0..n * n).map(|_| rng.centered_f64()).collect();
-    let b: Vec<f64> = (0..n * n).map(|_| rng.centered_f64()).collect();
+    let a: Vec<T> = (0..n * n)
+        .map(|_| T::from_f64(rng.centered_f64()))
+        .collect();
+    let b: Vec<T> = (0..n * n)
+        .map(|_| T::from_f64(rng.centered_f64()))
+        .collect();
     let mut rates: Vec<(Engine, f64)> = Vec::new();
     let mut libraries = Vec::new();
     let mut left_out = Vec::new();
     for engine in engines {
-        match open(engine) {
+        match open(engine).and_then(|library| {
+            if let Some(blas) = library {
+                blas.require::<T>()?;
+            }
+            Ok(library)
+        }) {
             Ok(library) => {
                 libraries.push(library);
                 rates.push((engine, 0.0));
@@ -127,7 +137,7 @@ pub(crate) fn resolve(
     }
     // The engines take turns, round by round, so a change in the machine's load in the middle
     // of the probe falls on all of them.
-    let mut c = vec![0.0; n * n];
+    let mut c = vec![T::ZERO; n * n];
     for round in 0..4 {
         for (library, (_, best)) in libraries.iter().zip(rates.iter_mut()) {
             let rate = run_on_threads("probe", *library, threads, pin, || {
@@ -149,7 +159,8 @@ pub(crate) fn resolve(
             if e.1 > best.1 { e } else { best }
         });
     let mut why = format!(
-        "auto: fastest multiply in a probe (n = {n}, {threads} threads, best of 3): {}",
+        "auto: fastest multiply in a probe ({}, n = {n}, {threads} threads, best of 3): {}",
+        T::NAME,
         rates
             .iter()
             .map(|(e, r)| format!("{} {r:.1} GFLOP/s", e.name()))

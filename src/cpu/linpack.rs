@@ -21,7 +21,7 @@ use faer::Mat;
 use faer::linalg::solvers::Solve as _;
 
 use super::blas::{Blas, Engine, Solver};
-use super::dgemm::Dgemm;
+use super::dgemm::{BuiltinGemm, Dgemm, Element};
 use super::{library, lu};
 use crate::plan::{Case, CaseSpec, Context};
 use crate::result::{BenchResult, Params, Subsystem};
@@ -91,15 +91,19 @@ pub struct LinpackCase {
 /// The solver a plan names: LAPACK's routines of a library, or peakbench's LU.
 pub fn solver_name(solver: Solver) -> String {
     match solver {
-        Solver::Fixed(Engine::Library(vendor)) => {
-            format!("LAPACK dgetrf + dgetrs ({})", vendor.name())
+        Solver::Fixed(engine @ (Engine::Library(_) | Engine::File(_))) => {
+            format!("LAPACK dgetrf + dgetrs ({})", engine.name())
         }
         other => super::gemm::solver_label(other, "builtin (peakbench LU over peakbench dgemm)"),
     }
 }
 
-/// What a result says of the library that ran: name, version, kernel set, file.
-pub fn library_params(solver: Option<&Blas>) -> Vec<(&'static str, serde_json::Value)> {
+/// What a result says of the library that ran: name, version, kernel set, file; for the
+/// built-in engine, its GEMM of T (and with `with_lu`, the LU over the DGEMM).
+pub fn library_params<T: Element>(
+    solver: Option<&Blas>,
+    with_lu: bool,
+) -> Vec<(&'static str, serde_json::Value)> {
     match solver {
         Some(blas) => {
             let mut params = vec![
@@ -116,25 +120,30 @@ pub fn library_params(solver: Option<&Blas>) -> Vec<(&'static str, serde_json::V
             params
         }
         None => {
-            let dgemm = Dgemm::current();
-            vec![
+            let gemm = BuiltinGemm::<T>::current();
+            let mut params = vec![
                 (
                     "library",
-                    format!("peakbench dgemm, faer {FAER_VERSION}").into(),
+                    format!("peakbench {}, faer {FAER_VERSION}", T::ROUTINE).into(),
                 ),
                 ("library_version", FAER_VERSION.into()),
-                ("lu_engine", lu::describe(lu::NB).into()),
-                ("gemm_engine", dgemm.describe().into()),
-                ("gemm_kernel", dgemm.kernel.name().into()),
+            ];
+            if with_lu {
+                params.push(("lu_engine", lu::describe(lu::NB).into()));
+            }
+            params.extend([
+                ("gemm_engine", gemm.describe().into()),
+                ("gemm_kernel", gemm.kernel_name().into()),
                 (
                     "gemm_blocking",
                     format!(
                         "MC={} KC={} NC={}",
-                        dgemm.blocking.mc, dgemm.blocking.kc, dgemm.blocking.nc
+                        gemm.blocking.mc, gemm.blocking.kc, gemm.blocking.nc
                     )
                     .into(),
                 ),
-            ]
+            ]);
+            params
         }
     }
 }
@@ -294,15 +303,18 @@ impl Case for LinpackCase {
             a.col_mut(a.ncols() / 2).fill(0.0);
         }
         Dgemm::global(&ctx.host.cpu.caches)?;
-        let (engine, why) = library::resolve(self.solver, self.n, self.threads, self.pin)?;
+        let (engine, why) = library::resolve::<f64>(self.solver, self.n, self.threads, self.pin)?;
         let library = library::open(engine)?;
+        if let Some(blas) = library {
+            blas.require_lapack()?;
+        }
         let rounds = match library {
             Some(library) => self.run_lapack(ctx, library, &a, &b)?,
             None => self.run_builtin(ctx, &a, &b)?,
         };
         let samples: Vec<f64> = rounds.iter().map(|r| r.value.0).collect();
         let residual_max = rounds.iter().map(|r| r.value.1).fold(0.0, f64::max);
-        let peak = library::f64_fma_peak(ctx, self.threads);
+        let peak = library::fma_peak(ctx, self.threads, crate::peak::Precision::F64);
         let mut result = self
             .spec()
             .measured(
@@ -320,7 +332,7 @@ impl Case for LinpackCase {
                 ),
                 samples,
             )?
-            .param("dense_engine", engine.name())
+            .param("dense_engine", super::gemm::engine_ran(library))
             .param("dense_engine_choice", why)
             .walls(rounds.iter().map(|r| r.wall))
             .param("scaled_residual_max", residual_max)
@@ -329,13 +341,13 @@ impl Case for LinpackCase {
                 &rounds.iter().map(|r| r.value.2).collect::<Vec<_>>(),
                 self.threads,
             ));
-        for (key, value) in library_params(library) {
+        for (key, value) in library_params::<f64>(library, true) {
             result = result.param(key, value);
         }
         if library.is_some_and(|l| !l.sets_threads()) {
             result = result.warn([format!(
                 "{} has no call to set its thread count: it ran with its own default",
-                library.map_or("", |l| l.vendor.name())
+                library.map_or(String::new(), Blas::name)
             )]);
         }
         if ctx.runner.reference {

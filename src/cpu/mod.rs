@@ -105,7 +105,7 @@ impl Benchmark for Linpack {
         let orders = unique(&args.n);
         let threads = args.threads.or(&[runner::num_cpus()]);
         let available = ctx.host.memory.available_bytes;
-        let solvers = blas::choose(args.blas)?;
+        let solvers = blas::choose(&args.blas)?;
         let mut cases: Vec<Box<dyn Case>> = Vec::new();
         for &n in &orders {
             library::check_fits(n, linpack::memory_needed(n), available)?;
@@ -139,32 +139,41 @@ pub struct Gemm;
 impl Benchmark for Gemm {
     const NAME: &'static str = "gemm";
     const PATH: &'static [&'static str] = &["cpu", "gemm"];
-    const ABOUT: &'static str = "Dense matrix multiply C = A·B (DGEMM, the fastest of faer and the machine's BLAS), GFLOP/s, entries of C checked";
+    const ABOUT: &'static str = "Dense matrix multiply C = A·B (DGEMM, SGEMM with -p f32; the fastest of peakbench's own and the machine's BLAS), GFLOP/s, entries of C checked";
     type Args = GemmArgs;
 
     fn plan(args: &GemmArgs, ctx: &Context) -> Result<Plan> {
         let orders = unique(&args.n);
         let threads = args.threads.or(&default_threads());
+        let precisions = unique(&args.precision);
         let available = ctx.host.memory.available_bytes;
-        let solvers = blas::choose(args.blas)?;
+        let solvers = blas::choose(&args.blas)?;
         let mut cases: Vec<Box<dyn Case>> = Vec::new();
-        for &n in &orders {
-            library::check_fits(n, gemm::memory_needed(n), available)?;
-            for &t in &threads {
-                for &solver in &solvers {
-                    cases.push(Box::new(gemm::GemmCase {
-                        n,
-                        threads: t,
-                        pin: ctx.runner.pin,
-                        solver,
-                    }));
+        for &precision in &precisions {
+            for &n in &orders {
+                library::check_fits(n, gemm::memory_needed(n, precision), available)?;
+                for &t in &threads {
+                    for &solver in &solvers {
+                        cases.push(Box::new(gemm::GemmCase {
+                            n,
+                            threads: t,
+                            pin: ctx.runner.pin,
+                            solver,
+                            precision,
+                        }));
+                    }
                 }
             }
         }
         Plan::new(
             cases,
             Vec::new(),
-            serde_json::json!({ "n": orders, "threads": threads, "blas": args.blas }),
+            serde_json::json!({
+                "n": orders,
+                "threads": threads,
+                "precision": precisions,
+                "blas": args.blas,
+            }),
         )
     }
 }
@@ -866,6 +875,52 @@ mod tests {
         assert!(
             ((large - small) - reps * 999e9 / (peak * 1e9)).abs() < 1e-6,
             "{small} {large} {peak}"
+        );
+    }
+
+    /// Issue 32 items 2 and 3: `cpu gemm -p f64,f32` plans a case per precision (f64's ids as
+    /// before), only f64 and f32 are taken, and `--blas PATH` is checked before anything opens.
+    #[test]
+    fn gemm_plans_each_precision_and_checks_a_blas_path() {
+        let ctx = Context::fixture();
+        let ids = |argv: &[&str]| -> Vec<String> {
+            plan_for::<Gemm>(argv, &ctx)
+                .unwrap()
+                .cases
+                .iter()
+                .map(|c| c.spec().id)
+                .collect()
+        };
+        assert_eq!(
+            ids(&["gemm", "-n", "100", "-t", "1", "--blas", "builtin"]),
+            ["cpu-gemm-n100-t1"]
+        );
+        assert_eq!(
+            ids(&[
+                "gemm", "-p", "F64,f32", "-n", "100", "-t", "1", "--blas", "builtin"
+            ]),
+            ["cpu-gemm-n100-t1", "cpu-gemm-f32-n100-t1"]
+        );
+        let refused = plan_for::<Gemm>(&["gemm", "-p", "f16"], &ctx)
+            .err()
+            .unwrap();
+        assert!(refused.to_string().contains("--precision"), "{refused}");
+        let missing = plan_for::<Gemm>(&["gemm", "--blas", "/nonexistent/libblas.so"], &ctx)
+            .err()
+            .unwrap();
+        assert!(missing.is::<crate::error::UsageError>());
+        assert!(
+            missing
+                .to_string()
+                .starts_with("--blas /nonexistent/libblas.so: no such file;"),
+            "{missing}"
+        );
+        let linpack = plan_for::<Linpack>(&["linpack", "--blas", "/nonexistent/x.so"], &ctx)
+            .err()
+            .unwrap();
+        assert!(
+            linpack.to_string().starts_with("--blas /nonexistent/x.so"),
+            "{linpack}"
         );
     }
 
