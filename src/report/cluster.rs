@@ -68,15 +68,19 @@ fn job_and_plan(out: &mut String, cluster: &Cluster) {
         if let Some(partition) = &job.partition {
             let _ = write!(line, ", partition {}", escape(partition));
         }
-        if !job.nodes.is_empty() {
-            let _ = write!(
-                line,
-                ", {} nodes: {}",
-                job.nodes.len(),
-                escape(&job.nodes.join(", "))
-            );
-        } else if let Some(list) = &job.nodelist {
-            let _ = write!(line, ", nodes {}", escape(list));
+        // Up to 8 nodes by name; more as the scheduler wrote the list (`node-[000-099]`).
+        let n = job.nodes.len();
+        match &job.nodelist {
+            Some(list) if n > 8 => {
+                let _ = write!(line, ", {n} nodes: {}", escape(list));
+            }
+            _ if n > 0 => {
+                let _ = write!(line, ", {n} nodes: {}", escape(&job.nodes.join(", ")));
+            }
+            Some(list) => {
+                let _ = write!(line, ", nodes {}", escape(list));
+            }
+            None => {}
         }
         let _ = writeln!(out, "<p class=\"cluster-job\">{line}.</p>");
     }
@@ -231,7 +235,8 @@ fn heat_map(out: &mut String, matrix: &Matrix, threshold: f64) {
         m = escape(&matrix.metric),
         u = escape(&matrix.unit),
         med = matrix.median.map_or("unknown".into(), |m| format!(
-            "{m:.3} {}",
+            "{} {}",
+            short(m),
             escape(&matrix.unit)
         )),
         c = escape(&matrix.counting),
@@ -355,7 +360,8 @@ fn flagged_links(out: &mut String, matrix: &Matrix, threshold: f64) {
         n = matrix.hosts.len(),
         links = values.len(),
         med = matrix.median.map_or("unknown".into(), |m| format!(
-            "{m:.3} {}",
+            "{} {}",
+            short(m),
             escape(&matrix.unit)
         )),
         flagged = rows.len(),
@@ -557,6 +563,16 @@ mod tests {
             out.contains(
                 "Network matrix: sample:3 (the default above 4 hosts), 5 rounds, 24 pairs"
             ),
+            "{out}"
+        );
+        let mut many = cluster.clone();
+        let job = many.job.as_mut().unwrap();
+        job.nodelist = Some("node-[1-100]".into());
+        job.nodes = (1..=100).map(|i| format!("node-{i}")).collect();
+        let mut out = String::new();
+        job_and_plan(&mut out, &many);
+        assert!(
+            out.contains("partition debug, 100 nodes: node-[1-100]."),
             "{out}"
         );
     }
