@@ -92,6 +92,42 @@ fn a_cpu_quota_is_named_with_its_value_and_explains_the_gap() {
 }
 
 #[test]
+fn a_quota_bounds_a_short_repetition_by_its_periods_not_its_share() {
+    // 15 ms per 50 ms is 0.30 CPU, but a 0.3 s repetition overlaps up to 7 periods: CI saw
+    // 0.338 of the peak under it. The bound says 0.35; the gap is still the quota's.
+    let held = |share: f64, duration_s: Option<f64>| {
+        let mut report = document();
+        report.evidence.as_mut().unwrap().cpu_quota = Some(Read::new(
+            CpuQuota {
+                quota_us: 15_000,
+                period_us: 50_000,
+            },
+            "/sys/fs/cgroup/cpu/x/cpu.cfs_quota_us",
+        ));
+        let mut r = kernel(&report, 1, share);
+        r.params.duration_s = duration_s;
+        report.results.push(r);
+        judged(&report)
+    };
+    let f = held(0.338, Some(0.3));
+    assert_eq!(f.verdict, Verdict::Below, "{f:#?}");
+    let c = cause(&f, "cpu-quota");
+    assert!((c.bound.unwrap() - 35.0).abs() < 1e-9, "{c:#?}");
+    assert!(
+        c.text.contains("up to 0.35 in one 300 ms repetition"),
+        "{}",
+        c.text
+    );
+    assert_eq!(c.explains, Some(1.0));
+    // A case of fixed work: its wall time (2 s) over its 3 repetitions, 0.67 s, 0.3225 CPU.
+    let c = cause(&held(0.3, None), "cpu-quota").clone();
+    assert!((c.bound.unwrap() - 32.25).abs() < 1e-9, "{c:#?}");
+    // Well over even that ceiling, the quota did not hold the figure.
+    let f = held(0.45, Some(0.3));
+    assert!(f.causes.iter().all(|c| c.kind != "cpu-quota"), "{f:#?}");
+}
+
+#[test]
 fn a_cpuset_smaller_than_the_threads_is_named() {
     let mut report = document();
     report.evidence.as_mut().unwrap().affinity = vec![1];
