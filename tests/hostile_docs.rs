@@ -310,6 +310,31 @@ fn oversized_fields_are_refused_naming_them() {
         Report::parse(&beyond).is_err(),
         "a number beyond f64 is refused"
     );
+    // A dense matrix of more hosts than a dense one may have (hosts² cells); the same hosts'
+    // measured links as cells are read.
+    let hosts: Vec<String> = (0..4097).map(|i| format!("n{i}")).collect();
+    let wide = |form: serde_json::Value| {
+        let mut d = doc.clone();
+        let mut m = serde_json::json!({
+            "metric": "TCP throughput", "unit": "Gb/s", "higher_is_better": true,
+            "counting": "payload", "hosts": hosts, "median": 9.0,
+        });
+        for (k, v) in form.as_object().unwrap() {
+            m[k] = v.clone();
+        }
+        d["cluster"] = serde_json::json!({
+            "ranks": 2,
+            "hosts": [{"name": "n0", "ranks": [0]}, {"name": "n1", "ranks": [1]}],
+            "phase": "done", "threshold": 0.9, "matrices": [m],
+        });
+        d.to_string()
+    };
+    let why = Report::parse(&wide(serde_json::json!({"values": []}))).unwrap_err();
+    assert!(
+        why.starts_with("cluster.matrices[0].values: a dense matrix of 4097 hosts"),
+        "{why}"
+    );
+    Report::parse(&wide(serde_json::json!({"cells": [[0, 4096, 9.0]]}))).unwrap();
     let mut version = doc;
     version["schema_version"] = 99.into();
     assert!(

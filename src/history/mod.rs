@@ -245,6 +245,17 @@ fn compare_runs(args: &CompareArgs) -> Result<ExitCode> {
 /// A JSON results document written by `--json` or `--output FILE.json`.
 fn read_document(path: &std::path::Path) -> Result<Report> {
     let file = path.display();
+    // The size first: a file too large to read is refused before it is read.
+    if let Ok(meta) = std::fs::metadata(path)
+        && meta.is_file()
+    {
+        let bytes = meta.len();
+        let available = (bytes > crate::result::validate::UNCHECKED_DOCUMENT_BYTES as u64)
+            .then(crate::sysinfo::available_memory)
+            .flatten();
+        crate::result::validate::check_size(bytes, available)
+            .map_err(|e| UsageError(format!("FILE: {file}: {e}")))?;
+    }
     let text = std::fs::read_to_string(path).map_err(|e| {
         UsageError(format!(
             "FILE: cannot read {file}: {e}; give a JSON results file"

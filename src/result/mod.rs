@@ -81,13 +81,10 @@ impl Report {
     /// its size, every number finite, every string and list bounded, the shapes one field's
     /// length ties to another's; an error names the field.
     pub fn parse(text: &str) -> Result<Report, String> {
-        if text.len() > validate::MAX_DOCUMENT_BYTES {
-            return Err(format!(
-                "{} bytes, more than a results document holds ({} MiB)",
-                text.len(),
-                validate::MAX_DOCUMENT_BYTES >> 20
-            ));
-        }
+        let available = (text.len() > validate::UNCHECKED_DOCUMENT_BYTES)
+            .then(crate::sysinfo::available_memory)
+            .flatten();
+        validate::check_size(text.len() as u64, available)?;
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         let version = value

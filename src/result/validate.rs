@@ -11,14 +11,55 @@ use serde_json::Value;
 
 use super::Report;
 
-/// The largest document read (a 4096-host cluster run with its matrices is a few MiB).
-pub const MAX_DOCUMENT_BYTES: usize = 64 << 20;
+/// The largest document read: SQLite's largest value (`SQLITE_MAX_LENGTH`), so that whatever
+/// is read can be stored. A cluster run is about 70 KB per host with the default matrix plan
+/// (docs/cluster.md): 1,000 nodes ≈ 70 MB, 10,000 ≈ 700 MB.
+pub const MAX_DOCUMENT_BYTES: usize = 1_000_000_000;
+/// Documents up to this size are read without a look at the free memory (a few hundred MB at
+/// most); a larger one must leave [`READ_BYTES_PER_BYTE`] × its size available.
+pub const UNCHECKED_DOCUMENT_BYTES: usize = 64 << 20;
+/// The memory reading a document takes per byte of its JSON, at its peak: the text, the
+/// parsed JSON tree and the typed report at once (measured by bench/bigdoc.py: see
+/// docs/cluster.md).
+pub const READ_BYTES_PER_BYTE: u64 = 8;
 /// The longest string of a document: a command line, a tool's output, a warning.
 pub const MAX_STRING_BYTES: usize = 64 << 10;
 /// The most elements of one list (samples, series points, results).
 pub const MAX_LIST: usize = 1 << 20;
-/// The most hosts of a cluster document (a matrix draws hosts² cells).
-pub const MAX_HOSTS: usize = 4096;
+/// The most hosts of a cluster document.
+pub const MAX_HOSTS: usize = 65_536;
+/// The most hosts of a dense matrix (hosts² cells; peakbench writes dense ones up to 64 hosts
+/// and sparse `cells` above, but a schema 3 document's are dense at any size).
+pub const MAX_DENSE_HOSTS: usize = 4096;
+
+/// Whether a document of `bytes` can be read here: at most [`MAX_DOCUMENT_BYTES`], and above
+/// [`UNCHECKED_DOCUMENT_BYTES`] only with [`READ_BYTES_PER_BYTE`] × its size of memory
+/// available (`available`: MemAvailable, None where it cannot be read).
+pub fn check_size(bytes: u64, available: Option<u64>) -> Result<(), String> {
+    let mb = |b: u64| crate::units::format_size(b);
+    if bytes > MAX_DOCUMENT_BYTES as u64 {
+        return Err(format!(
+            "{} bytes, more than a results document holds ({}, the largest value SQLite \
+             stores)",
+            bytes,
+            mb(MAX_DOCUMENT_BYTES as u64)
+        ));
+    }
+    if bytes <= UNCHECKED_DOCUMENT_BYTES as u64 {
+        return Ok(());
+    }
+    let needed = bytes.saturating_mul(READ_BYTES_PER_BYTE);
+    match available {
+        Some(free) if free < needed => Err(format!(
+            "a document of {} takes about {} of memory to read and {} is available: read it \
+             on a machine with more free memory",
+            mb(bytes),
+            mb(needed),
+            mb(free)
+        )),
+        _ => Ok(()),
+    }
+}
 
 /// Sizes and numbers of the raw JSON: every number finite, every string and list bounded.
 /// (JSON has no NaN or infinity, and serde_json refuses a literal beyond the range of f64,
@@ -106,6 +147,12 @@ pub fn check_shapes(report: &Report) -> Result<(), String> {
                 "cluster.matrices[{m}].hosts: {n} hosts, more than {MAX_HOSTS}"
             ));
         }
+        if matrix.cells.is_empty() && n > MAX_DENSE_HOSTS {
+            return Err(format!(
+                "cluster.matrices[{m}].values: a dense matrix of {n} hosts, more than \
+                 {MAX_DENSE_HOSTS} (larger matrices keep their measured links in cells)"
+            ));
+        }
         if matrix.cells.is_empty() {
             if matrix.values.len() != n {
                 return Err(format!(
@@ -151,4 +198,28 @@ pub fn check_shapes(report: &Report) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_documents_size_is_bounded_by_sqlite_and_by_the_free_memory() {
+        const MB: u64 = 1_000_000;
+        // Small documents never look at the memory.
+        assert!(check_size(UNCHECKED_DOCUMENT_BYTES as u64, Some(0)).is_ok());
+        // A 1,000-node cluster run (about 70 MB) reads with the memory it needs ...
+        assert!(check_size(70 * MB, Some(READ_BYTES_PER_BYTE * 70 * MB)).is_ok());
+        assert!(check_size(70 * MB, None).is_ok(), "no MemAvailable: tried");
+        // ... and is refused, saying what it needs, without it.
+        let why = check_size(70 * MB, Some(100 * MB)).unwrap_err();
+        assert!(
+            why.contains("takes about") && why.contains("is available"),
+            "{why}"
+        );
+        // Beyond what SQLite stores, whatever the memory.
+        let why = check_size(MAX_DOCUMENT_BYTES as u64 + 1, Some(u64::MAX)).unwrap_err();
+        assert!(why.contains("the largest value SQLite stores"), "{why}");
+    }
 }

@@ -164,6 +164,13 @@ pub struct NumaNode {
     pub memory_bytes: Option<u64>,
 }
 
+/// MemAvailable from /proc/meminfo now (None where it does not say): what a step that is about
+/// to take memory checks first.
+pub fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    memory::parse_meminfo(&text).available_bytes
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MemoryInfo {
     /// MemTotal from /proc/meminfo, bytes.
