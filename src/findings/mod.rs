@@ -35,10 +35,11 @@ use crate::units::format_value;
 /// of the same hardware, newest first) and, in a cluster run, the other hosts.
 pub fn judge(report: &Report, past: &[PastRun]) -> Findings {
     let started = Instant::now();
+    let past = past::Index::new(report, past);
     let results: Vec<Finding> = report
         .results
         .iter()
-        .map(|r| judge_result(report, r, past))
+        .map(|r| judge_result(report, r, &past))
         .collect();
     let run = causes::run_causes(report);
     let mut summary = summary::lines(&results);
@@ -73,7 +74,7 @@ pub const UNSTABLE_CV: f64 = 0.10;
 /// Where the standard tool's figure is this much better than ours, ours is below it.
 pub const REFERENCE_BAND: f64 = 0.90;
 
-fn judge_result(report: &Report, r: &BenchResult, past: &[PastRun]) -> Finding {
+fn judge_result(report: &Report, r: &BenchResult, past: &past::Index) -> Finding {
     let mut expectations = Vec::new();
     let mut missing = Vec::new();
     match physics::expect(report, r) {
@@ -85,7 +86,7 @@ fn judge_result(report: &Report, r: &BenchResult, past: &[PastRun]) -> Finding {
         None => missing
             .push("the standard tool's figure on the same case: run with --reference".to_string()),
     }
-    match past::expect(report, r, past) {
+    match past::expect(r, past) {
         Ok(e) => expectations.push(e),
         Err(why) => missing.push(why),
     }

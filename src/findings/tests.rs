@@ -296,6 +296,57 @@ fn the_past_of_the_same_hardware_judges_a_case_with_no_peak() {
 }
 
 #[test]
+fn each_host_of_a_cluster_is_judged_against_its_own_past() {
+    // Two hosts ran the same case in three earlier runs, node-b at half the speed: today each
+    // at its own earlier figure is at its limit, and node-b's past is not node-a's.
+    let report_at = |a: f64, b: f64| {
+        let mut report = cluster_document("node-b");
+        let mut theirs = disk(&report, b);
+        theirs.host = "node-b".into();
+        report.results = vec![disk(&report, a), theirs];
+        for r in &mut report.results {
+            r.evidence = None;
+        }
+        report
+    };
+    let earlier: Vec<PastRun> = (1..=3)
+        .map(|id| PastRun {
+            id,
+            report: report_at(200.0 + id as f64, 100.0 + id as f64),
+        })
+        .collect();
+    let findings = judge(&report_at(201.0, 101.0), &earlier);
+    for f in &findings.results {
+        let past = f
+            .expectations
+            .iter()
+            .find(|e| e.against == Against::Past)
+            .unwrap_or_else(|| panic!("no past: {f:#?}"));
+        assert_eq!(past.test.as_ref().unwrap().runs, [1, 2, 3], "{f:#?}");
+        assert_eq!(past.verdict, Verdict::AtLimit, "{f:#?}");
+    }
+    // node-b at node-a's old speed is no longer itself; node-a at node-b's is below.
+    let findings = judge(&report_at(101.0, 201.0), &earlier);
+    let past = |f: &Finding| {
+        f.expectations
+            .iter()
+            .find(|e| e.against == Against::Past)
+            .unwrap()
+            .ratio
+    };
+    assert!(
+        past(&findings.results[0]) < 0.6,
+        "{:#?}",
+        findings.results[0]
+    );
+    assert!(
+        past(&findings.results[1]) > 1.9,
+        "{:#?}",
+        findings.results[1]
+    );
+}
+
+#[test]
 fn a_case_with_nothing_to_judge_by_says_what_is_missing() {
     let mut report = document();
     report.results.push(disk(&report, 100.0));
