@@ -104,7 +104,11 @@ fn varying_params(group: &[(&Item, Measure, f64)], axis: &str, role: ParamRole) 
 /// One line per combination of the values of `keys` (and of the op, the run, the percentile
 /// and, where it varies, the host), its points sorted by x.
 fn split(group: &[(&Item, Measure, f64)], keys: &[String], varying: Varying) -> Vec<Line> {
-    let mut lines: Vec<(Vec<String>, Line)> = Vec::new();
+    // The lines in the order of their first point, found by key: a chart of 2,000 hosts has a
+    // line per host, and a search of the lines for every point took 6 of a report's 13 s.
+    let mut lines: Vec<Line> = Vec::new();
+    let mut by_key: std::collections::HashMap<Vec<String>, usize> =
+        std::collections::HashMap::new();
     for (index, (item, measure, x)) in group.iter().enumerate() {
         let mut key: Vec<String> = keys
             .iter()
@@ -124,24 +128,23 @@ fn split(group: &[(&Item, Measure, f64)], keys: &[String], varying: Varying) -> 
             reference: measure.reference,
             peak: measure.peak,
         };
-        match lines.iter_mut().find(|l| l.0 == key) {
-            Some(line) => {
-                line.1.points.push(point);
-                line.1.members.push(index);
+        match by_key.get(&key) {
+            Some(&at) => {
+                lines[at].points.push(point);
+                lines[at].members.push(index);
             }
-            None => lines.push((
-                key,
-                Line {
+            None => {
+                by_key.insert(key, lines.len());
+                lines.push(Line {
                     name: line_name(item, measure, keys, varying),
                     run: item.run,
                     op: item.result.op.clone(),
                     points: vec![point],
                     members: vec![index],
-                },
-            )),
+                });
+            }
         }
     }
-    let mut lines: Vec<Line> = lines.into_iter().map(|l| l.1).collect();
     for line in &mut lines {
         line.points.sort_by(|a, b| a.x.total_cmp(&b.x));
     }
