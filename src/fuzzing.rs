@@ -118,8 +118,13 @@ pub fn udp_datagrams(data: &[u8]) {
 /// `compare`'s lines, the findings text and `explain`'s judging (all for a terminal: no raw
 /// control character), Markdown, HTML, CSV and JSON.
 pub fn document(text: &str) {
-    let Ok(report) = Report::parse(text) else {
-        return;
+    let report = match Report::parse(text) {
+        Ok(report) => report,
+        // A refusal reaches the terminal too, naming the field it stopped in.
+        Err(why) => {
+            assert!(terminal_safe(&why), "raw control character in {why:?}");
+            return;
+        }
     };
     let terminal = [
         crate::report::render_table(&report),

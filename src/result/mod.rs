@@ -85,8 +85,10 @@ impl Report {
             .then(crate::sysinfo::available_memory)
             .flatten();
         validate::check_size(text.len() as u64, available)?;
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            let at = validate::path_at(text, validate::offset_of(text, e.line(), e.column()));
+            format!("{at}: not JSON: {e}")
+        })?;
         let version = value
             .get("schema_version")
             .and_then(serde_json::Value::as_u64)

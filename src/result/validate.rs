@@ -61,6 +61,93 @@ pub fn check_size(bytes: u64, available: Option<u64>) -> Result<(), String> {
     }
 }
 
+/// The field at byte `offset` of a JSON text, as the refusals name fields (`results[3].value`,
+/// `the document` at the top): where serde_json stopped on a text it refuses (a number beyond
+/// the range of f64, a bad escape), so that this refusal names its field like every other.
+/// A scan of the text up to `offset`: containers, keys and commas, strings skipped whole.
+pub fn path_at(text: &str, offset: usize) -> String {
+    enum Frame {
+        Object { key: Option<String>, key_next: bool },
+        Array { index: usize },
+    }
+    let bytes = text.as_bytes();
+    let end = offset.min(bytes.len());
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut i = 0;
+    while i < end {
+        match bytes[i] {
+            b'"' => {
+                let start = i + 1;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                if let Some(Frame::Object { key, key_next }) = stack.last_mut()
+                    && *key_next
+                {
+                    let raw = &bytes[start..i.min(bytes.len())];
+                    *key = Some(String::from_utf8_lossy(raw).into_owned());
+                }
+            }
+            b'{' => stack.push(Frame::Object {
+                key: None,
+                key_next: true,
+            }),
+            b'[' => stack.push(Frame::Array { index: 0 }),
+            b'}' | b']' => {
+                stack.pop();
+            }
+            b',' => match stack.last_mut() {
+                Some(Frame::Array { index }) => *index += 1,
+                Some(Frame::Object { key, key_next }) => {
+                    *key = None;
+                    *key_next = true;
+                }
+                None => {}
+            },
+            b':' => {
+                if let Some(Frame::Object { key_next, .. }) = stack.last_mut() {
+                    *key_next = false;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let mut path = String::new();
+    for frame in &stack {
+        match frame {
+            Frame::Object {
+                key: Some(key),
+                key_next: false,
+            } => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(&crate::text::printable_at_most(key, 64));
+            }
+            Frame::Array { index } => path.push_str(&format!("[{index}]")),
+            Frame::Object { .. } => break,
+        }
+    }
+    if path.is_empty() {
+        "the document".to_string()
+    } else {
+        path
+    }
+}
+
+/// The byte offset of serde_json's 1-based `line` and `column` in `text` (its column counts
+/// bytes).
+pub fn offset_of(text: &str, line: usize, column: usize) -> usize {
+    let before: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    before + column.saturating_sub(1)
+}
+
 /// Sizes and numbers of the raw JSON: every number finite, every string and list bounded.
 /// (JSON has no NaN or infinity, and serde_json refuses a literal beyond the range of f64,
 /// so a non-finite number here means a parser that allows them; the check costs nothing.)
@@ -203,6 +290,27 @@ pub fn check_shapes(report: &Report) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_json_text_is_refused_naming_the_field_it_stopped_in() {
+        let at = |text: &str| {
+            let e = serde_json::from_str::<Value>(text).unwrap_err();
+            path_at(text, offset_of(text, e.line(), e.column()))
+        };
+        assert_eq!(
+            at(r#"{"results": [{"id": "a", "value": 1}, {"id": "b,[{", "value": 1e999}]}"#),
+            "results[1].value"
+        );
+        assert_eq!(
+            at("{\n  \"peaks\": {\n    \"dram\": [1, 2,\n 3e400]\n  }\n}"),
+            "peaks.dram[2]"
+        );
+        assert_eq!(at(r#"{"a": {"b": "x\q"}}"#), "a.b");
+        assert_eq!(at("1e999"), "the document");
+        // A key is named as written, its escapes not decoded: no control character from it
+        // reaches a terminal (a raw one is refused by serde_json before it).
+        assert_eq!(at(r#"{"\u001b[2J": 1e999}"#), r"\u001b[2J");
+    }
 
     #[test]
     fn a_documents_size_is_bounded_by_sqlite_and_by_the_free_memory() {
