@@ -106,7 +106,9 @@ def synthesize(template, n):
                                for i in range(n) if names[i % t] in tc["evidence"]}
     for key in ("spread", "flagged", "differences", "failures"):
         if key in tc:
-            cluster[key] = moved(tc[key], 0)  # the first block's: their size does not grow
+            # The first block's only, not grown with the hosts: the default template (the
+            # matrix and collectives, no node-local suite) has no spread, flags or failures.
+            cluster[key] = moved(tc[key], 0)
     matrices = []
     for m in tc.get("matrices", []):
         cells = []
@@ -119,7 +121,7 @@ def synthesize(template, n):
             for a, b, v in links:
                 if base + a < n and base + b < n:
                     cells.append([base + a, base + b, v])
-        mm = {k: v for k, v in m.items() if k not in ("values", "cells")}
+        mm = moved({k: v for k, v in m.items() if k not in ("values", "cells", "hosts")}, 0)
         mm["hosts"] = new
         if n <= 64:
             grid = [[None] * n for _ in range(n)]
@@ -130,6 +132,15 @@ def synthesize(template, n):
             mm["cells"] = cells
         matrices.append(mm)
     cluster["matrices"] = matrices
+    # What names hosts outside those rebuilt above (the run's own host, the hosts on one
+    # machine, a matrix's hosts left out) names the first block's, so that every name in the
+    # document is one of its hosts; those lists are not grown to n.
+    doc["host"] = moved(template["host"], 0)
+    doc["config"] = moved(template["config"], 0)
+    if template.get("findings"):
+        doc["findings"]["run"] = moved(template["findings"].get("run", []), 0)
+    if "shared_machines" in tc:
+        cluster["shared_machines"] = moved(tc["shared_machines"], 0)
     return doc
 
 

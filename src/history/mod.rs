@@ -249,11 +249,7 @@ fn read_document(path: &std::path::Path) -> Result<Report> {
     if let Ok(meta) = std::fs::metadata(path)
         && meta.is_file()
     {
-        let bytes = meta.len();
-        let available = (bytes > crate::result::validate::UNCHECKED_DOCUMENT_BYTES as u64)
-            .then(crate::sysinfo::available_memory)
-            .flatten();
-        crate::result::validate::check_size(bytes, available)
+        crate::result::validate::check_size(meta.len(), crate::sysinfo::available_memory)
             .map_err(|e| UsageError(format!("FILE: {file}: {e}")))?;
     }
     let text = std::fs::read_to_string(path).map_err(|e| {

@@ -22,7 +22,8 @@ pub fn describe_params(p: &Params) -> String {
         p.message_bytes
             .map(|b| format!("msg={}", format_size(b).replace(' ', ""))),
     );
-    // A working set split among threads is rarely a round size: 2097125KiB reads as ≈2GiB, 2,200,000 KiB as ≈2.1GiB.
+    // A working set split among threads is rarely a round size: 2097125KiB reads as ≈2GiB,
+    // 2,200,000 KiB as ≈2.1GiB.
     push(p.working_set_bytes.map(|b| {
         let exact = format_size(b);
         let short = exact

@@ -81,10 +81,7 @@ impl Report {
     /// its size, every number finite, every string and list bounded, the shapes one field's
     /// length ties to another's; an error names the field.
     pub fn parse(text: &str) -> Result<Report, String> {
-        let available = (text.len() > validate::UNCHECKED_DOCUMENT_BYTES)
-            .then(crate::sysinfo::available_memory)
-            .flatten();
-        validate::check_size(text.len() as u64, available)?;
+        validate::check_size(text.len() as u64, crate::sysinfo::available_memory)?;
         let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
             let at = validate::path_at(text, validate::offset_of(text, e.line(), e.column()));
             format!("{at}: not JSON: {e}")

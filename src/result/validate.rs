@@ -34,8 +34,8 @@ pub const MAX_DENSE_HOSTS: usize = 4096;
 
 /// Whether a document of `bytes` can be read here: at most [`MAX_DOCUMENT_BYTES`], and above
 /// [`UNCHECKED_DOCUMENT_BYTES`] only with [`READ_BYTES_PER_BYTE`] × its size of memory
-/// available (`available`: MemAvailable, None where it cannot be read).
-pub fn check_size(bytes: u64, available: Option<u64>) -> Result<(), String> {
+/// available (`available`, asked only then: MemAvailable, None where it cannot be read).
+pub fn check_size(bytes: u64, available: impl FnOnce() -> Option<u64>) -> Result<(), String> {
     let mb = |b: u64| crate::units::format_size(b);
     if bytes > MAX_DOCUMENT_BYTES as u64 {
         return Err(format!(
@@ -49,7 +49,7 @@ pub fn check_size(bytes: u64, available: Option<u64>) -> Result<(), String> {
         return Ok(());
     }
     let needed = bytes.saturating_mul(READ_BYTES_PER_BYTE);
-    match available {
+    match available() {
         Some(free) if free < needed => Err(format!(
             "a document of {} takes about {} of memory to read and {} is available: read it \
              on a machine with more free memory",
@@ -316,18 +316,21 @@ mod tests {
     fn a_documents_size_is_bounded_by_sqlite_and_by_the_free_memory() {
         const MB: u64 = 1_000_000;
         // Small documents never look at the memory.
-        assert!(check_size(UNCHECKED_DOCUMENT_BYTES as u64, Some(0)).is_ok());
+        assert!(check_size(UNCHECKED_DOCUMENT_BYTES as u64, || unreachable!("asked")).is_ok());
         // A 1,000-node cluster run (about 70 MB) reads with the memory it needs ...
-        assert!(check_size(70 * MB, Some(READ_BYTES_PER_BYTE * 70 * MB)).is_ok());
-        assert!(check_size(70 * MB, None).is_ok(), "no MemAvailable: tried");
+        assert!(check_size(70 * MB, || Some(READ_BYTES_PER_BYTE * 70 * MB)).is_ok());
+        assert!(
+            check_size(70 * MB, || None).is_ok(),
+            "no MemAvailable: tried"
+        );
         // ... and is refused, saying what it needs, without it.
-        let why = check_size(70 * MB, Some(100 * MB)).unwrap_err();
+        let why = check_size(70 * MB, || Some(100 * MB)).unwrap_err();
         assert!(
             why.contains("takes about") && why.contains("is available"),
             "{why}"
         );
         // Beyond what SQLite stores, whatever the memory.
-        let why = check_size(MAX_DOCUMENT_BYTES as u64 + 1, Some(u64::MAX)).unwrap_err();
+        let why = check_size(MAX_DOCUMENT_BYTES as u64 + 1, || Some(u64::MAX)).unwrap_err();
         assert!(why.contains("the largest value SQLite stores"), "{why}");
     }
 }

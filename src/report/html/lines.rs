@@ -128,22 +128,18 @@ fn split(group: &[(&Item, Measure, f64)], keys: &[String], varying: Varying) -> 
             reference: measure.reference,
             peak: measure.peak,
         };
-        match by_key.get(&key) {
-            Some(&at) => {
-                lines[at].points.push(point);
-                lines[at].members.push(index);
-            }
-            None => {
-                by_key.insert(key, lines.len());
-                lines.push(Line {
-                    name: line_name(item, measure, keys, varying),
-                    run: item.run,
-                    op: item.result.op.clone(),
-                    points: vec![point],
-                    members: vec![index],
-                });
-            }
-        }
+        let at = *by_key.entry(key).or_insert_with(|| {
+            lines.push(Line {
+                name: line_name(item, measure, keys, varying),
+                run: item.run,
+                op: item.result.op.clone(),
+                points: Vec::new(),
+                members: Vec::new(),
+            });
+            lines.len() - 1
+        });
+        lines[at].points.push(point);
+        lines[at].members.push(index);
     }
     for line in &mut lines {
         line.points.sort_by(|a, b| a.x.total_cmp(&b.x));
