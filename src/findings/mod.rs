@@ -353,6 +353,9 @@ fn line(
             format_value(e.expected),
             r.unit
         ),
+        Against::Fleet if r.params.other.contains_key("peer") => {
+            format!("{:.2} of the matrix's median link", e.ratio)
+        }
         Against::Fleet => format!("{:.2} of the hosts' median", e.ratio),
         Against::Imposed => format!(
             "at {:.2} of an imposed limit of {} {}",

@@ -711,6 +711,7 @@ fn a_link_is_judged_against_its_matrix_unless_its_hosts_share_a_machine() {
         .find(|e| e.against == Against::Fleet)
         .expect("a fleet expectation");
     assert_eq!(fleet.verdict, Verdict::Below);
+    assert!(f.line.contains("of the matrix's median link"), "{}", f.line);
     // The two hosts are one machine: the link is not compared, and the finding says why.
     report.cluster.as_mut().unwrap().matrices[0].not_compared = Some(crate::result::NotCompared {
         hosts: vec![me, "node-b".into()],

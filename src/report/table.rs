@@ -67,16 +67,24 @@ pub fn describe_params(p: &Params) -> String {
     );
     push(p.threads.map(|t| format!("{t}T")));
     push(p.scaling.clone());
+    // A link of a cluster's matrix is measured from its host to this peer: without it, the
+    // N − 1 links of a host read alike.
+    push(
+        p.other
+            .get("peer")
+            .and_then(serde_json::Value::as_str)
+            .map(|peer| format!("to {peer}")),
+    );
     parts.join(" ")
 }
 
 /// The parameters outside the named fields (`params.other`) that [`describe_params`] does not
-/// name (it names `nt` and the offered rate), each as `key=value`, a string up to its first
+/// name (it names `nt`, the offered rate and a link's peer), each as `key=value`, a string up to its first
 /// explanation.
 pub fn describe_other(p: &Params) -> Vec<String> {
     p.other
         .iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "nt" | "rate_bps"))
+        .filter(|(k, _)| !matches!(k.as_str(), "nt" | "rate_bps" | "peer"))
         .map(|(k, v)| match v {
             serde_json::Value::String(s) => format!("{k}={}", s.split(':').next().unwrap_or(s)),
             other => format!("{k}={other}"),
@@ -858,5 +866,17 @@ mod tests {
             describe_other(&p).is_empty(),
             "said once, by describe_params"
         );
+    }
+
+    #[test]
+    fn a_link_of_the_matrix_names_its_peer_once() {
+        let mut p = Params {
+            protocol: Some("tcp".into()),
+            message_bytes: Some(1),
+            ..Params::default()
+        };
+        p.other.insert("peer".into(), "node-007".into());
+        assert_eq!(describe_params(&p), "tcp msg=1B to node-007");
+        assert!(describe_other(&p).is_empty(), "said once");
     }
 }
