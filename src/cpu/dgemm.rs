@@ -12,7 +12,8 @@
 //!     for ic in 0..m step MC        in parallel: each thread packs its own A block MC × KC
 //!       pack A[ic.., pc..] into MR-row panels (zero-padded)
 //!       for jr in 0..NC step NR     the B micro-panel KC × NR stays in L1
-//!         for ir in 0..MC step MR   A micro-panels stream from L2
+//!         for ir in 0..MC step MR   A micro-panels stream from L2; before each tile, a
+//!                                   share of the next B micro-panel is fetched into L2
 //!           micro-kernel: MR × NR tile of C += A panel · B panel over KC
 //! ```
 //!
@@ -484,10 +485,14 @@ impl<T: Element> BuiltinGemm<T> {
                         for (p, dst) in packed_a.chunks_mut(mr * kb).enumerate() {
                             pack_a(a, lda, ic + p * mr, (mb - p * mr).min(mr), pc, kb, mr, dst);
                         }
+                        let tiles = mb.div_ceil(mr);
                         for jr in (0..nb).step_by(nr) {
                             let nn = nr.min(nb - jr);
                             let bp = &packed_b[jr * kb..];
-                            for ir in (0..mb).step_by(mr) {
+                            let next_b = packed_b.get((jr + nr) * kb..).unwrap_or(&[]);
+                            let next_b = &next_b[..next_b.len().min(nr * kb)];
+                            for (t, ir) in (0..mb).step_by(mr).enumerate() {
+                                prefetch_share(next_b, t, tiles);
                                 let mm = mr.min(mb - ir);
                                 let ap = &packed_a[ir * kb..];
                                 let offset = (ic + ir) + (jc + jr) * ldc;
@@ -523,6 +528,36 @@ impl<T: Element> BuiltinGemm<T> {
         }
     }
 }
+
+/// Asks for the `t`-th of `parts` shares of `panel` in L2: the next B micro-panel, a share
+/// before each tile of the current one, so that it is in L2 when its first tile starts
+/// instead of streaming from L3 or DRAM at the speed one tile consumes it.
+#[inline(always)]
+fn prefetch_share<T>(panel: &[T], t: usize, parts: usize) {
+    let base = panel.as_ptr() as *const u8;
+    for offset in share_lines(std::mem::size_of_val(panel), t, parts) {
+        // SAFETY: offset < the panel's length in bytes, so the address is inside it.
+        prefetch_l2(unsafe { base.add(offset) });
+    }
+}
+
+/// The byte offsets, one per 64-byte line, of the `t`-th of `parts` shares of `bytes` bytes.
+fn share_lines(bytes: usize, t: usize, parts: usize) -> impl Iterator<Item = usize> {
+    let (from, to) = (bytes * t / parts, bytes * (t + 1) / parts);
+    (from & !63..to).step_by(64)
+}
+
+/// Fetches the line at `p` into L2.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn prefetch_l2(p: *const u8) {
+    // SAFETY: a prefetch is a hint that never faults, and x86-64 always has SSE.
+    unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(p as *const i8) }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn prefetch_l2(_: *const u8) {}
 
 /// C = β·C (β = 0 writes zeros without reading).
 fn scale<T: Element>(c: &mut [T], ldc: usize, m: usize, n: usize, beta: T) {
@@ -958,6 +993,22 @@ pub fn self_check<T: Element>(kernel: Kernel) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shares_of_a_prefetched_panel_cover_each_line_inside_it() {
+        for (bytes, parts) in [(16_128, 12), (64, 5), (100, 3), (0, 4), (8 * 336 * 6, 1)] {
+            let mut lines: Vec<usize> = (0..parts)
+                .flat_map(|t| share_lines(bytes, t, parts))
+                .collect();
+            assert!(
+                lines.iter().all(|&o| o < bytes && o % 64 == 0),
+                "{bytes}/{parts}"
+            );
+            lines.dedup();
+            let every: Vec<usize> = (0..bytes).step_by(64).collect();
+            assert_eq!(lines, every, "{bytes} bytes in {parts} shares");
+        }
+    }
     use crate::rng::Rng;
 
     /// C = α·A·B + β·C by a triple loop in f64 from the T inputs, and the bound of each
