@@ -307,7 +307,7 @@ fn link<'r>(
     (a, b): &(String, String),
 ) -> Option<&'r BenchResult> {
     results.iter().find(|r| {
-        let peer = r.params.other.get("peer").and_then(|p| p.as_str());
+        let peer = r.params.peer();
         r.op == op
             && ((r.host == *a && peer == Some(b.as_str()))
                 || (r.host == *b && peer == Some(a.as_str())))

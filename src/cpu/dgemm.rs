@@ -993,22 +993,6 @@ pub fn self_check<T: Element>(kernel: Kernel) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_shares_of_a_prefetched_panel_cover_each_line_inside_it() {
-        for (bytes, parts) in [(16_128, 12), (64, 5), (100, 3), (0, 4), (8 * 336 * 6, 1)] {
-            let mut lines: Vec<usize> = (0..parts)
-                .flat_map(|t| share_lines(bytes, t, parts))
-                .collect();
-            assert!(
-                lines.iter().all(|&o| o < bytes && o % 64 == 0),
-                "{bytes}/{parts}"
-            );
-            lines.dedup();
-            let every: Vec<usize> = (0..bytes).step_by(64).collect();
-            assert_eq!(lines, every, "{bytes} bytes in {parts} shares");
-        }
-    }
     use crate::rng::Rng;
 
     /// C = α·A·B + β·C by a triple loop in f64 from the T inputs, and the bound of each
@@ -1273,6 +1257,22 @@ mod tests {
         for (kernel, f64_tile, f32_tile) in pairs {
             assert_eq!(f64_tile, (kernel.mr::<f64>(), kernel.nr()), "{kernel:?}");
             assert_eq!(f32_tile, (kernel.mr::<f32>(), kernel.nr()), "{kernel:?}");
+        }
+    }
+
+    #[test]
+    fn the_shares_of_a_prefetched_panel_cover_each_line_inside_it() {
+        for (bytes, parts) in [(16_128, 12), (64, 5), (100, 3), (0, 4), (8 * 336 * 6, 1)] {
+            let mut lines: Vec<usize> = (0..parts)
+                .flat_map(|t| share_lines(bytes, t, parts))
+                .collect();
+            assert!(
+                lines.iter().all(|&o| o < bytes && o % 64 == 0),
+                "{bytes}/{parts}"
+            );
+            lines.dedup();
+            let every: Vec<usize> = (0..bytes).step_by(64).collect();
+            assert_eq!(lines, every, "{bytes} bytes in {parts} shares");
         }
     }
 }

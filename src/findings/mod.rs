@@ -252,7 +252,7 @@ fn reference(r: &BenchResult) -> Option<Expectation> {
 /// machine shared with other hosts) has none, and says why.
 fn fleet(report: &Report, r: &BenchResult) -> Option<Result<Expectation, String>> {
     let cluster = report.cluster.as_ref()?;
-    if let Some(peer) = r.params.other.get("peer").and_then(|p| p.as_str()) {
+    if let Some(peer) = r.params.peer() {
         return link_fleet(cluster, r, peer);
     }
     let spread = cluster
@@ -353,7 +353,7 @@ fn line(
             format_value(e.expected),
             r.unit
         ),
-        Against::Fleet if r.params.other.contains_key("peer") => {
+        Against::Fleet if r.params.peer().is_some() => {
             format!("{:.2} of the matrix's median link", e.ratio)
         }
         Against::Fleet => format!("{:.2} of the hosts' median", e.ratio),

@@ -69,18 +69,13 @@ pub fn describe_params(p: &Params) -> String {
     push(p.scaling.clone());
     // A link of a cluster's matrix is measured from its host to this peer: without it, the
     // N − 1 links of a host read alike.
-    push(
-        p.other
-            .get("peer")
-            .and_then(serde_json::Value::as_str)
-            .map(|peer| format!("to {peer}")),
-    );
+    push(p.peer().map(|peer| format!("to {peer}")));
     parts.join(" ")
 }
 
 /// The parameters outside the named fields (`params.other`) that [`describe_params`] does not
-/// name (it names `nt`, the offered rate and a link's peer), each as `key=value`, a string up to its first
-/// explanation.
+/// name (it names `nt`, the offered rate and a link's peer), each as `key=value`, a string up
+/// to its first explanation.
 pub fn describe_other(p: &Params) -> Vec<String> {
     p.other
         .iter()

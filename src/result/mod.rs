@@ -155,6 +155,12 @@ named_enum! {
 }
 
 impl Params {
+    /// The host at the other end of a link of a cluster's matrix (`other.peer`), or None for a
+    /// result that is not a link.
+    pub fn peer(&self) -> Option<&str> {
+        self.other.get("peer").and_then(serde_json::Value::as_str)
+    }
+
     /// Every field's name as it appears in the JSON document, in the order of the struct; the
     /// CSV has a column for each (and `other` as one JSON column).
     pub const FIELDS: &'static [&'static str] = &[

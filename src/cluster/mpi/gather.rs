@@ -339,7 +339,7 @@ impl Leader<'_> {
             .flat_map(|[a, b]| [(a.as_str(), b.as_str()), (b.as_str(), a.as_str())])
             .collect();
         for r in report.results.iter_mut() {
-            let Some(peer) = r.params.other.get("peer").and_then(|p| p.as_str()) else {
+            let Some(peer) = r.params.peer() else {
                 continue;
             };
             let key = format!("{}/{}", r.host, r.id);

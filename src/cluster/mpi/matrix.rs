@@ -298,7 +298,7 @@ pub(super) fn matrices(
         let mut links: Vec<(usize, usize, f64)> = Vec::new();
         let mut counting = String::new();
         for r in results.iter().filter(|r| r.op == op) {
-            let Some(peer) = r.params.other.get("peer").and_then(|p| p.as_str()) else {
+            let Some(peer) = r.params.peer() else {
                 continue;
             };
             let (Some(client), Some(server)) = (index(&r.host), index(peer)) else {
