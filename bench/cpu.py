@@ -10,7 +10,8 @@ OpenBLAS, BLIS, MKL) in the same round, each with the fraction of peak its resul
 the default (`auto`, the engine a probe picks) and hpcc's HPL, alternating round by round. The
 targets of issue #32: DGEMM n=4000 >= 0.85 of peak at 1 and all cores, Linpack n=10000 all
 cores >= 0.70 with CV < 3 %, and the default never slower than the best engine present.
-`--gemm-precision f64,f32` measures SGEMM the same way, against the f32 peak.
+`--gemm-precision f64,f32` measures SGEMM the same way, against the f32 peak, and
+`--linpack-precision f64,f32` sgesv beside dgesv (hpcc's HPL is f64 only).
 
     apt-get install -y likwid hpcc openmpi-bin libopenblas0-pthread   # reference tools (optional)
     cargo build --release
@@ -76,7 +77,7 @@ def likwid_flops(precision, isa, threads):
 
 
 def engines(subcommand, n, threads, reps, blas="all", precision=None):
-    """One run of `cpu SUBCOMMAND --blas BLAS` (`-p PRECISION` for gemm):
+    """One run of `cpu SUBCOMMAND --blas BLAS` (`-p PRECISION` when given):
     {engine: (GFLOP/s, fraction of peak, CV)}."""
     extra = ["-p", precision] if precision else []
     doc = json.loads(run([PEAKBENCH, "cpu", subcommand, "-n", str(n), "-t", str(threads),
@@ -129,6 +130,8 @@ def main():
     ap.add_argument("--gemm-n", type=int, default=4000, help="order of the DGEMM comparison")
     ap.add_argument("--gemm-precision", default="f64",
                     help="element types of the GEMM comparison, e.g. f64,f32")
+    ap.add_argument("--linpack-precision", default="f64",
+                    help="element types of the Linpack comparison, e.g. f64,f32 (hpcc: f64 only)")
     ap.add_argument("--skip-linpack", action="store_true")
     args = ap.parse_args()
     if not os.path.exists(PEAKBENCH):
@@ -171,19 +174,22 @@ def main():
     have_hpcc = shutil.which("hpcc") and shutil.which("mpirun")
     if not have_hpcc:
         print("hpcc or mpirun not installed (apt-get install hpcc openmpi-bin): HPL comparison skipped")
-    table, ours, theirs = {}, [], []
-    for _ in range(args.rounds):
-        for name, row in engines("linpack", args.n, args.threads, 1, "all").items():
-            table.setdefault(name, []).append(row)
-        auto = engines("linpack", args.n, args.threads, 1, "auto")
-        for name, row in auto.items():
-            table.setdefault(name, []).append(row)
-        if have_hpcc:
-            theirs.append(hpcc_linpack(args.n, args.threads))
-            ours.append(next(iter(auto.values()))[0])
-    engine_table(f"linpack n={args.n} {args.threads}T", table)
-    if theirs:
-        summary(f"linpack n={args.n} {args.threads}T auto vs hpcc HPL", ours, theirs, "GFLOP/s")
+    for precision in args.linpack_precision.split(","):
+        table, ours, theirs = {}, [], []
+        for _ in range(args.rounds):
+            for name, row in engines("linpack", args.n, args.threads, 1, "all", precision).items():
+                table.setdefault(name, []).append(row)
+            auto = engines("linpack", args.n, args.threads, 1, "auto", precision)
+            for name, row in auto.items():
+                table.setdefault(name, []).append(row)
+            # HPL solves in f64 only.
+            if have_hpcc and precision == "f64":
+                theirs.append(hpcc_linpack(args.n, args.threads))
+                ours.append(next(iter(auto.values()))[0])
+        engine_table(f"linpack {precision} n={args.n} {args.threads}T", table)
+        if theirs:
+            summary(f"linpack n={args.n} {args.threads}T auto vs hpcc HPL", ours, theirs,
+                    "GFLOP/s")
 
 
 def engine_table(label, table):

@@ -147,7 +147,9 @@ fn main() {
     let mut piv = vec![0; nl];
     let mut ipiv = vec![0; nl];
     for library in &libraries {
-        let name = library.map_or(lu::describe(lu::NB), |l| format!("{} dgetrf", l.describe()));
+        let name = library.map_or(lu::describe::<f64>(lu::NB), |l| {
+            format!("{} dgetrf", l.describe())
+        });
         let (cycle, wall) = pool.install(|| {
             let mut run = || {
                 best(reps, threads, linpack::flops(nl as u64), || {

@@ -137,6 +137,7 @@ fn bad_input_exits_2_with_one_line_naming_the_flag() {
         (&["cpu", "linpack", "-n", "0"], "-n"),
         (&["cpu", "linpack", "-n", "10000000"], "--n"),
         (&["cpu", "linpack", "--blas", "atlas"], "--blas"),
+        (&["cpu", "linpack", "-p", "f16"], "--precision"),
         (&["sysinfo", "--cpu-ghz", "-1"], "--cpu-ghz"),
         // Issue 18, item 8: 1e308 GHz made an infinite peak, stored as null.
         (&["sysinfo", "--cpu-ghz", "1e308"], "--cpu-ghz"),
@@ -253,6 +254,38 @@ fn linpack_solves_and_checks_the_residual() {
     assert_eq!(
         r["params"]["other"]["library"],
         "peakbench dgemm, faer 0.24"
+    );
+}
+
+#[test]
+fn linpack_in_f32_is_a_case_of_its_own_against_the_f32_peak() {
+    let doc = peakbench_json(&[
+        "cpu", "linpack", "-n", "300", "-t", "1", "-r", "2", "--blas", "builtin", "-p", "f64,f32",
+        "--json",
+    ]);
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{doc}");
+    let by = |p: &str| {
+        results
+            .iter()
+            .find(|r| r["params"]["precision"] == p)
+            .unwrap_or_else(|| panic!("no {p} result: {doc}"))
+    };
+    let (double, single) = (by("f64"), by("f32"));
+    assert_eq!(double["id"], "cpu-linpack-n300-t1");
+    assert_eq!(single["id"], "cpu-linpack-f32-n300-t1");
+    let other = &single["params"]["other"];
+    assert!(other["scaled_residual_max"].as_f64().unwrap() < 16.0);
+    assert_eq!(other["library"], "peakbench sgemm, faer 0.24");
+    let counting = single["counting"].as_str().unwrap();
+    assert!(counting.contains("peakbench sgemm"), "{counting}");
+    // f32 has twice f64's lanes: its peak is twice f64's at the same clock and threads.
+    let peak = |r: &serde_json::Value| r["peak"]["pair"]["at_base"].as_f64().unwrap();
+    assert!(
+        (peak(single) / peak(double) - 2.0).abs() < 1e-9,
+        "{} vs {}",
+        peak(single),
+        peak(double)
     );
 }
 

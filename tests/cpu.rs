@@ -97,21 +97,27 @@ fn a_singular_matrix_fails_the_run_with_a_clear_error() {
         blases.push("openblas");
     }
     for blas in blases {
-        let output = command(&[
-            "cpu", "linpack", "-n", "300", "-t", "2", "-r", "1", "--warmup", "0", "--blas", blas,
-            "--json",
-        ])
-        .env("PEAKBENCH_TEST_SINGULAR_MATRIX", "1")
-        .output()
-        .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(1), "{blas}: {stderr}");
-        let text = format!("{stderr}{}", String::from_utf8_lossy(&output.stdout));
-        assert!(
-            text.contains("singular") || text.contains("exactly zero"),
-            "{blas}: {text}"
-        );
-        assert!(!text.contains("\"passed\""), "{blas}");
+        for precision in ["f64", "f32"] {
+            let output = command(&[
+                "cpu", "linpack", "-n", "300", "-t", "2", "-r", "1", "--warmup", "0", "--blas",
+                blas, "-p", precision, "--json",
+            ])
+            .env("PEAKBENCH_TEST_SINGULAR_MATRIX", "1")
+            .output()
+            .unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(
+                output.status.code(),
+                Some(1),
+                "{blas} {precision}: {stderr}"
+            );
+            let text = format!("{stderr}{}", String::from_utf8_lossy(&output.stdout));
+            assert!(
+                text.contains("singular") || text.contains("exactly zero"),
+                "{blas} {precision}: {text}"
+            );
+            assert!(!text.contains("\"passed\""), "{blas} {precision}");
+        }
     }
 }
 

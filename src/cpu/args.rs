@@ -207,6 +207,18 @@ pub struct LinpackArgs {
     pub n: Vec<u64>,
     #[command(flatten)]
     pub threads: Threads<LinpackDefaults>,
+    /// Element types (list): f64 (dgesv, as HPL), f32 (sgesv), each its own case with its own
+    /// peak
+    #[arg(
+        long,
+        short = 'p',
+        value_name = "LIST",
+        value_delimiter = ',',
+        ignore_case = true,
+        default_value = "f64",
+        value_parser = gemm_precision()
+    )]
+    pub precision: Vec<Precision>,
     /// The BLAS and LAPACK that solve, loaded at run time: a name below, or the path of a
     /// shared library (with a '/', e.g. /opt/blis/lib/libblis.so)
     #[arg(long, value_name = "BLAS", default_value = "auto", value_parser = super::blas::BlasFlagParser)]
@@ -237,7 +249,7 @@ pub struct GemmArgs {
     pub blas: super::blas::BlasFlag,
 }
 
-/// The parser of `cpu gemm --precision`: f64 or f32, by [`Precision`]'s names.
+/// The parser of `cpu gemm --precision` and `cpu linpack --precision`: f64 or f32, by [`Precision`]'s names.
 fn gemm_precision() -> impl clap::builder::TypedValueParser<Value = Precision> {
     use clap::builder::TypedValueParser as _;
     let values = [Precision::F64, Precision::F32]

@@ -201,22 +201,24 @@ pub type GemmFn<T> = unsafe extern "C" fn(
     transa_len: usize,
     transb_len: usize,
 );
-type Dgetrf = unsafe extern "C" fn(
+/// `dgetrf_` (T = f64) or `sgetrf_` (T = f32).
+pub type Getrf<T> = unsafe extern "C" fn(
     m: *const c_int,
     n: *const c_int,
-    a: *mut f64,
+    a: *mut T,
     lda: *const c_int,
     ipiv: *mut c_int,
     info: *mut c_int,
 );
-type Dgetrs = unsafe extern "C" fn(
+/// `dgetrs_` (T = f64) or `sgetrs_` (T = f32).
+pub type Getrs<T> = unsafe extern "C" fn(
     trans: *const c_char,
     n: *const c_int,
     nrhs: *const c_int,
-    a: *const f64,
+    a: *const T,
     lda: *const c_int,
     ipiv: *const c_int,
-    b: *mut f64,
+    b: *mut T,
     ldb: *const c_int,
     info: *mut c_int,
     trans_len: usize,
@@ -226,24 +228,40 @@ type SetThreadsByRef = unsafe extern "C" fn(*const c_int);
 type GetText = unsafe extern "C" fn() -> *const c_char;
 type GetTextInto = unsafe extern "C" fn(*mut c_char, c_int);
 
-/// An element a library multiplies: its routine's name and the routine, if the library has it.
+/// An element a library multiplies and solves in: its routines' names and the routines, if
+/// the library has them.
 pub trait BlasElement: Element {
     /// `dgemm_` or `sgemm_`.
     const GEMM: &'static str;
+    /// `dgetrf_` or `sgetrf_`.
+    const GETRF: &'static str;
+    /// `dgetrs_` or `sgetrs_`.
+    const GETRS: &'static str;
     fn routine(blas: &Blas) -> Option<GemmFn<Self>>;
+    fn lu(blas: &Blas) -> (Option<Getrf<Self>>, Option<Getrs<Self>>);
 }
 
 impl BlasElement for f64 {
     const GEMM: &'static str = "dgemm_";
+    const GETRF: &'static str = "dgetrf_";
+    const GETRS: &'static str = "dgetrs_";
     fn routine(blas: &Blas) -> Option<GemmFn<f64>> {
         blas.dgemm
+    }
+    fn lu(blas: &Blas) -> (Option<Getrf<f64>>, Option<Getrs<f64>>) {
+        (blas.dgetrf, blas.dgetrs)
     }
 }
 
 impl BlasElement for f32 {
     const GEMM: &'static str = "sgemm_";
+    const GETRF: &'static str = "sgetrf_";
+    const GETRS: &'static str = "sgetrs_";
     fn routine(blas: &Blas) -> Option<GemmFn<f32>> {
         blas.sgemm
+    }
+    fn lu(blas: &Blas) -> (Option<Getrf<f32>>, Option<Getrs<f32>>) {
+        (blas.sgetrf, blas.sgetrs)
     }
 }
 
@@ -271,8 +289,10 @@ pub struct Blas {
     pub kernel: Option<String>,
     dgemm: Option<GemmFn<f64>>,
     sgemm: Option<GemmFn<f32>>,
-    dgetrf: Option<Dgetrf>,
-    dgetrs: Option<Dgetrs>,
+    dgetrf: Option<Getrf<f64>>,
+    dgetrs: Option<Getrs<f64>>,
+    sgetrf: Option<Getrf<f32>>,
+    sgetrs: Option<Getrs<f32>>,
     threads: Option<Threads>,
     // Kept open for the life of the process: the function pointers above point into them.
     _libraries: Vec<Library>,
@@ -522,7 +542,7 @@ fn load_file(path: &str) -> Result<Blas> {
 fn from_library(lib: Library, path: String, vendor: Option<Vendor>, given: bool) -> Result<Blas> {
     let mut libs = vec![lib];
     let mut lapack_path = None;
-    if vendor == Some(Vendor::Blis) && symbol::<Dgetrf>(&libs, "dgetrf_").is_none() {
+    if vendor == Some(Vendor::Blis) && symbol::<Getrf<f64>>(&libs, "dgetrf_").is_none() {
         // BLIS has no LAPACK: the system's liblapack.so.3 calls the BLIS opened above.
         let (lapack, at) = open_first(&["liblapack.so.3"]).context("no LAPACK beside it")?;
         libs.push(lapack);
@@ -572,6 +592,8 @@ fn from_library(lib: Library, path: String, vendor: Option<Vendor>, given: bool)
         sgemm: symbol(&libs, "sgemm_"),
         dgetrf: symbol(&libs, "dgetrf_"),
         dgetrs: symbol(&libs, "dgetrs_"),
+        sgetrf: symbol(&libs, "sgetrf_"),
+        sgetrs: symbol(&libs, "sgetrs_"),
         threads,
         path,
         _libraries: libs,
@@ -632,10 +654,12 @@ impl Blas {
             .ok_or_else(|| self.missing(T::GEMM))
     }
 
-    /// Fails, naming the routine, when the library lacks `dgetrf_` or `dgetrs_`.
-    pub fn require_lapack(&self) -> Result<()> {
-        self.dgetrf.ok_or_else(|| self.missing("dgetrf_"))?;
-        self.dgetrs.ok_or_else(|| self.missing("dgetrs_"))?;
+    /// Fails, naming the routine, when the library lacks `dgetrf_` or `dgetrs_` (f64), or
+    /// `sgetrf_` or `sgetrs_` (f32).
+    pub fn require_lapack<T: BlasElement>(&self) -> Result<()> {
+        let (getrf, getrs) = T::lu(self);
+        getrf.ok_or_else(|| self.missing(T::GETRF))?;
+        getrs.ok_or_else(|| self.missing(T::GETRS))?;
         Ok(())
     }
 
@@ -702,30 +726,39 @@ impl Blas {
         Ok(())
     }
 
-    /// Solves A x = b in place: `a` (n × n, column-major) becomes its LU factors, `b` the
-    /// solution. Err when A is singular.
-    pub fn solve(&self, n: usize, a: &mut [f64], b: &mut [f64], ipiv: &mut [c_int]) -> Result<()> {
-        let dgetrf = self.dgetrf.ok_or_else(|| self.missing("dgetrf_"))?;
-        let dgetrs = self.dgetrs.ok_or_else(|| self.missing("dgetrs_"))?;
+    /// Solves A x = b in place by `dgetrf_` + `dgetrs_` (f64) or `sgetrf_` + `sgetrs_`
+    /// (f32): `a` (n × n, column-major) becomes its LU factors, `b` the solution. Err when A
+    /// is singular.
+    pub fn solve<T: BlasElement>(
+        &self,
+        n: usize,
+        a: &mut [T],
+        b: &mut [T],
+        ipiv: &mut [c_int],
+    ) -> Result<()> {
+        let (getrf, getrs) = T::lu(self);
+        let getrf = getrf.ok_or_else(|| self.missing(T::GETRF))?;
+        let getrs = getrs.ok_or_else(|| self.missing(T::GETRS))?;
         let len = n.checked_mul(n).context("n² overflows")?;
         if a.len() < len || b.len() < n || ipiv.len() < n {
-            bail!("dgesv: buffers smaller than the order {n}");
+            bail!("{}: buffers smaller than the order {n}", T::GETRF);
         }
         let nn = dim(n)?;
         let one: c_int = 1;
         let mut info: c_int = 0;
         // SAFETY: a holds n² elements with leading dimension n, ipiv n entries; both are
         // exclusively borrowed for the call.
-        unsafe { dgetrf(&nn, &nn, a.as_mut_ptr(), &nn, ipiv.as_mut_ptr(), &mut info) };
+        unsafe { getrf(&nn, &nn, a.as_mut_ptr(), &nn, ipiv.as_mut_ptr(), &mut info) };
         if info != 0 {
             bail!(
-                "dgetrf returned info = {info} (U({info},{info}) is exactly zero or an argument is bad)"
+                "{} returned info = {info} (U({info},{info}) is exactly zero or an argument is bad)",
+                T::GETRF.trim_end_matches('_')
             );
         }
         // SAFETY: a holds the factors and ipiv the pivots dgetrf wrote; b holds n elements
         // (one right-hand side, leading dimension n); the character argument is one byte long.
         unsafe {
-            dgetrs(
+            getrs(
                 b"N".as_ptr().cast::<c_char>(),
                 &nn,
                 &one,
@@ -739,7 +772,7 @@ impl Blas {
             )
         };
         if info != 0 {
-            bail!("dgetrs returned info = {info}");
+            bail!("{} returned info = {info}", T::GETRS.trim_end_matches('_'));
         }
         Ok(())
     }
@@ -834,7 +867,8 @@ mod tests {
         let blas = open_file(path).unwrap();
         assert_eq!(blas.vendor, Some(Vendor::OpenBlas));
         assert!(blas.given && blas.path == path);
-        assert!(blas.require::<f32>().is_ok() && blas.require_lapack().is_ok());
+        assert!(blas.require::<f32>().is_ok() && blas.require_lapack::<f64>().is_ok());
+        assert!(blas.require_lapack::<f32>().is_ok());
         // Opened once: the same library for the same path.
         assert!(std::ptr::eq(blas, open_file(path).unwrap()));
         // A shared library that is no BLAS: libm has no dgemm_.
@@ -870,7 +904,7 @@ mod tests {
         blas.with_threads(1, || blas.gemm(2, &a32, &id32, &mut c32))
             .unwrap();
         assert_eq!(c32, a32);
-        let (mut lu, mut b, mut ipiv) = (a, [3.0, 5.0], [0; 2]);
+        let (mut lu, mut b, mut ipiv) = (a, [3.0f64, 5.0], [0; 2]);
         blas.with_threads(1, || blas.solve(2, &mut lu, &mut b, &mut ipiv))
             .unwrap();
         // 2x + y = 3, x + 3y = 5: x = 0.8, y = 1.4
@@ -878,10 +912,22 @@ mod tests {
             (b[0] - 0.8).abs() < 1e-12 && (b[1] - 1.4).abs() < 1e-12,
             "{b:?}"
         );
-        let mut singular = [1.0, 2.0, 2.0, 4.0];
+        // The same in f32, by sgetrf + sgetrs.
+        let (mut lu32, mut b32) = (a32, [3.0f32, 5.0]);
+        blas.with_threads(1, || blas.solve(2, &mut lu32, &mut b32, &mut ipiv))
+            .unwrap();
+        assert!(
+            (b32[0] - 0.8).abs() < 1e-6 && (b32[1] - 1.4).abs() < 1e-6,
+            "{b32:?}"
+        );
+        let mut singular = [1.0f64, 2.0, 2.0, 4.0];
         assert!(
             blas.solve(2, &mut singular, &mut [1.0, 1.0], &mut ipiv)
                 .is_err()
         );
+        let err = blas
+            .solve(2, &mut [1.0f32, 2.0, 2.0, 4.0], &mut [1.0, 1.0], &mut ipiv)
+            .unwrap_err();
+        assert!(err.to_string().contains("sgetrf returned info"), "{err}");
     }
 }

@@ -47,7 +47,7 @@
 
 use std::cell::RefCell;
 use std::fmt::Debug;
-use std::ops::{Add, Mul};
+use std::ops::{Add, Div, Mul, Sub};
 use std::sync::OnceLock;
 use std::thread::LocalKey;
 
@@ -71,7 +71,16 @@ pub const SGEMM_BLOCKING_ENV: &str = "PEAKBENCH_SGEMM_BLOCKING";
 /// An element type the built-in GEMM multiplies: f64 (DGEMM) or f32 (SGEMM). Everything that
 /// differs between the two is here; the loops, the packing and the micro-kernel macro are one.
 pub trait Element:
-    Copy + Debug + PartialEq + Send + Sync + Add<Output = Self> + Mul<Output = Self> + 'static
+    Copy
+    + Debug
+    + PartialEq
+    + Send
+    + Sync
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + 'static
 {
     const ZERO: Self;
     const ONE: Self;

@@ -13,6 +13,11 @@
 //! i runs on the i-th CPU. FLOPs are counted as HPL counts them (`HPL_pdtest.c`),
 //! 2/3·n³ + 3/2·n², whatever the library really executes. After every repetition the scaled
 //! residual ‖Ax − b‖∞ / (ε · (‖A‖∞·‖x‖∞ + ‖b‖∞) · n) must be below 16, HPL's threshold.
+//!
+//! `--precision f32` solves in single precision (`sgetrf` + `sgetrs`, or peakbench's LU over its
+//! SGEMM), a case of its own against the f32 peak. HPL has no single precision, so the count
+//! and the check are HPL's with ε of f32; the residual is computed in f64 from the f32 A, x
+//! and b, so the check's own rounding is not what it measures.
 
 use std::time::{Duration, Instant};
 
@@ -20,9 +25,11 @@ use anyhow::{Result, bail};
 use faer::Mat;
 use faer::linalg::solvers::Solve as _;
 
-use super::blas::{Blas, Engine, Solver};
-use super::dgemm::{BuiltinGemm, Dgemm, Element};
+use super::blas::{Blas, BlasElement, Engine, Solver};
+use super::dgemm::{BuiltinGemm, Element};
+use super::lu::LuElement;
 use super::{library, lu};
+use crate::peak::Precision;
 use crate::plan::{Case, CaseSpec, Context};
 use crate::result::{BenchResult, Params, Subsystem};
 use crate::rng::Rng;
@@ -42,16 +49,18 @@ pub fn flops(n: u64) -> f64 {
     2.0 / 3.0 * n * n * n + 1.5 * n * n
 }
 
-/// Bytes a solve of order n holds at once: A, its factorised copy, b and x.
-pub fn memory_needed(n: u64) -> u64 {
-    2 * n * n * 8 + 4 * n * 8
+/// Bytes a solve of order n in `precision` (f64 or f32) holds at once: A, its factorised
+/// copy, b and x.
+pub fn memory_needed(n: u64, precision: Precision) -> u64 {
+    let size = if precision == Precision::F32 { 4 } else { 8 };
+    2 * n * n * size + 4 * n * size
 }
 
-/// A random system A, b of order n.
-pub fn random_system(n: usize, seed: u64) -> (Mat<f64>, Mat<f64>) {
+/// A random system A, b of order n: the same values in every precision, rounded to T.
+pub fn random_system<T: LuElement>(n: usize, seed: u64) -> (Mat<T>, Mat<T>) {
     let mut rng = Rng::new(seed);
-    let a = Mat::from_fn(n, n, |_, _| rng.centered_f64());
-    let b = Mat::from_fn(n, 1, |_, _| rng.centered_f64());
+    let a = Mat::from_fn(n, n, |_, _| T::from_f64(rng.centered_f64()));
+    let b = Mat::from_fn(n, 1, |_, _| T::from_f64(rng.centered_f64()));
     (a, b)
 }
 
@@ -61,40 +70,56 @@ pub fn solve(a: &Mat<f64>, b: &Mat<f64>) -> Mat<f64> {
     lu.solve(b)
 }
 
-fn norm_inf_matrix(a: &Mat<f64>) -> f64 {
-    (0..a.nrows())
-        .map(|i| (0..a.ncols()).map(|j| a[(i, j)].abs()).sum::<f64>())
-        .fold(0.0, f64::max)
+fn norm_inf_vector(v: &[f64]) -> f64 {
+    v.iter().fold(0.0, |m, x| m.max(x.abs()))
 }
 
-fn norm_inf_vector(v: &Mat<f64>) -> f64 {
-    (0..v.nrows()).map(|i| v[(i, 0)].abs()).fold(0.0, f64::max)
-}
-
-/// HPL's scaled residual of a solution x.
-pub fn scaled_residual(a: &Mat<f64>, x: &Mat<f64>, b: &Mat<f64>) -> f64 {
-    let r = a * x - b;
-    let n = a.nrows() as f64;
+/// HPL's scaled residual of a solution x, ε that of T, every sum in f64.
+pub fn scaled_residual<T: LuElement>(a: &Mat<T>, x: &Mat<T>, b: &Mat<T>) -> f64 {
+    let (n, cols) = (a.nrows(), a.ncols());
+    let mut r: Vec<f64> = (0..n).map(|i| -b[(i, 0)].to_f64()).collect();
+    let mut row_sums = vec![0.0; n];
+    for j in 0..cols {
+        let xj = x[(j, 0)].to_f64();
+        for (i, (ri, sum)) in r.iter_mut().zip(&mut row_sums).enumerate() {
+            let aij = a[(i, j)].to_f64();
+            *ri += aij * xj;
+            *sum += aij.abs();
+        }
+    }
+    let xs: Vec<f64> = (0..cols).map(|j| x[(j, 0)].to_f64()).collect();
+    let bs: Vec<f64> = (0..n).map(|i| b[(i, 0)].to_f64()).collect();
+    let norm_a = row_sums.iter().fold(0.0f64, |m, &s| m.max(s));
     norm_inf_vector(&r)
-        / (f64::EPSILON * (norm_inf_matrix(a) * norm_inf_vector(x) + norm_inf_vector(b)) * n)
+        / (T::EPSILON * (norm_a * norm_inf_vector(&xs) + norm_inf_vector(&bs)) * n as f64)
 }
 
-/// One order n on N threads.
+/// One order n on N threads, in one precision.
 pub struct LinpackCase {
     pub n: u64,
     pub threads: usize,
     pub pin: bool,
+    /// f64 (`dgesv`) or f32 (`sgesv`).
+    pub precision: Precision,
     /// The engine that solves, or the fastest present (picked when the case runs).
     pub solver: Solver,
 }
 
 /// The solver a plan names: LAPACK's routines of a library, or peakbench's LU.
-pub fn solver_name(solver: Solver) -> String {
+pub fn solver_name(solver: Solver, precision: Precision) -> String {
+    let p = if precision == Precision::F32 {
+        's'
+    } else {
+        'd'
+    };
     match solver {
         Solver::Fixed(engine @ (Engine::Library(_) | Engine::File(_))) => {
-            format!("LAPACK dgetrf + dgetrs ({})", engine.name())
+            format!("LAPACK {p}getrf + {p}getrs ({})", engine.name())
         }
-        other => super::gemm::solver_label(other, "builtin (peakbench LU over peakbench dgemm)"),
+        other => super::gemm::solver_label(
+            other,
+            &format!("builtin (peakbench LU over peakbench {p}gemm)"),
+        ),
     }
 }
 
@@ -129,7 +154,7 @@ pub fn library_params<T: Element>(
                 ("library_version", FAER_VERSION.into()),
             ];
             if with_lu {
-                params.push(("lu_engine", lu::describe(lu::NB).into()));
+                params.push(("lu_engine", lu::describe::<T>(lu::NB).into()));
             }
             params.extend([
                 ("gemm_engine", gemm.describe().into()),
@@ -156,22 +181,22 @@ impl LinpackCase {
     }
 
     /// The repetitions on peakbench's LU ([`lu`]), on a pool of `threads` threads.
-    fn run_builtin(
+    fn run_builtin<T: LuElement>(
         &self,
         ctx: &Context,
-        a: &Mat<f64>,
-        b: &Mat<f64>,
+        a: &Mat<T>,
+        b: &Mat<T>,
     ) -> Result<Vec<library::LibraryRound>> {
         let n = self.n as usize;
         library::run_on_threads("linpack", None, self.threads, self.pin, || {
-            let mut factors = vec![0.0; n * n];
-            let mut x = vec![0.0; n];
+            let mut factors = vec![T::ZERO; n * n];
+            let mut x = vec![T::ZERO; n];
             let mut piv = vec![0; n];
             runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
                 Round::Warmup(budget) => {
                     // Unmeasured solves of a smaller system until the budget is spent: the
                     // threads, the caches and the clock get going; the result is checked.
-                    let (wa, wb) = random_system(self.warmup_order(budget), 7);
+                    let (wa, wb) = random_system::<T>(self.warmup_order(budget), 7);
                     let m = wa.nrows();
                     let start = Instant::now();
                     while start.elapsed() < budget && !crate::interrupt::requested() {
@@ -204,22 +229,22 @@ impl LinpackCase {
         })
     }
 
-    /// The repetitions on LAPACK's dgetrf + dgetrs, called from a thread with a large stack.
-    fn run_lapack(
+    /// The repetitions on LAPACK's ?getrf + ?getrs, called from a thread with a large stack.
+    fn run_lapack<T: LuElement + BlasElement>(
         &self,
         ctx: &Context,
         blas: &Blas,
-        a: &Mat<f64>,
-        b: &Mat<f64>,
+        a: &Mat<T>,
+        b: &Mat<T>,
     ) -> Result<Vec<library::LibraryRound>> {
         let n = self.n as usize;
         library::run_on_threads("LAPACK", Some(blas), self.threads, self.pin, || {
-            let mut lu = vec![0.0; n * n];
-            let mut x = vec![0.0; n];
+            let mut lu = vec![T::ZERO; n * n];
+            let mut x = vec![T::ZERO; n];
             let mut ipiv = vec![0; n];
             runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
                 Round::Warmup(budget) => {
-                    let (wa, wb) = random_system(self.warmup_order(budget), 7);
+                    let (wa, wb) = random_system::<T>(self.warmup_order(budget), 7);
                     let m = wa.nrows();
                     let start = Instant::now();
                     while start.elapsed() < budget && !crate::interrupt::requested() {
@@ -253,18 +278,28 @@ impl Case for LinpackCase {
             threads: Some(self.threads),
             pinned: Some(self.pin),
             n: Some(self.n),
-            precision: Some("f64".into()),
+            precision: Some(self.precision.name().into()),
             engine: super::gemm::engine_name(self.solver),
             ..Params::default()
         };
-        params
-            .other
-            .insert("solver".into(), solver_name(self.solver).into());
+        params.other.insert(
+            "solver".into(),
+            solver_name(self.solver, self.precision).into(),
+        );
         let suffix = super::gemm::engine_suffix(self.solver);
+        // f64 keeps the ids it had before f32 existed; f32 says so in its id and label.
+        let (id_precision, label_precision) = if self.f32() {
+            ("-f32", " f32")
+        } else {
+            ("", "")
+        };
         CaseSpec {
-            id: format!("cpu-linpack-n{}-t{}{suffix}", self.n, self.threads),
+            id: format!(
+                "cpu-linpack{id_precision}-n{}-t{}{suffix}",
+                self.n, self.threads
+            ),
             label: format!(
-                "linpack n={} {} threads{}",
+                "linpack{label_precision} n={} {} threads{}",
                 self.n,
                 self.threads,
                 suffix.replace('-', " ")
@@ -276,37 +311,54 @@ impl Case for LinpackCase {
     }
 
     fn estimate(&self, ctx: &Context) -> Duration {
-        // At a modest 20 GFLOP/s per thread, generating and checking each repetition.
+        // At a modest 20 GFLOP/s per thread (40 in f32), generating and checking each
+        // repetition.
         let generate_and_check = 3.0 * (self.n * self.n) as f64 / 1e8;
+        let rate = if self.f32() { 40e9 } else { 20e9 };
         library::estimate(
             ctx,
             self.threads,
             flops(self.n),
-            20e9,
+            rate,
             generate_and_check,
             0.0,
         )
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {
+        if self.f32() {
+            self.run_in::<f32>(ctx)
+        } else {
+            self.run_in::<f64>(ctx)
+        }
+    }
+}
+
+impl LinpackCase {
+    fn f32(&self) -> bool {
+        self.precision == Precision::F32
+    }
+
+    /// The case in elements of type T (f64 for dgesv, f32 for sgesv).
+    fn run_in<T: LuElement + BlasElement>(&self, ctx: &Context) -> Result<BenchResult> {
         library::check_memory(
             "",
             self.n,
-            memory_needed(self.n),
+            memory_needed(self.n, self.precision),
             ctx.host.memory.available_bytes,
         )?;
         #[allow(unused_mut)]
-        let (mut a, b) = random_system(self.n as usize, 42 + self.n);
+        let (mut a, b) = random_system::<T>(self.n as usize, 42 + self.n);
         #[cfg(feature = "test-hooks")]
         if std::env::var_os(SINGULAR_ENV).is_some() {
             // A zero column: U(j, j) is exactly zero whatever the engine.
-            a.col_mut(a.ncols() / 2).fill(0.0);
+            a.col_mut(a.ncols() / 2).fill(T::ZERO);
         }
-        Dgemm::global(&ctx.host.cpu.caches)?;
-        let (engine, why) = library::resolve::<f64>(self.solver, self.n, self.threads, self.pin)?;
+        BuiltinGemm::<T>::global(&ctx.host.cpu.caches)?;
+        let (engine, why) = library::resolve::<T>(self.solver, self.n, self.threads, self.pin)?;
         let library = library::open(engine)?;
         if let Some(blas) = library {
-            blas.require_lapack()?;
+            blas.require_lapack::<T>()?;
         }
         let rounds = match library {
             Some(library) => self.run_lapack(ctx, library, &a, &b)?,
@@ -314,7 +366,7 @@ impl Case for LinpackCase {
         };
         let samples: Vec<f64> = rounds.iter().map(|r| r.value.0).collect();
         let residual_max = rounds.iter().map(|r| r.value.1).fold(0.0, f64::max);
-        let peak = library::fma_peak(ctx, self.threads, crate::peak::Precision::F64);
+        let peak = library::fma_peak(ctx, self.threads, self.precision);
         let mut result = self
             .spec()
             .measured(
@@ -326,8 +378,13 @@ impl Case for LinpackCase {
                      and the two triangular solves by {}; scaled residual \
                      ‖Ax−b‖∞/(ε(‖A‖∞‖x‖∞+‖b‖∞)n) < {RESIDUAL_THRESHOLD} checked",
                     match library {
-                        Some(blas) => format!("{} dgetrf + dgetrs", blas.describe()),
-                        None => lu::describe(lu::NB),
+                        Some(blas) => format!(
+                            "{} {} + {}",
+                            blas.describe(),
+                            T::GETRF.trim_end_matches('_'),
+                            T::GETRS.trim_end_matches('_')
+                        ),
+                        None => lu::describe::<T>(lu::NB),
                     }
                 ),
                 samples,
@@ -341,7 +398,7 @@ impl Case for LinpackCase {
                 &rounds.iter().map(|r| r.value.2).collect::<Vec<_>>(),
                 self.threads,
             ));
-        for (key, value) in library_params::<f64>(library, true) {
+        for (key, value) in library_params::<T>(library, true) {
             result = result.param(key, value);
         }
         if library.is_some_and(|l| !l.sets_threads()) {
@@ -350,7 +407,8 @@ impl Case for LinpackCase {
                 library.map_or(String::new(), Blas::name)
             )]);
         }
-        if ctx.runner.reference {
+        // HPL solves in f64 only: an f32 solve has no reference to stand beside.
+        if ctx.runner.reference && !self.f32() {
             result = result.reference(super::reference::hpcc_hpl(self.n, self.threads)?);
         }
         Ok(result.finish())
@@ -358,7 +416,7 @@ impl Case for LinpackCase {
 }
 
 /// Copies A (column by column, leading dimension its order) and b into LAPACK's buffers.
-fn copy_system(a: &Mat<f64>, b: &Mat<f64>, lu: &mut [f64], x: &mut [f64]) {
+fn copy_system<T: LuElement>(a: &Mat<T>, b: &Mat<T>, lu: &mut [T], x: &mut [T]) {
     let m = a.nrows();
     for j in 0..a.ncols() {
         lu[j * m..(j + 1) * m].copy_from_slice(a.col_as_slice(j));
@@ -367,12 +425,12 @@ fn copy_system(a: &Mat<f64>, b: &Mat<f64>, lu: &mut [f64], x: &mut [f64]) {
 }
 
 /// A vector as a one-column matrix.
-fn column(x: &[f64]) -> Mat<f64> {
+fn column<T: LuElement>(x: &[T]) -> Mat<T> {
     Mat::from_fn(x.len(), 1, |i, _| x[i])
 }
 
 /// HPL's residual check of a solution; the scaled residual when it passes.
-fn check(a: &Mat<f64>, x: &Mat<f64>, b: &Mat<f64>, n: u64) -> Result<f64> {
+fn check<T: LuElement>(a: &Mat<T>, x: &Mat<T>, b: &Mat<T>, n: u64) -> Result<f64> {
     let residual = scaled_residual(a, x, b);
     if residual.is_nan() || residual >= RESIDUAL_THRESHOLD {
         bail!("linpack n = {n} failed HPL's residual check: {residual:.3e} ≥ {RESIDUAL_THRESHOLD}");

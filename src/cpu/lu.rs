@@ -18,19 +18,25 @@
 //! * The row swaps of later panels are applied to the columns left of them once, at the end,
 //!   in parallel.
 //!
-//! The trailing updates' multiplies, nearly all the FLOPs, are peakbench's own DGEMM
+//! The trailing updates' multiplies, nearly all the FLOPs, are peakbench's own GEMM
 //! ([`super::dgemm`]); the multiplies inside the recursive panel (under 3 % of the FLOPs at
 //! n = 10 000) and the triangular solves are faer's. All run sequentially inside each task: the
-//! parallelism is the LU's.
+//! parallelism is the LU's. The same code factors f64 (as `dgetrf`) and f32 (as `sgetrf`).
 
 use anyhow::{Result, bail};
 use faer::linalg::triangular_solve::{
     solve_unit_lower_triangular_in_place, solve_upper_triangular_in_place,
 };
+use faer::traits::ComplexField;
 use faer::{Accum, MatMut, MatRef, Par};
 
-use super::dgemm::Dgemm;
+use super::dgemm::{BuiltinGemm, Element};
 use rayon::prelude::*;
+
+/// An element the LU factors: one the built-in GEMM multiplies and faer solves in (f64, f32).
+pub trait LuElement: Element + ComplexField {}
+
+impl<T: Element + ComplexField> LuElement for T {}
 
 /// Columns below which a panel is factored column by column instead of split in two.
 pub const LEAF: usize = 8;
@@ -40,12 +46,12 @@ pub const LEAF: usize = 8;
 /// panel factorisation, which look-ahead must hide.
 pub const NB: usize = 256;
 
-/// What the engine says of itself in results.
-pub fn describe(nb: usize) -> String {
+/// What the engine says of itself in results, factoring elements T.
+pub fn describe<T: Element>(nb: usize) -> String {
     format!(
         "peakbench LU {} (right-looking, NB={nb}, recursive panel, look-ahead 1); trailing updates by {}; panel and triangular solves by faer {}",
         env!("CARGO_PKG_VERSION"),
-        Dgemm::current().describe(),
+        BuiltinGemm::<T>::current().describe(),
         super::linpack::FAER_VERSION
     )
 }
@@ -60,7 +66,12 @@ pub struct Singular {
 /// Factors the n × n column-major `a` in place into P·A = L·U (L unit lower, U upper, both in
 /// `a`); `piv[i]` is the row swapped with row i at step i (LAPACK's `ipiv`, from 0). Runs on
 /// the current rayon pool. Err names the first zero pivot.
-pub fn factor(a: &mut [f64], n: usize, piv: &mut [usize], nb: usize) -> Result<(), Singular> {
+pub fn factor<T: LuElement>(
+    a: &mut [T],
+    n: usize,
+    piv: &mut [usize],
+    nb: usize,
+) -> Result<(), Singular> {
     assert!(
         a.len() >= n * n && piv.len() >= n,
         "lu::factor: buffers smaller than n"
@@ -134,7 +145,7 @@ fn block_width(cols: usize, nb: usize, threads: usize) -> usize {
 
 /// Brings the columns `cols` (full height n) up to date with the panel of columns k..k+kb
 /// (`panel`, full height, its pivots `pivots`): row swaps, `U₁₂ = L₁₁⁻¹ A₁₂`, `A₂₂ −= L₂₁ U₁₂`.
-fn update(panel: &[f64], n: usize, k: usize, pivots: &[usize], cols: &mut [f64]) {
+fn update<T: LuElement>(panel: &[T], n: usize, k: usize, pivots: &[usize], cols: &mut [T]) {
     let kb = pivots.len();
     let w = cols.len() / n;
     for col in cols.chunks_mut(n) {
@@ -153,16 +164,16 @@ fn update(panel: &[f64], n: usize, k: usize, pivots: &[usize], cols: &mut [f64])
     }
     // U₁₂ and A₂₂ share the columns of `cols`: U₁₂ is copied out (kb × w, against the
     // 2·rows·kb·w FLOPs of the multiply) so that A₂₂ can be borrowed mutably.
-    let mut u = vec![0.0; kb * w];
+    let mut u = vec![T::ZERO; kb * w];
     for (col, out) in cols.chunks(n).zip(u.chunks_mut(kb)) {
         out.copy_from_slice(&col[k..k + kb]);
     }
-    Dgemm::current().gemm(
+    BuiltinGemm::<T>::current().gemm(
         (rows, w, kb),
-        -1.0,
+        T::from_f64(-1.0),
         (&panel[k + kb..], n),
         (&u, kb),
-        1.0,
+        T::ONE,
         (&mut cols[k + kb..], n),
         false,
     );
@@ -170,7 +181,12 @@ fn update(panel: &[f64], n: usize, k: usize, pivots: &[usize], cols: &mut [f64])
 
 /// Factors the panel `cols` (its columns full height n; rows k.. are factored) and writes its
 /// pivots as absolute rows.
-fn factor_panel(cols: &mut [f64], n: usize, k: usize, piv: &mut [usize]) -> Result<(), Singular> {
+fn factor_panel<T: LuElement>(
+    cols: &mut [T],
+    n: usize,
+    k: usize,
+    piv: &mut [usize],
+) -> Result<(), Singular> {
     let w = cols.len() / n;
     let a = MatMut::from_column_major_slice_with_stride_mut(cols, n, w, n);
     let result = recursive(a.subrows_mut(k, n - k), piv);
@@ -183,7 +199,7 @@ fn factor_panel(cols: &mut [f64], n: usize, k: usize, piv: &mut [usize]) -> Resu
 }
 
 /// Recursive LU of an m × w block (m ≥ w); pivots relative to its first row.
-fn recursive(mut a: MatMut<'_, f64>, piv: &mut [usize]) -> Result<(), Singular> {
+fn recursive<T: LuElement>(mut a: MatMut<'_, T>, piv: &mut [usize]) -> Result<(), Singular> {
     let w = a.ncols();
     if w <= LEAF {
         return leaf(a, piv);
@@ -196,7 +212,14 @@ fn recursive(mut a: MatMut<'_, f64>, piv: &mut [usize]) -> Result<(), Singular> 
     let (l11, l21) = left.as_ref().split_at_row(w1);
     let (mut u12, a22) = right.split_at_row_mut(w1);
     solve_unit_lower_triangular_in_place(l11, u12.as_mut(), Par::Seq);
-    faer::linalg::matmul::matmul(a22, Accum::Add, l21, u12.as_ref(), -1.0, Par::Seq);
+    faer::linalg::matmul::matmul(
+        a22,
+        Accum::Add,
+        l21,
+        u12.as_ref(),
+        T::from_f64(-1.0),
+        Par::Seq,
+    );
     let (_, right_bottom) = a.as_mut().split_at_col_mut(w1).1.split_at_row_mut(w1);
     let second = recursive(right_bottom, piv2);
     let (_, left_bottom) = a.as_mut().split_at_col_mut(w1).0.split_at_row_mut(w1);
@@ -209,15 +232,16 @@ fn recursive(mut a: MatMut<'_, f64>, piv: &mut [usize]) -> Result<(), Singular> 
     }))
 }
 
-/// Unblocked right-looking LU of an m × w block, column by column.
-fn leaf(mut a: MatMut<'_, f64>, piv: &mut [usize]) -> Result<(), Singular> {
+/// Unblocked right-looking LU of an m × w block, column by column. (Magnitudes are compared
+/// as f64, exact for f32 and f64.)
+fn leaf<T: LuElement>(mut a: MatMut<'_, T>, piv: &mut [usize]) -> Result<(), Singular> {
     let (m, w) = (a.nrows(), a.ncols());
     let mut zero = None;
     for j in 0..w.min(m) {
         let mut p = j;
-        let mut best = a[(j, j)].abs();
+        let mut best = a[(j, j)].to_f64().abs();
         for i in j + 1..m {
-            let v = a[(i, j)].abs();
+            let v = a[(i, j)].to_f64().abs();
             if v > best {
                 best = v;
                 p = i;
@@ -232,17 +256,17 @@ fn leaf(mut a: MatMut<'_, f64>, piv: &mut [usize]) -> Result<(), Singular> {
             }
         }
         let pivot = a[(j, j)];
-        if pivot == 0.0 {
+        if pivot == T::ZERO {
             zero.get_or_insert(j);
             continue;
         }
-        let inverse = 1.0 / pivot;
+        let inverse = T::ONE / pivot;
         for i in j + 1..m {
             a[(i, j)] *= inverse;
         }
         for c in j + 1..w {
             let u = a[(j, c)];
-            if u != 0.0 {
+            if u != T::ZERO {
                 for i in j + 1..m {
                     let l = a[(i, j)];
                     a[(i, c)] -= l * u;
@@ -257,7 +281,7 @@ fn leaf(mut a: MatMut<'_, f64>, piv: &mut [usize]) -> Result<(), Singular> {
 }
 
 /// Swaps row `i + offset` with row `piv[i] + offset` of `a`, for each i in order.
-fn swap_rows(mut a: MatMut<'_, f64>, piv: &[usize], offset: usize) {
+fn swap_rows<T: LuElement>(mut a: MatMut<'_, T>, piv: &[usize], offset: usize) {
     for c in 0..a.ncols() {
         for (i, &p) in piv.iter().enumerate() {
             let (i, p) = (i + offset, p + offset);
@@ -271,7 +295,7 @@ fn swap_rows(mut a: MatMut<'_, f64>, piv: &[usize], offset: usize) {
 }
 
 /// Solves A x = b in place from the factors of [`factor`]: the row swaps, L y = P b, U x = y.
-pub fn solve(lu: &[f64], n: usize, piv: &[usize], b: &mut [f64], par: Par) {
+pub fn solve<T: LuElement>(lu: &[T], n: usize, piv: &[usize], b: &mut [T], par: Par) {
     for (i, &p) in piv[..n].iter().enumerate() {
         b.swap(i, p);
     }
@@ -283,10 +307,10 @@ pub fn solve(lu: &[f64], n: usize, piv: &[usize], b: &mut [f64], par: Par) {
 
 /// Factors and solves, the whole timed work of a Linpack repetition: `a` becomes the factors,
 /// `b` the solution. Err when A is singular.
-pub fn factor_and_solve(
-    a: &mut [f64],
+pub fn factor_and_solve<T: LuElement>(
+    a: &mut [T],
     n: usize,
-    b: &mut [f64],
+    b: &mut [T],
     piv: &mut [usize],
     nb: usize,
 ) -> Result<()> {
@@ -309,15 +333,17 @@ mod tests {
     use super::*;
     use crate::rng::Rng;
 
-    /// P·A = L·U checked entry by entry against the original, by a plain triple loop.
-    fn check_factors(original: &[f64], lu: &[f64], piv: &[usize], n: usize) {
-        let mut pa = original.to_vec();
+    /// P·A = L·U checked entry by entry against the original, by a plain triple loop in f64,
+    /// within 64·n·ε of T times A's largest entry.
+    fn check_factors<T: LuElement>(original: &[T], lu: &[T], piv: &[usize], n: usize) {
+        let mut pa: Vec<f64> = original.iter().map(|v| v.to_f64()).collect();
+        let lu: Vec<f64> = lu.iter().map(|v| v.to_f64()).collect();
         for (i, &p) in piv.iter().enumerate() {
             for j in 0..n {
                 pa.swap(i + j * n, p + j * n);
             }
         }
-        let scale = original.iter().fold(0.0f64, |m, v| m.max(v.abs())) * n as f64;
+        let scale = pa.iter().fold(0.0f64, |m, v| m.max(v.abs())) * n as f64;
         for j in 0..n {
             for i in 0..n {
                 let mut sum = 0.0;
@@ -327,8 +353,9 @@ mod tests {
                 }
                 let err = (sum - pa[i + j * n]).abs();
                 assert!(
-                    err <= 64.0 * f64::EPSILON * scale,
-                    "n={n}: (PA − LU)({i},{j}) = {err:e}"
+                    err <= 64.0 * T::EPSILON * scale,
+                    "{} n={n}: (PA − LU)({i},{j}) = {err:e}",
+                    T::NAME
                 );
             }
         }
@@ -339,13 +366,20 @@ mod tests {
         }
     }
 
-    fn random(n: usize, seed: u64) -> Vec<f64> {
+    fn random<T: LuElement>(n: usize, seed: u64) -> Vec<T> {
         let mut rng = Rng::new(seed);
-        (0..n * n).map(|_| rng.centered_f64()).collect()
+        (0..n * n)
+            .map(|_| T::from_f64(rng.centered_f64()))
+            .collect()
     }
 
     #[test]
     fn factors_match_a_naive_product_at_odd_sizes_and_blocks() {
+        odd_sizes::<f64>();
+        odd_sizes::<f32>();
+    }
+
+    fn odd_sizes<T: LuElement>() {
         for (n, nb) in [
             (1, 4),
             (2, 4),
@@ -355,7 +389,7 @@ mod tests {
             (127, 16),
             (130, 32),
         ] {
-            let a = random(n, n as u64);
+            let a = random::<T>(n, n as u64);
             let mut lu = a.clone();
             let mut piv = vec![0; n];
             factor(&mut lu, n, &mut piv, nb).unwrap();
@@ -363,12 +397,13 @@ mod tests {
         }
     }
 
-    /// HPL's scaled residual of a solve on `threads` threads at order n with NB = 256, so the
-    /// trailing updates run through peakbench's DGEMM (several panels from n = 257 on).
-    fn solve_residual(n: usize, threads: usize) -> (f64, Vec<f64>) {
+    /// HPL's scaled residual (ε of T) of a solve on `threads` threads at order n with
+    /// NB = 256, so the trailing updates run through peakbench's DGEMM or SGEMM (several panels
+    /// from n = 257 on).
+    fn solve_residual<T: LuElement>(n: usize, threads: usize) -> (f64, Vec<T>) {
         use crate::cpu::linpack::{random_system, scaled_residual};
-        let (a, b) = random_system(n, 4);
-        let mut factors: Vec<f64> = (0..n).flat_map(|j| a.col_as_slice(j).to_vec()).collect();
+        let (a, b) = random_system::<T>(n, 4);
+        let mut factors: Vec<T> = (0..n).flat_map(|j| a.col_as_slice(j).to_vec()).collect();
         let mut x = b.col_as_slice(0).to_vec();
         let mut piv = vec![0; n];
         let pool = rayon::ThreadPoolBuilder::new()
@@ -383,19 +418,31 @@ mod tests {
 
     #[test]
     fn solves_with_the_own_dgemm_pass_hpl_s_check_on_1_and_2_threads() {
+        solves_on_1_and_2_threads::<f64>(1e-9);
+    }
+
+    #[test]
+    fn solves_with_the_own_sgemm_pass_hpl_s_check_in_f32_on_1_and_2_threads() {
+        solves_on_1_and_2_threads::<f32>(1e-2);
+    }
+
+    /// Every order passes HPL's check on 1 and 2 threads, and the two thread counts give the
+    /// same solution within `agree` relative (the update order differs between them).
+    fn solves_on_1_and_2_threads<T: LuElement>(agree: f64) {
         for n in [1, 2, 127, 1000] {
             for threads in [1, 2] {
-                let (residual, _) = solve_residual(n, threads);
+                let (residual, _) = solve_residual::<T>(n, threads);
                 assert!(
                     residual < crate::cpu::linpack::RESIDUAL_THRESHOLD,
-                    "n={n} threads={threads}: scaled residual {residual}"
+                    "{} n={n} threads={threads}: scaled residual {residual}",
+                    T::NAME
                 );
             }
         }
-        // The two thread counts give the same solution within the residual's scale.
-        let (one, two) = (solve_residual(600, 1).1, solve_residual(600, 2).1);
+        let (one, two) = (solve_residual::<T>(600, 1).1, solve_residual::<T>(600, 2).1);
         for (x1, x2) in one.iter().zip(&two) {
-            assert!((x1 - x2).abs() <= 1e-9 * (1.0 + x1.abs()), "{x1} vs {x2}");
+            let (x1, x2) = (x1.to_f64(), x2.to_f64());
+            assert!((x1 - x2).abs() <= agree * (1.0 + x1.abs()), "{x1} vs {x2}");
         }
     }
 
@@ -403,7 +450,7 @@ mod tests {
     fn factors_with_the_own_dgemm_match_a_naive_product() {
         // n = 300 and NB = 64: four panels, so most of L·U comes from the trailing updates.
         let n = 300;
-        let a = random(n, 21);
+        let a = random::<f64>(n, 21);
         let mut lu = a.clone();
         let mut piv = vec![0; n];
         factor(&mut lu, n, &mut piv, 64).unwrap();
@@ -426,7 +473,7 @@ mod tests {
         // A zero column stays exactly zero through every update: U(5,5) = 0 in the blocked
         // path (several panels) and the solve refuses it.
         let n = 40;
-        let mut a = random(n, 9);
+        let mut a = random::<f64>(n, 9);
         a[5 * n..6 * n].fill(0.0);
         let mut piv = vec![0; n];
         assert_eq!(
@@ -437,8 +484,16 @@ mod tests {
         let err = factor_and_solve(&mut a, n, &mut b, &mut piv, 8).unwrap_err();
         assert!(err.to_string().contains("singular"), "{err}");
         assert_eq!(
-            factor(&mut [0.0; 9], 3, &mut [0; 3], 2).unwrap_err().column,
+            factor(&mut [0.0f64; 9], 3, &mut [0; 3], 2)
+                .unwrap_err()
+                .column,
             0
         );
+        // The same in f32.
+        let mut a = random::<f32>(n, 9);
+        a[5 * n..6 * n].fill(0.0);
+        let mut b = vec![1.0f32; n];
+        let err = factor_and_solve(&mut a, n, &mut b, &mut piv, 8).unwrap_err();
+        assert!(err.to_string().contains("U(5,5)"), "{err}");
     }
 }

@@ -98,36 +98,45 @@ pub struct Linpack;
 impl Benchmark for Linpack {
     const NAME: &'static str = "linpack";
     const PATH: &'static [&'static str] = &["cpu", "linpack"];
-    const ABOUT: &'static str = "Dense LU solve with partial pivoting (peakbench's LU or the machine's LAPACK, the fastest), GFLOP/s and HPL's residual check";
+    const ABOUT: &'static str = "Dense LU solve with partial pivoting (dgesv, sgesv with -p f32; peakbench's LU or the machine's LAPACK, the fastest), GFLOP/s and HPL's residual check";
     type Args = LinpackArgs;
 
     fn plan(args: &LinpackArgs, ctx: &Context) -> Result<Plan> {
         let orders = unique(&args.n);
         let threads = args.threads.or(&[runner::num_cpus()]);
         let available = ctx.host.memory.available_bytes;
+        let precisions = unique(&args.precision);
         let solvers = blas::choose(&args.blas)?;
         let mut cases: Vec<Box<dyn Case>> = Vec::new();
-        for &n in &orders {
-            library::check_fits(n, linpack::memory_needed(n), available)?;
-            for &t in &threads {
-                for &solver in &solvers {
-                    cases.push(Box::new(linpack::LinpackCase {
-                        n,
-                        threads: t,
-                        pin: ctx.runner.pin,
-                        solver,
-                    }));
+        for &precision in &precisions {
+            for &n in &orders {
+                library::check_fits(n, linpack::memory_needed(n, precision), available)?;
+                for &t in &threads {
+                    for &solver in &solvers {
+                        cases.push(Box::new(linpack::LinpackCase {
+                            n,
+                            threads: t,
+                            pin: ctx.runner.pin,
+                            solver,
+                            precision,
+                        }));
+                    }
                 }
             }
         }
+        let solver_names: Vec<String> = precisions
+            .iter()
+            .flat_map(|&p| solvers.iter().map(move |&s| linpack::solver_name(s, p)))
+            .collect();
         Plan::new(
             cases,
             Vec::new(),
             serde_json::json!({
                 "n": orders,
                 "threads": threads,
+                "precision": precisions,
                 "blas": args.blas,
-                "solver": solvers.iter().map(|s| linpack::solver_name(*s)).collect::<Vec<_>>(),
+                "solver": solver_names,
             }),
         )
     }
