@@ -78,14 +78,18 @@ fn run_findings(out: &mut String, findings: &Findings) {
 }
 
 /// A table of findings: verdict, case, value, what it was judged against, and (`causes`) the
-/// causes or what is missing.
+/// causes or what is missing. Rows in a row that lack the same thing and have no cause share
+/// one cell that says it once ("to judge these N: …"), as the text does: a 100-host report
+/// repeated one long text in every row of its matrix's links.
 fn table(out: &mut String, list: &[&Finding], with_host: bool, causes: bool) {
     out.push_str("<div class=\"wide\"><table class=\"findings\"><tr><th>verdict</th><th>case</th><th>value</th><th>judged against</th>");
     if causes {
         out.push_str("<th>causes</th>");
     }
     out.push_str("</tr>\n");
-    for finding in list {
+    // Rows still covered by a cause cell that spans from a row above.
+    let mut spanned = 0;
+    for (i, finding) in list.iter().enumerate() {
         let verdict = finding.verdict.name();
         let _ = write!(
             out,
@@ -96,7 +100,21 @@ fn table(out: &mut String, list: &[&Finding], with_host: bool, causes: bool) {
             against(finding)
         );
         if causes {
-            let _ = write!(out, "<td>{}</td>", causes_cell(finding));
+            if spanned > 0 {
+                spanned -= 1;
+            } else {
+                let rows = lacking_the_same(&list[i..]);
+                if rows > 1 {
+                    let _ = write!(
+                        out,
+                        "<td rowspan=\"{rows}\">{}</td>",
+                        causes_cell(finding, rows)
+                    );
+                    spanned = rows - 1;
+                } else {
+                    let _ = write!(out, "<td>{}</td>", causes_cell(finding, 1));
+                }
+            }
         }
         out.push_str("</tr>\n");
     }
@@ -137,9 +155,24 @@ fn against(finding: &Finding) -> String {
         .join("<br>")
 }
 
+/// How many findings from the first of `rows` on have its verdict, no cause, and lack the
+/// same thing as it (1 when it has a cause or lacks nothing).
+fn lacking_the_same(rows: &[&Finding]) -> usize {
+    let first = rows[0];
+    if first.missing.is_empty() || !first.causes.is_empty() {
+        return 1;
+    }
+    rows.iter()
+        .take_while(|f| {
+            f.verdict == first.verdict && f.causes.is_empty() && f.missing == first.missing
+        })
+        .count()
+}
+
 /// The causes of a finding, each with its evidence and remedy folded under it; "no cause found" where it
-/// should have some; what is missing where it is unknown.
-fn causes_cell(finding: &Finding) -> String {
+/// should have some; what is missing where it is unknown, for it or (`rows` > 1) for the rows
+/// that lack the same, from it on.
+fn causes_cell(finding: &Finding, rows: usize) -> String {
     let mut cell: Vec<String> = finding
         .causes
         .iter()
@@ -149,8 +182,13 @@ fn causes_cell(finding: &Finding) -> String {
         cell.push(format!("<div>{NO_CAUSE}</div>"));
     }
     if !finding.missing.is_empty() {
+        let which = if rows > 1 {
+            format!("these {rows}")
+        } else {
+            "it".into()
+        };
         cell.push(format!(
-            "<div>to judge it: {}</div>",
+            "<div>to judge {which}: {}</div>",
             escape(&finding.missing.join("; "))
         ));
     }
@@ -223,6 +261,39 @@ mod tests {
         assert!(page.contains("<details><summary>At their limit (1)</summary>"));
         assert!(page.contains("qdisc 150 Mbit/s: a tbf qdisc on lo"));
         assert!(page.contains("mann-whitney-u p = 0.029 (3 against 12 repetitions)"));
+    }
+
+    #[test]
+    fn rows_that_lack_the_same_share_one_cell_that_says_it_once() {
+        let mut report = fixture();
+        let findings = report.findings.as_mut().unwrap();
+        let unknown = findings
+            .results
+            .iter()
+            .position(|f| f.verdict == crate::result::Verdict::Unknown)
+            .expect("the fixture has an unknown result");
+        let missing = findings.results[unknown].missing.join("; ");
+        assert!(!missing.is_empty());
+        // Three more like it, right after it: four rows, one cell.
+        for k in 1..=3 {
+            let mut twin = findings.results[unknown].clone();
+            twin.id = format!("{}-twin{k}", twin.id);
+            twin.label = format!("{} twin {k}", twin.label);
+            findings.results.insert(unknown + k, twin);
+        }
+        let page = render(1, &report);
+        let said = crate::report::charts::escape(&missing);
+        assert_eq!(page.matches(said.as_str()).count(), 1, "{page}");
+        assert!(page.contains(&format!(
+            "<td rowspan=\"4\"><div>to judge these 4: {said}</div></td>"
+        )));
+        for k in 1..=3 {
+            assert!(page.contains(&format!("twin {k}")), "row {k} is gone");
+        }
+        // A single row keeps its own cell.
+        let page = render(1, &fixture());
+        assert!(page.contains(&format!("<div>to judge it: {said}</div>")));
+        assert!(!page.contains("rowspan"));
     }
 
     #[test]
