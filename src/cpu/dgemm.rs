@@ -613,11 +613,10 @@ fn pack_a_by<T: Element, const MR: usize>(
 ) {
     let full = mb / MR;
     for p in 0..kb {
-        if let Some(ahead) = a.get(ic + (pc + p + PACK_AHEAD) * lda..)
-            && p + PACK_AHEAD < kb
-        {
-            for line in (0..mb.min(ahead.len())).step_by(64 / std::mem::size_of::<T>()) {
-                prefetch(&ahead[line]);
+        if p + PACK_AHEAD < kb {
+            let ahead = &a[ic + (pc + p + PACK_AHEAD) * lda..][..mb];
+            for line in ahead.iter().step_by(64 / std::mem::size_of::<T>()) {
+                prefetch(line);
             }
         }
         let column = &a[ic + (pc + p) * lda..][..mb];

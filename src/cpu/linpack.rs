@@ -76,22 +76,20 @@ fn norm_inf_vector(v: &[f64]) -> f64 {
 
 /// HPL's scaled residual of a solution x, ε that of T, every sum in f64.
 pub fn scaled_residual<T: LuElement>(a: &Mat<T>, x: &Mat<T>, b: &Mat<T>) -> f64 {
-    let (n, cols) = (a.nrows(), a.ncols());
-    let mut r: Vec<f64> = (0..n).map(|i| -b[(i, 0)].to_f64()).collect();
-    let mut row_sums = vec![0.0; n];
-    for j in 0..cols {
-        let xj = x[(j, 0)].to_f64();
-        for (i, (ri, sum)) in r.iter_mut().zip(&mut row_sums).enumerate() {
-            let aij = a[(i, j)].to_f64();
+    let to_f64 = |column: &[T]| column.iter().map(|v| v.to_f64()).collect::<Vec<f64>>();
+    let (xs, bs) = (to_f64(x.col_as_slice(0)), to_f64(b.col_as_slice(0)));
+    let mut r: Vec<f64> = bs.iter().map(|v| -v).collect();
+    let mut row_sums = vec![0.0; a.nrows()];
+    for (j, &xj) in xs.iter().enumerate() {
+        for ((ri, sum), aij) in r.iter_mut().zip(&mut row_sums).zip(a.col_as_slice(j)) {
+            let aij = aij.to_f64();
             *ri += aij * xj;
             *sum += aij.abs();
         }
     }
-    let xs: Vec<f64> = (0..cols).map(|j| x[(j, 0)].to_f64()).collect();
-    let bs: Vec<f64> = (0..n).map(|i| b[(i, 0)].to_f64()).collect();
     let norm_a = row_sums.iter().fold(0.0f64, |m, &s| m.max(s));
     norm_inf_vector(&r)
-        / (T::EPSILON * (norm_a * norm_inf_vector(&xs) + norm_inf_vector(&bs)) * n as f64)
+        / (T::EPSILON * (norm_a * norm_inf_vector(&xs) + norm_inf_vector(&bs)) * a.nrows() as f64)
 }
 
 /// One order n on N threads, in one precision.
