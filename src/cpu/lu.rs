@@ -8,20 +8,24 @@
 //!   solved against the left half's unit lower triangle and its lower rows updated by one
 //!   multiply, then the right half is factored the same way, down to [`LEAF`] columns, which
 //!   are factored column by column.
-//! * **Trailing update**: for every column block to the right of the panel, the panel's row
-//!   swaps, the triangular solve of its top rows (`U₁₂ = L₁₁⁻¹ A₁₂`) and the multiply
-//!   `A₂₂ −= L₂₁ U₁₂`, one block per rayon task, so swaps, solves and multiplies all run in
-//!   parallel.
-//! * **Look-ahead of depth 1**: the block holding the next panel is updated first; then the
-//!   next panel is factored on one thread *while* the other blocks are updated on the others,
-//!   so the panel, which is sequential, leaves the critical path.
+//! * **Trailing update**, in two phases over every column to the right of the panel: first
+//!   the panel's row swaps and the triangular solve of its top rows (`U₁₂ = L₁₁⁻¹ A₁₂`), in
+//!   parallel column blocks; then the multiply `A₂₂ −= L₂₁ U₁₂` by the built-in GEMM spread
+//!   over all threads by rows (U₁₂ packed once for all of them; L₂₁ once per row block).
+//!   An update split into column blocks, one task each, packed L₂₁ again in every block and
+//!   left threads idle when the last blocks ended unevenly: 8 % slower at n = 10 000 on 2
+//!   threads.
+//! * **Look-ahead of depth 1**: the columns of the next panel are multiplied first (by all
+//!   threads); then the next panel is factored on one thread *while* the rest of the trailing
+//!   matrix is multiplied on the others, and the panel's thread joins that multiply when it is
+//!   done, so the panel, which is sequential, leaves the critical path.
 //! * The row swaps of later panels are applied to the columns left of them once, at the end,
 //!   in parallel.
 //!
 //! The trailing updates' multiplies, nearly all the FLOPs, are peakbench's own GEMM
 //! ([`super::dgemm`]); the multiplies inside the recursive panel (under 3 % of the FLOPs at
-//! n = 10 000) and the triangular solves are faer's. All run sequentially inside each task: the
-//! parallelism is the LU's. The same code factors f64 (as `dgetrf`) and f32 (as `sgetrf`).
+//! n = 10 000) and the triangular solves are faer's, run sequentially inside each task. The
+//! same code factors f64 (as `dgetrf`) and f32 (as `sgetrf`).
 
 use anyhow::{Result, bail};
 use faer::linalg::triangular_solve::{
@@ -94,6 +98,8 @@ pub fn factor<T: LuElement>(
         &mut piv[..nb.min(n)],
     ));
     let threads = rayon::current_num_threads();
+    // U₁₂ of one step (kb × the columns right of its panel), allocated once.
+    let mut u = vec![T::ZERO; nb.min(n) * n];
     let mut k = 0;
     while k < n {
         let kb = nb.min(n - k);
@@ -105,19 +111,26 @@ pub fn factor<T: LuElement>(
         let panel = &done[k * n..];
         let (earlier, later) = piv.split_at_mut(next);
         let pivots = &earlier[k..];
+        let cols = trailing.len() / n;
+        // Every column right of the panel: its row swaps and U₁₂ = L₁₁⁻¹ A₁₂, in parallel
+        // blocks, U₁₂ copied out for the multiplies.
+        let u = &mut u[..kb * cols];
+        let width = cols.div_ceil(4 * threads).max(1);
+        trailing
+            .par_chunks_mut(width * n)
+            .zip(u.par_chunks_mut(width * kb))
+            .for_each(|(cols, u)| solve_rows(panel, n, k, pivots, cols, u));
         let next_b = nb.min(n - next);
         let (next_cols, rest) = trailing.split_at_mut(next_b * n);
-        // Look-ahead: bring the next panel up to date first, then factor it while the rest of
-        // the trailing matrix is updated.
-        update(panel, n, k, pivots, next_cols);
+        let (u_next, u_rest) = u.split_at(next_b * kb);
+        // Look-ahead: the next panel's columns are brought up to date first, by all threads;
+        // then the panel is factored on one thread while the others multiply the rest, which
+        // the panel's thread joins when it is done.
+        multiply(panel, n, k, u_next, next_cols);
         let next_piv = &mut later[..next_b];
-        let width = block_width(rest.len() / n, nb, threads);
         let (factored, ()) = rayon::join(
             || factor_panel(next_cols, n, next, next_piv),
-            || {
-                rest.par_chunks_mut(width * n)
-                    .for_each(|cols| update(panel, n, k, pivots, cols))
-            },
+            || multiply(panel, n, k, u_rest, rest),
         );
         note(factored);
         k = next;
@@ -136,16 +149,18 @@ pub fn factor<T: LuElement>(
     }
 }
 
-/// The width of the column blocks of a trailing update of `cols` columns: a few blocks per
-/// thread so the threads finish together, none narrower than the panel (each block packs the
-/// panel's L₂₁ again).
-fn block_width(cols: usize, nb: usize, threads: usize) -> usize {
-    cols.div_ceil(3 * threads.max(1)).max(nb).max(1)
-}
-
-/// Brings the columns `cols` (full height n) up to date with the panel of columns k..k+kb
-/// (`panel`, full height, its pivots `pivots`): row swaps, `U₁₂ = L₁₁⁻¹ A₁₂`, `A₂₂ −= L₂₁ U₁₂`.
-fn update<T: LuElement>(panel: &[T], n: usize, k: usize, pivots: &[usize], cols: &mut [T]) {
+/// The first half of bringing the columns `cols` (full height n) up to date with the panel of
+/// columns k..k+kb (`panel`, full height, its pivots `pivots`): the row swaps and
+/// `U₁₂ = L₁₁⁻¹ A₁₂`, U₁₂ also copied to `u` (kb × the columns, leading dimension kb), where
+/// the multiply reads it while it writes A₂₂ in the same columns.
+fn solve_rows<T: LuElement>(
+    panel: &[T],
+    n: usize,
+    k: usize,
+    pivots: &[usize],
+    cols: &mut [T],
+    u: &mut [T],
+) {
     let kb = pivots.len();
     let w = cols.len() / n;
     for col in cols.chunks_mut(n) {
@@ -158,24 +173,29 @@ fn update<T: LuElement>(panel: &[T], n: usize, k: usize, pivots: &[usize], cols:
     let l11 = l.subrows(k, kb);
     let mut u12 = c.subrows_mut(k, kb);
     solve_unit_lower_triangular_in_place(l11, u12.as_mut(), Par::Seq);
-    let rows = n - k - kb;
-    if rows == 0 {
-        return;
-    }
-    // U₁₂ and A₂₂ share the columns of `cols`: U₁₂ is copied out (kb × w, against the
-    // 2·rows·kb·w FLOPs of the multiply) so that A₂₂ can be borrowed mutably.
-    let mut u = vec![T::ZERO; kb * w];
     for (col, out) in cols.chunks(n).zip(u.chunks_mut(kb)) {
         out.copy_from_slice(&col[k..k + kb]);
+    }
+}
+
+/// The second half: `A₂₂ −= L₂₁ U₁₂` for the columns `cols`, U₁₂ in `u` (kb × the columns),
+/// by the built-in GEMM spread over the rayon pool (the rows of A₂₂ shared out, U₁₂ packed
+/// once for all of them).
+fn multiply<T: LuElement>(panel: &[T], n: usize, k: usize, u: &[T], cols: &mut [T]) {
+    let w = cols.len() / n;
+    let kb = u.len() / w.max(1);
+    let rows = n - k - kb;
+    if rows == 0 || w == 0 {
+        return;
     }
     BuiltinGemm::<T>::current().gemm(
         (rows, w, kb),
         T::from_f64(-1.0),
         (&panel[k + kb..], n),
-        (&u, kb),
+        (u, kb),
         T::ONE,
         (&mut cols[k + kb..], n),
-        false,
+        true,
     );
 }
 
