@@ -562,6 +562,9 @@ impl Case for ThroughputCase {
         settings.scaling = self.scaling;
         let kernel = self.kernel;
         let reps = runner::measure(&settings, |_| Ok(KernelWorker { kernel }))?;
+        // The clock again, right after the timed repetitions: the peak's was measured once, at
+        // the start of the run, and a shared host's boost clock moves from minute to minute.
+        let clock_after: Vec<f64> = crate::sysinfo::clock::measure_ghz().into_iter().collect();
         let samples: Vec<f64> = reps.iter().map(|r| r.units_per_sec() / 1e9).collect();
         let total_ops = runner::split_work(iterations, self.threads, self.scaling)
             .iter()
@@ -581,7 +584,8 @@ impl Case for ThroughputCase {
             .peak(kernel_peak(kernel, self.threads, ctx))
             .warn(runner::oversubscription_warning(self.threads))
             .warn(runner::off_core_warning(&reps, self.threads))
-            .extra("off_core", "%", &runner::off_core_percent(&reps));
+            .extra("off_core", "%", &runner::off_core_percent(&reps))
+            .extra("clock_after", "GHz", &clock_after);
         if ctx.runner.reference {
             result = result.reference(reference::likwid_peakflops(
                 kernel.precision,

@@ -267,6 +267,55 @@ fn a_figure_over_the_peak_is_above_the_limit() {
     assert_eq!(judged(&report).verdict, Verdict::AboveLimit);
 }
 
+/// A kernel at `share` of a peak computed at a measured 2.92 GHz (base 2.45 GHz), whose core
+/// ran at `after` GHz right after it.
+fn kernel_clocked(report: &Report, share: f64, after: f64) -> BenchResult {
+    let mut r = kernel(report, 1, share);
+    r.peak.as_mut().unwrap().pair = Some(crate::peak::ClockPair {
+        at_base: Some(100.0 * 2.45 / 2.92),
+        base_ghz: crate::peak::Factor::known(2.45, "cpuinfo", "test"),
+        at_turbo: None,
+        turbo_ghz: crate::peak::Factor::unknown("test"),
+        measured_ghz: Some(2.92),
+    });
+    r.extra.push(crate::result::Extra {
+        metric: "clock_after".into(),
+        unit: "GHz".into(),
+        value: after,
+        stats: crate::stats::Summary::of(&[after]).unwrap(),
+    });
+    r
+}
+
+#[test]
+fn a_clock_that_moved_after_the_peak_was_measured_explains_a_figure_over_or_under_it() {
+    let mut report = document();
+    // 1.06 of a peak at 2.92 GHz, the core at 3.10 GHz after the case: the clock's, 1.00 there.
+    report.results.push(kernel_clocked(&report, 1.06, 3.10));
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::AboveLimit, "{f:#?}");
+    let c = cause(&f, "clock-moved");
+    assert_eq!(c.value, Some(3.10));
+    assert!(
+        c.text
+            .starts_with("the core ran at 3.10 GHz right after this case, 6 % above the 2.92 GHz")
+            && c.text
+                .ends_with("at 3.10 GHz the figure is 1.00 of its peak"),
+        "{}",
+        c.text
+    );
+    // Under it: a clock that fell slows the figure, and is named as a cause of it.
+    report.results[0] = kernel_clocked(&report, 0.80, 2.50);
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Below, "{f:#?}");
+    assert!(cause(&f, "clock-moved").text.contains("14 % below"));
+    // A clock within 3 % of the peak's is not a cause.
+    report.results[0] = kernel_clocked(&report, 1.3, 2.95);
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::AboveLimit);
+    assert!(f.causes.iter().all(|c| c.kind != "clock-moved"), "{f:#?}");
+}
+
 #[test]
 fn the_past_of_the_same_hardware_judges_a_case_with_no_peak() {
     let mut report = document();

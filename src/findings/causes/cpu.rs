@@ -68,6 +68,7 @@ pub fn causes(s: &Scene, out: &mut Vec<Candidate>) {
     off_core(s, out);
     smt(s, out);
     clock(s, out);
+    clock_moved(s, out);
     governor(s, out);
     wide_clock(s, out);
     thermal(s, out);
@@ -409,6 +410,76 @@ fn clock(s: &Scene, out: &mut Vec<Candidate>) {
     .value(measured, "GHz");
     c.factor = Some(measured / base);
     c.slows = true;
+    out.push(c);
+}
+
+/// Beyond this share between the clock measured right after a case and the clock of its peak,
+/// the clock moved between the two.
+const CLOCK_MOVED: f64 = 0.03;
+
+/// The clock measured right after the case (its `clock_after` extra) against the clock its
+/// peak was computed at (measured once, at the start of the run, unless given): a shared
+/// host's boost clock moves from minute to minute, and a figure above its peak, or below it,
+/// can be the clock's. The peak's clock is its value over its value at the base clock, times
+/// the base clock, whichever clock it was computed at.
+fn clock_moved(s: &Scene, out: &mut Vec<Candidate>) {
+    let Some(after) = s.r.extra.iter().find(|e| e.metric == "clock_after") else {
+        return;
+    };
+    let Some((peak, pair)) = s.r.peak.as_ref().and_then(|p| Some((p, p.pair.as_ref()?))) else {
+        return;
+    };
+    let (Some(at_base), Some(base)) = (pair.at_base, pair.base_ghz.value) else {
+        return;
+    };
+    if at_base <= 0.0 || after.value <= 0.0 {
+        return;
+    }
+    let peak_clock = base * peak.value / at_base;
+    let ratio = after.value / peak_clock;
+    if (ratio - 1.0).abs() <= CLOCK_MOVED {
+        return;
+    }
+    let direction = if ratio > 1.0 { "above" } else { "below" };
+    let efficiency = s.r.efficiency.unwrap_or(s.r.value / peak.value);
+    let at_own = format!(
+        "; at {:.2} GHz the figure is {:.2} of its peak",
+        after.value,
+        efficiency / ratio
+    );
+    let mut c = Candidate::new(
+        "clock-moved",
+        format!(
+            "the core ran at {:.2} GHz right after this case, {:.0} % {direction} the {:.2} GHz \
+             its peak was computed at: the clock moves on this machine (a shared host's boost \
+             clock){at_own}",
+            after.value,
+            (ratio - 1.0).abs() * 100.0,
+            peak_clock
+        ),
+        vec![
+            Evidence::new(
+                "measured: dependent add chain on one core, right after the case (the result's \
+                 clock_after extra)",
+                format!("{:.3} GHz", after.value),
+            ),
+            Evidence::new(
+                "the peak's clock (its value over its value at the base clock, times the base \
+                 clock)",
+                format!("{peak_clock:.3} GHz"),
+            ),
+        ],
+        "compare figures taken at the same clock: alternate runs and read their medians, or give \
+         --cpu-ghz the clock the cores hold",
+    )
+    .value(after.value, "GHz");
+    c.factor = Some(ratio);
+    if ratio > 1.0 {
+        c.inflates = true;
+    } else {
+        c.slows = true;
+        c.noisy = true;
+    }
     out.push(c);
 }
 
