@@ -18,7 +18,7 @@ pub const STYLE: &str = ".verdict{display:inline-block;padding:.05em .5em;border
 .verdict.at-limit{background:#1a7f37}.verdict.below{background:#b35900}.verdict.above-limit{background:#c62828}\
 .verdict.unstable{background:#6f42c1}.verdict.unknown{background:#5f6368}\
 table.findings td{font-size:.95em}table.findings td.n{white-space:nowrap}.cause{margin:.1em 0 .4em}details.cause summary{font-weight:normal}details.cause ul{margin:.2em 0;padding-left:1.4em}details.cause p{margin:.2em 0}\
-.source{color:#555;font-size:.9em}ul.findings{margin:.4em 0}p.tally{font-weight:600}";
+.source{color:#555;font-size:.9em}ul.notes{color:#555;font-size:.85em;margin:.3em 0 1em;padding-left:.5em;list-style:none}span.note{color:#555;white-space:nowrap}ul.findings{margin:.4em 0}p.tally{font-weight:600}";
 
 /// The findings section of `runs`, under one heading, a sub-heading per run where there are
 /// several; nothing where no run has findings.
@@ -82,6 +82,7 @@ fn run_findings(out: &mut String, findings: &Findings) {
 /// one cell that says it once ("to judge these N: …"), as the text does: a 100-host report
 /// repeated one long text in every row of its matrix's links.
 fn table(out: &mut String, list: &[&Finding], with_host: bool, causes: bool) {
+    let notes = shared_notes(list);
     out.push_str("<div class=\"wide\"><table class=\"findings\"><tr><th>verdict</th><th>case</th><th>value</th><th>judged against</th>");
     if causes {
         out.push_str("<th>causes</th>");
@@ -97,7 +98,7 @@ fn table(out: &mut String, list: &[&Finding], with_host: bool, causes: bool) {
             escape(&case_name(finding, with_host)),
             format_value(finding.value),
             escape(&finding.unit),
-            against(finding)
+            against(finding, &notes)
         );
         if causes {
             if spanned > 0 {
@@ -119,10 +120,90 @@ fn table(out: &mut String, list: &[&Finding], with_host: bool, causes: bool) {
         out.push_str("</tr>\n");
     }
     out.push_str("</table></div>\n");
+    if !notes.is_empty() {
+        out.push_str("<ul class=\"notes\">");
+        for (i, note) in notes.iter().enumerate() {
+            let _ = write!(out, "<li>[{}] {}</li>", i + 1, escape(note));
+        }
+        out.push_str("</ul>\n");
+    }
 }
 
-/// Each expectation: what it is, the value expected, the ratio, and its source below.
-fn against(finding: &Finding) -> String {
+/// Below this many characters, a parenthesis is left where it is.
+const NOTE_MIN: usize = 40;
+
+/// The explanations the table's "judged against" texts repeat: every innermost parenthesis of
+/// at least [`NOTE_MIN`] characters that two or more of them hold (where a clock or a pipe
+/// count came from, what a class's band means), in the order they first appear. Each is said
+/// once, in a numbered list under the table, and its place in the texts holds its number:
+/// the peak sources of a 12-kernel run repeated the same 900 characters in every row.
+fn shared_notes(list: &[&Finding]) -> Vec<String> {
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for e in list.iter().flat_map(|f| &f.expectations) {
+        let mut in_this: Vec<&str> = Vec::new();
+        for (start, end) in innermost_parentheses(&e.source) {
+            let text = &e.source[start + 1..end];
+            if text.chars().count() < NOTE_MIN || in_this.contains(&text) {
+                continue;
+            }
+            in_this.push(text);
+            match seen.iter_mut().find(|(t, _)| t == text) {
+                Some((_, count)) => *count += 1,
+                None => seen.push((text.to_string(), 1)),
+            }
+        }
+    }
+    seen.into_iter()
+        .filter(|(_, count)| *count > 1)
+        .map(|(text, _)| text)
+        .collect()
+}
+
+/// The byte ranges (from the `(` to its `)`) of the parentheses of `text` that hold no other.
+fn innermost_parentheses(text: &str) -> Vec<(usize, usize)> {
+    let mut open: Vec<(usize, bool)> = Vec::new();
+    let mut found = Vec::new();
+    for (at, c) in text.char_indices() {
+        match c {
+            '(' => {
+                if let Some(outer) = open.last_mut() {
+                    outer.1 = true;
+                }
+                open.push((at, false));
+            }
+            ')' => {
+                if let Some((start, nested)) = open.pop()
+                    && !nested
+                {
+                    found.push((start, at));
+                }
+            }
+            _ => {}
+        }
+    }
+    found.sort_unstable();
+    found
+}
+
+/// `source` escaped, each parenthesis that is one of `notes` replaced by its number ("[2]").
+fn with_notes(source: &str, notes: &[String]) -> String {
+    let mut html = String::new();
+    let mut from = 0;
+    for (start, end) in innermost_parentheses(source) {
+        let text = &source[start + 1..end];
+        if let Some(i) = notes.iter().position(|n| n == text) {
+            html.push_str(&escape(&source[from..start]));
+            let _ = write!(html, "<span class=\"note\">[{}]</span>", i + 1);
+            from = end + 1;
+        }
+    }
+    html.push_str(&escape(&source[from..]));
+    html
+}
+
+/// Each expectation: what it is, the value expected, the ratio, and its source below (the
+/// parentheses that are `notes` by their numbers).
+fn against(finding: &Finding, notes: &[String]) -> String {
     if finding.expectations.is_empty() {
         return "-".into();
     }
@@ -147,7 +228,7 @@ fn against(finding: &Finding) -> String {
                 escape(&finding.unit),
                 ratio(e.ratio),
                 escape(&test),
-                escape(&e.source),
+                with_notes(&e.source, notes),
                 escape(&band)
             )
         })
@@ -294,6 +375,46 @@ mod tests {
         let page = render(1, &fixture());
         assert!(page.contains(&format!("<div>to judge it: {said}</div>")));
         assert!(!page.contains("rowspan"));
+    }
+
+    #[test]
+    fn a_long_parenthesis_that_rows_repeat_is_said_once_under_the_table() {
+        let mut report = fixture();
+        let findings = report.findings.as_mut().unwrap();
+        let judged = findings
+            .results
+            .iter()
+            .position(|f| {
+                f.verdict != crate::result::Verdict::AtLimit && !f.expectations.is_empty()
+            })
+            .expect("the fixture has a judged result");
+        let why = "a probe of this test, said by both rows and once under the table";
+        let source = |ghz: u32| {
+            format!(
+                "the peak {ghz} GFLOP/s (1 cores × {ghz} GHz; clock {ghz} ({why}); short (kept))"
+            )
+        };
+        findings.results[judged].expectations[0].source = source(3);
+        let mut twin = findings.results[judged].clone();
+        twin.id = format!("{}-twin", twin.id);
+        twin.expectations[0].source = source(4);
+        findings.results.insert(judged + 1, twin);
+        let page = render(1, &report);
+        assert_eq!(page.matches(why).count(), 1, "{page}");
+        assert!(page.contains(&format!("<ul class=\"notes\"><li>[1] {why}</li></ul>")));
+        for ghz in [3, 4] {
+            assert!(
+                page.contains(&format!(
+                    "(1 cores × {ghz} GHz; clock {ghz} <span class=\"note\">[1]</span>; short (kept))"
+                )),
+                "{page}"
+            );
+        }
+        // Said by one row only, it stays where it is.
+        report.findings.as_mut().unwrap().results.remove(judged + 1);
+        let page = render(1, &report);
+        assert!(page.contains(&format!("clock 3 ({why})")), "{page}");
+        assert!(!page.contains(&format!("] {why}</li>")));
     }
 
     #[test]
