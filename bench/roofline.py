@@ -12,7 +12,8 @@ Each round runs, one after the other so that they alternate:
      working set at each thread count (likwid's -w sizes all streams of all threads together,
      as peakbench's --size does; both count 24 B per element, no write-allocate).
 Then prints, per figure, the median over the rounds of each side and the ratio of the medians,
-against the targets:
+against the targets (and the compute ceilings again per GHz of the clock each side measured
+right after it, the host's clock drift taken out):
   ceilings / cpu        within ±2 %
   roofs / mem           within ±5 %
   DRAM triad / likwid   ≥ 0.98
@@ -55,10 +56,17 @@ def peakbench_json(words, extra):
 
 
 def same_as(result, extra):
-    """The value of the standalone command a roofline result records."""
+    """The result of the standalone command a roofline result records."""
     words = shlex.split(result["params"]["other"]["same_as"])[1:]
     doc = peakbench_json(words, extra)
-    return doc["results"][0]["value"]
+    return doc["results"][0]
+
+
+def per_ghz(result):
+    """A compute result's value over the clock measured right after it (its clock_after
+    extra), GFLOP/s per GHz; None where it has none."""
+    after = [e["value"] for e in result.get("extra") or [] if e["metric"] == "clock_after"]
+    return result["value"] / after[0] if after and after[0] > 0 else None
 
 
 def likwid_triad(kernel, threads, size):
@@ -111,6 +119,9 @@ def main():
     have_likwid = shutil.which("likwid-bench") is not None
 
     ours, theirs, walls = {}, {}, []
+    # Compute ceilings per GHz of the clock measured right after each side: this host's boost
+    # clock moves from minute to minute, and the two sides run minutes apart.
+    clocked = {}
     checks = {}
     for round_ in range(args.rounds):
         print(f"round {round_ + 1}/{args.rounds}", file=sys.stderr, flush=True)
@@ -121,8 +132,13 @@ def main():
         for r in results:
             if r["op"] in ("compute", "bandwidth"):
                 k = key(r)
+                other = same_as(r, extra)
                 ours.setdefault(k, []).append(r["value"])
-                theirs.setdefault(k, []).append(same_as(r, extra))
+                theirs.setdefault(k, []).append(other["value"])
+                if k[0] == "ceiling" and per_ghz(r) and per_ghz(other):
+                    clocked.setdefault(k, ([], []))
+                    clocked[k][0].append(per_ghz(r))
+                    clocked[k][1].append(per_ghz(other))
         model = next(r for r in results if r["op"] == "model")["params"]["other"]["roofline"]
         for c in model["checks"]:
             checks.setdefault((c["level"], c["plateau"], c["against"], c["threads"]), []).append(
@@ -140,6 +156,12 @@ def main():
     print("\n# compute ceilings against peakbench cpu (GFLOP/s)")
     for k in sorted((k for k in ours if k[0] == "ceiling"), key=str):
         met &= line(name(k), ours[k], theirs[k], "±2 %", lambda x: abs(x - 1) <= 0.02)
+    if clocked:
+        print("\n# the same, each side over the clock measured right after it (GFLOP/s per GHz;"
+              " not the target's figure: what is left when the clock's drift is taken out)")
+        for k in sorted(clocked, key=str):
+            line(name(k) + " /GHz", clocked[k][0], clocked[k][1], "±2 %",
+                 lambda x: abs(x - 1) <= 0.02)
     print("\n# bandwidth roofs against peakbench mem (GB/s)")
     for k in sorted((k for k in ours if k[0] == "roof"), key=str):
         met &= line(name(k), ours[k], theirs[k], "±5 %", lambda x: abs(x - 1) <= 0.05)
