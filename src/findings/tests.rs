@@ -309,6 +309,18 @@ fn a_clock_that_moved_after_the_peak_was_measured_explains_a_figure_over_or_unde
     let f = judged(&report);
     assert_eq!(f.verdict, Verdict::Below, "{f:#?}");
     assert!(cause(&f, "clock-moved").text.contains("14 % below"));
+    // A peak at the clock --cpu-ghz gave: the given clock is what is off, not the machine's.
+    let mut r = kernel_clocked(&report, 1.2, 3.12);
+    let pair = r.peak.as_mut().unwrap().pair.as_mut().unwrap();
+    pair.base_ghz = crate::peak::Factor::known(2.6, "flag", "--cpu-ghz");
+    pair.at_base = Some(100.0);
+    report.results[0] = r;
+    let f = judged(&report);
+    let text = &cause(&f, "clock-moved").text;
+    assert!(
+        text.contains("20 % above the 2.60 GHz its peak was computed at: the cores do not run at the clock --cpu-ghz gave; at 3.12 GHz the figure is 1.00"),
+        "{text}"
+    );
     // A clock within 3 % of the peak's is not a cause.
     report.results[0] = kernel_clocked(&report, 1.3, 2.95);
     let f = judged(&report);

@@ -447,12 +447,18 @@ fn clock_moved(s: &Scene, out: &mut Vec<Candidate>) {
         after.value,
         efficiency / ratio
     );
+    // A clock the user gave (--cpu-ghz) is the peak's clock as it is given; one measured at the
+    // start of the run moved since.
+    let why = if pair.base_ghz.source == "flag" && (peak_clock - base).abs() < 1e-6 {
+        "the cores do not run at the clock --cpu-ghz gave"
+    } else {
+        "the clock moves on this machine (a shared host's boost clock)"
+    };
     let mut c = Candidate::new(
         "clock-moved",
         format!(
             "the core ran at {:.2} GHz right after this case, {:.0} % {direction} the {:.2} GHz \
-             its peak was computed at: the clock moves on this machine (a shared host's boost \
-             clock){at_own}",
+             its peak was computed at: {why}{at_own}",
             after.value,
             (ratio - 1.0).abs() * 100.0,
             peak_clock
