@@ -718,9 +718,24 @@ fn reference_runs_hpcc_over_the_same_hosts_and_launch_and_records_the_ratios() {
         "-np 2".into(),
         format!("plm_rsh_agent {}", lab.agent().display()),
         format!("btl_tcp_if_include {}", lab.subnet),
-        "hpcc".into(),
+        // Unbound, as the job's measuring ranks: mpirun's default binds each of 2 ranks to a
+        // core, the same core of this one machine for both.
+        "--bind-to none hpcc".into(),
     ] {
         assert!(command.contains(&part), "{part} not in {command}");
+    }
+    // Each host's measuring rank runs on every CPU this machine gives the test, whatever core
+    // mpirun bound it to; the evidence says which, if it did.
+    let cpus: Vec<serde_json::Value> = peakbench::runner::online_cpus()
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    for host in &lab.hosts {
+        let evidence = &doc["cluster"]["evidence"][host];
+        assert_eq!(evidence["affinity"].as_array().unwrap(), &cpus, "{host}");
+        if let Some(bound) = evidence["launch_affinity"].as_array() {
+            assert!(!bound.is_empty() && bound.len() < cpus.len(), "{evidence}");
+        }
     }
     // The ping-pong rows: the one link's best batch (hpcc counts each pair's best
     // measurement) over hpcc's figure; the bandwidth at hpcc's size, 2,000,000 B, against the

@@ -1,16 +1,17 @@
 //! `peakbench cluster run --reference`: hpcc over the same ranks, and mpi4py's ping-pong where
 //! it has one, beside peakbench's own figures.
 //!
-//! How hpcc gets the same ranks: a running MPI job cannot simply host another one. Spawning
-//! hpcc from inside (`MPI_Comm_spawn`) needs free slots on every host (the job holds them) and
-//! ties hpcc's `MPI_Finalize` to the job's; so rank 0, after the job's own phases and while
-//! every other rank sleeps between probes (taking no core), starts `mpirun` itself, as a
-//! second job on the same hosts: the job's hosts with their ranks each (`--host a:2,b:2`), the
-//! job's launch parameters (the MCA parameters `mpirun` handed the ranks as `OMPI_MCA_*`
-//! variables: the rsh agent, the BTLs, the interfaces, [`LAUNCH_PARAMETERS`]), and none of the
-//! job's own identity (every other `OMPI_*`, `PMIX_*`, `ORTE_*` variable, which would make the
-//! new `mpirun` think it runs inside a job). Under Slurm, `mpirun` inside the allocation
-//! launches through Slurm as usual (not tested here: no Slurm on this machine).
+//! How hpcc gets the same ranks: a running MPI job cannot simply host another one. Spawning hpcc
+//! from inside (`MPI_Comm_spawn`) needs free slots on every host (the job holds them) and ties
+//! hpcc's `MPI_Finalize` to the job's; so rank 0, after the job's own phases and while every other
+//! rank sleeps between probes (taking no core), starts `mpirun` itself, as a second job on the same
+//! hosts: the job's hosts with their ranks each (`--host a:2,b:2`), the job's launch parameters
+//! (the MCA parameters `mpirun` handed the ranks as `OMPI_MCA_*` variables: the rsh agent, the
+//! BTLs, the interfaces, a binding the user gave, [`LAUNCH_PARAMETERS`]; unbound where the user
+//! gave none, as the job's measuring ranks run), and none of the job's own identity (every other
+//! `OMPI_*`, `PMIX_*`, `ORTE_*` variable, which would make the new `mpirun` think it runs inside a
+//! job). Under Slurm, `mpirun` inside the allocation launches through Slurm as usual
+//! (tests/slurm.rs does not run `--reference`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -20,10 +21,14 @@ use crate::reference::{Invocation, Reading, Source, Tool};
 use crate::result::{BenchResult, ClusterReference, Reference};
 
 /// The MCA parameters (after `OMPI_MCA_`) of the job's launch that hpcc's launch repeats: how
-/// daemons are started and which transports and interfaces carry the traffic. Prefixes.
-pub const LAUNCH_PARAMETERS: [&str; 9] = [
-    "plm_rsh_", "btl", "oob_", "pml", "mtl", "coll", "osc", "routed", "plm",
+/// daemons are started, which transports and interfaces carry the traffic, and the binding the
+/// user asked for (`--bind-to`). Prefixes.
+pub const LAUNCH_PARAMETERS: [&str; 10] = [
+    "plm_rsh_", "btl", "oob_", "pml", "mtl", "coll", "osc", "routed", "plm", BINDING,
 ];
+
+/// The MCA parameter `mpirun --bind-to` sets.
+const BINDING: &str = "hwloc_base_binding_policy";
 
 /// The job's launch parameters, from this rank's environment: `(name, value)` for every
 /// `OMPI_MCA_name` whose name starts with one of [`LAUNCH_PARAMETERS`].
@@ -68,6 +73,12 @@ fn mpirun_args(
     args.push(list.join(","));
     for (name, value) in mca {
         args.extend(["--mca".to_string(), name.clone(), value.clone()]);
+    }
+    // The job's measuring ranks run unbound unless the user bound them (see
+    // `cluster::mpi::job`); so do the reference's, where mpirun's default would bind each to a
+    // core (for 2 ranks or fewer): hosts that share a machine would share that core.
+    if !mca.iter().any(|(name, _)| name == BINDING) {
+        args.extend(["--bind-to".to_string(), "none".to_string()]);
     }
     args.extend_from_slice(program);
     args
@@ -515,6 +526,7 @@ mod tests {
     fn the_launch_parameters_are_the_jobs_transports_not_its_identity() {
         let env = [
             ("OMPI_MCA_plm_rsh_agent", "/tmp/agent.sh"),
+            ("OMPI_MCA_orte_bound_at_launch", "1"),
             ("OMPI_MCA_btl", "tcp,self"),
             ("OMPI_MCA_btl_tcp_if_include", "10.1.0.0/24"),
             ("OMPI_MCA_oob_tcp_if_include", "10.1.0.0/24"),
@@ -542,8 +554,17 @@ mod tests {
             "{line}"
         );
         assert!(
-            line.ends_with("--mca plm_rsh_agent /tmp/agent.sh hpcc"),
+            line.ends_with("--mca plm_rsh_agent /tmp/agent.sh --bind-to none hpcc"),
             "{line}"
+        );
+        // A binding the user gave the job is the reference's too.
+        let env = [("OMPI_MCA_hwloc_base_binding_policy", "core")]
+            .map(|(k, v)| (k.to_string(), v.to_string()));
+        let mca = launch_parameters(env.into_iter());
+        let line = hpcc_args(&[("a".into(), 1)], &mca, false).join(" ");
+        assert_eq!(
+            line,
+            "-np 1 --host a:1 --mca hwloc_base_binding_policy core hpcc"
         );
     }
 

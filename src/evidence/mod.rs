@@ -62,6 +62,11 @@ pub struct RunEvidence {
     /// The CPUs `sched_getaffinity` allows this process, in order.
     #[serde(default)]
     pub affinity: Vec<usize>,
+    /// The CPUs the launcher had bound this process to before it widened its affinity to
+    /// `affinity` (a `cluster run` rank that `mpirun` bound to a core by default); empty when
+    /// nothing was widened.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub launch_affinity: Vec<usize>,
     /// Logical CPUs online (`/sys/devices/system/cpu/online`).
     #[serde(default)]
     pub cpus_online: usize,
@@ -510,6 +515,7 @@ impl RunEvidence {
         let mut unreadable = Vec::new();
         let mut evidence = RunEvidence {
             affinity: procstat::affinity(),
+            launch_affinity: crate::runner::narrowed_at_launch(),
             cpus_online: procstat::cpus_online(),
             thp: procstat::read_thp(),
             sysctls: net::read_sysctls(),

@@ -221,6 +221,28 @@ pub fn parse_cpu_list(text: &str) -> Vec<usize> {
     cpus
 }
 
+/// Writes CPU numbers as the kernel writes a CPU list: runs as ranges, "0-3,8".
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    let mut sorted = cpus.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            sorted[i].to_string()
+        } else {
+            format!("{}-{}", sorted[i], sorted[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
 /// Parses a sysfs cache size ("32K", "1024K", "8M", "512") into bytes.
 pub fn parse_cache_size(text: &str) -> Option<u64> {
     let text = text.trim();
@@ -606,6 +628,10 @@ flags\t\t: fpu tsc sse sse2 ht pni hypervisor
         assert_eq!(parse_cpu_list("x,3,4-2,7-"), [3]);
         assert_eq!(parse_cpu_list("0-4294967295"), Vec::<usize>::new());
         assert!(parse_cpu_list("").is_empty());
+        for list in ["0-3,8", "0", "1-2,5,7-9", ""] {
+            assert_eq!(format_cpu_list(&parse_cpu_list(list)), list);
+        }
+        assert_eq!(format_cpu_list(&[3, 1, 2, 2]), "1-3");
     }
 
     #[test]

@@ -17,7 +17,7 @@ mod root;
 mod table;
 
 pub use collect::collect;
-pub use cpu::parse_cpu_list;
+pub use cpu::{format_cpu_list, parse_cpu_list};
 pub use memory::run_for_at_most;
 pub use table::render;
 

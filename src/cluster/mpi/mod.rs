@@ -133,6 +133,21 @@ fn job(universe: &Universe, args: &ClusterRunArgs) -> Result<ExitCode> {
         comm.barrier(far());
         return Ok(ExitCode::SUCCESS);
     }
+    // Open MPI binds each rank at launch by default (to a core for 2 ranks or fewer, to a
+    // socket above): a host's measuring rank would measure that core or socket of the host.
+    // Unless the user asked for a binding (`--bind-to`, which mpirun hands the ranks as
+    // OMPI_MCA_hwloc_base_binding_policy), it takes every CPU its cpuset allows, as would a
+    // run on the host itself; the evidence keeps the CPUs it was bound to.
+    if std::env::var_os("OMPI_MCA_hwloc_base_binding_policy").is_none()
+        && let Some(before) = crate::runner::widen_affinity()
+        && comm.rank == 0
+    {
+        eprintln!(
+            "peakbench cluster: mpirun bound rank 0 to CPU {}; each host's measuring rank runs \
+             on every CPU its cpuset allows (give mpirun --bind-to to keep a binding)",
+            crate::sysinfo::format_cpu_list(&before)
+        );
+    }
     let ctx = session::context(&args.runner, &args.peak, &crate::registry::probe());
     let plan = plan_local(args, &ctx)?;
     let mut leader = Leader {
