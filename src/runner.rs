@@ -395,36 +395,6 @@ pub fn online_cpus() -> Vec<usize> {
     }
 }
 
-/// The CPUs this process was bound to before [`widen_affinity`] widened it; empty if it never
-/// did.
-static NARROWED_AT_LAUNCH: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
-
-/// Widens the calling thread's affinity (and so that of the threads and processes it starts
-/// later) to every CPU its cpuset allows: the kernel intersects a mask of all CPUs with the
-/// cpuset. Returns the CPUs it was bound to before, when they were fewer; `None` when it was
-/// not narrower or the kernel refused.
-pub fn widen_affinity() -> Option<Vec<usize>> {
-    let before = online_cpus();
-    // SAFETY: cpu_set_t is plain data; every bit set names a CPU below CPU_SETSIZE.
-    let rc = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for cpu in 0..libc::CPU_SETSIZE as usize {
-            libc::CPU_SET(cpu, &mut set);
-        }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if rc != 0 || online_cpus().len() <= before.len() {
-        return None;
-    }
-    let _ = NARROWED_AT_LAUNCH.set(before.clone());
-    Some(before)
-}
-
-/// The CPUs this process was bound to before [`widen_affinity`] widened it (empty: it was not).
-pub fn narrowed_at_launch() -> Vec<usize> {
-    NARROWED_AT_LAUNCH.get().cloned().unwrap_or_default()
-}
-
 /// Logical CPUs available to this process.
 pub fn num_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())

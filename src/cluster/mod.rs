@@ -211,10 +211,47 @@ pub fn plan_local(args: &ClusterRunArgs, ctx: &Context) -> Result<Plan> {
     Ok(plan)
 }
 
+/// Whether a host's measuring rank may widen the binding it was launched with to every CPU its
+/// cpuset allows (`var` reads the environment, `cpus_online` counts the host's CPUs). Not when
+/// the user asked for a binding (`mpirun --bind-to`, which reaches the ranks as
+/// OMPI_MCA_hwloc_base_binding_policy), nor when Slurm gave the job part of the node
+/// (SLURM_CPUS_ON_NODE below the CPUs online): without a cgroup holding the job to its CPUs,
+/// the binding is what keeps it off the other jobs' ones.
+pub fn may_widen_binding(var: impl Fn(&str) -> Option<String>, cpus_online: usize) -> bool {
+    if var("OMPI_MCA_hwloc_base_binding_policy").is_some() {
+        return false;
+    }
+    match var("SLURM_CPUS_ON_NODE").and_then(|v| v.trim().parse::<usize>().ok()) {
+        Some(allocated) => allocated >= cpus_online,
+        None => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
+
+    #[test]
+    fn a_binding_is_widened_unless_the_user_or_a_shared_node_keeps_it() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert!(may_widen_binding(env(&[]), 8));
+        assert!(!may_widen_binding(
+            env(&[("OMPI_MCA_hwloc_base_binding_policy", "core")]),
+            8
+        ));
+        // A whole node under Slurm (sbatch --exclusive), then part of one.
+        assert!(may_widen_binding(env(&[("SLURM_CPUS_ON_NODE", "8")]), 8));
+        assert!(!may_widen_binding(env(&[("SLURM_CPUS_ON_NODE", "2")]), 8));
+        assert!(may_widen_binding(env(&[("SLURM_CPUS_ON_NODE", "x")]), 8));
+    }
 
     #[derive(Parser)]
     struct Wrap {

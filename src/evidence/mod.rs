@@ -25,7 +25,10 @@ use serde::{Deserialize, Serialize};
 
 pub use cgroup::{CgroupVersion, parse_blkio_throttle, parse_cpu_max, parse_io_max};
 pub use net::{parse_route_get, parse_tc_classes, parse_tc_qdiscs};
-pub use procstat::{CpuTimes, ProcessTimes, parse_cpu_list, parse_pid_stat, parse_proc_stat};
+pub use procstat::{
+    CpuTimes, ProcessTimes, cpus_online, parse_cpu_list, parse_pid_stat, parse_proc_stat,
+    widen_affinity,
+};
 
 /// A value read from the machine and where it was read.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -515,7 +518,7 @@ impl RunEvidence {
         let mut unreadable = Vec::new();
         let mut evidence = RunEvidence {
             affinity: procstat::affinity(),
-            launch_affinity: crate::runner::narrowed_at_launch(),
+            launch_affinity: procstat::narrowed_at_launch(),
             cpus_online: procstat::cpus_online(),
             thp: procstat::read_thp(),
             sysctls: net::read_sysctls(),
@@ -571,6 +574,30 @@ impl RunEvidence {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thread_bound_to_one_cpu_is_widened_to_every_cpu_it_may_use() {
+        let all = procstat::affinity();
+        if all.len() < 2 {
+            return; // nothing to widen to
+        }
+        // A thread of its own: the binding and the widening are the calling thread's.
+        std::thread::spawn(move || {
+            // SAFETY: cpu_set_t is plain data; the set names one CPU below CPU_SETSIZE.
+            let rc = unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(all[1], &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+            };
+            assert_eq!(rc, 0);
+            assert_eq!(widen_affinity(), Some(vec![all[1]]));
+            assert_eq!(procstat::affinity(), all);
+            assert_eq!(procstat::narrowed_at_launch(), [all[1]]);
+            assert_eq!(widen_affinity(), None, "not narrower: nothing to widen");
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn run_evidence_of_this_machine_is_read_quickly() {

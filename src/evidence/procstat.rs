@@ -296,6 +296,36 @@ pub(super) fn read_thermal_events() -> Option<u64> {
     found.then_some(events)
 }
 
+/// The CPUs this process was bound to before [`widen_affinity`] widened it; empty if it never
+/// did.
+static NARROWED_AT_LAUNCH: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
+
+/// Widens the calling thread's affinity (and so that of the threads and processes it starts
+/// later) to every CPU its cpuset allows: the kernel intersects a mask of all CPUs with the
+/// cpuset. Returns the CPUs it was bound to before, when they were fewer; `None` when it was
+/// not narrower or the kernel refused.
+pub fn widen_affinity() -> Option<Vec<usize>> {
+    let before = affinity();
+    // SAFETY: cpu_set_t is plain data; every bit set names a CPU below CPU_SETSIZE.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for cpu in 0..libc::CPU_SETSIZE as usize {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 || affinity().len() <= before.len() {
+        return None;
+    }
+    let _ = NARROWED_AT_LAUNCH.set(before.clone());
+    Some(before)
+}
+
+/// The CPUs this process was bound to before [`widen_affinity`] widened it (empty: it was not).
+pub(super) fn narrowed_at_launch() -> Vec<usize> {
+    NARROWED_AT_LAUNCH.get().cloned().unwrap_or_default()
+}
+
 /// The CPUs `sched_getaffinity` allows this process, in order; empty when it fails.
 pub(super) fn affinity() -> Vec<usize> {
     // SAFETY: cpu_set_t is plain data, zero is a valid value; sched_getaffinity writes at most
@@ -314,7 +344,7 @@ pub(super) fn affinity() -> Vec<usize> {
 
 /// Logical CPUs online: `/sys/devices/system/cpu/online` ("0-3,8,10-11"), or the C library's
 /// count of online processors where sysfs is not mounted.
-pub(super) fn cpus_online() -> usize {
+pub fn cpus_online() -> usize {
     if let Some(text) = read_trimmed("/sys/devices/system/cpu/online") {
         let cpus = parse_cpu_list(&text);
         if !cpus.is_empty() {

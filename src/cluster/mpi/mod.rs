@@ -135,11 +135,12 @@ fn job(universe: &Universe, args: &ClusterRunArgs) -> Result<ExitCode> {
     }
     // Open MPI binds each rank at launch by default (to a core for 2 ranks or fewer, to a
     // socket above): a host's measuring rank would measure that core or socket of the host.
-    // Unless the user asked for a binding (`--bind-to`, which mpirun hands the ranks as
-    // OMPI_MCA_hwloc_base_binding_policy), it takes every CPU its cpuset allows, as would a
-    // run on the host itself; the evidence keeps the CPUs it was bound to.
-    if std::env::var_os("OMPI_MCA_hwloc_base_binding_policy").is_none()
-        && let Some(before) = crate::runner::widen_affinity()
+    // Unless the binding is the user's or a shared node's (`may_widen_binding`), it takes every
+    // CPU its cpuset allows, as would a run on the host itself; the evidence keeps the CPUs it
+    // was bound to.
+    let cpus_online = crate::evidence::cpus_online();
+    if super::may_widen_binding(|name| std::env::var(name).ok(), cpus_online)
+        && let Some(before) = crate::evidence::widen_affinity()
         && comm.rank == 0
     {
         eprintln!(
