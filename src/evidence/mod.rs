@@ -255,6 +255,11 @@ pub struct CaseEvidence {
     /// Time the hypervisor ran something else on this guest's CPUs (`/proc/stat` steal), summed
     /// over CPUs, seconds.
     pub steal_s: f64,
+    /// The same two times on the CPUs this process may run on, where they are fewer than those
+    /// online (a cpuset, `taskset`, a launcher's binding): there others take time from its
+    /// threads, elsewhere they do not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_allowed: Option<AllowedCpuTime>,
     /// The other processes that used the most CPU time meanwhile (at most 3, each over 5 % of
     /// one CPU), from `/proc/PID/stat`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -278,6 +283,15 @@ pub struct CaseEvidence {
     /// The other end of a network case, as its server read it and sent it back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<PeerEvidence>,
+}
+
+/// [`CaseEvidence::others_cpu_s`] and [`CaseEvidence::steal_s`] on the CPUs this process may
+/// run on only: the `/proc/stat` lines of `cpus`, less this process's time (which runs there).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AllowedCpuTime {
+    pub cpus: Vec<usize>,
+    pub others_cpu_s: f64,
+    pub steal_s: f64,
 }
 
 /// What a network test's server read on its side and sent back with its last message: the
@@ -436,6 +450,10 @@ pub struct CaseWatch {
     /// What the first reading cost.
     cost: std::time::Duration,
     cpu: Option<CpuTimes>,
+    /// The CPUs this process may run on where they are fewer than those online, and their
+    /// counters.
+    allowed: Vec<usize>,
+    cpu_allowed: Option<CpuTimes>,
     own: Option<(f64, f64)>,
     processes: procstat::Processes,
     throttling: Option<Throttling>,
@@ -446,10 +464,17 @@ impl CaseWatch {
     /// Reads the counters now.
     pub fn start() -> CaseWatch {
         let reading = std::time::Instant::now();
+        let mut allowed = procstat::affinity();
+        if allowed.len() >= procstat::cpus_online() {
+            allowed.clear();
+        }
+        let (cpu, cpu_allowed) = procstat::read_cpu_times(&allowed);
         let mut watch = CaseWatch {
             started: reading,
             cost: std::time::Duration::ZERO,
-            cpu: procstat::read_cpu_times(),
+            cpu,
+            cpu_allowed: cpu_allowed.filter(|_| !allowed.is_empty()),
+            allowed,
             own: procstat::read_own_cpu_s(),
             processes: procstat::read_processes(),
             throttling: cgroup::read_throttling(),
@@ -475,9 +500,20 @@ impl CaseWatch {
             }
             _ => 0.0,
         };
-        let (busy_s, steal_s) = match (&self.cpu, procstat::read_cpu_times()) {
+        let (cpu, cpu_allowed) = procstat::read_cpu_times(&self.allowed);
+        let (busy_s, steal_s) = match (&self.cpu, cpu) {
             (Some(a), Some(b)) => (b.busy_s() - a.busy_s(), b.steal_s - a.steal_s),
             _ => (0.0, 0.0),
+        };
+        let on_allowed = match (&self.cpu_allowed, cpu_allowed) {
+            (Some(a), Some(b)) => Some(AllowedCpuTime {
+                cpus: self.allowed.clone(),
+                others_cpu_s: procstat::to_microseconds(
+                    (b.busy_s() - a.busy_s() - own_cpu_s).max(0.0),
+                ),
+                steal_s: procstat::to_microseconds((b.steal_s - a.steal_s).max(0.0)),
+            }),
+            _ => None,
         };
         let top_others = procstat::top_others(&self.processes.others, &processes.others, wall_s);
         let throttled = match (self.throttling, cgroup::read_throttling()) {
@@ -500,6 +536,7 @@ impl CaseWatch {
             own_cpu_s: procstat::to_microseconds(own_cpu_s),
             others_cpu_s: procstat::to_microseconds((busy_s - own_cpu_s).max(0.0)),
             steal_s: procstat::to_microseconds(steal_s.max(0.0)),
+            on_allowed,
             top_others,
             throttled,
             thermal_events,

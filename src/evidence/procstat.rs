@@ -63,10 +63,32 @@ fn ticks_per_second() -> f64 {
 /// steal …` (ticks, summed over CPUs), in seconds. `None` when there is no such line or it is
 /// cut short; a kernel without the steal column (before 2.6.11) reads as no steal.
 pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
-    let line = text.lines().find(|l| l.starts_with("cpu "))?;
-    let ticks: Vec<u64> = line
+    text.lines()
+        .find_map(|l| l.strip_prefix("cpu "))
+        .and_then(cpu_times)
+}
+
+/// `/proc/stat`: the sum of the `cpuN` lines of `cpus` (`None` if one is missing or cut short).
+pub fn parse_proc_stat_of(text: &str, cpus: &[usize]) -> Option<CpuTimes> {
+    let mut sum = CpuTimes::default();
+    for cpu in cpus {
+        let name = format!("cpu{cpu} ");
+        let t = text
+            .lines()
+            .find_map(|l| l.strip_prefix(&name))
+            .and_then(cpu_times)?;
+        sum.user_s += t.user_s;
+        sum.nice_s += t.nice_s;
+        sum.system_s += t.system_s;
+        sum.steal_s += t.steal_s;
+    }
+    Some(sum)
+}
+
+/// The times of one `/proc/stat` line after its name, in clock ticks.
+fn cpu_times(fields: &str) -> Option<CpuTimes> {
+    let ticks: Vec<u64> = fields
         .split_whitespace()
-        .skip(1)
         .map_while(|w| w.parse().ok())
         .collect();
     if ticks.len() < 4 {
@@ -115,9 +137,12 @@ pub fn parse_pid_stat(text: &str, children: bool) -> Option<ProcessTimes> {
     })
 }
 
-/// Every CPU's counters now (`/proc/stat`).
-pub(super) fn read_cpu_times() -> Option<CpuTimes> {
-    parse_proc_stat(&std::fs::read_to_string("/proc/stat").ok()?)
+/// Every CPU's counters now (`/proc/stat`), and the sum of those of `cpus`.
+pub(super) fn read_cpu_times(cpus: &[usize]) -> (Option<CpuTimes>, Option<CpuTimes>) {
+    match std::fs::read_to_string("/proc/stat") {
+        Ok(text) => (parse_proc_stat(&text), parse_proc_stat_of(&text, cpus)),
+        Err(_) => (None, None),
+    }
 }
 
 /// This process's own CPU time and that of the children it waited for, seconds, apart.
@@ -404,6 +429,21 @@ intr 27248663 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 1 1 10 0 0 0 0 252
     }
 
     #[test]
+    fn proc_stat_of_some_cpus_sums_their_lines() {
+        let hz = ticks_per_second();
+        let one = parse_proc_stat_of(PROC_STAT, &[1]).unwrap();
+        assert_eq!(one.busy_s(), (874366.0 + 215.0 + 75735.0) / hz);
+        assert_eq!(one.steal_s, 4430.0 / hz);
+        let both = parse_proc_stat_of(PROC_STAT, &[0, 1]).unwrap();
+        assert_eq!(
+            both.busy_s(),
+            (805020.0 + 244.0 + 110278.0 + 874366.0 + 215.0 + 75735.0) / hz
+        );
+        // cpu1 is not cpu10; a CPU without a line is none.
+        assert_eq!(parse_proc_stat_of(PROC_STAT, &[2]), None);
+    }
+
+    #[test]
     fn proc_stat_without_a_cpu_line_or_cut_short_is_none() {
         assert_eq!(parse_proc_stat("intr 1 2 3\n"), None);
         assert_eq!(parse_proc_stat("cpu  1 2\n"), None);
@@ -533,7 +573,9 @@ intr 27248663 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 1 1 10 0 0 0 0 252
         assert!(cpus_online() >= 1);
         let allowed = affinity();
         assert!(!allowed.is_empty());
-        assert!(read_cpu_times().is_some());
+        let (all, mine) = read_cpu_times(&allowed);
+        assert!(all.is_some() && mine.is_some());
+        assert!(mine.unwrap().busy_s() <= all.unwrap().busy_s());
         assert!(read_own_cpu_s().is_some());
         let now = read_processes();
         assert!(!now.others.contains_key(&std::process::id()));

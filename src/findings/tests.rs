@@ -471,6 +471,45 @@ fn a_limit_that_holds_is_named_when_the_repetitions_also_spread() {
 }
 
 #[test]
+fn other_processes_on_the_one_cpu_it_may_use_are_counted_there() {
+    // Bound to CPU 0 of 2 (a launcher's binding), a 1-thread kernel at 0.49 of its peak while
+    // another peakbench used 0.5 CPU. Over the machine that leaves the thread its whole CPU;
+    // cpu0's own line says the others ran on its CPU and took half of it.
+    let mut report = document();
+    report.evidence.as_mut().unwrap().affinity = vec![0];
+    let mut r = kernel(&report, 1, 0.49);
+    let e = r.evidence.as_mut().unwrap();
+    e.others_cpu_s = 1.0;
+    let f = {
+        let mut report = report.clone();
+        report.results.push(r.clone());
+        judged(&report)
+    };
+    assert!(
+        !f.causes
+            .iter()
+            .any(|c| c.kind == "other-processes" && c.bound.is_some()),
+        "without the CPU's own line the others are not known to be on it: {:#?}",
+        f.causes
+    );
+    r.evidence.as_mut().unwrap().on_allowed = Some(crate::evidence::AllowedCpuTime {
+        cpus: vec![0],
+        others_cpu_s: 1.0,
+        steal_s: 0.0,
+    });
+    report.results.push(r);
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Below);
+    let c = cause(&f, "other-processes");
+    assert!((c.bound.unwrap() - 50.0).abs() < 1e-9, "{c:#?}");
+    assert!(
+        c.text.contains("0.50 of it on the CPU 0 it may run on"),
+        "{}",
+        c.text
+    );
+}
+
+#[test]
 fn a_cpuset_alone_is_not_blamed_on_other_processes() {
     let mut report = document();
     report.evidence.as_mut().unwrap().affinity = vec![1];

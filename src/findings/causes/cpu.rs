@@ -244,10 +244,15 @@ fn others(s: &Scene, out: &mut Vec<Candidate>) {
     let others = s.case.others_cpu_s / wall;
     let steal = s.case.steal_s / wall;
     let t = s.threads() as f64;
-    // Others use the CPUs this process may not first: only what they take beyond those is
-    // taken from its threads.
+    // What others and the hypervisor took on the CPUs this process may run on: read there
+    // where the evidence has it; else assumed to go to the CPUs it may not use first, only
+    // what is beyond those taken from its threads.
     let allowed = allowed(s);
-    let taken = (others + steal - (s.cpus() - allowed)).max(0.0);
+    let on_allowed = s.case.on_allowed.as_ref().filter(|a| !a.cpus.is_empty());
+    let taken = match on_allowed {
+        Some(a) => (a.others_cpu_s + a.steal_s) / wall,
+        None => (others + steal - (s.cpus() - allowed)).max(0.0),
+    };
     // The share others leave of what the threads could have had where they may run (the
     // cpuset's own share is its cause's).
     let share = ((allowed - taken) / needed(s).min(allowed)).clamp(0.0, 1.0);
@@ -262,6 +267,22 @@ fn others(s: &Scene, out: &mut Vec<Candidate>) {
             s.case.others_cpu_s, wall, others
         ),
     )];
+    if let Some(a) = on_allowed {
+        evidence.push(Evidence::new(
+            format!(
+                "/proc/stat user + nice + system of CPU {} (the CPUs it may run on), less this \
+                 process's",
+                crate::sysinfo::format_cpu_list(&a.cpus)
+            ),
+            format!(
+                "{:.2} CPU-s in {:.2} s = {:.2} CPU, and steal {:.2} CPU",
+                a.others_cpu_s,
+                wall,
+                a.others_cpu_s / wall,
+                a.steal_s / wall
+            ),
+        ));
+    }
     for p in &s.case.top_others {
         evidence.push(Evidence::new(
             format!("/proc/{}/stat", p.pid),
@@ -289,7 +310,7 @@ fn others(s: &Scene, out: &mut Vec<Candidate>) {
     let mut c = Candidate::new(
         "other-processes",
         format!(
-            "other processes{} used {:.2} CPU of the {} CPUs while the case ran{}",
+            "other processes{} used {:.2} CPU of the {} CPUs while the case ran{}{}",
             if names.is_empty() {
                 String::new()
             } else {
@@ -297,6 +318,17 @@ fn others(s: &Scene, out: &mut Vec<Candidate>) {
             },
             others,
             num(s.cpus()),
+            match on_allowed {
+                Some(a) => format!(
+                    ", {:.2} of it on the {} it may run on",
+                    a.others_cpu_s / wall,
+                    match a.cpus.len() {
+                        1 => format!("CPU {}", a.cpus[0]),
+                        n => format!("{n} CPUs"),
+                    }
+                ),
+                None => String::new(),
+            },
             if cpu_bound(s) {
                 format!(
                     ", leaving its {} thread{} {:.2} of the time they need",
