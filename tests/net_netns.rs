@@ -449,8 +449,11 @@ fn a_link_delayed_5ms_each_way_reads_an_rtt_of_10ms() {
     for r in doc["results"].as_array().unwrap() {
         let p50_ms = r["latency_ns"]["p50"].as_f64().unwrap() / 1e6;
         eprintln!("{}: RTT p50 {p50_ms:.3} ms", r["id"]);
+        // Never below the 10 ms the delay line imposes (it sleeps its 5 ms after a frame
+        // arrives); above by the delay line's own forwarding, two user-space wake-ups each
+        // way, which a loaded CI machine stretched to 0.26 ms a direction (10.52 ms).
         assert!(
-            (9.5..=10.5).contains(&p50_ms),
+            (9.95..=11.0).contains(&p50_ms),
             "{}: RTT p50 {p50_ms} ms through a 5 ms + 5 ms link",
             r["id"]
         );
