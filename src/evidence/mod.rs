@@ -452,8 +452,7 @@ pub struct CaseWatch {
     cpu: Option<CpuTimes>,
     /// The CPUs this process may run on where they are fewer than those online, and their
     /// counters.
-    allowed: Vec<usize>,
-    cpu_allowed: Option<CpuTimes>,
+    allowed: Option<(Vec<usize>, CpuTimes)>,
     own: Option<(f64, f64)>,
     processes: procstat::Processes,
     throttling: Option<Throttling>,
@@ -464,17 +463,15 @@ impl CaseWatch {
     /// Reads the counters now.
     pub fn start() -> CaseWatch {
         let reading = std::time::Instant::now();
-        let mut allowed = procstat::affinity();
-        if allowed.len() >= procstat::cpus_online() {
-            allowed.clear();
-        }
-        let (cpu, cpu_allowed) = procstat::read_cpu_times(&allowed);
+        let affinity = procstat::affinity();
+        let narrower = !affinity.is_empty() && affinity.len() < procstat::cpus_online();
+        let cpus = if narrower { &affinity[..] } else { &[] };
+        let (cpu, on_cpus) = procstat::read_cpu_times(cpus);
         let mut watch = CaseWatch {
             started: reading,
             cost: std::time::Duration::ZERO,
             cpu,
-            cpu_allowed: cpu_allowed.filter(|_| !allowed.is_empty()),
-            allowed,
+            allowed: on_cpus.filter(|_| narrower).map(|t| (affinity.clone(), t)),
             own: procstat::read_own_cpu_s(),
             processes: procstat::read_processes(),
             throttling: cgroup::read_throttling(),
@@ -500,14 +497,15 @@ impl CaseWatch {
             }
             _ => 0.0,
         };
-        let (cpu, cpu_allowed) = procstat::read_cpu_times(&self.allowed);
+        let cpus = self.allowed.as_ref().map_or(&[][..], |(cpus, _)| &cpus[..]);
+        let (cpu, on_cpus) = procstat::read_cpu_times(cpus);
         let (busy_s, steal_s) = match (&self.cpu, cpu) {
             (Some(a), Some(b)) => (b.busy_s() - a.busy_s(), b.steal_s - a.steal_s),
             _ => (0.0, 0.0),
         };
-        let on_allowed = match (&self.cpu_allowed, cpu_allowed) {
-            (Some(a), Some(b)) => Some(AllowedCpuTime {
-                cpus: self.allowed.clone(),
+        let on_allowed = match (self.allowed, on_cpus) {
+            (Some((cpus, a)), Some(b)) => Some(AllowedCpuTime {
+                cpus,
                 others_cpu_s: procstat::to_microseconds(
                     (b.busy_s() - a.busy_s() - own_cpu_s).max(0.0),
                 ),

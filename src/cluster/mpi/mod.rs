@@ -144,8 +144,8 @@ fn job(universe: &Universe, args: &ClusterRunArgs) -> Result<ExitCode> {
         && comm.rank == 0
     {
         eprintln!(
-            "peakbench cluster: mpirun bound rank 0 to CPU {}; each host's measuring rank runs \
-             on every CPU its cpuset allows (give mpirun --bind-to to keep a binding)",
+            "peakbench cluster: the launcher bound rank 0 to CPU {}; each host's measuring \
+             rank runs on every CPU its cpuset allows (give mpirun --bind-to to keep a binding)",
             crate::sysinfo::format_cpu_list(&before)
         );
     }
