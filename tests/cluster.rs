@@ -45,13 +45,18 @@ impl Lab {
     /// Shapes both directions of host `i`'s link to 300 Mbit/s: a tbf on its namespace's
     /// eth0 and on the bridge's port.
     ///
-    /// The bucket holds 512 KiB, 14 ms at the rate. The tbf sends from the NET_TX softirq when
-    /// its timer fires; while the other pair of the round floods the bridge on the same 2 CPUs,
-    /// that softirq waits in ksoftirqd for milliseconds, and a bucket of 64 KiB (1.7 ms) lost
-    /// the tokens of the wait: a CI run read 252 Mb/s through it, 0.88 of the rate. A full
-    /// bucket lets a 1 s sample through at most 1.4 % above the rate.
+    /// The bucket holds 2 MiB, 56 ms at the rate. The tbf sends from the NET_TX softirq when
+    /// its timer fires, and tokens that arrive while the bucket is full are lost: a stall of
+    /// the sender, of that softirq (in ksoftirqd while the other pair of the round floods the
+    /// bridge on the same 2 CPUs) or of the whole guest (a loaded CI host) longer than the
+    /// bucket lowers the sample. CI runs read 252 Mb/s through 64 KiB (1.7 ms) and 269.8
+    /// through 512 KiB (14 ms); this machine, with or without two spinning processes, reads
+    /// 286.3–287.3 through either. The flow is backlogged from the omitted first 250 ms on, so
+    /// the bucket is empty when a sample starts, unless a stall at that very moment lets it
+    /// fill: then a 1 s sample reads at most 5.6 % above the rate, and the test's three
+    /// repetitions (whose median it checks) leave such a sample out.
     fn shape_300mbit(&self, i: usize) {
-        let tbf = ["rate", "300mbit", "burst", "512kb", "latency", "50ms"];
+        let tbf = ["rate", "300mbit", "burst", "2mb", "latency", "50ms"];
         let mut inside = vec!["-n", &self.namespaces[i], "qdisc", "add", "dev", "eth0"];
         inside.extend(["root", "tbf"]);
         inside.extend(tbf);
@@ -401,7 +406,7 @@ fn a_link_shaped_to_300_mbits_reads_its_goodput_and_only_its_links_are_flagged()
             "--phases",
             "matrix",
             "-r",
-            "2",
+            "3",
             "--warmup",
             "0",
             "--matrix-duration",
