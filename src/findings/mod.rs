@@ -330,6 +330,23 @@ fn link_fleet(
     }))
 }
 
+/// What a finding that should have causes says when none was read.
+pub const NO_CAUSE: &str = "no cause found on this machine during the run";
+
+/// What an unknown verdict's line names after "nothing to judge it against": each missing
+/// thing's name (its text before the first ':', where its remedy starts), " (a, b, c)"; empty
+/// when nothing is named.
+pub fn missing_kinds(missing: &[String]) -> String {
+    if missing.is_empty() {
+        return String::new();
+    }
+    let kinds: Vec<&str> = missing
+        .iter()
+        .map(|m| m.split(':').next().unwrap_or(m))
+        .collect();
+    format!(" ({})", kinds.join(", "))
+}
+
 /// The verdict in one line, with the figure that decided it.
 fn line(
     r: &BenchResult,
@@ -380,12 +397,8 @@ fn line(
             None => "below: held by a limit the machine imposed".to_string(),
         },
         Verdict::Unknown => format!(
-            "unknown: nothing to judge it against ({})",
-            missing
-                .iter()
-                .map(|m| m.split(':').next().unwrap_or(m))
-                .collect::<Vec<_>>()
-                .join("; ")
+            "unknown: nothing to judge it against{}",
+            missing_kinds(missing)
         ),
     };
     match (verdict, causes.first()) {
@@ -397,7 +410,7 @@ fn line(
                 .unwrap_or_default();
             format!("{head}; {}{share}", c.text)
         }
-        (_, None) => format!("{head}; no cause found on this machine during the run"),
+        (_, None) => format!("{head}; {NO_CAUSE}"),
     }
 }
 

@@ -419,6 +419,27 @@ fn a_case_with_nothing_to_judge_by_says_what_is_missing() {
         f.missing
     );
     assert!(f.missing.iter().any(|m| m.contains("--reference")));
+    // The line names each missing thing, its remedy left to the list; the text section's row
+    // says "nothing to judge it against" and lists them below, each with its remedy. (A row
+    // once cut the line at the first "; " between them: "(the disk's rating".)
+    assert_eq!(f.missing.len(), 3, "{:?}", f.missing);
+    assert_eq!(
+        f.line,
+        "unknown: nothing to judge it against (the disk's rating, the standard tool's figure \
+         on the same case, the past)"
+    );
+    let text = crate::report::findings::render_text(&Findings {
+        summary: Vec::new(),
+        results: vec![f.clone()],
+        run: Vec::new(),
+        judged_in_s: 0.0,
+    });
+    let row = text.lines().find(|l| l.contains("nothing")).unwrap();
+    assert!(row.ends_with("MB/s: nothing to judge it against"), "{text}");
+    assert!(
+        text.contains("to judge it: the disk's rating: give --disk-mbps"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -20,8 +20,7 @@ pub const SHOWN: [Verdict; 4] = [
     Verdict::Unknown,
 ];
 
-/// What a finding that should have causes says when none was read.
-pub const NO_CAUSE: &str = "no cause found on this machine during the run";
+pub use crate::findings::NO_CAUSE;
 
 /// The findings a section lists, grouped by verdict in the order of [`SHOWN`], each group in
 /// the order of the results.
@@ -289,7 +288,16 @@ fn finding_line(finding: &Finding, with_host: bool) -> String {
         .filter(|rest| rest.starts_with(' ') || rest.starts_with(':'))
         .map(|rest| rest.trim_start_matches(':').trim_start())
         .unwrap_or(line);
-    let reason = line.split("; ").next().unwrap_or(line);
+    // The reason ends where the judge appended the first cause, or said it found none (the
+    // first "; " in a document whose cause reads otherwise); an unknown one's missing things
+    // are listed after the row ("to judge it: …").
+    let cut = |at: Option<usize>| at.or_else(|| line.find("; ")).map(|at| &line[..at]);
+    let reason = match finding.causes.first() {
+        Some(cause) => cut(line.find(&format!("; {}", cause.text))),
+        None if wants_causes(finding.verdict) => cut(line.rfind(&format!("; {NO_CAUSE}"))),
+        None => line.strip_suffix(&crate::findings::missing_kinds(&finding.missing)),
+    }
+    .unwrap_or(line);
     let case = format!(
         "{} {} {}",
         finding.label,
