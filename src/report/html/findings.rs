@@ -8,7 +8,8 @@ use std::fmt::Write;
 
 use crate::report::charts::escape;
 use crate::report::findings::{
-    NO_CAUSE, case_name, cause_line, ratio, several_hosts, shown, tally, test_note, wants_causes,
+    NO_CAUSE, case_name, cause_line, ratio, reason, several_hosts, shown, tally, test_note,
+    wants_causes,
 };
 use crate::result::{Cause, Finding, Findings, Report, Verdict};
 use crate::units::format_value;
@@ -18,7 +19,7 @@ pub const STYLE: &str = ".verdict{display:inline-block;padding:.05em .5em;border
 .verdict.at-limit{background:#1a7f37}.verdict.below{background:#b35900}.verdict.above-limit{background:#c62828}\
 .verdict.unstable{background:#6f42c1}.verdict.unknown{background:#5f6368}\
 table.findings td{font-size:.95em}table.findings td.n{white-space:nowrap}.cause{margin:.1em 0 .4em}details.cause summary{font-weight:normal}details.cause ul{margin:.2em 0;padding-left:1.4em}details.cause p{margin:.2em 0}\
-.source{color:#555;font-size:.9em}ul.notes{color:#555;font-size:.85em;margin:.3em 0 1em;padding-left:.5em;list-style:none}span.note{color:#555;white-space:nowrap}ul.findings{margin:.4em 0}p.tally{font-weight:600}";
+.source{color:#555;font-size:.9em}details.source summary{cursor:pointer;font-weight:normal}ul.notes{color:#555;font-size:.85em;margin:.3em 0 1em;padding-left:.5em;list-style:none}span.note{color:#555;white-space:nowrap}ul.findings{margin:.4em 0}p.tally{font-weight:600}";
 
 /// The findings section of `runs`, under one heading, a sub-heading per run where there are
 /// several; nothing where no run has findings.
@@ -201,39 +202,64 @@ fn with_notes(source: &str, notes: &[String]) -> String {
     html
 }
 
-/// Each expectation: what it is, the value expected, the ratio, and its source below (the
-/// parentheses that are `notes` by their numbers).
+/// How many characters of `source` the cell shows, each parenthesis that is one of `notes`
+/// counted as its number ("[2]").
+fn shown_chars(source: &str, notes: &[String]) -> usize {
+    innermost_parentheses(source)
+        .into_iter()
+        .filter(|&(start, end)| notes.iter().any(|n| *n == source[start + 1..end]))
+        .fold(source.chars().count(), |count, (start, end)| {
+            count - source[start..=end].chars().count() + 3
+        })
+}
+
+/// Above this many characters, an expectation's source is folded under its first words.
+const SOURCE_FOLD: usize = 100;
+
+/// What an unstable result's verdict says (its repetitions' spread), then each expectation:
+/// what it is, the value expected, the ratio, and its source below (the parentheses that are
+/// `notes` by their numbers; a long one folded under the words before its first parenthesis,
+/// "the peak 205 GIOP/s").
 fn against(finding: &Finding, notes: &[String]) -> String {
-    if finding.expectations.is_empty() {
+    let mut cell = Vec::new();
+    if finding.verdict == Verdict::Unstable && !reason(finding).is_empty() {
+        cell.push(escape(reason(finding)));
+    }
+    cell.extend(finding.expectations.iter().map(|e| {
+        let band = match e.band {
+            Some([lo, hi]) => format!(", band {lo:.2}–{hi:.2} of the peak"),
+            None => String::new(),
+        };
+        let class = e
+            .class
+            .as_deref()
+            .map(|c| format!(" ({})", escape(c)))
+            .unwrap_or_default();
+        let test = e.test.as_ref().map(test_note).unwrap_or_default();
+        let source = format!("{}{}", with_notes(&e.source, notes), escape(&band));
+        let first_words = e.source.split(" (").next().unwrap_or_default();
+        let first_words = first_words.split("; ").next().unwrap_or_default().trim();
+        let source = if shown_chars(&e.source, notes) > SOURCE_FOLD && !first_words.is_empty() {
+            format!(
+                "<details class=\"source\"><summary>{}</summary>{source}</details>",
+                escape(first_words)
+            )
+        } else {
+            format!("<br><span class=\"source\">{source}</span>")
+        };
+        format!(
+            "<b>{}</b>{class}: {} {}, ratio {}{}{source}",
+            e.against.name(),
+            format_value(e.expected),
+            escape(&finding.unit),
+            ratio(e.ratio),
+            escape(&test),
+        )
+    }));
+    if cell.is_empty() {
         return "-".into();
     }
-    finding
-        .expectations
-        .iter()
-        .map(|e| {
-            let band = match e.band {
-                Some([lo, hi]) => format!(", band {lo:.2}–{hi:.2} of the peak"),
-                None => String::new(),
-            };
-            let class = e
-                .class
-                .as_deref()
-                .map(|c| format!(" ({})", escape(c)))
-                .unwrap_or_default();
-            let test = e.test.as_ref().map(test_note).unwrap_or_default();
-            format!(
-                "<b>{}</b>{class}: {} {}, ratio {}{}<br><span class=\"source\">{}{}</span>",
-                e.against.name(),
-                format_value(e.expected),
-                escape(&finding.unit),
-                ratio(e.ratio),
-                escape(&test),
-                with_notes(&e.source, notes),
-                escape(&band)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("<br>")
+    cell.join("<br>")
 }
 
 /// How many findings from the first of `rows` on have its verdict, no cause, and lack the
@@ -415,6 +441,36 @@ mod tests {
         let page = render(1, &report);
         assert!(page.contains(&format!("clock 3 ({why})")), "{page}");
         assert!(!page.contains(&format!("] {why}</li>")));
+    }
+
+    #[test]
+    fn an_unstable_row_shows_its_spread_and_a_long_source_is_folded() {
+        let page = render(1, &fixture());
+        // The unstable result's reason is its repetitions' spread, which no expectation says.
+        assert!(
+            page.contains("</td><td>cv 14.5 % over 3 repetitions (threshold 5 %)"),
+            "{page}"
+        );
+        // A short source stays in the cell (the fixture's, once the notes under the table stand
+        // for their long parentheses); a long one (a peak's factors, each with where it came
+        // from, said by this row alone) is folded under its first words.
+        assert!(page.contains("<br><span class=\"source\">peak 90.6 GFLOP/s <span"));
+        assert!(!page.contains("<details class=\"source\">"));
+        let mut report = fixture();
+        let findings = report.findings.as_mut().unwrap();
+        let judged = findings
+            .results
+            .iter_mut()
+            .find(|f| f.verdict != crate::result::Verdict::AtLimit && !f.expectations.is_empty())
+            .unwrap();
+        judged.expectations[0].source = "the peak 205 GIOP/s (2 cores × 3.2009 GHz × 8 lanes × 4 \
+             units × 1 op; clock 3.2009 (measured: a dependent add chain on one core))"
+            .into();
+        let page = render(1, &report);
+        assert!(page.contains(
+            "<details class=\"source\"><summary>the peak 205 GIOP/s</summary>the peak 205 GIOP/s \
+             (2 cores"
+        ));
     }
 
     #[test]
