@@ -119,10 +119,11 @@ fn judge_result(report: &Report, r: &BenchResult, past: &past::Index) -> Finding
     }
     if verdict != Verdict::AtLimit && verdict != Verdict::Unknown {
         let gap = gap(&expectations);
-        let against_hardware = expectations.iter().any(|e| {
-            matches!(e.against, Against::Physics | Against::Reference)
-                && e.verdict == Verdict::Below
-        });
+        // A property of the machine's build is named against the hardware's physics only:
+        // the standard tool ran on the same build, and its past measured it too.
+        let against_hardware = expectations
+            .iter()
+            .any(|e| e.against == Against::Physics && e.verdict == Verdict::Below);
         let any_below = expectations.iter().any(|e| e.verdict == Verdict::Below);
         for c in found.causes.iter_mut() {
             let slows = c.slows && (!c.structural || against_hardware);

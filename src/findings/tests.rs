@@ -1002,3 +1002,44 @@ fn a_rooflines_ceilings_are_judged_as_the_cpu_kernels_and_its_sweep_is_not() {
         f.missing
     );
 }
+
+#[test]
+fn a_property_of_the_build_is_named_below_the_peak_not_below_the_tool_that_shared_it() {
+    // The powersave governor slows both peakbench's kernel and the standard tool's beside it:
+    // it can explain a figure below the hardware's peak, not one below the tool's (which the
+    // same governor clocked). A memory read at 0.77 of likwid-bench's, THP 'madvise' for both,
+    // was blamed on THP.
+    let judged_with = |peak: bool| {
+        let mut report = document();
+        report.host.cpu.governor = crate::sysinfo::Fact {
+            value: Some("powersave".into()),
+            source: Some("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor".into()),
+            reason: None,
+        };
+        let mut r = kernel(&report, 1, 0.6);
+        if !peak {
+            r.peak = None;
+        }
+        r.reference = Some(crate::result::Reference {
+            tool: "likwid-bench".into(),
+            command: "likwid-bench -t peakflops_avx_fma".into(),
+            value: Some(100.0),
+            ratio: Some(0.6),
+            note: None,
+        });
+        report.results.push(r);
+        judged(&report)
+    };
+    let f = judged_with(true);
+    assert_eq!(f.verdict, Verdict::Below, "{f:#?}");
+    cause(&f, "governor");
+    let f = judged_with(false);
+    assert_eq!(f.verdict, Verdict::Below, "{f:#?}");
+    assert!(
+        f.expectations
+            .iter()
+            .all(|e| e.against == crate::result::Against::Reference),
+        "{f:#?}"
+    );
+    assert!(f.causes.iter().all(|c| c.kind != "governor"), "{f:#?}");
+}

@@ -30,7 +30,8 @@ pub struct Candidate {
     /// It can make a figure lower than the hardware's without an exact bound.
     pub slows: bool,
     /// It is a property of this machine's build (a virtual disk, THP off), named only where
-    /// the figure is below the hardware's physics or the standard tool, not below its own past.
+    /// the figure is below the hardware's physics: not below its own past, which the same
+    /// build measured, nor below the standard tool's figure, measured on the same build.
     pub structural: bool,
     /// It can spread the repetitions.
     pub noisy: bool,
