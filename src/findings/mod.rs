@@ -27,7 +27,8 @@ use std::time::Instant;
 pub use past::{PAST_RUNS, PastRun, fingerprint, past_runs};
 
 use crate::result::{
-    Against, BenchResult, Cause, Expectation, Finding, Findings, Report, Verdict, higher_is_better,
+    Against, BenchResult, Cause, Expectation, Finding, Findings, NO_CAUSE, Report, Verdict,
+    higher_is_better, missing_kinds,
 };
 use crate::units::format_value;
 
@@ -329,23 +330,6 @@ fn link_fleet(
         ),
         test: None,
     }))
-}
-
-/// What a finding that should have causes says when none was read.
-pub const NO_CAUSE: &str = "no cause found on this machine during the run";
-
-/// What an unknown verdict's line names after "nothing to judge it against": each missing
-/// thing's name (its text before the first ':', where its remedy starts), " (a, b, c)"; empty
-/// when nothing is named.
-pub fn missing_kinds(missing: &[String]) -> String {
-    if missing.is_empty() {
-        return String::new();
-    }
-    let kinds: Vec<&str> = missing
-        .iter()
-        .map(|m| m.split(':').next().unwrap_or(m))
-        .collect();
-    format!(" ({})", kinds.join(", "))
 }
 
 /// The verdict in one line, with the figure that decided it.

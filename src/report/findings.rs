@@ -20,7 +20,7 @@ pub const SHOWN: [Verdict; 4] = [
     Verdict::Unknown,
 ];
 
-pub use crate::findings::NO_CAUSE;
+pub use crate::result::NO_CAUSE;
 
 /// The findings a section lists, grouped by verdict in the order of [`SHOWN`], each group in
 /// the order of the results.
@@ -316,7 +316,7 @@ pub fn reason(finding: &Finding) -> &str {
     match finding.causes.first() {
         Some(cause) => cut(line.find(&format!("; {}", cause.text))),
         None if wants_causes(finding.verdict) => cut(line.rfind(&format!("; {NO_CAUSE}"))),
-        None => line.strip_suffix(&crate::findings::missing_kinds(&finding.missing)),
+        None => line.strip_suffix(&crate::result::missing_kinds(&finding.missing)),
     }
     .unwrap_or(line)
 }

@@ -167,3 +167,20 @@ impl Evidence {
         }
     }
 }
+
+/// What a finding that should have causes says when none was read.
+pub const NO_CAUSE: &str = "no cause found on this machine during the run";
+
+/// What an unknown verdict's line names after "nothing to judge it against": each missing
+/// thing's name (its text before the first ':', where its remedy starts), " (a, b, c)"; empty
+/// when nothing is named.
+pub fn missing_kinds(missing: &[String]) -> String {
+    if missing.is_empty() {
+        return String::new();
+    }
+    let kinds: Vec<&str> = missing
+        .iter()
+        .map(|m| m.split(':').next().unwrap_or(m))
+        .collect();
+    format!(" ({})", kinds.join(", "))
+}

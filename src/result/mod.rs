@@ -12,7 +12,10 @@ pub mod validate;
 
 use serde::{Deserialize, Serialize};
 
-pub use findings::{Against, Cause, Evidence, Expectation, Finding, Findings, Test, Verdict};
+pub use findings::{
+    Against, Cause, Evidence, Expectation, Finding, Findings, NO_CAUSE, Test, Verdict,
+    missing_kinds,
+};
 
 use crate::evidence::{CaseEvidence, RunEvidence};
 use crate::names::named_enum;
