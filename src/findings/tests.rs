@@ -135,6 +135,26 @@ fn a_cpuset_smaller_than_the_threads_is_named() {
     let f = judged(&report);
     assert_eq!(f.verdict, Verdict::Below);
     assert_eq!(cause(&f, "cpuset").value, Some(1.0));
+    assert!(!cause(&f, "cpuset").remedy.contains("MPI"));
+    // In an MPI job the launcher's binding narrowed it, and the remedy says how to undo it:
+    // mpirun's --bind-to, or Slurm's share of the node.
+    report.cluster = Some(crate::result::Cluster::default());
+    let remedy = cause(&judged(&report), "cpuset").remedy.clone();
+    assert!(
+        remedy.ends_with("in an MPI job, leave out mpirun's --bind-to (or give --bind-to none)"),
+        "{remedy}"
+    );
+    report.cluster.as_mut().unwrap().job = Some(crate::result::Job {
+        scheduler: "slurm".into(),
+        id: "7".into(),
+        name: None,
+        partition: None,
+        nodelist: None,
+        nodes: Vec::new(),
+        variables: Default::default(),
+    });
+    let remedy = cause(&judged(&report), "cpuset").remedy.clone();
+    assert!(remedy.contains("--cpus-per-task=N"), "{remedy}");
     // One thread on the one CPU is not held by it.
     let mut report = document();
     report.evidence.as_mut().unwrap().affinity = vec![1];

@@ -215,6 +215,16 @@ fn cpuset(s: &Scene, out: &mut Vec<Candidate>) {
     if let Some(set) = s.run.cpuset.as_ref() {
         evidence.push(Evidence::new(set.source.clone(), set.value.clone()));
     }
+    // In an MPI job the launcher's binding is what narrowed it (peakbench widens mpirun's
+    // default one; a binding the user or Slurm's share of the node gave stays).
+    let launcher = match s.report.cluster.as_ref() {
+        Some(cluster) if cluster.job.is_some() => {
+            "; in a Slurm job, give each task its CPUs (--cpus-per-task=N), or the job the \
+             whole node (--exclusive)"
+        }
+        Some(_) => "; in an MPI job, leave out mpirun's --bind-to (or give --bind-to none)",
+        None => "",
+    };
     let mut c = Candidate::new(
         "cpuset",
         format!(
@@ -225,8 +235,10 @@ fn cpuset(s: &Scene, out: &mut Vec<Candidate>) {
             num(needed(s))
         ),
         evidence,
-        "give the process every CPU (cpuset.cpus, taskset) or ask for --threads no more than \
-         the CPUs it may use",
+        &format!(
+            "give the process every CPU (cpuset.cpus, taskset) or ask for --threads no more \
+             than the CPUs it may use{launcher}"
+        ),
     )
     .value(allowed as f64, "CPU");
     c.factor = Some(share);
