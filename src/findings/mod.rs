@@ -120,8 +120,8 @@ fn judge_result(report: &Report, r: &BenchResult, past: &past::Index) -> Finding
     }
     if verdict != Verdict::AtLimit && verdict != Verdict::Unknown {
         let gap = gap(&expectations);
-        // A property of the machine's build is named against the hardware's physics only:
-        // the standard tool ran on the same build, and its past measured it too.
+        // A property of the machine's build is named only against the hardware's physics:
+        // the standard tool's figure and the result's past were measured on the same build.
         let against_hardware = expectations
             .iter()
             .any(|e| e.against == Against::Physics && e.verdict == Verdict::Below);

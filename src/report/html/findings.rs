@@ -222,8 +222,9 @@ const SOURCE_FOLD: usize = 100;
 /// "the peak 205 GIOP/s").
 fn against(finding: &Finding, notes: &[String]) -> String {
     let mut cell = Vec::new();
-    if finding.verdict == Verdict::Unstable && !reason(finding).is_empty() {
-        cell.push(escape(reason(finding)));
+    let spread = reason(finding);
+    if finding.verdict == Verdict::Unstable && !spread.is_empty() {
+        cell.push(escape(spread));
     }
     cell.extend(finding.expectations.iter().map(|e| {
         let band = match e.band {
