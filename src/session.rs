@@ -42,6 +42,9 @@ fn machine_warnings(ctx: &Context) -> Vec<String> {
              set it with 'cpupower frequency-set -g performance'"
         ));
     }
+    if let Some(clock) = ctx.peaks.cpu.factors.clock_warning() {
+        warnings.push(clock);
+    }
     if let Some(vendor) = ctx.host.hypervisor.as_ref()
         && vendor != "none"
     {

@@ -209,7 +209,19 @@ pub struct CpuOptions {
 
 /// Measures the clock and the FMA throughput of one core, for peaks whose factors are unknown.
 pub fn probe() -> Probes {
-    let ghz = crate::sysinfo::clock::measure_ghz();
+    let reading = crate::sysinfo::clock::read();
+    let (ghz, ghz_detail) = match reading.map(|r| (r.agreed(), r)) {
+        Some((Ok(ghz), r)) => (
+            Some(ghz),
+            Some(format!(
+                "{}, agreeing within {} %",
+                r.describe(),
+                crate::sysinfo::clock::AGREEMENT * 100.0
+            )),
+        ),
+        Some((Err(why), _)) => (None, Some(why)),
+        None => (None, None),
+    };
     let widest = [Isa::Avx512, Isa::Avx2, Isa::Sse]
         .into_iter()
         .filter_map(|isa| kernels::find(Precision::F64, isa, true, Form::Arith))
@@ -229,6 +241,7 @@ pub fn probe() -> Probes {
     };
     Probes {
         ghz,
+        ghz_detail,
         fma_per_cycle,
         fma_isa: widest.map(|k| k.isa),
     }

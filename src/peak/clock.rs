@@ -20,7 +20,7 @@ pub struct ClockPair {
     pub at_turbo: Option<f64>,
     /// The turbo clock in GHz and its source.
     pub turbo_ghz: Factor,
-    /// The clock measured by the probe (a dependent add chain on one core), GHz.
+    /// The clock measured by the probe (dependent add and imul chains on one core), GHz.
     pub measured_ghz: Option<f64>,
 }
 
@@ -82,7 +82,14 @@ pub(super) fn clock_factor(info: &SysInfo, flags: &PeakArgs, probes: &Probes) ->
         }
     }
     match probes.ghz {
-        Some(ghz) => Factor::known(ghz, "measured", "dependent add chain, 1 add per cycle"),
+        Some(ghz) => Factor::known(
+            ghz,
+            "measured",
+            probes
+                .ghz_detail
+                .clone()
+                .unwrap_or_else(|| "dependent chains on one core".to_string()),
+        ),
         None => {
             Factor::unknown("no clock in sysfs, the model string or /proc/cpuinfo: give --cpu-ghz")
         }
@@ -123,6 +130,26 @@ pub(super) fn turbo_factor(info: &SysInfo, flags: &PeakArgs, base: &Factor) -> F
 }
 
 impl CpuFactors {
+    /// A warning when the clock probe ran but its two chains disagreed: the peaks then stand
+    /// on the nominal clock, which a turbo core runs above.
+    pub fn clock_warning(&self) -> Option<String> {
+        if self.measured_ghz.value.is_some() || !self.measured_ghz.detail.contains("imul chain") {
+            return None;
+        }
+        let fallback = match self.ghz.value {
+            Some(g) => format!(
+                "the peaks use the base clock, {} GHz ({})",
+                trim_float(g),
+                self.ghz.source
+            ),
+            None => "no clock is known: give --cpu-ghz".to_string(),
+        };
+        Some(format!(
+            "the clock probe read no clock: {}; {fallback}; give --cpu-ghz to set it",
+            self.measured_ghz.detail
+        ))
+    }
+
     /// The clock per-result peaks use: a `--cpu-ghz` flag as given; otherwise the nominal
     /// clock, or the measured one when the cores were seen running faster (turbo), so that
     /// efficiency is against what the cores can really do and never above 100 % by boost alone.

@@ -13,8 +13,11 @@ use crate::sysinfo::microarch::{self, CoreResources};
 /// Measurements that can stand in for unknown factors.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Probes {
-    /// Clock measured by a dependent add chain on one core, GHz.
+    /// Clock measured on one core, GHz, when its two chains agree (`sysinfo::clock`).
     pub ghz: Option<f64>,
+    /// What the clock probe read: both chains' figures, or why they are no clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ghz_detail: Option<String>,
     /// FMA instructions retired per cycle on one core at the widest vector ISA.
     pub fma_per_cycle: Option<f64>,
     /// The ISA the FMA probe used.
@@ -124,13 +127,11 @@ fn cpu_factors(info: &SysInfo, flags: &PeakArgs, probes: &Probes, isas: &[Isa]) 
     };
     let ghz = clock_factor(info, flags, probes);
     let turbo_ghz = turbo_factor(info, flags, &ghz);
-    let measured_ghz = match probes.ghz {
-        Some(g) => Factor::known(
-            g,
-            "measured",
-            "dependent add chain on one core, 1 add per cycle",
-        ),
-        None => Factor::unknown("no clock probe ran"),
+    let measured_ghz = match (probes.ghz, &probes.ghz_detail) {
+        (Some(g), Some(detail)) => Factor::known(g, "measured", detail.clone()),
+        (Some(g), None) => Factor::known(g, "measured", "dependent chains on one core"),
+        (None, Some(why)) => Factor::unknown(why.clone()),
+        (None, None) => Factor::unknown("no clock probe ran"),
     };
     let pipes = pipe_factors(info, flags, probes, isas);
     CpuFactors {
@@ -188,12 +189,10 @@ fn pipe_factors(info: &SysInfo, flags: &PeakArgs, probes: &Probes, isas: &[Isa])
     } else if let (Some(per_cycle), Some(isa)) = (probes.fma_per_cycle, probes.fma_isa) {
         let i = width_index(isa);
         if fma_units[i].value.is_none() {
-            fma_units[i] = Factor::known(
-                per_cycle.round().max(1.0),
-                "measured",
-                format!(
-                    "{} FMA instructions per cycle measured at {} on one core (rounded)",
-                    trim_float(per_cycle),
+            fma_units[i] = units_from_rate(
+                per_cycle,
+                &format!(
+                    "FMA instructions per cycle measured at {} on one core",
                     isa.name()
                 ),
             );
@@ -238,6 +237,28 @@ fn pipe_factors(info: &SysInfo, flags: &PeakArgs, probes: &Probes, isas: &[Isa])
         vnni_units: extension(|r| r.vnni_units, "VNNI dot products per cycle"),
         bf16_dot_units: extension(|r| r.bf16_dot_units, "bf16 dot products per cycle"),
         amx_tiles_per_cycle: extension(|r| r.amx_tiles_per_cycle, "AMX tile multiplies per cycle"),
+    }
+}
+
+/// How far from a whole number a measured rate may lie and still be read as a unit count.
+pub const UNIT_ROUNDING: f64 = 0.15;
+
+/// A unit count from a measured rate per cycle: the nearest whole number when the rate lies
+/// within [`UNIT_ROUNDING`] of it, else unknown with the rate stated (0.31 FMA per cycle is not
+/// "1 unit": it says the clock the rate was divided by is wrong, or the core was shared).
+pub fn units_from_rate(per_cycle: f64, what: &str) -> Factor {
+    let whole = per_cycle.round();
+    if whole >= 1.0 && (per_cycle - whole).abs() <= UNIT_ROUNDING {
+        Factor::known(
+            whole,
+            "measured",
+            format!("{} {what} (rounded)", trim_float(per_cycle)),
+        )
+    } else {
+        Factor::unknown(format!(
+            "{} {what}, more than {UNIT_ROUNDING} from a whole number of units: no count is read              from it; give --fma-units",
+            trim_float(per_cycle)
+        ))
     }
 }
 
