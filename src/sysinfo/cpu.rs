@@ -272,7 +272,14 @@ pub(super) fn read_cpu(root: Root, processors: &[CpuinfoEntry]) -> CpuInfo {
     let stepping = first.and_then(|p| p.stepping);
     let topology = read_topology(root, processors);
     CpuInfo {
-        microarch: microarch::identify(&vendor, family, model, stepping, &model_name),
+        microarch: microarch::identify(
+            &vendor,
+            family,
+            model,
+            stepping,
+            &model_name,
+            first.map(|p| p.flags.as_slice()).unwrap_or_default(),
+        ),
         sockets: topology.sockets,
         physical_cores: topology.physical_cores,
         logical_cpus: topology.logical_cpus,
