@@ -54,6 +54,7 @@ impl Context {
             ghz: Some(2.5),
             fma_per_cycle: None,
             fma_isa: None,
+            ghz_detail: None,
         };
         Context::new(host, &PeakArgs::default(), &probes, RunnerArgs::default())
     }
@@ -436,7 +437,7 @@ mod tests {
         assert_eq!(result.efficiency, Some(0.25));
         assert_eq!(result.reference.unwrap().ratio, Some(2.0));
         assert!(result.extra.is_empty(), "a non-finite extra is left out");
-        assert!(result.warnings.iter().any(|w| w.contains("CV > 5 %")));
+        assert!(result.warnings.iter().any(|w| w.contains("CV > 10 %")));
         assert!(result.warnings.iter().any(|w| w.contains("short")));
     }
 }

@@ -23,6 +23,7 @@ use crate::interrupt;
 use crate::names::named_enum;
 use crate::options::RunnerArgs;
 use crate::stats::LatencyHistogram;
+use crate::stats::UNSTABLE_CV;
 use crate::sysinfo::clock::thread_cpu_ns;
 
 /// When a repetition stops.
@@ -432,14 +433,15 @@ pub fn clock_resolution() -> Duration {
 }
 
 /// Warnings about a case's repetitions, each with what to do about it: values that vary by
-/// more than 5 % (CV), and repetitions too short for the clock and the cost of starting threads.
+/// more than [`UNSTABLE_CV`] (the findings' "unstable"), and repetitions too short for the clock and the cost of starting threads.
 pub fn repetition_warnings(walls: &[Duration], cv: Option<f64>) -> Vec<String> {
     let mut warnings = Vec::new();
-    if let Some(cv) = cv.filter(|cv| *cv > 0.05) {
+    if let Some(cv) = cv.filter(|cv| *cv > UNSTABLE_CV) {
         warnings.push(format!(
-            "repetitions vary by {:.1} % (CV > 5 %): the machine is busy or the clock moves; \
+            "repetitions vary by {:.1} % (CV > {:.0} %): the machine is busy or the clock moves; \
              close other work, pin threads with --pin, or raise --repetitions",
-            cv * 100.0
+            cv * 100.0,
+            UNSTABLE_CV * 100.0
         ));
     }
     static RESOLUTION: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();

@@ -20,6 +20,10 @@
 //! count out the exact distribution of their statistic for small samples without ties, and use
 //! the normal approximation for large samples or where values tie.
 
+/// The coefficient of variation above which a result is unstable: the one threshold the
+/// run's warnings and the findings both use.
+pub const UNSTABLE_CV: f64 = 0.10;
+
 use std::cmp::Ordering;
 use std::f64::consts::{PI, SQRT_2};
 

@@ -69,8 +69,7 @@ fn performance(r: &BenchResult, expected: f64) -> f64 {
     }
 }
 
-/// Above this, repetitions spread too much to read one figure (coefficient of variation).
-pub const UNSTABLE_CV: f64 = 0.10;
+pub use crate::stats::UNSTABLE_CV;
 
 /// Where the standard tool's figure is this much better than ours, ours is below it.
 pub const REFERENCE_BAND: f64 = 0.90;
