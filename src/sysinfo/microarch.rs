@@ -121,30 +121,42 @@ const TABLE: &[Microarch] = &[
         pipes([2., 2., 1.], NONE, [3., 3., 2.], 4.).extensions(OnFmaPipes, Absent, Absent, Absent),
     ),
     // Alder Lake: AVX-512 is fused off (the E-cores lack it); its AVX-VNNI is 256 bit, which
-    // no peakbench kernel runs.
+    // no peakbench kernel runs. Its P-cores are Golden Cove: one add-only FP pipe beside the two
+    // FMA pipes, as on Sapphire Rapids below.
     row(
         "alderlake",
         Intel(&[0x97, 0x9A, 0xB7, 0xBA, 0xBF]),
-        pipes([2., 2., 0.], NONE, [3., 3., 0.], 4.).extensions(Absent, Absent, Absent, Absent),
+        pipes([2., 2., 0.], [1., 1., 0.], [3., 3., 0.], 4.)
+            .extensions(Absent, Absent, Absent, Absent),
     ),
-    // Sapphire Rapids (model 0x8F), Emerald Rapids (0xCF) and Granite Rapids (0xAD, 0xAE): two
-    // 512-bit FMA pipes (p0+p1 fused, p5) on every Xeon SKU of these generations.
+    // Sapphire Rapids (model 0x8F), Emerald Rapids (0xCF) and Granite Rapids (0xAD, 0xAE), the
+    // Golden Cove server class: two 512-bit FMA pipes (p0+p1 fused, p5) on every Xeon SKU.
+    // - FADD: Golden Cove adds fast FP adders on ports 1 and 5 (Intel SOG, Golden Cove
+    //   microarchitecture). Port 1 also holds an FMA pipe, so multiplies and adds share three
+    //   ports: one add-only pipe beside the two FMA pipes at 128 and 256 bit, none at 512 (port 1
+    //   is fused into port 0 there). Measured without FMA (`cpu --fma no`, 1 thread, at the
+    //   clock of clock-independent.txt): 2.2-2.6 instructions per cycle at 128/256 bit, above
+    //   the 2 the FMA pipes alone allow (tests/fixtures/machines/, tests/machines.rs), 1.74 at
+    //   512 bit.
     // - VNNI on the FMA ports, 2 per cycle: Intel gives AVX-512 VNNI as 256 int8 ops per cycle
     //   per core beside AMX's 2048 (Sapphire Rapids AMX material) = 2 × 64 pairs × 2 ops.
-    //   Unverified against a throughput table: LLVM's SapphireRapids model has `vpdpbusd` zmm on
-    //   p0 only (reciprocal throughput 1.0); if that is right the VNNI peak here is 2 × too high.
-    // - BF16 `vdpbf16ps` on the FMA ports: unverified, reasoning as for Cooper Lake.
+    //   Measured: `vpdpbusd` and `vpdpwssd` 1.85 per cycle on both fixture machines, so 2 ports
+    //   (LLVM's SapphireRapids model, p0 only, is refuted).
+    // - BF16 `vdpbf16ps` zmm: 0.5 per cycle. Measured by bench/dot-throughput.c: 0.44 per cycle
+    //   with 4, 8, 12, 16 or 24 independent accumulators (0.116 with one: a latency of about 9
+    //   cycles), where `vfmadd231ps` zmm reads 1.75 in the same run; the fixtures' kernel reads
+    //   0.45-0.53. The core's throughput, not the kernel's chains.
     // - FP16 `vfmadd231ph` on the FMA ports: AVX512-FP16 runs on the same FMA units with twice
-    //   the f32 lanes (Intel AVX512-FP16 architecture specification); unverified per port.
+    //   the f32 lanes (Intel AVX512-FP16 architecture specification); measured 1.84 per cycle.
     // - AMX: one tile multiply per 16 cycles, [`AMX_TILE_CYCLES`]: 2048 int8 ops and 1024 bf16
-    //   FLOP per cycle per core, Intel's AMX figures. Granite Rapids adds AMX-FP16, which no
-    //   peakbench kernel runs.
+    //   FLOP per cycle per core, Intel's AMX figures (measured: one per 18-19 cycles). Granite
+    //   Rapids adds AMX-FP16, which no peakbench kernel runs.
     row(
         "sapphirerapids",
         Intel(&[0x8F]),
-        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.).extensions(
+        pipes([2., 2., 2.], [1., 1., 0.], [3., 3., 2.], 5.).extensions(
             OnFmaPipes,
-            OnFmaPipes,
+            PerCycle(GOLDEN_COVE_BF16_DOT),
             OnFmaPipes,
             PerCycle(1. / AMX_TILE_CYCLES),
         ),
@@ -152,9 +164,9 @@ const TABLE: &[Microarch] = &[
     row(
         "emeraldrapids",
         Intel(&[0xCF]),
-        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.).extensions(
+        pipes([2., 2., 2.], [1., 1., 0.], [3., 3., 2.], 5.).extensions(
             OnFmaPipes,
-            OnFmaPipes,
+            PerCycle(GOLDEN_COVE_BF16_DOT),
             OnFmaPipes,
             PerCycle(1. / AMX_TILE_CYCLES),
         ),
@@ -162,9 +174,9 @@ const TABLE: &[Microarch] = &[
     row(
         "graniterapids",
         Intel(&[0xAD, 0xAE]),
-        pipes([2., 2., 2.], NONE, [3., 3., 2.], 5.).extensions(
+        pipes([2., 2., 2.], [1., 1., 0.], [3., 3., 2.], 5.).extensions(
             OnFmaPipes,
-            OnFmaPipes,
+            PerCycle(GOLDEN_COVE_BF16_DOT),
             OnFmaPipes,
             PerCycle(1. / AMX_TILE_CYCLES),
         ),
@@ -239,6 +251,9 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 /// Optimization Reference Manual, AMX chapter). 16 × 16 results × 64 int8 pairs / 16 cycles =
 /// 1024 multiply-adds (2048 ops) per cycle per core; × 32 bf16 pairs = 512 (1024 FLOP).
 const AMX_TILE_CYCLES: f64 = 16.;
+
+/// `vdpbf16ps` zmm per cycle on Golden Cove server cores, measured (the table's comment).
+const GOLDEN_COVE_BF16_DOT: f64 = 0.5;
 
 /// No pipes of a kind, at any width.
 const NONE: [f64; 3] = [0.; 3];
