@@ -73,6 +73,10 @@ pub struct SysinfoArgs {
     /// Print one JSON document instead of the table
     #[arg(long)]
     pub json: bool,
+    /// Read the inventory from a folder of a machine read off earlier (bench/read-machine.sh),
+    /// with the clock its clock-independent.txt gives, instead of from this machine (tests)
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub sysroot: Option<PathBuf>,
     #[command(flatten)]
     pub peak: PeakArgs,
 }

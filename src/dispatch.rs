@@ -176,8 +176,15 @@ impl<T: clap::FromArgMatches> FromMatches for T {
 
 fn sysinfo(args: &SysinfoArgs) -> Result<ExitCode> {
     args.peak.check()?;
-    let host = crate::sysinfo::collect();
-    let peaks = crate::peak::Peaks::compute(&host, &args.peak, &crate::registry::probe());
+    let (host, probes) = match &args.sysroot {
+        None => (crate::sysinfo::collect(), crate::registry::probe()),
+        Some(dir) => {
+            let host = crate::sysinfo::replay(dir)
+                .map_err(|why| crate::error::usage(format!("--sysroot: {why}")))?;
+            (host, replayed_probes(dir))
+        }
+    };
+    let peaks = crate::peak::Peaks::compute(&host, &args.peak, &probes);
     if args.json {
         let doc = serde_json::json!({
             "schema_version": SCHEMA_VERSION,
@@ -191,6 +198,26 @@ fn sysinfo(args: &SysinfoArgs) -> Result<ExitCode> {
         print!("{}", crate::peak::render(&peaks));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The clock probe of a machine read off earlier, from its `clock-independent.txt`; no FMA
+/// probe (the fixture's own runs hold its rates).
+fn replayed_probes(dir: &std::path::Path) -> crate::peak::Probes {
+    let Some(reading) = crate::sysinfo::clock::from_fixture(dir) else {
+        return crate::peak::Probes::default();
+    };
+    let (ghz, detail) = match reading.agreed() {
+        Ok(ghz) => (
+            Some(ghz),
+            format!("clock-independent.txt: {}", reading.describe()),
+        ),
+        Err(why) => (None, why),
+    };
+    crate::peak::Probes {
+        ghz,
+        ghz_detail: Some(detail),
+        ..Default::default()
+    }
 }
 
 /// `peakbench run`: every table of a preset or config file, in one session.

@@ -96,6 +96,19 @@ pub fn measure_ghz() -> Option<f64> {
     read()?.agreed().ok()
 }
 
+/// The reading of a machine read off earlier: its `clock-independent.txt` ("ADD_GHZ IMUL_GHZ",
+/// as `bench/clock.c` prints it).
+pub fn from_fixture(dir: &std::path::Path) -> Option<ClockReading> {
+    let text = std::fs::read_to_string(dir.join("clock-independent.txt")).ok()?;
+    let mut numbers = text.split_whitespace().map(str::parse::<f64>);
+    match (numbers.next(), numbers.next()) {
+        (Some(Ok(add_ghz)), Some(Ok(imul_ghz))) if add_ghz > 0.0 && imul_ghz > 0.0 => {
+            Some(ClockReading { add_ghz, imul_ghz })
+        }
+        _ => None,
+    }
+}
+
 /// Instructions in one call of a chain.
 #[cfg(target_arch = "x86_64")]
 const CHAIN: u64 = 100 * 1_000;

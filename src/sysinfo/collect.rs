@@ -53,6 +53,62 @@ pub fn collect_from(root: &Path, probes: &Probes) -> SysInfo {
     }
 }
 
+/// The inventory of a machine read off earlier into a folder (`tests/fixtures/machines/*`, as
+/// `bench/read-machine.sh` writes it: `cpuinfo.txt`, `meminfo.txt`, `lscpu.json`,
+/// `sys/cpu0-cache/indexN/`), or of a folder laid out as "/" is. The fixture's files are laid
+/// into a temporary tree at their live paths, and the inventory is read from it as from "/";
+/// nothing of this machine is read.
+pub fn replay(dir: &Path) -> Result<SysInfo, String> {
+    if !dir.is_dir() {
+        return Err(format!("{} is not a directory", dir.display()));
+    }
+    let cpuid_hypervisor = std::fs::read_to_string(dir.join("lscpu.json"))
+        .ok()
+        .and_then(|text| lscpu_field(&text, "Hypervisor vendor:"));
+    let probes = Probes {
+        dmidecode: Err(format!("replayed from {}: no dmidecode", dir.display())),
+        cpuid_hypervisor,
+    };
+    if !dir.join("cpuinfo.txt").exists() {
+        return Ok(collect_from(dir, &probes));
+    }
+    let tree = tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?;
+    let lay = |from: &Path, to: &str| -> Result<(), String> {
+        let target = tree.path().join(to);
+        std::fs::create_dir_all(target.parent().expect("a live path has a parent"))
+            .and_then(|()| std::fs::copy(from, &target).map(drop))
+            .map_err(|e| format!("{}: {e}", from.display()))
+    };
+    lay(&dir.join("cpuinfo.txt"), "proc/cpuinfo")?;
+    if dir.join("meminfo.txt").exists() {
+        lay(&dir.join("meminfo.txt"), "proc/meminfo")?;
+    }
+    let caches = dir.join("sys/cpu0-cache");
+    for index in std::fs::read_dir(&caches).into_iter().flatten().flatten() {
+        for file in std::fs::read_dir(index.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let to = format!(
+                "sys/devices/system/cpu/cpu0/cache/{}/{}",
+                index.file_name().to_string_lossy(),
+                file.file_name().to_string_lossy()
+            );
+            lay(&file.path(), &to)?;
+        }
+    }
+    Ok(collect_from(tree.path(), &probes))
+}
+
+/// The `data` of the field named `name` in `lscpu -J`'s output.
+fn lscpu_field(text: &str, name: &str) -> Option<String> {
+    let doc: serde_json::Value = serde_json::from_str(text).ok()?;
+    doc["lscpu"].as_array()?.iter().find_map(|entry| {
+        (entry["field"].as_str()? == name).then(|| entry["data"].as_str().map(str::to_string))?
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

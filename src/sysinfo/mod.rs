@@ -16,7 +16,7 @@ mod os;
 mod root;
 mod table;
 
-pub use collect::collect;
+pub use collect::{collect, replay};
 pub use cpu::{format_cpu_list, parse_cpu_list};
 pub use memory::run_for_at_most;
 pub use table::render;

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Reads this machine into a fixture folder the way ../shared/machines/README.md describes, so
+# the tests can replay it (tests/machines.rs): /proc, lscpu, raw CPUID, the sysfs cache folders,
+# an independent clock reading (bench/clock.c), and peakbench's own sysinfo, CPU, latency and
+# quick runs.
+#
+#     bench/read-machine.sh DIR [PEAKBENCH]
+#
+# Each step is bounded by `timeout` and may fail on its own (a sandbox without sysfs caches,
+# without io_uring for the quick run's disk cases): what it could read is kept, and
+# `stderr.txt` holds what each step printed on stderr, and which step failed.
+set -u
+out=${1:?usage: bench/read-machine.sh DIR [PEAKBENCH]}
+pb=${2:-target/release/peakbench}
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out"
+: >"$out/stderr.txt"
+step() { # step FILE TIMEOUT COMMAND...: COMMAND's stdout into FILE, its stderr and failure into stderr.txt
+    local file=$1 limit=$2
+    shift 2
+    timeout "$limit" "$@" >"$out/$file" 2>>"$out/stderr.txt" ||
+        echo "$file: '$*' exited $?" >>"$out/stderr.txt"
+}
+cat /proc/cpuinfo >"$out/cpuinfo.txt"
+cat /proc/meminfo >"$out/meminfo.txt"
+step lscpu.json 20 lscpu -J
+if command -v cpuid >/dev/null; then step cpuid-raw.txt 60 cpuid -r; fi
+for index in /sys/devices/system/cpu/cpu0/cache/index*; do
+    [ -d "$index" ] || continue
+    mkdir -p "$out/sys/cpu0-cache/$(basename "$index")"
+    for f in level type size shared_cpu_list coherency_line_size ways_of_associativity number_of_sets; do
+        cat "$index/$f" >"$out/sys/cpu0-cache/$(basename "$index")/$f" 2>/dev/null
+    done
+done
+{
+    uname -r
+    grep PRETTY_NAME /etc/os-release
+    nproc
+    date -u +%F
+} >"$out/os.txt"
+clock=$(mktemp)
+if gcc -O2 -o "$clock" "$here/clock.c" 2>/dev/null || cp "${CLOCKCHECK:-/nonexistent}" "$clock" 2>/dev/null; then
+    step clock-independent.txt 30 "$clock"
+fi
+rm -f "$clock"
+n=$(nproc)
+step peakbench-sysinfo.json 60 "$pb" sysinfo --json
+step peakbench-cpu-all.json 300 "$pb" cpu --precision i8,i16,i32,i64,f16,bf16,f32,f64 --isa all \
+    --fma both --threads "1,$n" --duration 300ms -r 3 --json --no-history
+step peakbench-mem-latency.json 120 "$pb" mem latency --json --no-history
+step peakbench-quick.json 180 "$pb" run --preset quick --json --no-history
