@@ -369,6 +369,16 @@ fn line(
         Verdict::AtLimit => decided(Verdict::AtLimit)
             .map(|e| format!("at its limit: {}", against(e)))
             .unwrap_or_else(|| "at its limit".into()),
+        Verdict::AboveLimit if causes.iter().any(|c| c.kind == "model-wrong") => {
+            decided(Verdict::AboveLimit)
+                .map(|e| {
+                    format!(
+                        "above the model's peak, so the model is wrong: {}",
+                        against(e)
+                    )
+                })
+                .unwrap_or_default()
+        }
         Verdict::AboveLimit => decided(Verdict::AboveLimit)
             .map(|e| format!("above what the hardware can do: {}", against(e)))
             .unwrap_or_default(),

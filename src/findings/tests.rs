@@ -1063,3 +1063,91 @@ fn a_property_of_the_build_is_named_below_the_peak_not_below_the_tool_that_share
     );
     assert!(f.causes.iter().all(|c| c.kind != "governor"), "{f:#?}");
 }
+
+/// Issue 45 item 5: a kernel above its peak at its own clock proves the model wrong, and the
+/// line says so instead of praising the hardware.
+#[test]
+fn a_kernel_over_its_peak_at_its_own_clock_says_the_model_is_wrong() {
+    let mut report = document();
+    report.results.push(kernel_clocked(&report, 1.30, 2.95));
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::AboveLimit);
+    let c = cause(&f, "model-wrong");
+    assert!(
+        c.text.contains("the model of this machine is wrong"),
+        "{}",
+        c.text
+    );
+    assert!(
+        f.line
+            .starts_with("above the model's peak, so the model is wrong"),
+        "{}",
+        f.line
+    );
+    assert!(
+        !f.line.contains("above what the hardware can do"),
+        "{}",
+        f.line
+    );
+    // Within 3 % of the peak at the clock after it: the clock's, not the model's.
+    report.results[0] = kernel_clocked(&report, 1.06, 3.10);
+    assert!(
+        judged(&report)
+            .causes
+            .iter()
+            .all(|c| c.kind != "model-wrong")
+    );
+}
+
+/// Every kernel at the same fraction of its peak names the factor the peaks share.
+#[test]
+fn kernels_all_at_one_fraction_of_their_peaks_name_the_shared_factor() {
+    let mut report = document();
+    for share in [0.310, 0.312, 0.315] {
+        report.results.push(kernel(&report, 1, share));
+    }
+    let run = judge(&report, &[]).run;
+    let c = run
+        .iter()
+        .find(|c| c.kind == "shared-factor")
+        .unwrap_or_else(|| panic!("{run:#?}"));
+    assert!(
+        c.text.contains("all 3 CPU kernels read 0.31-0.32"),
+        "{}",
+        c.text
+    );
+    // Fractions apart by more than 3 %, or at the limit: no shared factor.
+    report.results[2] = kernel(&report, 1, 0.5);
+    assert!(
+        judge(&report, &[])
+            .run
+            .iter()
+            .all(|c| c.kind != "shared-factor")
+    );
+}
+
+/// Kernels at N threads doing half of N × their one-thread rate: the CPUs are SMT siblings.
+#[test]
+fn kernels_at_half_their_scaling_name_shared_cores() {
+    let mut report = document();
+    for (i, precision) in ["f64", "f32", "i8"].into_iter().enumerate() {
+        let mut one = kernel(&report, 1, 0.95);
+        one.params.precision = Some(precision.into());
+        one.id = format!("k{i}-t1");
+        let mut two = kernel(&report, 2, 0.48 * 2.0 * 0.95);
+        two.params.precision = Some(precision.into());
+        two.id = format!("k{i}-t2");
+        report.results.extend([one, two]);
+    }
+    let run = judge(&report, &[]).run;
+    let c = run
+        .iter()
+        .find(|c| c.kind == "shared-cores")
+        .unwrap_or_else(|| panic!("{run:#?}"));
+    assert!((c.value.unwrap() - 0.48).abs() < 1e-9, "{c:?}");
+    assert!(
+        c.text.contains("the 2 CPUs do the work of about 1 core"),
+        "{}",
+        c.text
+    );
+}

@@ -13,6 +13,7 @@
 mod cpu;
 mod disk;
 mod memory;
+mod model;
 mod net;
 
 use crate::evidence::{CaseEvidence, RunEvidence};
@@ -141,6 +142,7 @@ pub fn of_result(report: &Report, r: &BenchResult) -> Found {
     };
     let mut causes = Vec::new();
     cpu::causes(&scene, &mut causes);
+    model::model_wrong(&scene, &mut causes);
     memory::causes(&scene, &mut causes);
     disk::causes(&scene, &mut causes);
     net::causes(&scene, &mut causes);
@@ -193,6 +195,8 @@ pub fn run_causes(report: &Report) -> Vec<Cause> {
         });
     }
     causes.extend(shared_machines(report));
+    causes.extend(model::shared_fraction(report));
+    causes.extend(model::shared_cores(report));
     causes
 }
 

@@ -1,0 +1,210 @@
+//! The model of the machine checked against what its kernels measured.
+//!
+//! Every CPU peak is cores × clock × the pipes of the microarchitecture table. A kernel cannot
+//! run faster than the pipes it uses allow, so a kernel above its peak proves the model wrong
+//! (too few pipes in the table, or a clock too low), not the hardware above its limit. And
+//! where every kernel of a run reads the same fraction of its peak, or every kernel at N
+//! threads does the same fraction of N times its one-thread rate, the factor the kernels
+//! share (the clock, the core count) is off, not each kernel.
+
+use super::{Candidate, Scene};
+use crate::result::{BenchResult, Cause, Evidence, Report, Subsystem};
+
+/// A kernel this much above its peak at its own clock proves the model wrong.
+pub const ABOVE_MODEL: f64 = 1.03;
+
+/// Kernels whose fractions of their peaks lie within this share of each other share a factor.
+const SAME_FRACTION: f64 = 0.03;
+
+/// Below this fraction of their peaks, kernels that share a fraction are all short.
+const SHORT: f64 = 0.90;
+
+/// Whether `r` is a CPU throughput kernel (`cpu` flops, iops, dot products, tiles), whose peak
+/// is the model's product alone.
+fn kernel(r: &BenchResult) -> bool {
+    r.subsystem == Subsystem::Cpu
+        && matches!(
+            r.op.as_str(),
+            "flops" | "iops" | "dot-flops" | "dot-iops" | "tile-flops" | "tile-iops"
+        )
+}
+
+/// The clock the peak of `r` was computed at, and the clock measured right after it, when both
+/// are known.
+fn clocks(r: &BenchResult) -> Option<(f64, f64)> {
+    let peak = r.peak.as_ref()?;
+    let pair = peak.pair.as_ref()?;
+    let (at_base, base) = (pair.at_base?, pair.base_ghz.value?);
+    let after = r.extra.iter().find(|e| e.metric == "clock_after")?.value;
+    (at_base > 0.0 && after > 0.0).then(|| (base * peak.value / at_base, after))
+}
+
+/// A kernel above its peak at its own clock (the one measured right after it, where known):
+/// the model is wrong.
+pub fn model_wrong(s: &Scene, out: &mut Vec<Candidate>) {
+    let r = s.r;
+    let Some(peak) = r.peak.as_ref().filter(|p| p.value > 0.0 && kernel(r)) else {
+        return;
+    };
+    let (clock, own) = match clocks(r) {
+        Some((peak_clock, after)) => (Some(after), r.value / peak.value * peak_clock / after),
+        None => (None, r.value / peak.value),
+    };
+    if own <= ABOVE_MODEL {
+        return;
+    }
+    let at = clock
+        .map(|ghz| format!(" at the {ghz:.2} GHz measured right after it"))
+        .unwrap_or_default();
+    let mut c = Candidate::new(
+        "model-wrong",
+        format!(
+            "the kernel reads {own:.2} of its peak{at}: no kernel runs faster than its pipes \
+             allow, so the model of this machine is wrong (the table's pipe count for this core, \
+             or the clock), not the hardware above its limit"
+        ),
+        vec![Evidence::new(
+            "the peak and its factors",
+            peak.source.clone(),
+        )],
+        "give the core's unit count (--fma-units, --int-units) or its clock (--cpu-ghz), and \
+         report 'peakbench sysinfo --json' with this run so that the table is corrected",
+    )
+    .value(own, "of the peak");
+    c.inflates = true;
+    out.push(c);
+}
+
+/// "3.9 GHz (measured)", or "unknown (why)".
+fn short(factor: &crate::peak::Factor, unit: &str) -> String {
+    match factor.value {
+        Some(v) => format!("{v:.4} {unit}, {}", factor.source).replacen(".0000 ", " ", 1),
+        None => format!("unknown: {}", factor.detail),
+    }
+}
+
+/// The run's CPU kernels, each with its fraction of its peak at its own clock.
+fn fractions(report: &Report) -> Vec<(&BenchResult, f64)> {
+    report
+        .results
+        .iter()
+        .filter(|r| kernel(r))
+        .filter_map(|r| {
+            let peak = r.peak.as_ref().filter(|p| p.value > 0.0)?;
+            let own = match clocks(r) {
+                Some((peak_clock, after)) => r.value / peak.value * peak_clock / after,
+                None => r.value / peak.value,
+            };
+            Some((r, own))
+        })
+        .collect()
+}
+
+/// Every CPU kernel of the run short of its peak by the same fraction: the clock or the core
+/// count the peaks share is off (a clock probe 6 × too high read every kernel at 0.31).
+pub fn shared_fraction(report: &Report) -> Option<Cause> {
+    let all = fractions(report);
+    if all.len() < 3 {
+        return None;
+    }
+    let lo = all.iter().map(|(_, f)| *f).fold(f64::INFINITY, f64::min);
+    let hi = all.iter().map(|(_, f)| *f).fold(0.0, f64::max);
+    if hi >= SHORT || hi / lo - 1.0 > SAME_FRACTION {
+        return None;
+    }
+    let factors = &report.peaks.cpu.factors;
+    let clock = factors.effective_clock();
+    Some(Cause {
+        kind: "shared-factor".into(),
+        value: Some((lo + hi) / 2.0),
+        unit: "of the peak".into(),
+        text: format!(
+            "all {} CPU kernels read {lo:.2}-{hi:.2} of their peaks: one factor every peak \
+             shares is off, not each kernel: the clock ({}) or the cores ({})",
+            all.len(),
+            short(clock, "GHz"),
+            short(&factors.cores, "cores")
+        ),
+        evidence: all
+            .iter()
+            .take(6)
+            .map(|(r, f)| Evidence::new(r.id.clone(), format!("{f:.3} of its peak")))
+            .collect(),
+        bound: None,
+        explains: None,
+        remedy: "check the clock against an independent reading (bench/clock.c) and give \
+                 --cpu-ghz, or the physical cores with --cores"
+            .into(),
+    })
+}
+
+/// At N threads every kernel does the same share, about half, of N times its one-thread rate:
+/// the N CPUs are SMT siblings of N/2 cores (a hypervisor that shows each vCPU as a core), or
+/// a host that shares its cores. Half the peak at N threads is then the hardware's, not a
+/// shortfall.
+pub fn shared_cores(report: &Report) -> Option<Cause> {
+    let one: Vec<&BenchResult> = report
+        .results
+        .iter()
+        .filter(|r| kernel(r) && r.params.threads == Some(1))
+        .collect();
+    let mut scaling: Vec<(String, usize, f64)> = Vec::new();
+    for r in report.results.iter().filter(|r| kernel(r)) {
+        let Some(n) = r.params.threads.filter(|&n| n > 1) else {
+            continue;
+        };
+        let Some(single) = one.iter().find(|o| {
+            o.op == r.op
+                && o.params.precision == r.params.precision
+                && o.params.isa == r.params.isa
+                && o.params.fma == r.params.fma
+        }) else {
+            continue;
+        };
+        if single.value > 0.0 {
+            scaling.push((r.id.clone(), n, r.value / (n as f64 * single.value)));
+        }
+    }
+    if scaling.len() < 3 {
+        return None;
+    }
+    let mut shares: Vec<f64> = scaling.iter().map(|s| s.2).collect();
+    shares.sort_by(f64::total_cmp);
+    let median = shares[shares.len() / 2];
+    // Most kernels near a half: SMT siblings, not a noisy neighbour on one kernel. Kernels
+    // that leave ports idle (add and multiply without FMA) scale further on SMT siblings, so
+    // two thirds near a half suffice.
+    let near = shares.iter().filter(|s| (0.40..=0.62).contains(*s)).count();
+    if !(0.40..=0.62).contains(&median) || near * 3 < shares.len() * 2 {
+        return None;
+    }
+    let n = scaling[0].1;
+    Some(Cause {
+        kind: "shared-cores".into(),
+        value: Some(median),
+        unit: "of N × 1 thread".into(),
+        text: format!(
+            "at {n} threads the kernels do {median:.2} (median of {}) of {n} × their one-thread \
+             rate: the {n} CPUs do the work of about {} core{} (SMT siblings the hypervisor shows \
+             as cores, or cores the host shares), so their peak at {n} threads is about half \
+             the one computed",
+            scaling.len(),
+            (n as f64 * median).round(),
+            if (n as f64 * median).round() == 1.0 {
+                ""
+            } else {
+                "s"
+            }
+        ),
+        evidence: scaling
+            .iter()
+            .take(6)
+            .map(|(id, n, s)| Evidence::new(id.clone(), format!("{s:.3} of {n} × 1 thread")))
+            .collect(),
+        bound: None,
+        explains: None,
+        remedy: "give --cores the physical cores (the host's lscpu), or ask for dedicated cores \
+                 with their SMT siblings"
+            .into(),
+    })
+}
