@@ -87,14 +87,25 @@ pub(crate) fn open(engine: Engine) -> Result<Option<&'static Blas>> {
     }
 }
 
-/// The largest order of the probe multiply that picks the engine: large enough that every
-/// library runs its blocked kernels on all threads, small enough (2 GFLOP) to cost a fraction
-/// of a second. A case of a smaller order probes at its own.
+/// The largest order of the probe multiply on one thread: large enough that every library runs
+/// its blocked kernels, small enough (2 GFLOP) to cost a fraction of a second. A case of a
+/// smaller order probes at its own.
 pub const PROBE_N: usize = 1000;
+
+/// The order of the probe multiply for a case of `order` on `threads`: [`PROBE_N`] × ∛threads
+/// (the same work per thread, 2 GFLOP), at most the case's own order, a multiple of 8. At
+/// n = 1000 on 16 threads each thread's share is too small for a library's threading to pay:
+/// on a 16-core Emerald Rapids guest the probe picked OpenBLAS (500 GFLOP/s at n = 4000) over
+/// MKL (812).
+pub fn probe_order(order: u64, threads: usize) -> usize {
+    let scaled = PROBE_N as f64 * (threads.max(1) as f64).cbrt();
+    let n = ((scaled / 8.0).round() * 8.0) as usize;
+    n.min(order.max(1) as usize)
+}
 
 /// The engine a case runs on, and why it was picked. `Auto` measures each engine present: the
 /// best of three multiplies in T (the case's precision) of the case's order, at most
-/// [`PROBE_N`] (after one unmeasured), on the case's threads; the fastest multiply wins, for
+/// [`probe_order`] (after one unmeasured), on the case's threads; the fastest multiply wins, for
 /// Linpack too, whose time is its trailing updates'. A library that does not open, or lacks
 /// T's GEMM, is left out, and said so.
 pub(crate) fn resolve<T: BlasElement>(
@@ -110,7 +121,7 @@ pub(crate) fn resolve<T: BlasElement>(
     if engines.len() == 1 {
         return Ok((Engine::Builtin, "auto: no BLAS library installed".into()));
     }
-    let n = PROBE_N.min(order.max(1) as usize);
+    let n = probe_order(order, threads);
     let mut rng = crate::rng::Rng::new(99);
     let a: Vec<T> = (0..n * n)
         .map(|_| T::from_f64(rng.centered_f64()))
@@ -216,5 +227,19 @@ pub(crate) fn run_on_threads<T: Send>(
                 .build()?;
             pool.install(work)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probe_grows_with_the_threads_up_to_the_cases_order() {
+        assert_eq!(probe_order(4000, 1), 1000);
+        assert_eq!(probe_order(4000, 2), 1256);
+        assert_eq!(probe_order(4000, 16), 2520);
+        assert_eq!(probe_order(500, 16), 500);
+        assert_eq!(probe_order(0, 0), 1);
     }
 }
