@@ -5,8 +5,8 @@
 //!   a case uses;
 //! - *clock* is the nominal clock: a `--cpu-ghz` flag, else sysfs `base_frequency`, else the
 //!   model string's "@ 2.50GHz", else the kernel's `cpu MHz` (under a hypervisor the host's
-//!   nominal clock), else the clock measured on one core by a dependent chain of adds timed by
-//!   the thread's CPU time (`sysinfo::clock::measure_ghz`). Between the model string and
+//!   nominal clock), else the clock measured on one core by dependent chains of adds and of
+//!   multiplies that must agree, timed by the thread's CPU time (`sysinfo::clock`). Between the model string and
 //!   `cpu MHz` comes the small table of known models (`sysinfo::clocks`), for names that carry
 //!   no clock (AMD's);
 //! - beside it, the *turbo* clock: a `--cpu-turbo-ghz` flag, else sysfs `cpuinfo_max_freq`,
