@@ -92,6 +92,10 @@ pub(crate) fn open(engine: Engine) -> Result<Option<&'static Blas>> {
 /// smaller order probes at its own.
 pub const PROBE_N: usize = 1000;
 
+/// The pause before each engine's turn in the probe, on more than one thread: longer than
+/// the spin of the previous library's idle workers.
+const PROBE_SETTLE: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The order of the probe multiply for a case of `order` on `threads`: [`PROBE_N`] × ∛threads
 /// (the same work per thread, 2 GFLOP), at most the case's own order, a multiple of 8. At
 /// n = 1000 on 16 threads each thread's share is too small for a library's threading to pay:
@@ -105,7 +109,8 @@ pub fn probe_order(order: u64, threads: usize) -> usize {
 
 /// The engine a case runs on, and why it was picked. `Auto` measures each engine present: the
 /// best of three multiplies in T (the case's precision) of the case's order, at most
-/// [`probe_order`] (after one unmeasured), on the case's threads; the fastest multiply wins, for
+/// [`probe_order`] (after one unmeasured), on the case's threads, engine after engine with a
+/// pause between them ([`PROBE_SETTLE`]); the fastest multiply wins, for
 /// Linpack too, whose time is its trailing updates'. A library that does not open, or lacks
 /// T's GEMM, is left out, and said so.
 pub(crate) fn resolve<T: BlasElement>(
@@ -146,11 +151,17 @@ pub(crate) fn resolve<T: BlasElement>(
             Err(e) => left_out.push(format!("{e:#}")),
         }
     }
-    // The engines take turns, round by round, so a change in the machine's load in the middle
-    // of the probe falls on all of them.
+    // Each engine multiplies four times in a row (the first unmeasured), after a pause in
+    // which the previous library's worker threads stop spinning: OpenBLAS's spin for about
+    // 2^28 cycles (0.1 s) after their last call, GNU OpenMP's too, and on 16 threads of 8
+    // cores (SMT siblings) those spinning threads halved the next library's rate. Taking turns
+    // multiply by multiply read MKL at 180 GFLOP/s against its 812 in a case of its own.
     let mut c = vec![T::ZERO; n * n];
-    for round in 0..4 {
-        for (library, (_, best)) in libraries.iter().zip(rates.iter_mut()) {
+    for (i, (library, (_, best))) in libraries.iter().zip(rates.iter_mut()).enumerate() {
+        if i > 0 && threads > 1 {
+            std::thread::sleep(PROBE_SETTLE);
+        }
+        for round in 0..4 {
             let rate = run_on_threads("probe", *library, threads, pin, || {
                 let start = std::time::Instant::now();
                 super::gemm::multiply(*library, n, &a, &b, &mut c, threads)?;
