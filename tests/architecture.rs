@@ -188,3 +188,37 @@ fn every_test_runs_the_binary_through_the_harness_that_isolates_the_history() {
         "these tests run the binary without tests/common (which isolates the history): {direct:?}"
     );
 }
+
+/// The layer table of docs/architecture.md names lib.rs's modules, every one, in lib.rs's
+/// order: the page a newcomer reads cannot drift from the rule this file enforces.
+#[test]
+fn the_architecture_page_lists_the_layers_of_lib_rs() {
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md"))
+            .unwrap();
+    let table = page
+        .split("## The layers")
+        .nth(1)
+        .expect("docs/architecture.md has a section 'The layers'");
+    let mut documented = Vec::new();
+    for row in table
+        .lines()
+        .skip_while(|l| !l.starts_with("| layer"))
+        .skip(2)
+    {
+        let Some(modules) = row.split('|').nth(2) else {
+            break;
+        };
+        documented.extend(
+            modules
+                .split(',')
+                .map(|m| m.trim().trim_matches('`').to_string())
+                .filter(|m| !m.is_empty()),
+        );
+    }
+    assert_eq!(
+        documented,
+        layers(),
+        "docs/architecture.md's layer table and src/lib.rs's order differ"
+    );
+}
