@@ -78,8 +78,63 @@ pub const CLASSES: &[Class] = &[
     },
 ];
 
+/// At or under this multiple of the table's cycles, a load's latency is at its limit: the
+/// chase adds a TLB hit and the loop's own branch to the load.
+const LATENCY_SLACK: f64 = 1.20;
+
+/// Under this fraction of the table's cycles, a load was faster than its cache can be: the
+/// clock or the level is wrong.
+const LATENCY_FLOOR: f64 = 0.90;
+
+/// A load latency in a core's private cache (L1, L2) against the microarchitecture's
+/// load-to-use cycles, at the clock measured on the core (the result's `latency_cycles`).
+fn latency(report: &Report, r: &BenchResult) -> Option<Result<Expectation, String>> {
+    if (r.subsystem, r.op.as_str()) != (Subsystem::Memory, "latency") {
+        return None;
+    }
+    let level = r.params.other.get("cache_level").and_then(|v| v.as_str())?;
+    let name = report.host.cpu.microarch.value.as_deref()?;
+    let table = crate::sysinfo::microarch::load_latency(name)?;
+    let expected = match level {
+        "L1" => table.l1_cycles,
+        "L2" => table.l2_cycles,
+        _ => return None,
+    };
+    let Some(cycles) = r.extra.iter().find(|e| e.metric == "latency_cycles") else {
+        return Some(Err(
+            "a latency in cycles (the clock was not measured)".into()
+        ));
+    };
+    let ratio = expected / cycles.value;
+    let verdict = if ratio > 1.0 / LATENCY_FLOOR {
+        Verdict::AboveLimit
+    } else if ratio >= 1.0 / LATENCY_SLACK {
+        Verdict::AtLimit
+    } else {
+        Verdict::Below
+    };
+    Some(Ok(Expectation {
+        against: Against::Physics,
+        verdict,
+        expected: r.value * ratio,
+        ratio,
+        class: Some("cache-latency".into()),
+        band: Some([1.0 / LATENCY_SLACK, 1.0 / LATENCY_FLOOR]),
+        source: format!(
+            "{level} load-to-use latency of {name}: {expected} cycles ({}); measured {:.2} \
+             cycles at the clock of the core; at the limit up to {LATENCY_SLACK} × the table, \
+             below {LATENCY_FLOOR} × it the clock or the level is wrong",
+            table.source, cycles.value
+        ),
+        test: None,
+    }))
+}
+
 /// What a class's band says of `r`, or why there is no physics for it.
 pub fn expect(report: &Report, r: &BenchResult) -> Result<Expectation, String> {
+    if let Some(judged) = latency(report, r) {
+        return judged;
+    }
     let class = class_of(report, r)?;
     let peak = r.peak.as_ref().ok_or_else(|| missing_peak(r))?;
     if peak.value <= 0.0 {
@@ -150,8 +205,8 @@ fn class_of(report: &Report, r: &BenchResult) -> Result<Option<&'static Class>, 
             "a class for cpu {op}: peakbench has no band for it"
         )),
         (Subsystem::Memory, "latency") => Err(
-            "a peak for a load's latency: peakbench models none; judge it by its past or \
-             with --reference"
+            "a band for a load's latency beyond the private caches (L3, DRAM): no table gives \
+             the mesh's or the memory's cycles; judge it by its past or with --reference"
                 .into(),
         ),
         // A roofline's ceilings and roofs are the `cpu` and `mem` kernels' own cases.

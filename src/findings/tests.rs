@@ -1151,3 +1151,41 @@ fn kernels_at_half_their_scaling_name_shared_cores() {
         c.text
     );
 }
+
+/// A load latency in L1 or L2 is judged against the core's load-to-use cycles.
+#[test]
+fn a_private_cache_latency_is_judged_by_the_cores_cycles() {
+    let mut report = document();
+    report.host.cpu.microarch = crate::sysinfo::Fact::read("sapphirerapids".to_string(), "test");
+    let latency = |level: &str, cycles: f64| {
+        let ns = cycles / 4.0;
+        let mut r = BenchResult::example("mem-latency", "ns", vec![ns, ns, ns]);
+        r.host = report.host.hostname.clone();
+        r.subsystem = Subsystem::Memory;
+        r.op = "latency".into();
+        r.metric = "latency".into();
+        r.params
+            .other
+            .insert("cache_level".into(), serde_json::Value::from(level));
+        r.extra.push(crate::result::Extra {
+            metric: "latency_cycles".into(),
+            unit: "cycles".into(),
+            value: cycles,
+            stats: crate::stats::Summary::of(&[cycles]).unwrap(),
+        });
+        r
+    };
+    for (level, cycles, verdict) in [
+        ("L1", 4.95, Verdict::AtLimit),
+        ("L1", 8.0, Verdict::Below),
+        ("L1", 4.0, Verdict::AboveLimit),
+        ("L2", 18.06, Verdict::AtLimit),
+        ("L2", 25.0, Verdict::Below),
+    ] {
+        report.results = vec![latency(level, cycles)];
+        let f = judged(&report);
+        assert_eq!(f.verdict, verdict, "{level} {cycles}: {}", f.line);
+    }
+    report.results = vec![latency("L3", 180.0)];
+    assert_eq!(judged(&report).verdict, Verdict::Unknown);
+}
