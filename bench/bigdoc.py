@@ -38,7 +38,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PEAKBENCH = os.path.join(HERE, "..", "target", "release", "peakbench")
+PEAKBENCH = os.environ.get("PEAKBENCH", os.path.join(HERE, "..", "target", "release", "peakbench"))
 TIME = "/usr/bin/time"  # GNU time (apt-get install time): the peak RSS of each command
 
 

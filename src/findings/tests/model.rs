@@ -1,0 +1,198 @@
+//! The model of the machine judged by its own kernels: a kernel over its peak, kernels sharing
+//! one fraction or half their scaling, a private cache's latency against the core's cycles.
+
+use super::*;
+
+#[test]
+fn a_figure_over_the_peak_is_above_the_limit() {
+    let mut report = document();
+    report.results.push(kernel(&report, 1, 1.3));
+    assert_eq!(judged(&report).verdict, Verdict::AboveLimit);
+}
+
+/// A kernel at `share` of a peak computed at a measured 2.92 GHz (base 2.45 GHz), whose core
+/// ran at `after` GHz right after it.
+fn kernel_clocked(report: &Report, share: f64, after: f64) -> BenchResult {
+    let mut r = kernel(report, 1, share);
+    r.peak.as_mut().unwrap().pair = Some(crate::peak::ClockPair {
+        at_base: Some(100.0 * 2.45 / 2.92),
+        base_ghz: crate::peak::Factor::known(2.45, "cpuinfo", "test"),
+        at_turbo: None,
+        turbo_ghz: crate::peak::Factor::unknown("test"),
+        measured_ghz: Some(2.92),
+    });
+    r.extra.push(crate::result::Extra {
+        metric: "clock_after".into(),
+        unit: "GHz".into(),
+        value: after,
+        stats: crate::stats::Summary::of(&[after]).unwrap(),
+    });
+    r
+}
+
+#[test]
+fn a_clock_that_moved_after_the_peak_was_measured_explains_a_figure_over_or_under_it() {
+    let mut report = document();
+    // 1.06 of a peak at 2.92 GHz, the core at 3.10 GHz after the case: the clock's, 1.00 there.
+    report.results.push(kernel_clocked(&report, 1.06, 3.10));
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::AboveLimit, "{f:#?}");
+    let c = cause(&f, "clock-moved");
+    assert_eq!(c.value, Some(3.10));
+    assert!(
+        c.text
+            .starts_with("the core ran at 3.10 GHz right after this case, 6 % above the 2.92 GHz")
+            && c.text
+                .ends_with("at 3.10 GHz the figure is 1.00 of its peak"),
+        "{}",
+        c.text
+    );
+    // Under it: a clock that fell slows the figure, and is named as a cause of it.
+    report.results[0] = kernel_clocked(&report, 0.80, 2.50);
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Below, "{f:#?}");
+    assert!(cause(&f, "clock-moved").text.contains("14 % below"));
+    // A peak at the clock --cpu-ghz gave: the given clock is what is off, not the machine's.
+    let mut r = kernel_clocked(&report, 1.2, 3.12);
+    let pair = r.peak.as_mut().unwrap().pair.as_mut().unwrap();
+    pair.base_ghz = crate::peak::Factor::known(2.6, "flag", "--cpu-ghz");
+    pair.at_base = Some(100.0);
+    report.results[0] = r;
+    let f = judged(&report);
+    let text = &cause(&f, "clock-moved").text;
+    assert!(
+        text.contains("20 % above the 2.60 GHz its peak was computed at: the cores do not run at the clock --cpu-ghz gave; at 3.12 GHz the figure is 1.00"),
+        "{text}"
+    );
+    // A clock within 3 % of the peak's is not a cause.
+    report.results[0] = kernel_clocked(&report, 1.3, 2.95);
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::AboveLimit);
+    assert!(f.causes.iter().all(|c| c.kind != "clock-moved"), "{f:#?}");
+}
+
+/// Issue 45 item 5: a kernel above its peak at its own clock proves the model wrong, and the
+/// line says so instead of praising the hardware.
+#[test]
+fn a_kernel_over_its_peak_at_its_own_clock_says_the_model_is_wrong() {
+    let mut report = document();
+    report.results.push(kernel_clocked(&report, 1.30, 2.95));
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::AboveLimit);
+    let c = cause(&f, "model-wrong");
+    assert!(
+        c.text.contains("the model of this machine is wrong"),
+        "{}",
+        c.text
+    );
+    assert!(
+        f.line
+            .starts_with("above the model's peak, so the model is wrong"),
+        "{}",
+        f.line
+    );
+    assert!(
+        !f.line.contains("above what the hardware can do"),
+        "{}",
+        f.line
+    );
+    // Within 3 % of the peak at the clock after it: the clock's, not the model's.
+    report.results[0] = kernel_clocked(&report, 1.06, 3.10);
+    assert!(
+        judged(&report)
+            .causes
+            .iter()
+            .all(|c| c.kind != "model-wrong")
+    );
+}
+
+/// Every kernel at the same fraction of its peak names the factor the peaks share.
+#[test]
+fn kernels_all_at_one_fraction_of_their_peaks_name_the_shared_factor() {
+    let mut report = document();
+    for share in [0.310, 0.312, 0.315] {
+        report.results.push(kernel(&report, 1, share));
+    }
+    let run = judge(&report, &[]).run;
+    let c = run
+        .iter()
+        .find(|c| c.kind == "shared-factor")
+        .unwrap_or_else(|| panic!("{run:#?}"));
+    assert!(
+        c.text.contains("all 3 CPU kernels read 0.31-0.32"),
+        "{}",
+        c.text
+    );
+    // Fractions apart by more than 3 %, or at the limit: no shared factor.
+    report.results[2] = kernel(&report, 1, 0.5);
+    assert!(
+        judge(&report, &[])
+            .run
+            .iter()
+            .all(|c| c.kind != "shared-factor")
+    );
+}
+
+/// Kernels at N threads doing half of N × their one-thread rate: the CPUs are SMT siblings.
+#[test]
+fn kernels_at_half_their_scaling_name_shared_cores() {
+    let mut report = document();
+    for (i, precision) in ["f64", "f32", "i8"].into_iter().enumerate() {
+        let mut one = kernel(&report, 1, 0.95);
+        one.params.precision = Some(precision.into());
+        one.id = format!("k{i}-t1");
+        let mut two = kernel(&report, 2, 0.48 * 2.0 * 0.95);
+        two.params.precision = Some(precision.into());
+        two.id = format!("k{i}-t2");
+        report.results.extend([one, two]);
+    }
+    let run = judge(&report, &[]).run;
+    let c = run
+        .iter()
+        .find(|c| c.kind == "shared-cores")
+        .unwrap_or_else(|| panic!("{run:#?}"));
+    assert!((c.value.unwrap() - 0.48).abs() < 1e-9, "{c:?}");
+    assert!(
+        c.text.contains("the 2 CPUs do the work of about 1 core"),
+        "{}",
+        c.text
+    );
+}
+
+/// A load latency in L1 or L2 is judged against the core's load-to-use cycles.
+#[test]
+fn a_private_cache_latency_is_judged_by_the_cores_cycles() {
+    let mut report = document();
+    report.host.cpu.microarch = crate::sysinfo::Fact::read("sapphirerapids".to_string(), "test");
+    let latency = |level: &str, cycles: f64| {
+        let ns = cycles / 4.0;
+        let mut r = BenchResult::example("mem-latency", "ns", vec![ns, ns, ns]);
+        r.host = report.host.hostname.clone();
+        r.subsystem = Subsystem::Memory;
+        r.op = "latency".into();
+        r.metric = "latency".into();
+        r.params
+            .other
+            .insert("cache_level".into(), serde_json::Value::from(level));
+        r.extra.push(crate::result::Extra {
+            metric: "latency_cycles".into(),
+            unit: "cycles".into(),
+            value: cycles,
+            stats: crate::stats::Summary::of(&[cycles]).unwrap(),
+        });
+        r
+    };
+    for (level, cycles, verdict) in [
+        ("L1", 4.95, Verdict::AtLimit),
+        ("L1", 8.0, Verdict::Below),
+        ("L1", 4.0, Verdict::AboveLimit),
+        ("L2", 18.06, Verdict::AtLimit),
+        ("L2", 25.0, Verdict::Below),
+    ] {
+        report.results = vec![latency(level, cycles)];
+        let f = judged(&report);
+        assert_eq!(f.verdict, verdict, "{level} {cycles}: {}", f.line);
+    }
+    report.results = vec![latency("L3", 180.0)];
+    assert_eq!(judged(&report).verdict, Verdict::Unknown);
+}
