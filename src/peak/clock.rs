@@ -133,7 +133,11 @@ impl CpuFactors {
     /// A warning when the clock probe ran but its two chains disagreed: the peaks then stand
     /// on the nominal clock, which a turbo core runs above.
     pub fn clock_warning(&self) -> Option<String> {
-        if self.measured_ghz.value.is_some() || !self.measured_ghz.detail.contains("imul chain") {
+        let disagreed = self
+            .measured_ghz
+            .detail
+            .starts_with(crate::sysinfo::clock::DISAGREEMENT);
+        if self.measured_ghz.value.is_some() || !disagreed {
             return None;
         }
         let fallback = match self.ghz.value {

@@ -167,6 +167,44 @@ mod tests {
         }
     }
 
+    /// Issue 45 item 1: chains that disagree leave the clock unknown, the peaks on the base
+    /// clock with a warning; a unit count is read only from a rate near a whole number.
+    #[test]
+    fn a_disagreeing_clock_falls_back_to_the_base_clock_with_a_warning() {
+        let host = fixture_host();
+        let folded = crate::sysinfo::clock::ClockReading {
+            add_ghz: 22.7,
+            imul_ghz: 4.02,
+        };
+        let disagreeing = Probes {
+            ghz: None,
+            ghz_detail: Some(folded.agreed().unwrap_err()),
+            ..Probes::default()
+        };
+        let peaks = Peaks::compute(&host, &PeakArgs::default(), &disagreeing);
+        let factors = &peaks.cpu.factors;
+        assert_eq!(factors.measured_ghz.value, None);
+        assert_eq!(factors.effective_clock().value, factors.ghz.value);
+        let warning = factors.clock_warning().expect("a warning");
+        assert!(
+            warning.contains("22.70 GHz") && warning.contains("base clock"),
+            "{warning}"
+        );
+        assert_eq!(
+            Peaks::compute(&host, &PeakArgs::default(), &probes())
+                .cpu
+                .factors
+                .clock_warning(),
+            None
+        );
+        assert_eq!(cpu::units_from_rate(1.9, "FMA").value, Some(2.0));
+        assert_eq!(cpu::units_from_rate(2.15, "FMA").value, Some(2.0));
+        let odd = cpu::units_from_rate(0.311, "FMA per cycle");
+        assert_eq!(odd.value, None);
+        assert!(odd.detail.contains("0.311"), "{}", odd.detail);
+        assert_eq!(cpu::units_from_rate(1.5, "FMA").value, None);
+    }
+
     /// Issue 20 item 3: a model of the users' reports, seen without cpufreq, gets its base
     /// clock from the model name and its turbo from the table of known models.
     #[test]

@@ -20,6 +20,10 @@
 /// Two chains may disagree by at most this fraction before the clock is called unknown.
 pub const AGREEMENT: f64 = 0.05;
 
+/// How the reason a disagreeing reading is no clock begins ([`ClockReading::agreed`]): the
+/// peaks' warning looks for it.
+pub const DISAGREEMENT: &str = "the add chain read";
+
 /// The clock read by the two chains, GHz.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ClockReading {
@@ -51,8 +55,8 @@ impl ClockReading {
             Ok(self.add_ghz)
         } else {
             Err(format!(
-                "the add chain read {:.2} GHz and the imul chain {:.2} GHz, {:.0} % apart (more \
-                 than {:.0} %): one of them was shortcut or disturbed, so neither is trusted",
+                "{DISAGREEMENT} {:.2} GHz and the imul chain {:.2} GHz, {:.0} % apart (more than \
+                 {:.0} %): one of them was shortcut or disturbed, so neither is trusted",
                 self.add_ghz,
                 self.imul_ghz,
                 self.spread() * 100.0,
