@@ -75,26 +75,7 @@ pub use crate::stats::UNSTABLE_CV;
 pub const REFERENCE_BAND: f64 = 0.90;
 
 fn judge_result(report: &Report, r: &BenchResult, past: &past::Index) -> Finding {
-    let mut expectations = Vec::new();
-    let mut missing = Vec::new();
-    match physics::expect(report, r) {
-        Ok(e) => expectations.push(e),
-        Err(why) => missing.push(why),
-    }
-    match reference(r) {
-        Some(e) => expectations.push(e),
-        None => missing
-            .push("the standard tool's figure on the same case: run with --reference".to_string()),
-    }
-    match past::expect(r, past) {
-        Ok(e) => expectations.push(e),
-        Err(why) => missing.push(why),
-    }
-    match fleet(report, r) {
-        Some(Ok(e)) => expectations.push(e),
-        Some(Err(why)) => missing.push(why),
-        None => {}
-    }
+    let (mut expectations, mut missing) = expectations(report, r, past);
     // What the machine imposed: the bound each cause puts on this result.
     let mut found = causes::of_result(report, r);
     for cause in &found.causes {
@@ -118,40 +99,7 @@ fn judge_result(report: &Report, r: &BenchResult, past: &past::Index) -> Finding
         causes.extend(noise.causes.iter().cloned());
     }
     if verdict != Verdict::AtLimit && verdict != Verdict::Unknown {
-        let gap = gap(&expectations);
-        // A property of the machine's build is named only against the hardware's physics:
-        // the standard tool's figure and the result's past were measured on the same build.
-        let against_hardware = expectations
-            .iter()
-            .any(|e| e.against == Against::Physics && e.verdict == Verdict::Below);
-        let any_below = expectations.iter().any(|e| e.verdict == Verdict::Below);
-        for c in found.causes.iter_mut() {
-            let slows = c.slows && (!c.structural || against_hardware);
-            let fits = match verdict {
-                // A limit that holds the figure is named whatever else spread it, and so is
-                // what slows a figure that is below as well as spread.
-                Verdict::Unstable => c.noisy || c.binds || (any_below && slows),
-                Verdict::AboveLimit => c.inflates,
-                Verdict::Below => c.binds || slows,
-                Verdict::AtLimit | Verdict::Unknown => false,
-            };
-            if !fits {
-                continue;
-            }
-            // The share of the work a limit leaves: given, or its bound against the
-            // expectation the result fell short of.
-            let factor = c.factor.or_else(|| {
-                let bound = c.cause.bound?;
-                Some(gap? / performance(r, bound))
-            });
-            c.cause.explains = match (gap, factor) {
-                (Some(gap), Some(factor)) if gap < 1.0 && gap > 0.0 && factor > 0.0 => {
-                    Some((factor.ln() / gap.ln()).clamp(0.0, 1.0))
-                }
-                _ => None,
-            };
-            causes.push(c.cause.clone());
-        }
+        causes.extend(fitting_causes(r, verdict, &expectations, &mut found.causes));
         causes.sort_by(|a, b| {
             b.explains
                 .unwrap_or(-1.0)
@@ -182,6 +130,83 @@ fn judge_result(report: &Report, r: &BenchResult, past: &past::Index) -> Finding
         causes,
         missing,
     }
+}
+
+/// What a result is measured against (its physics, the standard tool, its past, the fleet),
+/// and for each one missing, what would have given it.
+fn expectations(
+    report: &Report,
+    r: &BenchResult,
+    past: &past::Index,
+) -> (Vec<Expectation>, Vec<String>) {
+    let mut expectations = Vec::new();
+    let mut missing = Vec::new();
+    match physics::expect(report, r) {
+        Ok(e) => expectations.push(e),
+        Err(why) => missing.push(why),
+    }
+    match reference(r) {
+        Some(e) => expectations.push(e),
+        None => missing
+            .push("the standard tool's figure on the same case: run with --reference".to_string()),
+    }
+    match past::expect(r, past) {
+        Ok(e) => expectations.push(e),
+        Err(why) => missing.push(why),
+    }
+    match fleet(report, r) {
+        Some(Ok(e)) => expectations.push(e),
+        Some(Err(why)) => missing.push(why),
+        None => {}
+    }
+    (expectations, missing)
+}
+
+/// The causes found on the machine that fit a result's verdict, each with the share of the
+/// gap it explains.
+fn fitting_causes(
+    r: &BenchResult,
+    verdict: Verdict,
+    expectations: &[Expectation],
+    found: &mut [causes::Candidate],
+) -> Vec<Cause> {
+    let gap = gap(expectations);
+    // A setting of the machine (huge pages, the governor, SMT, a virtual disk …) is named
+    // only where the result is below the hardware's physics: the standard tool and the
+    // result's own past ran with the same settings, so they cannot explain a gap to those.
+    let against_hardware = expectations
+        .iter()
+        .any(|e| e.against == Against::Physics && e.verdict == Verdict::Below);
+    let any_below = expectations.iter().any(|e| e.verdict == Verdict::Below);
+    let mut causes = Vec::new();
+    for c in found.iter_mut() {
+        let slows = c.slows && (!c.structural || against_hardware);
+        let fits = match verdict {
+            // A limit that holds the figure is named whatever else spread it, and so is
+            // what slows a figure that is below as well as spread.
+            Verdict::Unstable => c.noisy || c.binds || (any_below && slows),
+            Verdict::AboveLimit => c.inflates,
+            Verdict::Below => c.binds || slows,
+            Verdict::AtLimit | Verdict::Unknown => false,
+        };
+        if !fits {
+            continue;
+        }
+        // The share of the work a limit leaves: given, or its bound against the
+        // expectation the result fell short of.
+        let factor = c.factor.or_else(|| {
+            let bound = c.cause.bound?;
+            Some(gap? / performance(r, bound))
+        });
+        c.cause.explains = match (gap, factor) {
+            (Some(gap), Some(factor)) if gap < 1.0 && gap > 0.0 && factor > 0.0 => {
+                Some((factor.ln() / gap.ln()).clamp(0.0, 1.0))
+            }
+            _ => None,
+        };
+        causes.push(c.cause.clone());
+    }
+    causes
 }
 
 /// The verdict from every expectation's: over a ceiling beats everything, then repetitions

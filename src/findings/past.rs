@@ -171,10 +171,7 @@ pub fn expect(r: &BenchResult, past: &Index) -> Result<Expectation, String> {
     } else {
         Verdict::AtLimit
     };
-    let spread = past
-        .cv
-        .map(|cv| format!(", CV {:.1} %", cv * 100.0))
-        .unwrap_or_default();
+    let source = past_source(r, &runs, &samples, past.cv, past_median, &test);
     Ok(Expectation {
         against: Against::Past,
         verdict,
@@ -182,30 +179,7 @@ pub fn expect(r: &BenchResult, past: &Index) -> Result<Expectation, String> {
         ratio,
         class: None,
         band: None,
-        source: format!(
-            "{} earlier run{} of this case on this hardware (runs {}): median {} {}{spread} \
-             over {} repetitions; Mann–Whitney U p = {:.3}{}",
-            runs.len(),
-            if runs.len() == 1 { "" } else { "s" },
-            runs.iter()
-                .map(i64::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
-            format_value(past_median),
-            r.unit,
-            samples.len(),
-            test.p,
-            if test.min_p >= ALPHA {
-                format!(
-                    " (with {} and {} repetitions no test can reach p < {ALPHA}: raise \
-                     --repetitions)",
-                    r.samples.len(),
-                    samples.len()
-                )
-            } else {
-                String::new()
-            }
-        ),
+        source,
         test: Some(Test {
             name: "mann-whitney-u".into(),
             statistic: test.u,
@@ -215,4 +189,41 @@ pub fn expect(r: &BenchResult, past: &Index) -> Result<Expectation, String> {
             runs,
         }),
     })
+}
+
+/// Where the past's expectation comes from: the runs, their median and spread, and the test.
+fn past_source(
+    r: &BenchResult,
+    runs: &[i64],
+    samples: &[f64],
+    cv: Option<f64>,
+    median: f64,
+    test: &crate::stats::MannWhitney,
+) -> String {
+    let spread = cv
+        .map(|cv| format!(", CV {:.1} %", cv * 100.0))
+        .unwrap_or_default();
+    let untestable = if test.min_p >= ALPHA {
+        format!(
+            " (with {} and {} repetitions no test can reach p < {ALPHA}: raise --repetitions)",
+            r.samples.len(),
+            samples.len()
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{} earlier run{} of this case on this hardware (runs {}): median {} {}{spread} over {} \
+         repetitions; Mann–Whitney U p = {:.3}{untestable}",
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" },
+        runs.iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        format_value(median),
+        r.unit,
+        samples.len(),
+        test.p,
+    )
 }

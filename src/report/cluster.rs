@@ -257,59 +257,71 @@ fn heat_map(out: &mut String, matrix: &Matrix, threshold: f64) {
     // are still taken with their hosts by zipping, never by index.
     for (i, (row, from)) in grid.iter().zip(&matrix.hosts).enumerate() {
         for (j, (value, to)) in row.iter().zip(&matrix.hosts).enumerate() {
-            let (x, y) = (left + cell * j as f64, top + cell * i as f64);
-            let Some(v) = value else {
-                let _ = writeln!(
-                    out,
-                    "<rect x=\"{x}\" y=\"{y}\" width=\"{cell}\" height=\"{cell}\" fill=\"#eee\" stroke=\"#fff\"/>"
-                );
-                continue;
-            };
-            let left_out = matrix.not_compared.as_ref().is_some_and(|n| {
-                n.hosts.contains(&matrix.hosts[i]) || n.hosts.contains(&matrix.hosts[j])
-            });
-            if left_out {
-                let _ = writeln!(
-                    out,
-                    "<rect x=\"{x}\" y=\"{y}\" width=\"{cell}\" height=\"{cell}\" fill=\"#ddd\" \
-                     stroke=\"#fff\"><title>{from} → {to}: {v:.4} {u} (not compared: one \
-                     machine)</title></rect>\
-                     <text x=\"{tx}\" y=\"{ty}\" text-anchor=\"middle\" font-size=\"11\">{short}</text>",
-                    from = escape(&matrix.hosts[i]),
-                    to = escape(&matrix.hosts[j]),
-                    u = escape(&matrix.unit),
-                    tx = x + cell / 2.0,
-                    ty = y + cell / 2.0 + 4.0,
-                    short = short(*v),
-                );
-                continue;
-            }
-            let ratio = match matrix.median {
-                Some(m) if m > 0.0 && *v > 0.0 => {
-                    if matrix.higher_is_better {
-                        v / m
-                    } else {
-                        m / v
-                    }
-                }
-                _ => 1.0,
-            };
-            let _ = writeln!(
+            let at = (left + cell * j as f64, top + cell * i as f64, cell);
+            heat_cell(
                 out,
-                "<rect x=\"{x}\" y=\"{y}\" width=\"{cell}\" height=\"{cell}\" fill=\"{fill}\" \
-                 stroke=\"#fff\"><title>{from} → {to}: {v:.4} {u} ({ratio:.2} × the median)</title></rect>\
-                 <text x=\"{tx}\" y=\"{ty}\" text-anchor=\"middle\" font-size=\"11\">{short}</text>",
-                fill = colour(ratio, threshold),
-                from = escape(from),
-                to = escape(to),
-                u = escape(&matrix.unit),
-                tx = x + cell / 2.0,
-                ty = y + cell / 2.0 + 4.0,
-                short = short(*v),
+                matrix,
+                (from.as_str(), to.as_str()),
+                *value,
+                at,
+                threshold,
             );
         }
     }
     out.push_str("</svg>\n");
+}
+
+/// One cell of the heat map: the link `from` → `to` at `(x, y)`, `cell` wide; grey where the
+/// link was not measured or not compared, else coloured by its ratio to the median.
+fn heat_cell(
+    out: &mut String,
+    matrix: &Matrix,
+    (from, to): (&str, &str),
+    value: Option<f64>,
+    (x, y, cell): (f64, f64, f64),
+    threshold: f64,
+) {
+    let Some(v) = value else {
+        let _ = writeln!(
+            out,
+            "<rect x=\"{x}\" y=\"{y}\" width=\"{cell}\" height=\"{cell}\" fill=\"#eee\" stroke=\"#fff\"/>"
+        );
+        return;
+    };
+    let left_out = matrix
+        .not_compared
+        .as_ref()
+        .is_some_and(|n| n.hosts.iter().any(|h| h == from || h == to));
+    let (fill, note) = if left_out {
+        ("#ddd".to_string(), "not compared: one machine".to_string())
+    } else {
+        let ratio = match matrix.median {
+            Some(m) if m > 0.0 && v > 0.0 => {
+                if matrix.higher_is_better {
+                    v / m
+                } else {
+                    m / v
+                }
+            }
+            _ => 1.0,
+        };
+        (
+            colour(ratio, threshold).to_string(),
+            format!("{ratio:.2} × the median"),
+        )
+    };
+    let _ = writeln!(
+        out,
+        "<rect x=\"{x}\" y=\"{y}\" width=\"{cell}\" height=\"{cell}\" fill=\"{fill}\" \
+         stroke=\"#fff\"><title>{from} → {to}: {v:.4} {u} ({note})</title></rect>\
+         <text x=\"{tx}\" y=\"{ty}\" text-anchor=\"middle\" font-size=\"11\">{short}</text>",
+        from = escape(from),
+        to = escape(to),
+        u = escape(&matrix.unit),
+        tx = x + cell / 2.0,
+        ty = y + cell / 2.0 + 4.0,
+        short = short(v),
+    );
 }
 
 /// The most flagged links a matrix too large for a grid lists.
@@ -524,6 +536,40 @@ mod tests {
         assert!(large.contains("1000 hosts, 2000 links measured"), "{large}");
         assert!(large.contains("<td>h3</td><td>h4</td><td>2.00 Gb/s</td><td>0.22</td>"));
         assert!(large.len() < 2000, "{} bytes", large.len());
+    }
+
+    /// Each cell names its link, its value and its ratio to the median (red below the
+    /// threshold); a link with a host left out of the comparison is grey and says why; an
+    /// unmeasured link is an empty grey cell.
+    #[test]
+    fn each_heat_map_cell_names_its_link_and_how_it_compares() {
+        let mut m = matrix(5);
+        m.not_compared = Some(crate::result::NotCompared {
+            hosts: vec!["h0".into()],
+            why: "one machine".into(),
+        });
+        let mut out = String::new();
+        heat_map(&mut out, &m, 0.8);
+        let cell = |title: &str| {
+            out.lines()
+                .find(|l| l.contains(title))
+                .unwrap_or_else(|| panic!("no cell {title} in {out}"))
+                .to_string()
+        };
+        let low = cell("<title>h3 → h4: 2.0000 Gb/s (0.22 × the median)</title>");
+        assert!(
+            low.contains(&format!("fill=\"{}\"", colour(0.22, 0.8))),
+            "{low}"
+        );
+        assert!(
+            low.contains(">2.00</text>") || low.contains(">2</text>"),
+            "{low}"
+        );
+        let ok = cell("<title>h1 → h2: 9.0000 Gb/s (1.00 × the median)</title>");
+        assert!(ok.contains("fill=\"#9fd89f\""), "{ok}");
+        let grey = cell("<title>h0 → h1: 9.0000 Gb/s (not compared: one machine)</title>");
+        assert!(grey.contains("fill=\"#ddd\""), "{grey}");
+        assert_eq!(out.matches("fill=\"#eee\"").count(), 25 - 10, "{out}");
     }
 
     /// The batch job and the matrix's plan are in the report, not only in the JSON; the

@@ -220,61 +220,74 @@ pub fn render_text(findings: &Findings) -> String {
             })
             .count();
         if row > 1 && !finding.missing.is_empty() {
-            let shown_rows = if finding.verdict == Verdict::Unknown && row > UNKNOWN_ROW {
-                UNKNOWN_ROW - 1
-            } else {
-                row
-            };
-            for f in &listed[i..i + shown_rows] {
-                out.push_str(&format!(
-                    "  {:<11} {}\n",
-                    f.verdict.name(),
-                    printable(&finding_line(f, with_host))
-                ));
-                if wants_causes(f.verdict) {
-                    out.push_str(&format!("    {NO_CAUSE}\n"));
-                }
-            }
-            if shown_rows < row {
-                out.push_str(&format!(
-                    "  {:<11} … and {} more that lack the same\n",
-                    finding.verdict.name(),
-                    row - shown_rows
-                ));
-            }
-            out.push_str(&format!(
-                "    to judge these {row}: {}\n",
-                printable(&finding.missing.join("; "))
-            ));
+            text_row(&listed[i..i + row], with_host, &mut out);
             i += row;
-            continue;
-        }
-        i += 1;
-        let line = finding_line(finding, with_host);
-        out.push_str(&format!(
-            "  {:<11} {}\n",
-            finding.verdict.name(),
-            printable(&line)
-        ));
-        for cause in &finding.causes {
-            out.push_str(&format!(
-                "    {}\n",
-                printable(&cause_line(cause, &finding.unit))
-            ));
-            cause_details(cause, "      ", &mut out);
-        }
-        if finding.causes.is_empty() && wants_causes(finding.verdict) {
-            out.push_str(&format!("    {NO_CAUSE}\n"));
-        }
-        if !finding.missing.is_empty() {
-            out.push_str(&format!(
-                "    to judge it: {}\n",
-                printable(&finding.missing.join("; "))
-            ));
+        } else {
+            text_finding(finding, with_host, &mut out);
+            i += 1;
         }
     }
     out.push_str(&format!("  {}\n", tally(findings)));
     crate::text::terminal(&out)
+}
+
+/// A row of findings with the same verdict that lack the same things: each line, then what
+/// they lack, once; a row of unknown ones is cut to its first few.
+fn text_row(row: &[&Finding], with_host: bool, out: &mut String) {
+    let first = row[0];
+    let shown_rows = if first.verdict == Verdict::Unknown && row.len() > UNKNOWN_ROW {
+        UNKNOWN_ROW - 1
+    } else {
+        row.len()
+    };
+    for f in &row[..shown_rows] {
+        out.push_str(&format!(
+            "  {:<11} {}\n",
+            f.verdict.name(),
+            printable(&finding_line(f, with_host))
+        ));
+        if wants_causes(f.verdict) {
+            out.push_str(&format!("    {NO_CAUSE}\n"));
+        }
+    }
+    if shown_rows < row.len() {
+        out.push_str(&format!(
+            "  {:<11} … and {} more that lack the same\n",
+            first.verdict.name(),
+            row.len() - shown_rows
+        ));
+    }
+    out.push_str(&format!(
+        "    to judge these {}: {}\n",
+        row.len(),
+        printable(&first.missing.join("; "))
+    ));
+}
+
+/// One finding: its line, its causes with their evidence, and what it lacks.
+fn text_finding(finding: &Finding, with_host: bool, out: &mut String) {
+    let line = finding_line(finding, with_host);
+    out.push_str(&format!(
+        "  {:<11} {}\n",
+        finding.verdict.name(),
+        printable(&line)
+    ));
+    for cause in &finding.causes {
+        out.push_str(&format!(
+            "    {}\n",
+            printable(&cause_line(cause, &finding.unit))
+        ));
+        cause_details(cause, "      ", out);
+    }
+    if finding.causes.is_empty() && wants_causes(finding.verdict) {
+        out.push_str(&format!("    {NO_CAUSE}\n"));
+    }
+    if !finding.missing.is_empty() {
+        out.push_str(&format!(
+            "    to judge it: {}\n",
+            printable(&finding.missing.join("; "))
+        ));
+    }
 }
 
 /// A finding's line in the section: the case and its value, then its [`reason`], after its

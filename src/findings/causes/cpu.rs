@@ -7,6 +7,7 @@
 //! which bounds a CPU-bound case's figure at that share of its peak.
 
 use super::{Candidate, Scene, num};
+use crate::evidence::{AllowedCpuTime, OtherProcess};
 use crate::result::{Evidence, Subsystem};
 
 /// Under this share of what the threads need, a CPU-time limit holds the figure down.
@@ -117,7 +118,6 @@ fn quota(s: &Scene, out: &mut Vec<Candidate>) {
         return;
     };
     let cpus = quota.value.cpus();
-    let t = s.threads();
     let share = (cpus / needed(s)).min(1.0);
     let throttled = s
         .case
@@ -143,41 +143,12 @@ fn quota(s: &Scene, out: &mut Vec<Candidate>) {
             ),
         ));
     }
-    // The quota is counted per period: a repetition of D seconds overlaps up to D/P + 1
-    // periods, so it can take one period's quota more than its share (a 0.3 s repetition
-    // under 15 ms per 50 ms gets up to 0.35 CPU, not 0.30). Its ceiling says so; the share
-    // stays what the gap is measured by. D is the case's duration, or for a case of fixed
-    // work its wall time over its repetitions (which counts the warm-up too, so the slack it
-    // gives is, if anything, too small).
-    let repetition_s = s.r.params.duration_s.or_else(|| {
-        let reps = s.r.samples.len();
-        (reps > 0 && s.case.wall_s > 0.0).then(|| s.case.wall_s / reps as f64)
-    });
-    let window = repetition_s
-        .filter(|d| *d > 0.0)
-        .map(|d| (d, quota.value.period_us as f64 / 1e6 / d));
+    let window = quota_window(s, quota.value.period_us);
     let ceiling = match window {
         Some((_, slack)) => (share * (1.0 + slack)).min(1.0),
         None => share,
     };
-    let bound_text = if cpu_bound(s) && share < 1.0 {
-        let granularity = match window {
-            Some((d, _)) if ceiling > share + 0.005 => format!(
-                ", up to {:.2} in one {:.0} ms repetition, which can catch one period's quota \
-                 more",
-                ceiling,
-                d * 1e3
-            ),
-            _ => String::new(),
-        };
-        format!(
-            " for {t} thread{}: at most {:.2} of the time they need{granularity}",
-            if t == 1 { "" } else { "s" },
-            share
-        )
-    } else {
-        String::new()
-    };
+    let bound_text = quota_bound_text(s, share, ceiling, window);
     let mut c = Candidate::new(
         "cpu-quota",
         format!("the cgroup's CPU quota allows {:.2} CPU{bound_text}", cpus),
@@ -195,6 +166,44 @@ fn quota(s: &Scene, out: &mut Vec<Candidate>) {
     }
     c.noisy = true;
     out.push(c);
+}
+
+/// A repetition's length D and the slack a quota counted per period P gives it, P/D.
+///
+/// A repetition of D seconds overlaps up to D/P + 1 periods, so it can take one period's quota
+/// more than its share (a 0.3 s repetition under 15 ms per 50 ms gets up to 0.35 CPU, not
+/// 0.30). D is the case's duration, or for a case of fixed work its wall time over its
+/// repetitions (which counts the warm-up too, so the slack is, if anything, too small).
+fn quota_window(s: &Scene, period_us: u64) -> Option<(f64, f64)> {
+    let repetition_s = s.r.params.duration_s.or_else(|| {
+        let reps = s.r.samples.len();
+        (reps > 0 && s.case.wall_s > 0.0).then(|| s.case.wall_s / reps as f64)
+    });
+    repetition_s
+        .filter(|d| *d > 0.0)
+        .map(|d| (d, period_us as f64 / 1e6 / d))
+}
+
+/// What the quota leaves a CPU-bound case's threads: its share, and the ceiling one repetition
+/// can reach (the share stays what the gap is measured by).
+fn quota_bound_text(s: &Scene, share: f64, ceiling: f64, window: Option<(f64, f64)>) -> String {
+    if !(cpu_bound(s) && share < 1.0) {
+        return String::new();
+    }
+    let t = s.threads();
+    let granularity = match window {
+        Some((d, _)) if ceiling > share + 0.005 => format!(
+            ", up to {:.2} in one {:.0} ms repetition, which can catch one period's quota more",
+            ceiling,
+            d * 1e3
+        ),
+        _ => String::new(),
+    };
+    format!(
+        " for {t} thread{}: at most {:.2} of the time they need{granularity}",
+        if t == 1 { "" } else { "s" },
+        share
+    )
 }
 
 fn cpuset(s: &Scene, out: &mut Vec<Candidate>) {
@@ -255,7 +264,6 @@ fn others(s: &Scene, out: &mut Vec<Candidate>) {
     }
     let others = s.case.others_cpu_s / wall;
     let steal = s.case.steal_s / wall;
-    let t = s.threads() as f64;
     // What others and the hypervisor took on the CPUs this process may run on: read there
     // where the evidence has it; else assumed to go to the CPUs it may not use first, only
     // what is beyond those taken from its threads.
@@ -272,6 +280,28 @@ fn others(s: &Scene, out: &mut Vec<Candidate>) {
     if !bound && others < NOISY_OTHERS {
         return;
     }
+    let evidence = others_evidence(s, on_allowed, others);
+    let names = process_names(&s.case.top_others);
+    let mut c = Candidate::new(
+        "other-processes",
+        others_line(s, &names, others, on_allowed, share),
+        evidence,
+        "stop the other work (the processes named) or run when the machine is idle",
+    )
+    .value(others, "CPU");
+    if bound {
+        c.factor = Some(share);
+        c.binds = true;
+    }
+    c.slows = others >= NOISY_OTHERS;
+    c.noisy = others >= NOISY_OTHERS;
+    out.push(c);
+}
+
+/// Where [`others`] read the CPU time of other processes: every CPU, the CPUs this process may
+/// run on, and the busiest other processes.
+fn others_evidence(s: &Scene, on_allowed: Option<&AllowedCpuTime>, others: f64) -> Vec<Evidence> {
+    let wall = s.case.wall_s;
     let mut evidence = vec![Evidence::new(
         "/proc/stat user + nice + system of every CPU, less this process's /proc/self/stat",
         format!(
@@ -301,14 +331,20 @@ fn others(s: &Scene, out: &mut Vec<Candidate>) {
             format!("{} used {:.2} CPU-s", p.command, p.cpu_s),
         ));
     }
+    evidence
+}
+
+/// The other processes' commands, each once, with a count where several share a name:
+/// "2 × stress, fio".
+fn process_names(top: &[OtherProcess]) -> String {
     let mut names: Vec<(String, usize)> = Vec::new();
-    for p in &s.case.top_others {
+    for p in top {
         match names.iter_mut().find(|(name, _)| *name == p.command) {
             Some((_, n)) => *n += 1,
             None => names.push((p.command.clone(), 1)),
         }
     }
-    let names = names
+    names
         .iter()
         .map(|(name, n)| {
             if *n == 1 {
@@ -318,51 +354,50 @@ fn others(s: &Scene, out: &mut Vec<Candidate>) {
             }
         })
         .collect::<Vec<_>>()
-        .join(", ");
-    let mut c = Candidate::new(
-        "other-processes",
-        format!(
-            "other processes{} used {:.2} CPU of the {} CPUs while the case ran{}{}",
-            if names.is_empty() {
-                String::new()
-            } else {
-                format!(" ({names})")
-            },
-            others,
-            num(s.cpus()),
-            match on_allowed {
-                Some(a) => format!(
-                    ", {:.2} of it on the {} it may run on",
-                    a.others_cpu_s / wall,
-                    match a.cpus.len() {
-                        1 => format!("CPU {}", a.cpus[0]),
-                        n => format!("{n} CPUs"),
-                    }
-                ),
-                None => String::new(),
-            },
-            if cpu_bound(s) {
-                format!(
-                    ", leaving its {} thread{} {:.2} of the time they need",
-                    t,
-                    if t == 1.0 { "" } else { "s" },
-                    share
-                )
-            } else {
-                String::new()
-            }
-        ),
-        evidence,
-        "stop the other work (the processes named) or run when the machine is idle",
+        .join(", ")
+}
+
+/// The `other-processes` cause's line.
+fn others_line(
+    s: &Scene,
+    names: &str,
+    others: f64,
+    on_allowed: Option<&AllowedCpuTime>,
+    share: f64,
+) -> String {
+    let wall = s.case.wall_s;
+    let t = s.threads() as f64;
+    format!(
+        "other processes{} used {:.2} CPU of the {} CPUs while the case ran{}{}",
+        if names.is_empty() {
+            String::new()
+        } else {
+            format!(" ({names})")
+        },
+        others,
+        num(s.cpus()),
+        match on_allowed {
+            Some(a) => format!(
+                ", {:.2} of it on the {} it may run on",
+                a.others_cpu_s / wall,
+                match a.cpus.len() {
+                    1 => format!("CPU {}", a.cpus[0]),
+                    n => format!("{n} CPUs"),
+                }
+            ),
+            None => String::new(),
+        },
+        if cpu_bound(s) {
+            format!(
+                ", leaving its {} thread{} {:.2} of the time they need",
+                t,
+                if t == 1.0 { "" } else { "s" },
+                share
+            )
+        } else {
+            String::new()
+        }
     )
-    .value(others, "CPU");
-    if bound {
-        c.factor = Some(share);
-        c.binds = true;
-    }
-    c.slows = others >= NOISY_OTHERS;
-    c.noisy = others >= NOISY_OTHERS;
-    out.push(c);
 }
 
 fn steal(s: &Scene, out: &mut Vec<Candidate>) {
