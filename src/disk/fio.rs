@@ -124,21 +124,7 @@ impl FioJob<'_> {
         if self.end_fsync {
             args.push("--end_fsync=1".into());
         }
-        match self.stop {
-            Stopping::Duration(d) => {
-                args.push("--time_based".into());
-                args.push(format!("--runtime={}ms", d.as_millis().max(1)));
-            }
-            Stopping::Bytes(total) => {
-                let per_job = (total / self.threads as u64).max(self.block);
-                args.push(format!("--io_size={per_job}"));
-            }
-            Stopping::Ios(total) => {
-                // fio counts bytes per job (wrapping in its region as we do): the same I/Os.
-                let per_job = (total / self.threads as u64).max(1);
-                args.push(format!("--io_size={}", per_job * self.block));
-            }
-        }
+        args.extend(self.stop_args());
         if !self.ramp.is_zero() {
             args.push(format!("--ramp_time={}ms", self.ramp.as_millis()));
         }
@@ -148,6 +134,25 @@ impl FioJob<'_> {
             "--output-format=json".into(),
         ]);
         args
+    }
+
+    /// How fio stops: after the duration, or after the same bytes or I/Os per job as ours.
+    fn stop_args(&self) -> Vec<String> {
+        match self.stop {
+            Stopping::Duration(d) => vec![
+                "--time_based".into(),
+                format!("--runtime={}ms", d.as_millis().max(1)),
+            ],
+            Stopping::Bytes(total) => {
+                let per_job = (total / self.threads as u64).max(self.block);
+                vec![format!("--io_size={per_job}")]
+            }
+            Stopping::Ios(total) => {
+                // fio counts bytes per job (wrapping in its region as we do): the same I/Os.
+                let per_job = (total / self.threads as u64).max(1);
+                vec![format!("--io_size={}", per_job * self.block)]
+            }
+        }
     }
 
     /// Why fio's buffers are not on huge pages when peakbench's are, if so.

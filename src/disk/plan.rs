@@ -107,16 +107,7 @@ pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<
         engine::new_ring(1).map(drop).map_err(|e| e.to_string()),
         &mut notes,
     )?;
-    let mut qds = opts.qds.clone();
-    if engine == Engine::Sync && qds.iter().any(|&q| q > 1) {
-        if opts.engine == EngineChoice::Sync {
-            return Err(usage(
-                "--qd: the sync engine has one I/O in flight per thread: give --qd 1 or --engine io_uring",
-            ));
-        }
-        notes.push("queue depths above 1 run as 1 with the sync engine".into());
-        qds = vec![1];
-    }
+    let qds = queue_depths(opts, engine, &mut notes)?;
     let target = Arc::new(Target::new(spec));
     let available = ctx.host.memory.available_bytes;
     let mut cases: Vec<Box<dyn Case>> = Vec::new();
@@ -134,15 +125,7 @@ pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<
                     )));
                 }
                 for &qd in &qds {
-                    let buffers = block * u64::from(qd) * threads as u64;
-                    if available > 0 && buffers > available / 2 {
-                        return Err(usage(format!(
-                            "--block/--qd/--threads: {threads} threads × QD {qd} × {block} B need \
-                             {} of buffers and {} of memory is available: give fewer or smaller",
-                            format_size_approx(buffers),
-                            format_size_approx(available)
-                        )));
-                    }
+                    check_buffers(threads, qd, block, available)?;
                     let mut case_notes = notes.clone();
                     if !direct && opts.direct == DirectChoice::WhereAligned {
                         case_notes.push(format!(
@@ -173,6 +156,35 @@ pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<
         }
     }
     Ok((cases, notes))
+}
+
+/// The queue depths to run: `--qd` as given, or 1 where the sync engine was chosen for want of
+/// io_uring (an explicit `--engine sync` with a depth above 1 is refused).
+fn queue_depths(opts: &DiskOptions, engine: Engine, notes: &mut Vec<String>) -> Result<Vec<u32>> {
+    if engine == Engine::Sync && opts.qds.iter().any(|&q| q > 1) {
+        if opts.engine == EngineChoice::Sync {
+            return Err(usage(
+                "--qd: the sync engine has one I/O in flight per thread: give --qd 1 or --engine io_uring",
+            ));
+        }
+        notes.push("queue depths above 1 run as 1 with the sync engine".into());
+        return Ok(vec![1]);
+    }
+    Ok(opts.qds.clone())
+}
+
+/// Refuses a case whose I/O buffers would take more than half the available memory.
+fn check_buffers(threads: usize, qd: u32, block: u64, available: u64) -> Result<()> {
+    let buffers = block * u64::from(qd) * threads as u64;
+    if available > 0 && buffers > available / 2 {
+        return Err(usage(format!(
+            "--block/--qd/--threads: {threads} threads × QD {qd} × {block} B need {} of buffers \
+             and {} of memory is available: give fewer or smaller",
+            format_size_approx(buffers),
+            format_size_approx(available)
+        )));
+    }
+    Ok(())
 }
 
 /// With `--size-fit` and a `--size` that does not fit in `--dir`: the options with the size

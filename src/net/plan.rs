@@ -71,19 +71,7 @@ fn default_msg(proto: Proto, mode: Mode) -> u64 {
 /// (when there is no `server`) starts with the first case that runs.
 pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
     let target = Arc::new(Target::new(opts.server, opts.key.clone()));
-    if opts.count.is_some() && !opts.modes.contains(&Mode::Latency) {
-        return Err(usage(
-            "--count: counts round trips of latency tests; throughput runs by --duration",
-        ));
-    }
-    if (opts.modes.contains(&Mode::Throughput) && opts.omit + opts.duration > MAX_TEST)
-        || opts.duration > MAX_TEST
-    {
-        return Err(usage(format!(
-            "--duration: a test lasts at most {} s with --omit (the server's limit): give a shorter --duration",
-            MAX_TEST.as_secs()
-        )));
-    }
+    check_lengths(opts)?;
     let mut cases: Vec<Box<dyn Case>> = Vec::new();
     for &mode in &opts.modes {
         for &proto in &opts.protos {
@@ -92,25 +80,7 @@ pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
                 .clone()
                 .unwrap_or_else(|| vec![default_msg(proto, mode)]);
             for msg in msgs {
-                if let Err(e) = limits::check_msg(proto, mode == Mode::Throughput, msg) {
-                    return Err(usage(format!("--msg: {e}")));
-                }
-                if proto == Proto::Udp && mode == Mode::Throughput {
-                    for &rate in &opts.rates_bps {
-                        if let Err(e) = limits::check_rate(msg, rate) {
-                            return Err(usage(format!("--rate: {e}")));
-                        }
-                    }
-                }
-                // A rate limits UDP only; TCP and UDP latency run once, unlimited.
-                let rates: Vec<Option<u64>> = if proto == Proto::Udp
-                    && mode == Mode::Throughput
-                    && !opts.rates_bps.is_empty()
-                {
-                    opts.rates_bps.iter().copied().map(Some).collect()
-                } else {
-                    vec![None]
-                };
+                let rates = rates(opts, proto, mode, msg)?;
                 for (&streams, rate_bps) in opts
                     .streams
                     .iter()
@@ -149,4 +119,42 @@ pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
         }
     }
     Ok(cases)
+}
+
+/// Refuses `--count` without a latency test, and a test longer than the server allows.
+fn check_lengths(opts: &NetOptions) -> Result<()> {
+    if opts.count.is_some() && !opts.modes.contains(&Mode::Latency) {
+        return Err(usage(
+            "--count: counts round trips of latency tests; throughput runs by --duration",
+        ));
+    }
+    if (opts.modes.contains(&Mode::Throughput) && opts.omit + opts.duration > MAX_TEST)
+        || opts.duration > MAX_TEST
+    {
+        return Err(usage(format!(
+            "--duration: a test lasts at most {} s with --omit (the server's limit): give a shorter --duration",
+            MAX_TEST.as_secs()
+        )));
+    }
+    Ok(())
+}
+
+/// The rates a case of `msg` bytes runs at, each checked: `--rate` limits UDP throughput only;
+/// TCP and UDP latency run once, unlimited (`None`).
+fn rates(opts: &NetOptions, proto: Proto, mode: Mode, msg: u64) -> Result<Vec<Option<u64>>> {
+    if let Err(e) = limits::check_msg(proto, mode == Mode::Throughput, msg) {
+        return Err(usage(format!("--msg: {e}")));
+    }
+    if proto != Proto::Udp || mode != Mode::Throughput {
+        return Ok(vec![None]);
+    }
+    for &rate in &opts.rates_bps {
+        if let Err(e) = limits::check_rate(msg, rate) {
+            return Err(usage(format!("--rate: {e}")));
+        }
+    }
+    if opts.rates_bps.is_empty() {
+        return Ok(vec![None]);
+    }
+    Ok(opts.rates_bps.iter().copied().map(Some).collect())
 }

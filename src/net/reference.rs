@@ -320,6 +320,32 @@ fn ping_at(
         payload.to_string(),
         addr.to_string(),
     ];
+    let mut said = ping_notes(spec, addr, payload, count, &interval, root);
+    let timeout = Duration::from_secs(deadline + 10);
+    Invocation::new(PING, args, timeout, move |text| {
+        let parsed = parse_ping(text)?;
+        said.push(parsed.summary(asked, deadline));
+        Ok(Reading {
+            value: parsed.p50_us,
+            note: Some(said.join("; ")),
+        })
+    })
+    .read_from(Source::StdoutAndStderr)
+    // Exit status 1 (some replies missing) still has times worth reading.
+    .any_exit_status()
+    .run()
+}
+
+/// What the ping reference says about how it was run: what it measures, its payload, its
+/// interval and its count, each where it differs from the case.
+fn ping_notes(
+    spec: &TestSpec,
+    addr: IpAddr,
+    payload: u64,
+    count: Option<u64>,
+    interval: &str,
+    root: bool,
+) -> Vec<String> {
     let mut said = vec![
         "ICMP echo round trip as ping measures it: from its send to its receipt of the reply \
          through an ICMP socket, answered by the far side's kernel (no TCP/UDP stack, no \
@@ -355,19 +381,7 @@ fn ping_at(
     if spec.streams > 1 {
         said.push("ping runs one request at a time (one stream)".into());
     }
-    let timeout = Duration::from_secs(deadline + 10);
-    Invocation::new(PING, args, timeout, move |text| {
-        let parsed = parse_ping(text)?;
-        said.push(parsed.summary(asked, deadline));
-        Ok(Reading {
-            value: parsed.p50_us,
-            note: Some(said.join("; ")),
-        })
-    })
-    .read_from(Source::StdoutAndStderr)
-    // Exit status 1 (some replies missing) still has times worth reading.
-    .any_exit_status()
-    .run()
+    said
 }
 
 /// What iputils `ping` printed: each reply's time and its summary.
