@@ -15,10 +15,11 @@
 //!    (`--unpinned` to leave them): a thread the scheduler moves to another core leaves its
 //!    L1/L2-sized set behind and streams it again from the next level, which blurs exactly the
 //!    plateaus the sweep is there to show.
-//! 4. **The model** ([`crate::report::roofline::Model`]): ceilings, roofs, ridge points (each roof
-//!    × each ceiling), the sweep's plateaus held against the roofs and ceilings they should meet
-//!    (the self-check, ±5 %), the user's `--point`s placed, and the chart (`--svg FILE`, and a
-//!    section of the HTML report).
+//! 4. **The model** ([`crate::result::roofline::Model`]), after them: ceilings, roofs, ridge
+//!    points (each roof × each ceiling), the sweep's plateaus held against the roofs and
+//!    ceilings they should meet (the self-check, ±5 %) and the user's `--point`s placed. It is
+//!    stored in the run's last result, printed as text after the run and drawn as a chart
+//!    (`--svg FILE`, and a section of the HTML report) by [`crate::report::roofline`].
 
 pub mod levels;
 mod params;
@@ -38,7 +39,8 @@ use crate::memory::{BandwidthCase, MemOp};
 use crate::options::{Defaults, Threads, Timing, positive_count, positive_size};
 use crate::peak::Precision;
 use crate::plan::{Case, CaseSpec, Context, Plan};
-use crate::report::roofline::{Model, UserPoint, svg};
+use crate::report::roofline::{lines, svg};
+use crate::result::roofline::{COUNTING, Model, UserPoint};
 use crate::result::{BenchResult, Subsystem};
 use crate::runner::{self, Scaling};
 use crate::units::format_size_approx;
@@ -75,7 +77,7 @@ pub struct RooflineArgs {
     #[arg(long)]
     pub unpinned: bool,
     /// Place your kernel on the roofline: NAME:INTENSITY:GFLOPS (FLOP/byte, GFLOP/s; repeatable)
-    #[arg(long, value_name = "NAME:INTENSITY:GFLOPS", value_parser = UserPoint::parse)]
+    #[arg(long, value_name = "NAME:INTENSITY:GFLOPS", value_parser = user_point)]
     pub point: Vec<UserPoint>,
     /// Also write the chart as a standalone SVG file
     #[arg(long, value_name = "FILE")]
@@ -93,6 +95,34 @@ fn level_name(text: &str) -> Result<String, String> {
                 levels::NAMES.join(", ")
             )
         })
+}
+
+/// `--point NAME:INTENSITY:GFLOPS` (the name may hold colons; the last two fields are the
+/// numbers, both positive).
+fn user_point(text: &str) -> Result<UserPoint, String> {
+    let mut parts = text.rsplitn(3, ':');
+    let (gflops, intensity, name) = (parts.next(), parts.next(), parts.next());
+    let (Some(gflops), Some(intensity), Some(name)) = (gflops, intensity, name) else {
+        return Err(format!(
+            "'{text}' is not NAME:INTENSITY:GFLOPS (e.g. spmv:0.25:3.1)"
+        ));
+    };
+    let number = |s: &str, what: &str| -> Result<f64, String> {
+        match s.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+            _ => Err(format!(
+                "'{s}' in '{text}' is not a positive {what} (NAME:INTENSITY:GFLOPS)"
+            )),
+        }
+    };
+    if name.trim().is_empty() {
+        return Err(format!("'{text}' has no name (NAME:INTENSITY:GFLOPS)"));
+    }
+    Ok(UserPoint {
+        name: name.trim().to_string(),
+        intensity: number(intensity, "intensity in FLOP/byte")?,
+        gflops: number(gflops, "GFLOP/s")?,
+    })
 }
 
 fn flop_per_element(text: &str) -> Result<u64, String> {
@@ -611,12 +641,11 @@ impl Case for ModelCase {
         let results = self.collector.lock().unwrap().clone();
         let refs: Vec<&BenchResult> = results.iter().collect();
         let model = Model::build(&refs, self.threads, &self.points);
+        // Without a DRAM roof, the headline is the highest ridge of the top ceiling.
         let Some(balance) = model.balance().or_else(|| {
             let top = model.top_ceiling()?;
             model
-                .ridges
-                .iter()
-                .filter(|r| r.threads == model.threads && r.ceiling == top.name)
+                .ridges_with(top)
                 .map(|r| r.intensity)
                 .max_by(f64::total_cmp)
         }) else {
@@ -640,7 +669,7 @@ impl Case for ModelCase {
                 format!(
                     "computed, not timed: where the DRAM read roof meets the top f64 ceiling at {} threads (FLOP per application byte); {}",
                     self.threads,
-                    crate::report::roofline::COUNTING
+                    COUNTING
                 ),
                 vec![balance],
             )?
@@ -657,7 +686,7 @@ fn summary(_: &Context, results: &[&BenchResult]) -> Vec<String> {
         .filter(|r| r.op == "model" && r.subsystem == Subsystem::Roofline)
         .filter_map(|r| r.params.other.get("roofline"))
         .filter_map(|v| serde_json::from_value::<Model>(v.clone()).ok())
-        .flat_map(|m| m.lines())
+        .flat_map(|m| lines(&m))
         .collect()
 }
 
@@ -707,6 +736,18 @@ mod tests {
         ] {
             let error = plan_for::<Roofline>(&argv, &ctx).err().unwrap().to_string();
             assert!(error.contains(flag), "{argv:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn points_parse_and_refuse_bad_input() {
+        let p = user_point("my:spmv:0.25:3.5").unwrap();
+        assert_eq!(
+            (p.name.as_str(), p.intensity, p.gflops),
+            ("my:spmv", 0.25, 3.5)
+        );
+        for bad in ["x:1", "x:-1:2", "x:1:nan", ":1:2", "x:1:0"] {
+            assert!(user_point(bad).is_err(), "{bad}");
         }
     }
 
