@@ -19,7 +19,7 @@
 //!    the interrupt flag, the random generator, the shared option groups and value parsers;
 //! 2. the machine: its inventory ([`sysinfo`]), what it imposes on a run ([`evidence`]: cgroup
 //!    limits, qdiscs, the CPU time of other processes) and its theoretical peaks ([`peak`]);
-//! 3. the results document ([`result`]);
+//! 3. the results document ([`result`]), with the roofline's model, which is built from it;
 //! 4. measuring: the [`runner`] and the standard tools ([`reference`]);
 //! 5. output and storage: the exporters ([`report`]) and the [`history`]; the [`findings`],
 //!    which judge a document with its evidence (read by [`evidence`], layer 2) and its past;

@@ -1,5 +1,9 @@
 //! Exporters: each format is a pure function from a [`Report`] to bytes.
 //!
+//! They draw what the document holds and compute no model of their own: a roofline run's
+//! section ([`roofline`]: its text and chart) draws the model of [`crate::result::roofline`],
+//! stored in the run's `model` result or built there from its roofline results.
+//!
 //! The human table and Markdown open with the run's [`findings`] where the document has them,
 //! then show one row per result; JSON is the whole document (the
 //! schema of `docs/schema.md`); CSV has one row per result with every parameter and statistic

@@ -6,8 +6,14 @@
 //! `params`), the headline `metric`/`unit`/`value` (the median of the repetitions), the
 //! statistics and raw samples, and where they apply latency percentiles, the peak, the
 //! efficiency and the reference tool's value.
+//!
+//! [`roofline`] holds the roofline's model: the data of a `model` result's
+//! `params.other.roofline` and how it is built from a run's roofline results (a pure
+//! function), here so that both the roofline workload, which stores it, and the exporters,
+//! which draw it, can reach it.
 
 mod findings;
+pub mod roofline;
 pub mod validate;
 
 use serde::{Deserialize, Serialize};

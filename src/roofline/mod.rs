@@ -15,10 +15,11 @@
 //!    (`--unpinned` to leave them): a thread the scheduler moves to another core leaves its
 //!    L1/L2-sized set behind and streams it again from the next level, which blurs exactly the
 //!    plateaus the sweep is there to show.
-//! 4. **The model** ([`crate::report::roofline::Model`]): ceilings, roofs, ridge points (each roof
-//!    × each ceiling), the sweep's plateaus held against the roofs and ceilings they should meet
-//!    (the self-check, ±5 %), the user's `--point`s placed, and the chart (`--svg FILE`, and a
-//!    section of the HTML report).
+//! 4. **The model** ([`crate::result::roofline::Model`]), after them: ceilings, roofs, ridge
+//!    points (each roof × each ceiling), the sweep's plateaus held against the roofs and
+//!    ceilings they should meet (the self-check, ±5 %) and the user's `--point`s placed. It is
+//!    stored in the run's last result, printed as text after the run and drawn as a chart
+//!    (`--svg FILE`, and a section of the HTML report) by [`crate::report::roofline`].
 
 pub mod levels;
 mod params;
@@ -36,9 +37,10 @@ use crate::error::usage;
 use crate::memory::kernels::Isa as MemIsa;
 use crate::memory::{BandwidthCase, MemOp};
 use crate::options::{Defaults, Threads, Timing, positive_count, positive_size};
-use crate::peak::Precision;
+use crate::peak::{Isa, Precision};
 use crate::plan::{Case, CaseSpec, Context, Plan};
-use crate::report::roofline::{Model, UserPoint, svg};
+use crate::report::roofline::{lines, svg};
+use crate::result::roofline::{COUNTING, Model, UserPoint};
 use crate::result::{BenchResult, Subsystem};
 use crate::runner::{self, Scaling};
 use crate::units::format_size_approx;
@@ -75,7 +77,7 @@ pub struct RooflineArgs {
     #[arg(long)]
     pub unpinned: bool,
     /// Place your kernel on the roofline: NAME:INTENSITY:GFLOPS (FLOP/byte, GFLOP/s; repeatable)
-    #[arg(long, value_name = "NAME:INTENSITY:GFLOPS", value_parser = UserPoint::parse)]
+    #[arg(long, value_name = "NAME:INTENSITY:GFLOPS", value_parser = user_point)]
     pub point: Vec<UserPoint>,
     /// Also write the chart as a standalone SVG file
     #[arg(long, value_name = "FILE")]
@@ -93,6 +95,34 @@ fn level_name(text: &str) -> Result<String, String> {
                 levels::NAMES.join(", ")
             )
         })
+}
+
+/// `--point NAME:INTENSITY:GFLOPS` (the name may hold colons; the last two fields are the
+/// numbers, both positive).
+fn user_point(text: &str) -> Result<UserPoint, String> {
+    let mut parts = text.rsplitn(3, ':');
+    let (gflops, intensity, name) = (parts.next(), parts.next(), parts.next());
+    let (Some(gflops), Some(intensity), Some(name)) = (gflops, intensity, name) else {
+        return Err(format!(
+            "'{text}' is not NAME:INTENSITY:GFLOPS (e.g. spmv:0.25:3.1)"
+        ));
+    };
+    let number = |s: &str, what: &str| -> Result<f64, String> {
+        match s.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+            _ => Err(format!(
+                "'{s}' in '{text}' is not a positive {what} (NAME:INTENSITY:GFLOPS)"
+            )),
+        }
+    };
+    if name.trim().is_empty() {
+        return Err(format!("'{text}' has no name (NAME:INTENSITY:GFLOPS)"));
+    }
+    Ok(UserPoint {
+        name: name.trim().to_string(),
+        intensity: number(intensity, "intensity in FLOP/byte")?,
+        gflops: number(gflops, "GFLOP/s")?,
+    })
 }
 
 fn flop_per_element(text: &str) -> Result<u64, String> {
@@ -134,15 +164,63 @@ impl Benchmark for Roofline {
     fn plan(args: &RooflineArgs, ctx: &Context) -> Result<Plan> {
         let threads = args.threads.or(&unique_sorted(&[1, runner::num_cpus()]));
         let sweep_threads = *threads.iter().max().expect("at least one thread count");
-        let duration = args.timing.duration;
-        let mut notes = Vec::new();
         if let Some(path) = &args.svg {
             check_svg_path(path)?;
         }
-        let collector: Collector = Arc::new(Mutex::new(Vec::new()));
-        let mut cases: Vec<Box<dyn Case>> = Vec::new();
+        let mut plan = Builder::new(args.timing.duration);
+        let (precisions, isas) = plan.ceilings(ctx, &threads);
+        let levels = chosen_levels(args, ctx, sweep_threads)?;
+        plan.roofs(ctx, &levels, &threads);
+        let flops = args.flops.clone().unwrap_or_else(sweep::default_flops);
+        let isa = plan.sweep(&levels, &flops, sweep_threads, !args.unpinned);
+        // Step 4, the model, after every measured case.
+        let model = ModelCase {
+            threads: sweep_threads,
+            points: args.point.clone(),
+            svg: args.svg.clone(),
+            collector: plan.collector.clone(),
+        };
+        plan.cases.push(Box::new(model));
+        let options = RooflineOptions {
+            threads,
+            sweep_threads,
+            duration_s: plan.duration.as_secs_f64(),
+            precisions: precisions.iter().map(|p| p.name()).collect(),
+            isas: isas.iter().map(|i| i.name()).collect(),
+            levels,
+            flop_per_element: flops,
+            sweep_pinned: !args.unpinned,
+            sweep_isa: isa.name(),
+            points: args.point.clone(),
+            svg: args.svg.clone(),
+        };
+        Ok(Plan::new(plan.cases, plan.notes, &options)?.with_summary(summary))
+    }
+}
 
-        // 1. Compute ceilings: the cpu workload's cases.
+/// The roofline's plan as it is built, step by step: its cases in the order they run, its
+/// notes, and where the measured cases hand their results to the model.
+struct Builder {
+    cases: Vec<Box<dyn Case>>,
+    notes: Vec<String>,
+    collector: Collector,
+    duration: Duration,
+}
+
+impl Builder {
+    fn new(duration: Duration) -> Builder {
+        Builder {
+            cases: Vec::new(),
+            notes: Vec::new(),
+            collector: Arc::new(Mutex::new(Vec::new())),
+            duration,
+        }
+    }
+
+    /// Step 1, the compute ceilings: the cpu workload's cases for every precision this CPU has
+    /// a kernel for and every ISA, with and without FMA. Returns the precisions and ISAs, for
+    /// the record.
+    fn ceilings(&mut self, ctx: &Context, threads: &[usize]) -> (Vec<Precision>, Vec<Isa>) {
         let precisions: Vec<Precision> = [
             Precision::F64,
             Precision::F32,
@@ -158,7 +236,7 @@ impl Benchmark for Roofline {
         .collect();
         for missing in [Precision::F16, Precision::Bf16] {
             if !precisions.contains(&missing) {
-                notes.push(format!(
+                self.notes.push(format!(
                     "no {} ceiling: this CPU has no {} kernel peakbench can run",
                     missing.name(),
                     missing.name()
@@ -170,134 +248,120 @@ impl Benchmark for Roofline {
             precisions: precisions.clone(),
             isas: isas.clone(),
             fma: vec![true, false],
-            threads: threads.clone(),
+            threads: threads.to_vec(),
             scaling: Scaling::Strong,
             ops: None,
-            duration,
+            duration: self.duration,
             samples: None,
         };
         let (compute, cpu_notes) = crate::cpu::plan(&cpu, ctx);
-        notes.extend(
+        self.notes.extend(
             cpu_notes
                 .into_iter()
                 .map(|n| format!("compute ceilings: {n}")),
         );
         for inner in compute {
-            cases.push(Box::new(Wrapped::compute(
-                inner,
-                duration,
-                collector.clone(),
-            )));
+            let case = Wrapped::compute(inner, self.duration, self.collector.clone());
+            self.cases.push(Box::new(case));
         }
+        (precisions, isas)
+    }
 
-        // 2. Bandwidth roofs at each level: the mem workload's cases.
-        let all_levels = levels::levels(&ctx.host, args.dram_size);
-        let chosen: Vec<Level> = all_levels
-            .into_iter()
-            .filter(|l| {
-                args.levels
-                    .as_ref()
-                    .is_none_or(|want| want.contains(&l.name))
-            })
-            .collect();
-        if chosen.is_empty() {
-            return Err(usage(
-                "--levels: none of them is on this machine: give some of L1, L2, L3, DRAM (see 'peakbench sysinfo' for its caches)",
-            ));
-        }
-        let available = ctx.host.memory.available_bytes;
-        for level in &chosen {
-            let largest = level
-                .per_thread(1)
-                .max(level.per_thread(sweep_threads) * sweep_threads as u64);
-            if available > 0 && largest > available {
-                return Err(usage(format!(
-                    "--dram-size: {} is more than the {} of memory available: give a smaller --dram-size",
-                    format_size_approx(largest),
-                    format_size_approx(available)
-                )));
-            }
-            notes.push(if level.split {
-                format!(
-                    "{}: {} in all ({})",
-                    level.name,
-                    format_size_approx(level.per_thread(1)),
-                    level.source
-                )
-            } else {
-                format!(
-                    "{}: {} per thread ({})",
-                    level.name,
-                    format_size_approx(level.per_thread(1)),
-                    level.source
-                )
-            });
-            for &t in &threads {
+    /// Step 2, the bandwidth roofs: the mem workload's cases, each traffic kind at each level's
+    /// working set and each thread count.
+    fn roofs(&mut self, ctx: &Context, levels: &[Level], threads: &[usize]) {
+        for level in levels {
+            self.notes.push(level_note(level));
+            for &t in threads {
                 for traffic in [Traffic::Read, Traffic::Triad, Traffic::Copy] {
-                    let inner = bandwidth_case(traffic, level, t, duration, ctx.runner.pin);
-                    cases.push(Box::new(Wrapped::bandwidth(
+                    let inner = bandwidth_case(traffic, level, t, self.duration, ctx.runner.pin);
+                    self.cases.push(Box::new(Wrapped::bandwidth(
                         Box::new(inner),
                         level,
                         traffic,
-                        duration,
-                        collector.clone(),
+                        self.duration,
+                        self.collector.clone(),
                     )));
                 }
             }
         }
+    }
 
-        // 3. The sweep, on the most threads, pinned.
-        let flops = args.flops.clone().unwrap_or_else(sweep::default_flops);
+    /// Step 3, the intensity sweep: each FLOP count at each level's working set, on the most
+    /// threads, pinned unless asked otherwise. Returns the code the sweep runs.
+    fn sweep(&mut self, levels: &[Level], flops: &[u64], threads: usize, pin: bool) -> SweepIsa {
         let isa = SweepIsa::detect();
-        for level in &chosen {
+        for level in levels {
             let slice_elements =
-                (level.per_thread(sweep_threads) / sweep::BYTES_PER_ELEMENT / STEP * STEP)
-                    .max(STEP);
-            for &f in &flops {
+                (level.per_thread(threads) / sweep::BYTES_PER_ELEMENT / STEP * STEP).max(STEP);
+            for &f in flops {
                 let intensity = Intensity::new(f).expect("checked by the flag's parser");
-                cases.push(Box::new(Collected {
+                self.cases.push(Box::new(Collected {
                     inner: Box::new(SweepCase {
                         level: level.name.clone(),
                         intensity,
-                        threads: sweep_threads,
+                        threads,
                         slice_elements,
-                        duration,
-                        pin: !args.unpinned,
+                        duration: self.duration,
+                        pin,
                         isa,
                     }),
-                    collector: collector.clone(),
+                    collector: self.collector.clone(),
                 }));
             }
         }
         if isa == SweepIsa::Portable {
-            notes.push(
+            self.notes.push(
                 "the sweep runs portable code (no AVX2 and FMA): its compute plateau is held against the scalar no-fma ceiling"
                     .into(),
             );
         }
-
-        // 4. The model.
-        cases.push(Box::new(ModelCase {
-            threads: sweep_threads,
-            points: args.point.clone(),
-            svg: args.svg.clone(),
-            collector,
-        }));
-        let options = RooflineOptions {
-            threads,
-            sweep_threads,
-            duration_s: duration.as_secs_f64(),
-            precisions: precisions.iter().map(|p| p.name()).collect(),
-            isas: isas.iter().map(|i| i.name()).collect(),
-            levels: chosen,
-            flop_per_element: flops,
-            sweep_pinned: !args.unpinned,
-            sweep_isa: isa.name(),
-            points: args.point.clone(),
-            svg: args.svg.clone(),
-        };
-        Ok(Plan::new(cases, notes, &options)?.with_summary(summary))
+        isa
     }
+}
+
+/// The levels `--levels` asks for (every one found by default), each refused if its largest
+/// working set (one thread's, or all the sweep's threads' together) is more than the memory
+/// available.
+fn chosen_levels(args: &RooflineArgs, ctx: &Context, sweep_threads: usize) -> Result<Vec<Level>> {
+    let chosen: Vec<Level> = levels::levels(&ctx.host, args.dram_size)
+        .into_iter()
+        .filter(|l| {
+            args.levels
+                .as_ref()
+                .is_none_or(|want| want.contains(&l.name))
+        })
+        .collect();
+    if chosen.is_empty() {
+        return Err(usage(
+            "--levels: none of them is on this machine: give some of L1, L2, L3, DRAM (see 'peakbench sysinfo' for its caches)",
+        ));
+    }
+    let available = ctx.host.memory.available_bytes;
+    for level in &chosen {
+        let largest = level
+            .per_thread(1)
+            .max(level.per_thread(sweep_threads) * sweep_threads as u64);
+        if available > 0 && largest > available {
+            return Err(usage(format!(
+                "--dram-size: {} is more than the {} of memory available: give a smaller --dram-size",
+                format_size_approx(largest),
+                format_size_approx(available)
+            )));
+        }
+    }
+    Ok(chosen)
+}
+
+/// A level's working set and where its size comes from, for the plan's notes.
+fn level_note(level: &Level) -> String {
+    let share = if level.split { "in all" } else { "per thread" };
+    format!(
+        "{}: {} {share} ({})",
+        level.name,
+        format_size_approx(level.per_thread(1)),
+        level.source
+    )
 }
 
 fn unique_sorted(items: &[usize]) -> Vec<usize> {
@@ -611,12 +675,11 @@ impl Case for ModelCase {
         let results = self.collector.lock().unwrap().clone();
         let refs: Vec<&BenchResult> = results.iter().collect();
         let model = Model::build(&refs, self.threads, &self.points);
+        // Without a DRAM roof, the headline is the highest ridge of the top ceiling.
         let Some(balance) = model.balance().or_else(|| {
             let top = model.top_ceiling()?;
             model
-                .ridges
-                .iter()
-                .filter(|r| r.threads == model.threads && r.ceiling == top.name)
+                .ridges_with(top)
                 .map(|r| r.intensity)
                 .max_by(f64::total_cmp)
         }) else {
@@ -640,7 +703,7 @@ impl Case for ModelCase {
                 format!(
                     "computed, not timed: where the DRAM read roof meets the top f64 ceiling at {} threads (FLOP per application byte); {}",
                     self.threads,
-                    crate::report::roofline::COUNTING
+                    COUNTING
                 ),
                 vec![balance],
             )?
@@ -657,7 +720,7 @@ fn summary(_: &Context, results: &[&BenchResult]) -> Vec<String> {
         .filter(|r| r.op == "model" && r.subsystem == Subsystem::Roofline)
         .filter_map(|r| r.params.other.get("roofline"))
         .filter_map(|v| serde_json::from_value::<Model>(v.clone()).ok())
-        .flat_map(|m| m.lines())
+        .flat_map(|m| lines(&m))
         .collect()
 }
 
@@ -707,6 +770,18 @@ mod tests {
         ] {
             let error = plan_for::<Roofline>(&argv, &ctx).err().unwrap().to_string();
             assert!(error.contains(flag), "{argv:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn points_parse_and_refuse_bad_input() {
+        let p = user_point("my:spmv:0.25:3.5").unwrap();
+        assert_eq!(
+            (p.name.as_str(), p.intensity, p.gflops),
+            ("my:spmv", 0.25, 3.5)
+        );
+        for bad in ["x:1", "x:-1:2", "x:1:nan", ":1:2", "x:1:0"] {
+            assert!(user_point(bad).is_err(), "{bad}");
         }
     }
 
