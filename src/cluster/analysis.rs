@@ -269,7 +269,6 @@ pub fn judge(matrix: &mut Matrix, threshold: f64, shared: &BTreeMap<String, usiz
     let Some(median) = matrix.median else {
         return;
     };
-    let n = matrix.hosts.len();
     let mut cells: Vec<(usize, usize, bool)> = Vec::new();
     let measured: Vec<(usize, usize, f64)> = matrix.measured().collect();
     for (i, j, v) in measured {
@@ -285,12 +284,19 @@ pub fn judge(matrix: &mut Matrix, threshold: f64, shared: &BTreeMap<String, usiz
         }
         cells.push((i, j, slow));
     }
-    // A host slow on most of its links is the host. The worst host first; its links then no
-    // longer count against its peers (a peer of the slow host is not slow for that link).
+    matrix.slow_hosts = slow_hosts(&matrix.hosts, &cells);
+}
+
+/// The hosts slow on most of their links, worst first. Once a host is named, its links no
+/// longer count against its peers (a peer of the slow host is not slow for that link).
+/// `cells` holds each compared link as (from, to, slow).
+fn slow_hosts(hosts: &[String], cells: &[(usize, usize, bool)]) -> Vec<SlowHost> {
+    let n = hosts.len();
     let mut named = vec![false; n];
+    let mut out = Vec::new();
     loop {
         let (mut links, mut slow) = (vec![0usize; n], vec![0usize; n]);
-        for &(i, j, s) in &cells {
+        for &(i, j, s) in cells {
             if named[i] || named[j] {
                 continue;
             }
@@ -304,10 +310,10 @@ pub fn judge(matrix: &mut Matrix, threshold: f64, shared: &BTreeMap<String, usiz
             .max_by(|&a, &b| {
                 (slow[a] as f64 / links[a] as f64).total_cmp(&(slow[b] as f64 / links[b] as f64))
             });
-        let Some(h) = worst else { break };
+        let Some(h) = worst else { return out };
         named[h] = true;
-        matrix.slow_hosts.push(SlowHost {
-            host: matrix.hosts[h].clone(),
+        out.push(SlowHost {
+            host: hosts[h].clone(),
             slow_links: slow[h],
             links: links[h],
         });

@@ -403,6 +403,38 @@ fn hpcc_rows(results: &[BenchResult], hpcc: &Hpcc) -> Vec<ClusterReference> {
         value: None,
         reference: hpcc.hpl.clone(),
     }];
+    let tool = Tool {
+        name: "hpcc PingPong",
+        ..HPCC
+    };
+    for (metric, unit, ours, key) in pingpong_figures(results) {
+        let theirs = hpcc.summary.get(key).copied().filter(|v| *v > 0.0);
+        let mut reference = match theirs {
+            Some(v) => tool.value(&hpcc.hpl.command, v, Some(format!("hpcc's {key}"))),
+            None => tool.failed(
+                &hpcc.hpl.command,
+                match &hpcc.hpl.note {
+                    Some(why) if hpcc.hpl.value.is_none() => why.clone(),
+                    _ => format!("no positive {key} in hpccoutf.txt (one rank has no pair)"),
+                },
+            ),
+        };
+        reference.ratio = ours.zip(theirs).map(|(o, t)| o / t);
+        out.push(ClusterReference {
+            metric,
+            unit: unit.into(),
+            value: ours,
+            reference,
+        });
+    }
+    out
+}
+
+/// Our side of the ping-pong rows hpcc is compared on: (what, unit, our value, hpcc's key),
+/// the fastest and the slowest link's latency, then their bandwidth.
+fn pingpong_figures(
+    results: &[BenchResult],
+) -> Vec<(String, &'static str, Option<f64>, &'static str)> {
     let rows = [
         (
             "MPI ping-pong latency, 8 B, best batch: the fastest link",
@@ -421,10 +453,6 @@ fn hpcc_rows(results: &[BenchResult], hpcc: &Hpcc) -> Vec<ClusterReference> {
             "MaxPingPongLatency_usec",
         ),
     ];
-    let tool = Tool {
-        name: "hpcc PingPong",
-        ..HPCC
-    };
     let latency = rows.map(|(metric, unit, op, best_is_largest, largest, key)| {
         (
             metric.to_string(),
@@ -456,27 +484,7 @@ fn hpcc_rows(results: &[BenchResult], hpcc: &Hpcc) -> Vec<ClusterReference> {
             key,
         )
     });
-    for (metric, unit, ours, key) in latency.into_iter().chain(bandwidth) {
-        let theirs = hpcc.summary.get(key).copied().filter(|v| *v > 0.0);
-        let mut reference = match theirs {
-            Some(v) => tool.value(&hpcc.hpl.command, v, Some(format!("hpcc's {key}"))),
-            None => tool.failed(
-                &hpcc.hpl.command,
-                match &hpcc.hpl.note {
-                    Some(why) if hpcc.hpl.value.is_none() => why.clone(),
-                    _ => format!("no positive {key} in hpccoutf.txt (one rank has no pair)"),
-                },
-            ),
-        };
-        reference.ratio = ours.zip(theirs).map(|(o, t)| o / t);
-        out.push(ClusterReference {
-            metric,
-            unit: unit.into(),
-            value: ours,
-            reference,
-        });
-    }
-    out
+    latency.into_iter().chain(bandwidth).collect()
 }
 
 /// mpi4py counts a sustained ping-pong (a mean over all its round trips), as peakbench's median

@@ -295,34 +295,7 @@ pub(super) fn matrices(
     ];
     let mut out = Vec::new();
     for (op, metric, unit, up) in kinds {
-        let mut links: Vec<(usize, usize, f64)> = Vec::new();
-        let mut counting = String::new();
-        for r in results.iter().filter(|r| r.op == op) {
-            let Some(peer) = r.params.peer() else {
-                continue;
-            };
-            let (Some(client), Some(server)) = (index(&r.host), index(peer)) else {
-                continue;
-            };
-            counting.clone_from(&r.counting);
-            let reverse = r
-                .params
-                .other
-                .get("reverse")
-                .and_then(serde_json::Value::as_bool)
-                .unwrap_or(false);
-            if op == "tcp-throughput" {
-                let (from, to) = if reverse {
-                    (server, client)
-                } else {
-                    (client, server)
-                };
-                links.push((from, to, r.value));
-            } else {
-                links.push((client, server, r.value));
-                links.push((server, client, r.value));
-            }
-        }
+        let (links, counting) = links_of(results, op, &index);
         if links.is_empty() {
             continue;
         }
@@ -351,6 +324,45 @@ pub(super) fn matrices(
         out.push(matrix);
     }
     out
+}
+
+/// The links of one `op` among `results` as (from, to, value), with the results' counting. A
+/// TCP throughput link runs one way (the server's way when reversed); a round trip counts for
+/// both directions.
+fn links_of(
+    results: &[BenchResult],
+    op: &str,
+    index: &dyn Fn(&str) -> Option<usize>,
+) -> (Vec<(usize, usize, f64)>, String) {
+    let mut links: Vec<(usize, usize, f64)> = Vec::new();
+    let mut counting = String::new();
+    for r in results.iter().filter(|r| r.op == op) {
+        let Some(peer) = r.params.peer() else {
+            continue;
+        };
+        let (Some(client), Some(server)) = (index(&r.host), index(peer)) else {
+            continue;
+        };
+        counting.clone_from(&r.counting);
+        let reverse = r
+            .params
+            .other
+            .get("reverse")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
+        if op == "tcp-throughput" {
+            let (from, to) = if reverse {
+                (server, client)
+            } else {
+                (client, server)
+            };
+            links.push((from, to, r.value));
+        } else {
+            links.push((client, server, r.value));
+            links.push((server, client, r.value));
+        }
+    }
+    (links, counting)
 }
 
 /// This host's IPv4 addresses, loopback left out, each with its prefix length.

@@ -76,33 +76,7 @@ fn job(universe: &Universe, args: &ClusterRunArgs) -> Result<ExitCode> {
     };
     let start = Instant::now();
     let name = host_name();
-    let layout: Layout = if comm.rank == 0 {
-        let others: Vec<usize> = (1..comm.size).collect();
-        let (hellos, missing) = comm.gather::<Hello>(&others, start + SETUP);
-        if !missing.is_empty() {
-            comm.fatal(&format!("ranks {missing:?} did not say hello"));
-        }
-        let mut hosts: Vec<ClusterHost> = Vec::new();
-        let names =
-            std::iter::once((0, name.clone())).chain(hellos.into_iter().map(|(r, h)| (r, h.host)));
-        for (rank, host) in names {
-            match hosts.iter_mut().find(|h| h.name == host) {
-                Some(h) => h.ranks.push(rank),
-                None => hosts.push(ClusterHost {
-                    name: host,
-                    ranks: vec![rank],
-                }),
-            }
-        }
-        let layout = Layout { hosts };
-        for r in 1..comm.size {
-            comm.send(r, TAG, &layout, start + SETUP);
-        }
-        layout
-    } else {
-        comm.send(0, TAG, &Hello { host: name.clone() }, start + SETUP);
-        comm.recv_root(start + SETUP, "layout")
-    };
+    let layout = exchange_layout(&comm, &name, start);
     let me = layout
         .hosts
         .iter()
@@ -110,27 +84,7 @@ fn job(universe: &Universe, args: &ClusterRunArgs) -> Result<ExitCode> {
         .expect("every rank has a host");
     let leaders: Vec<usize> = layout.hosts.iter().map(|h| h.ranks[0]).collect();
     if leaders[me] != comm.rank {
-        // Not a leader: nothing to measure but the collectives, over all ranks; wait for them
-        // and for the end without taking a core.
-        loop {
-            match comm.recv_root(far(), "end of the run") {
-                Step::Collectives => {
-                    let reps = args.runner.repetitions as usize;
-                    let limit = collective_deadline(args);
-                    let _ = collectives(
-                        &comm,
-                        args.collective_max_bytes,
-                        reps,
-                        &name,
-                        limit,
-                        &mut |_, case, why| comm.fatal(&format!("{case}: {why}")),
-                    );
-                }
-                Step::Done => break,
-                _ => {}
-            }
-        }
-        comm.barrier(far());
+        follow(&comm, args, &name);
         return Ok(ExitCode::SUCCESS);
     }
     // Open MPI binds each rank at launch by default (to a core for 2 ranks or fewer, to a
@@ -169,4 +123,67 @@ fn job(universe: &Universe, args: &ClusterRunArgs) -> Result<ExitCode> {
     } else {
         leader.member(plan, start)
     }
+}
+
+/// Rank 0 gathers every rank's host name and sends back the layout (which ranks share a host);
+/// the other ranks send their name and receive it.
+fn exchange_layout(comm: &Comm, name: &str, start: Instant) -> Layout {
+    if comm.rank == 0 {
+        let others: Vec<usize> = (1..comm.size).collect();
+        let (hellos, missing) = comm.gather::<Hello>(&others, start + SETUP);
+        if !missing.is_empty() {
+            comm.fatal(&format!("ranks {missing:?} did not say hello"));
+        }
+        let mut hosts: Vec<ClusterHost> = Vec::new();
+        let names = std::iter::once((0, name.to_string()))
+            .chain(hellos.into_iter().map(|(r, h)| (r, h.host)));
+        for (rank, host) in names {
+            match hosts.iter_mut().find(|h| h.name == host) {
+                Some(h) => h.ranks.push(rank),
+                None => hosts.push(ClusterHost {
+                    name: host,
+                    ranks: vec![rank],
+                }),
+            }
+        }
+        let layout = Layout { hosts };
+        for r in 1..comm.size {
+            comm.send(r, TAG, &layout, start + SETUP);
+        }
+        layout
+    } else {
+        comm.send(
+            0,
+            TAG,
+            &Hello {
+                host: name.to_string(),
+            },
+            start + SETUP,
+        );
+        comm.recv_root(start + SETUP, "layout")
+    }
+}
+
+/// A rank that is not its host's leader measures nothing but the collectives, over all ranks:
+/// it waits for them and for the end without taking a core.
+fn follow(comm: &Comm, args: &ClusterRunArgs, name: &str) {
+    loop {
+        match comm.recv_root(far(), "end of the run") {
+            Step::Collectives => {
+                let reps = args.runner.repetitions as usize;
+                let limit = collective_deadline(args);
+                let _ = collectives(
+                    comm,
+                    args.collective_max_bytes,
+                    reps,
+                    name,
+                    limit,
+                    &mut |_, case, why| comm.fatal(&format!("{case}: {why}")),
+                );
+            }
+            Step::Done => break,
+            _ => {}
+        }
+    }
+    comm.barrier(far());
 }

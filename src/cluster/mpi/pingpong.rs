@@ -151,21 +151,13 @@ pub(super) fn ping_pong(
     curve
 }
 
-/// The ping-pong's results: the latency at the smallest size and the bandwidth at the largest,
-/// the whole curve with the latency.
-pub(super) fn pingpong_results(
-    curve: &[PingPoint],
-    host: &str,
-    peer: &str,
-) -> Result<Vec<BenchResult>> {
-    let (Some(first), Some(last)) = (curve.first(), curve.last()) else {
-        anyhow::bail!("no ping-pong size measured");
-    };
-    let table: Vec<serde_json::Value> = curve
+/// Every size's median and best batch, as `params.curve` holds them. The best (shortest)
+/// timed batch of a size is hpcc's and OSU's counting.
+fn curve_table(curve: &[PingPoint]) -> Vec<serde_json::Value> {
+    curve
         .iter()
         .map(|p| {
             let t = analysis::median(&p.one_way_s).unwrap_or(f64::NAN);
-            // hpcc's and OSU's counting: the best (shortest) timed batch of the size.
             let best = p
                 .one_way_s
                 .iter()
@@ -180,22 +172,38 @@ pub(super) fn pingpong_results(
                 "bandwidth_best_gbs": p.bytes as f64 / best / 1e9,
             })
         })
-        .collect();
-    let spec = |op: &str, bytes: usize| {
-        let mut params = Params {
-            protocol: Some("mpi".into()),
-            message_bytes: Some(bytes as u64),
-            ..Params::default()
-        };
-        params.other.insert("peer".into(), peer.into());
-        crate::plan::CaseSpec {
-            id: format!("matrix-mpi-{op}-m{bytes}-{peer}"),
-            label: format!("MPI ping-pong {op} to {peer}"),
-            subsystem: Subsystem::Network,
-            op: format!("mpi-pingpong-{op}"),
-            params,
-        }
+        .collect()
+}
+
+/// The case of a ping-pong `op` ("latency" or "bandwidth") at `bytes` to `peer`.
+fn pingpong_spec(op: &str, bytes: usize, peer: &str) -> crate::plan::CaseSpec {
+    let mut params = Params {
+        protocol: Some("mpi".into()),
+        message_bytes: Some(bytes as u64),
+        ..Params::default()
     };
+    params.other.insert("peer".into(), peer.into());
+    crate::plan::CaseSpec {
+        id: format!("matrix-mpi-{op}-m{bytes}-{peer}"),
+        label: format!("MPI ping-pong {op} to {peer}"),
+        subsystem: Subsystem::Network,
+        op: format!("mpi-pingpong-{op}"),
+        params,
+    }
+}
+
+/// The ping-pong's results: the latency at the smallest size and the bandwidth at the largest,
+/// the whole curve with the latency.
+pub(super) fn pingpong_results(
+    curve: &[PingPoint],
+    host: &str,
+    peer: &str,
+) -> Result<Vec<BenchResult>> {
+    let (Some(first), Some(last)) = (curve.first(), curve.last()) else {
+        anyhow::bail!("no ping-pong size measured");
+    };
+    let table = curve_table(curve);
+    let spec = |op: &str, bytes: usize| pingpong_spec(op, bytes, peer);
     let mut latency_spec = spec("latency", first.bytes);
     latency_spec
         .params
