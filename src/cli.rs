@@ -8,9 +8,9 @@ use anyhow::Result;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::history::HistoryCommand;
-use crate::options::{OutputArgs, PeakArgs, RunnerArgs};
+use crate::options::{Json, OutputArgs, PeakArgs, RunnerArgs};
 // `peakbench run --preset` and `cluster run --preset` take the same presets (config.rs).
-pub use crate::config::Preset;
+pub use crate::config::{Preset, SuiteArgs};
 use crate::registry::WORKLOADS;
 use crate::workload::{Direct, Workload};
 
@@ -70,9 +70,8 @@ pub struct ManArgs {
 
 #[derive(Args, Debug)]
 pub struct SysinfoArgs {
-    /// Print one JSON document instead of the table
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: Json,
     /// Read the inventory from a folder of a machine read off earlier (bench/read-machine.sh),
     /// with the clock its clock-independent.txt gives, instead of from this machine (tests)
     #[arg(long, value_name = "DIR", hide = true)]
@@ -83,21 +82,11 @@ pub struct SysinfoArgs {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// The matrix to run
-    #[arg(long, value_enum, conflicts_with = "config")]
-    pub preset: Option<Preset>,
-    /// A TOML file of experiments, one table per subcommand run (see presets/standard.toml)
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Write the HTML report here (default: next to the history, reports/run-<id>.html)
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub suite: SuiteArgs,
     /// Run the network tables against this 'peakbench net serve' (default: one on loopback)
     #[arg(long, value_name = "HOST[:PORT]")]
     pub server: Option<String>,
-    /// Directory for the disk tables' test file (default: each table's own, else the current one)
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
     #[command(flatten)]
     pub runner: RunnerArgs,
     #[command(flatten)]

@@ -16,7 +16,7 @@
 //! on the `run` command line, not in a table.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
@@ -209,6 +209,63 @@ impl Preset {
 /// The built-in presets, written as configs, by name.
 pub fn preset_text(name: &str) -> Option<&'static str> {
     Preset::from_name(name).map(Preset::text)
+}
+
+/// What `run` and `cluster run` measure, and where they put the disk tables' file and the
+/// report: the flags both commands share.
+#[derive(Args, Debug, Clone, Default)]
+pub struct SuiteArgs {
+    /// The matrix to run [default: quick]
+    #[arg(long, value_enum, conflicts_with = "config")]
+    pub preset: Option<Preset>,
+    /// A TOML file of experiments, one table per subcommand run (see presets/standard.toml)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Directory for the disk tables' test file, on every host of a cluster (default: each
+    /// table's own, else the current one)
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Write the HTML report here (`run` writes one next to the history by default,
+    /// reports/run-<id>.html; `cluster run` only when given)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+impl SuiteArgs {
+    /// The tables to run, with where they came from ("preset quick", "--config FILE"); `--dir`
+    /// is given to every disk table that does not name its own.
+    pub fn entries(&self) -> Result<(String, Vec<Entry>), UsageError> {
+        let preset = self.preset.unwrap_or(Preset::Quick);
+        let (origin, mut entries) = match &self.config {
+            Some(path) => (format!("--config {}", path.display()), load(path)?),
+            None => (
+                format!("preset {preset}"),
+                parse(preset.text(), preset.name())?,
+            ),
+        };
+        if let Some(dir) = &self.dir {
+            apply_run_wide(&mut entries, "disk", "dir", &dir.display().to_string());
+        }
+        Ok((origin, entries))
+    }
+
+    /// Records the preset or the config file in a plan's configuration.
+    pub fn record(&self, config: &mut serde_json::Value) {
+        match &self.config {
+            Some(path) => config["config"] = path.display().to_string().into(),
+            None => config["preset"] = self.preset.unwrap_or(Preset::Quick).name().into(),
+        }
+    }
+}
+
+/// Gives `--flag=value` to every table of `section` that does not set the flag itself.
+pub fn apply_run_wide(entries: &mut [Entry], section: &str, flag: &str, value: &str) {
+    let given = format!("--{flag}=");
+    for entry in entries.iter_mut().filter(|e| e.section == section) {
+        if !entry.argv.iter().any(|a| a.starts_with(&given)) {
+            entry.argv.push(format!("{given}{value}"));
+        }
+    }
 }
 
 #[cfg(test)]

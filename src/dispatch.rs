@@ -7,9 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use clap::error::ErrorKind;
 
-use crate::cli::{
-    self, CompletionsArgs, ManArgs, Parsed, Preset, RunArgs, SysinfoArgs, TopCommand,
-};
+use crate::cli::{self, CompletionsArgs, ManArgs, Parsed, RunArgs, SysinfoArgs, TopCommand};
 use crate::config;
 use crate::error::{self, Exit, UsageError};
 use crate::options::{OutputArgs, PeakArgs, RunnerArgs};
@@ -185,7 +183,7 @@ fn sysinfo(args: &SysinfoArgs) -> Result<ExitCode> {
         }
     };
     let peaks = crate::peak::Peaks::compute(&host, &args.peak, &probes);
-    if args.json {
+    if args.json.on {
         let doc = serde_json::json!({
             "schema_version": SCHEMA_VERSION,
             "tool": Tool::this(),
@@ -223,32 +221,10 @@ fn replayed_probes(dir: &std::path::Path) -> crate::peak::Probes {
 /// `peakbench run`: every table of a preset or config file, in one session.
 fn run_matrix(args: &RunArgs) -> Result<ExitCode> {
     args.peak.check()?;
-    let preset = args.preset.unwrap_or(Preset::Quick);
-    let (origin, mut entries) = match &args.config {
-        Some(path) => (format!("--config {}", path.display()), config::load(path)?),
-        None => {
-            let text = config::preset_text(preset.name()).expect("every preset has a config");
-            (
-                format!("preset {preset}"),
-                config::parse(text, preset.name())?,
-            )
-        }
-    };
-    // Run-wide targets apply to every table that does not name its own.
-    for entry in &mut entries {
-        let target = match entry.section.as_str() {
-            "net" => args.server.as_ref().map(|s| ("server", s.clone())),
-            "disk" => args.dir.as_ref().map(|d| ("dir", d.display().to_string())),
-            _ => None,
-        };
-        if let Some((flag, value)) = target
-            && !entry
-                .argv
-                .iter()
-                .any(|a| a.starts_with(&format!("--{flag}=")))
-        {
-            entry.argv.push(format!("--{flag}={value}"));
-        }
+    let (origin, mut entries) = args.suite.entries()?;
+    // The run-wide server applies to every network table that does not name its own.
+    if let Some(server) = &args.server {
+        config::apply_run_wide(&mut entries, "net", "server", server);
     }
     // Every table is checked before anything is measured: a typo costs nothing.
     let parsed = entries
@@ -290,11 +266,8 @@ fn run_matrix(args: &RunArgs) -> Result<ExitCode> {
         .into());
     }
     plan.config = serde_json::json!({ "experiments": experiments, "runner": ctx.runner });
-    match &args.config {
-        Some(path) => plan.config["config"] = path.display().to_string().into(),
-        None => plan.config["preset"] = preset.name().into(),
-    }
-    let html = match &args.html {
+    args.suite.record(&mut plan.config);
+    let html = match &args.suite.html {
         Some(path) => HtmlReport::At(path.clone()),
         None => HtmlReport::Default,
     };

@@ -46,15 +46,22 @@ impl Default for RunnerArgs {
     }
 }
 
+/// `--json`: one JSON document on stdout instead of the text, for every command that prints one.
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub struct Json {
+    /// Print one JSON document on stdout instead of the text (and nothing else there)
+    #[arg(long = "json", id = "json")]
+    pub on: bool,
+}
+
 /// How results are shown and kept.
 #[derive(Args, Debug, Clone, Default)]
 #[command(next_help_heading = "Output")]
 pub struct OutputArgs {
-    /// Print one JSON document on stdout (and nothing else there)
-    #[arg(long, conflicts_with = "csv")]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: Json,
     /// Print CSV on stdout, one row per result
-    #[arg(long)]
+    #[arg(long, conflicts_with = "json")]
     pub csv: bool,
     /// Also write the results to FILE (.json, .csv, .md or .txt), rewritten after every case
     #[arg(long, short = 'o', value_name = "FILE")]

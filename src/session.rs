@@ -299,14 +299,14 @@ pub fn execute(
         eprintln!("note: {note}");
     }
     if output.dry_run {
-        print_plan(&plan, ctx, output.json);
+        print_plan(&plan, ctx, output.json.on);
         return Ok(ExitCode::SUCCESS);
     }
     let file = output_file(output)?;
     let mut warnings = machine_warnings(ctx);
     warnings.extend(plan.notes);
     let mut session = Session::start(ctx, plan.config, warnings, file)?;
-    let stdout_format = if output.json {
+    let stdout_format = if output.json.on {
         Format::Json
     } else if output.csv {
         Format::Csv

@@ -16,14 +16,13 @@ mod mpi;
 pub mod reference;
 pub mod schedule;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
-use crate::config::{self, Preset};
+use crate::config::{self, SuiteArgs};
 use crate::error::UsageError;
 use crate::names::named_enum;
 use crate::options::{OutputArgs, PeakArgs, RunnerArgs, duration};
@@ -57,15 +56,8 @@ named_enum! {
 
 #[derive(Args, Debug)]
 pub struct ClusterRunArgs {
-    /// The node-local matrix to run on every host (that of 'peakbench run')
-    #[arg(long, value_enum, conflicts_with = "config")]
-    pub preset: Option<Preset>,
-    /// A TOML file of node-local experiments, as for 'peakbench run --config'
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Directory for the disk tables' test file on every host (default: the current one)
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub suite: SuiteArgs,
     /// The phases to run, in this order
     #[arg(
         long,
@@ -99,9 +91,6 @@ pub struct ClusterRunArgs {
     /// timed batch)
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub case_deadline: Option<Duration>,
-    /// Write the HTML report here
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
     #[command(flatten)]
     pub runner: RunnerArgs,
     #[command(flatten)]
@@ -163,14 +152,7 @@ fn run_job(_: &ClusterRunArgs) -> Result<ExitCode> {
 /// ones (the network is the matrix's), with notes on what was left out. Each host plans from
 /// its own context; rank 0's plan decides which cases run, in which order.
 pub fn plan_local(args: &ClusterRunArgs, ctx: &Context) -> Result<Plan> {
-    let preset = args.preset.unwrap_or(Preset::Quick);
-    let (origin, mut entries) = match &args.config {
-        Some(path) => (format!("--config {}", path.display()), config::load(path)?),
-        None => (
-            format!("preset {preset}"),
-            config::parse(preset.text(), preset.name())?,
-        ),
-    };
+    let (origin, mut entries) = args.suite.entries()?;
     let mut plan = Plan::empty(serde_json::Value::Null);
     let before = entries.len();
     entries.retain(|e| e.section != "net");
@@ -178,13 +160,6 @@ pub fn plan_local(args: &ClusterRunArgs, ctx: &Context) -> Result<Plan> {
         plan.notes.push(format!(
             "{origin}: the [[net]] tables are left out: the network matrix measures every pair"
         ));
-    }
-    if let Some(dir) = &args.dir {
-        for entry in entries.iter_mut().filter(|e| e.section == "disk") {
-            if !entry.argv.iter().any(|a| a.starts_with("--dir=")) {
-                entry.argv.push(format!("--dir={}", dir.display()));
-            }
-        }
     }
     let parsed = entries
         .iter()
@@ -204,10 +179,7 @@ pub fn plan_local(args: &ClusterRunArgs, ctx: &Context) -> Result<Plan> {
         }
     }
     plan.config = serde_json::json!({ "experiments": experiments, "runner": ctx.runner });
-    match &args.config {
-        Some(path) => plan.config["config"] = path.display().to_string().into(),
-        None => plan.config["preset"] = preset.name().into(),
-    }
+    args.suite.record(&mut plan.config);
     Ok(plan)
 }
 

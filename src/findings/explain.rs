@@ -10,7 +10,7 @@ use anyhow::{Context as _, Result};
 use clap::Args;
 
 use crate::history::{load_named, short_command};
-use crate::options::DbArgs;
+use crate::options::{DbArgs, Json};
 use crate::text::printable;
 
 #[derive(Args, Debug)]
@@ -18,9 +18,8 @@ pub struct ExplainArgs {
     /// The run: an id from 'peakbench history', `latest`, `previous`, or a JSON results file
     #[arg(default_value = "latest")]
     pub run: String,
-    /// Print the findings as one JSON document instead of the text
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: Json,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -31,7 +30,7 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot explain {}", printable(&args.run)))?;
     let past = super::past_runs(&args.db, &report, id);
     let findings = super::judge(&report, &past);
-    if args.json {
+    if args.json.on {
         let json = serde_json::to_string_pretty(&findings)?;
         println!("{}", crate::text::json_for_terminal(&json));
         return Ok(ExitCode::SUCCESS);

@@ -16,7 +16,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 
 use crate::error::UsageError;
-use crate::options::{DbArgs, StoreArgs};
+use crate::options::{DbArgs, Json, StoreArgs};
 use crate::result::{Report, SCHEMA_VERSION};
 use crate::text::{Align, Table, printable};
 use crate::units::format_value;
@@ -48,9 +48,8 @@ pub struct ShowArgs {
     /// The run: an id from 'peakbench history', `latest` or `previous`
     #[arg(default_value = "latest")]
     pub run: String,
-    /// Print the stored JSON document instead of the table
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: Json,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -218,7 +217,7 @@ fn show(args: &ShowArgs) -> Result<ExitCode> {
     let store = open(&args.db, false)?;
     let id = store.resolve(&args.run)?;
     let report = store.load(id)?;
-    if args.json {
+    if args.json.on {
         let json = serde_json::to_string_pretty(&report)?;
         println!("{}", crate::text::json_for_terminal(&json));
     } else {

@@ -178,7 +178,7 @@ impl Leader<'_> {
         let mut session = self.session.take().expect("rank 0 has the document");
         session.finish(RunStatus::Complete)?;
         session.judge(&self.args.output.history.db)?;
-        let format = if self.args.output.json {
+        let format = if self.args.output.json.on {
             Format::Json
         } else if self.args.output.csv {
             Format::Csv

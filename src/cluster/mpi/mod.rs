@@ -113,7 +113,7 @@ fn job(universe: &Universe, args: &ClusterRunArgs) -> Result<ExitCode> {
         leaders: &leaders,
         me,
         session: None,
-        html: args.html.clone(),
+        html: args.suite.html.clone(),
         key: None,
         seed: 0,
         curves: Default::default(),
