@@ -200,9 +200,9 @@ fn sysinfo(args: &SysinfoArgs) -> Result<ExitCode> {
 
 /// The clock probe of a machine read off earlier, from its `clock-independent.txt`; no FMA
 /// probe (the fixture's own runs hold its rates).
-fn replayed_probes(dir: &std::path::Path) -> crate::peak::Probes {
+fn replayed_probes(dir: &std::path::Path) -> crate::peak::MeasuredFactors {
     let Some(reading) = crate::sysinfo::clock::from_fixture(dir) else {
-        return crate::peak::Probes::default();
+        return crate::peak::MeasuredFactors::default();
     };
     let (ghz, detail) = match reading.agreed() {
         Ok(ghz) => (
@@ -211,7 +211,7 @@ fn replayed_probes(dir: &std::path::Path) -> crate::peak::Probes {
         ),
         Err(why) => (None, why),
     };
-    crate::peak::Probes {
+    crate::peak::MeasuredFactors {
         ghz,
         ghz_detail: Some(detail),
         ..Default::default()

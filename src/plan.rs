@@ -14,7 +14,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use crate::options::{PeakArgs, RunnerArgs};
-use crate::peak::{PeakRef, Peaks, Probes};
+use crate::peak::{MeasuredFactors, PeakRef, Peaks};
 use crate::result::Reference;
 use crate::result::{BenchResult, Extra, Params, Subsystem, TimePoint};
 use crate::stats::{LatencyHistogram, Summary};
@@ -31,7 +31,12 @@ pub struct Context {
 impl Context {
     /// A context from facts already gathered (the session measures them on the live machine;
     /// tests give a fixture).
-    pub fn new(host: SysInfo, peak: &PeakArgs, probes: &Probes, runner: RunnerArgs) -> Context {
+    pub fn new(
+        host: SysInfo,
+        peak: &PeakArgs,
+        probes: &MeasuredFactors,
+        runner: RunnerArgs,
+    ) -> Context {
         let peaks = Peaks::compute(&host, peak, probes);
         Context {
             host,
@@ -50,7 +55,7 @@ impl Context {
         let doc: serde_json::Value =
             serde_json::from_str(include_str!("../tests/fixtures/report.json")).unwrap();
         let host: SysInfo = serde_json::from_value(doc["host"].clone()).unwrap();
-        let probes = Probes {
+        let probes = MeasuredFactors {
             ghz: Some(2.5),
             fma_per_cycle: None,
             fma_isa: None,

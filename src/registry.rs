@@ -19,7 +19,7 @@ pub const WORKLOADS: &[&dyn Workload] = &[
 /// The probes every run's context starts from: the clock of one core and the FMA instructions
 /// it retires per cycle, which the CPU workload measures. The commands reach it here, so that
 /// nothing above the registry names a workload.
-pub fn probe() -> crate::peak::Probes {
+pub fn probe() -> crate::peak::MeasuredFactors {
     crate::cpu::probe()
 }
 

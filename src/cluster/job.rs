@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::result::Job;
+use crate::result::BatchJob;
 
 /// The variables kept: what identifies the job and the allocation the ranks ran in. The
 /// others (paths, the submitting user's environment, the step's own CPU binding) are left out.
@@ -31,14 +31,14 @@ const KEPT: [&str; 18] = [
 ];
 
 /// The job the `vars` (an environment) describe, or `None` outside a batch job.
-pub fn from_env(vars: impl IntoIterator<Item = (String, String)>) -> Option<Job> {
+pub fn from_env(vars: impl IntoIterator<Item = (String, String)>) -> Option<BatchJob> {
     let variables: BTreeMap<String, String> = vars
         .into_iter()
         .filter(|(k, _)| KEPT.contains(&k.as_str()))
         .collect();
     let id = variables.get("SLURM_JOB_ID")?.clone();
     let nodelist = variables.get("SLURM_JOB_NODELIST").cloned();
-    Some(Job {
+    Some(BatchJob {
         scheduler: "slurm".into(),
         id,
         name: variables.get("SLURM_JOB_NAME").cloned(),

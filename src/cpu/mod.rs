@@ -26,7 +26,7 @@ use anyhow::{Result, bail};
 
 use crate::error::usage;
 use crate::options::unique;
-use crate::peak::{Form, Isa, Precision, Probes};
+use crate::peak::{Form, Isa, MeasuredFactors, Precision};
 use crate::plan::{Case, CaseSpec, Context, Plan, guess};
 use crate::result::{BenchResult, Params, Subsystem, TimePoint};
 use crate::runner::{self, Quota, Round, RunSettings, Scaling, Stop, Tally, Worker};
@@ -208,7 +208,7 @@ pub struct CpuOptions {
 }
 
 /// Measures the clock and the FMA throughput of one core, for peaks whose factors are unknown.
-pub fn probe() -> Probes {
+pub fn probe() -> MeasuredFactors {
     let reading = crate::sysinfo::clock::read();
     let (ghz, ghz_detail) = match reading.map(|r| (r.agreed(), r)) {
         Some((Ok(ghz), r)) => (
@@ -239,7 +239,7 @@ pub fn probe() -> Probes {
         }
         _ => None,
     };
-    Probes {
+    MeasuredFactors {
         ghz,
         ghz_detail,
         fma_per_cycle,
@@ -856,7 +856,7 @@ mod tests {
             int_units: Some(3.0),
             ..Default::default()
         };
-        let peaks = crate::peak::Peaks::compute(&ctx.host, &flags, &Probes::default());
+        let peaks = crate::peak::Peaks::compute(&ctx.host, &flags, &MeasuredFactors::default());
         let row = peaks.cpu.row(Precision::I32, widest, false).unwrap();
         assert_eq!(row.units.value, Some(3.0));
         assert_eq!(

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::engine::{DiskWorker, Job};
+use super::engine::{DiskWorker, ThreadIo};
 use super::file::TestFile;
 use super::fio;
 use super::settings::{Engine, IOPS_HEADLINE_BELOW, Op, Stopping};
@@ -113,8 +113,8 @@ impl DiskCase {
     }
 
     /// What each thread does, on the file as it was opened.
-    fn job(&self, file: &TestFile, verify: bool) -> Job {
-        Job {
+    fn thread_io(&self, file: &TestFile, verify: bool) -> ThreadIo {
+        ThreadIo {
             op: self.op,
             block: self.block,
             qd: self.qd,
@@ -289,7 +289,7 @@ impl Case for DiskCase {
         let file = self.target.open()?;
         file.drop_cached_pages()?;
         let verify = file.verifiable();
-        let job = self.job(&file, verify);
+        let job = self.thread_io(&file, verify);
         let mut settings = RunSettings::new(&ctx.runner, self.threads, self.runner_stop());
         settings.warmup = self.ramp;
         settings.watch = Some(Duration::from_millis(10));

@@ -28,7 +28,7 @@ use super::stamp::{FULL_CHECK_EVERY, stamp, verify, verify_ends};
 
 /// What one thread does: everything the I/O loop needs, fixed before the run.
 #[derive(Clone, Debug)]
-pub struct Job {
+pub struct ThreadIo {
     pub op: Op,
     pub block: u64,
     pub qd: u32,
@@ -96,7 +96,7 @@ struct Slot {
 
 /// One thread of a disk case.
 pub struct DiskWorker {
-    job: Job,
+    job: ThreadIo,
     file: File,
     ring: Option<IoUring>,
     buffers: Vec<AlignedBuf>,
@@ -114,7 +114,7 @@ pub struct DiskWorker {
 }
 
 impl DiskWorker {
-    pub fn new(job: &Job, target: &TestFile, index: usize) -> Result<DiskWorker> {
+    pub fn new(job: &ThreadIo, target: &TestFile, index: usize) -> Result<DiskWorker> {
         // Read-only jobs open the file read-only, as fio does. On this VM's virtio disk random
         // 4 KiB reads at QD 1 through a read-only descriptor came out 1.03x and 1.01x (p50
         // 2.5 and 3 % lower) against a read-write one, in two sets of 16 and 20 alternations.
@@ -535,8 +535,15 @@ mod io_tests {
         .unwrap()
     }
 
-    fn job(op: Op, engine: Engine, direct: bool, f: &file::TestFile, block: u64, qd: u32) -> Job {
-        Job {
+    fn job(
+        op: Op,
+        engine: Engine,
+        direct: bool,
+        f: &file::TestFile,
+        block: u64,
+        qd: u32,
+    ) -> ThreadIo {
+        ThreadIo {
             op,
             block,
             qd,

@@ -6,7 +6,7 @@
 //! repetitions of one unchanged distribution would split as unevenly is below 5 %. The test
 //! assumes nothing about how the repetitions spread (a disturbed repetition is worse, rarely
 //! better), only that they are independent. It needs enough repetitions to say anything: with 3
-//! against 3 the most uneven split still has p = 0.1, and the verdict says there are too few;
+//! against 3 the most uneven split still has p = 0.1, and the comparison says there are too few;
 //! 4 against 4 can show a change only when no repetition of one run comes near the other's; 5
 //! against 5 tolerates some overlap.
 
@@ -15,7 +15,7 @@ use crate::result::{BenchResult, Report};
 use crate::text::{Align, Table, printable};
 use crate::units::format_value;
 
-pub use crate::report::{Verdict, verdict};
+pub use crate::result::significance::{Significance, significance};
 
 /// One shared result.
 #[derive(Debug, Clone)]
@@ -27,7 +27,7 @@ pub struct Change {
     pub b: f64,
     /// (b − a) / a; `None` when a is 0.
     pub change: Option<f64>,
-    pub verdict: Verdict,
+    pub significance: Significance,
 }
 
 /// Every result present in both runs, in A's order, and how many are in only one of them.
@@ -63,7 +63,7 @@ pub fn compare(a: &Report, b: &Report) -> (Vec<Change>, usize, usize) {
             a: ra.value,
             b: rb.value,
             change: (ra.value != 0.0).then(|| (rb.value - ra.value) / ra.value),
-            verdict: verdict(ra, rb),
+            significance: significance(ra, rb),
         });
     }
     let only_a = a.results.len() - changes.len();
@@ -104,7 +104,7 @@ pub fn render(a_id: i64, a: &Report, b_id: i64, b: &Report) -> String {
             c.change
                 .map(|x| format!("{:+.1}%", x * 100.0))
                 .unwrap_or_else(|| "-".into()),
-            c.verdict.text(),
+            c.significance.text(),
         ]);
     }
     out.push_str(&table.render());
@@ -119,13 +119,16 @@ pub fn render(a_id: i64, a: &Report, b_id: i64, b: &Report) -> String {
 /// How many results changed beyond the noise, by which rule, and what to do when the
 /// repetitions were too few for the rule to say anything.
 fn closing_line(changes: &[Change]) -> String {
-    let beyond = changes.iter().filter(|c| c.verdict.is_beyond()).count();
+    let beyond = changes
+        .iter()
+        .filter(|c| c.significance.is_beyond())
+        .count();
     let mut line = format!(
         "\n{} shared results, {beyond} beyond the noise (two-sided Mann–Whitney U test on the repetitions, p < 0.05",
         changes.len()
     );
-    let too_few = changes.iter().find_map(|c| match c.verdict {
-        Verdict::Unknown { n, .. } => Some(n),
+    let too_few = changes.iter().find_map(|c| match c.significance {
+        Significance::Unknown { n, .. } => Some(n),
         _ => None,
     });
     if let Some([a, b]) = too_few {
@@ -155,57 +158,59 @@ mod tests {
         let a = result(vec![10.0, 11.0, 12.0, 13.0, 14.0]);
         // Every repetition of B above A's: p = 2/252 (the one most uneven of C(10, 5) splits,
         // doubled).
-        let Verdict::Beyond { p } = verdict(&a, &result(vec![15.0, 16.0, 17.0, 18.0, 19.0])) else {
+        let Significance::Beyond { p } =
+            significance(&a, &result(vec![15.0, 16.0, 17.0, 18.0, 19.0]))
+        else {
             panic!("separated repetitions")
         };
         assert!((p - 2.0 / 252.0).abs() < 1e-12);
         // U = 6 of 25: 56 of the 252 splits are at least as uneven, p = 0.222.
-        let overlapping = verdict(&a, &result(vec![11.5, 12.5, 13.5, 14.5, 15.5]));
-        let Verdict::Within { p } = overlapping else {
+        let overlapping = significance(&a, &result(vec![11.5, 12.5, 13.5, 14.5, 15.5]));
+        let Significance::Within { p } = overlapping else {
             panic!("overlapping repetitions: {overlapping:?}")
         };
         assert!((p - 56.0 / 252.0).abs() < 1e-12);
         assert_eq!(overlapping.text(), "within noise (p 0.22)");
-        assert_eq!(verdict(&a, &a), Verdict::Within { p: 1.0 });
+        assert_eq!(significance(&a, &a), Significance::Within { p: 1.0 });
     }
 
     #[test]
     fn three_repetitions_against_three_are_too_few_to_tell() {
         let a = result(vec![10.0, 11.0, 12.0]);
-        let separated = verdict(&a, &result(vec![20.0, 21.0, 22.0]));
-        assert!(matches!(separated, Verdict::Unknown { n: [3, 3], .. }));
+        let separated = significance(&a, &result(vec![20.0, 21.0, 22.0]));
+        assert!(matches!(separated, Significance::Unknown { n: [3, 3], .. }));
         assert_eq!(separated.text(), "too few repetitions (3 vs 3: p ≥ 0.10)");
         assert_eq!(
-            verdict(&a, &result(vec![20.0])).text(),
+            significance(&a, &result(vec![20.0])).text(),
             "too few repetitions (3 vs 1: p ≥ 0.50)"
         );
         assert_eq!(
-            verdict(&result(vec![1.0]), &result(vec![2.0])).text(),
+            significance(&result(vec![1.0]), &result(vec![2.0])).text(),
             "too few repetitions (1 vs 1)"
         );
     }
 
     #[test]
     fn the_closing_line_states_the_rule_and_the_fix_for_too_few_repetitions() {
-        let change = |verdict| Change {
+        let change = |significance| Change {
             id: "cpu-f64".into(),
             label: "cpu f64".into(),
             unit: "GFLOP/s".into(),
             a: 1.0,
             b: 2.0,
             change: Some(1.0),
-            verdict,
+            significance,
         };
-        let line = closing_line(&[change(Verdict::Beyond { p: 0.008 })]);
+        let line = closing_line(&[change(Significance::Beyond { p: 0.008 })]);
         assert_eq!(
             line,
             "\n1 shared results, 1 beyond the noise (two-sided Mann–Whitney U test on the repetitions, p < 0.05)"
         );
-        let too_few = Verdict::Unknown {
+        let too_few = Significance::Unknown {
             n: [3, 3],
             min_p: 0.1,
         };
-        let line = closing_line(&[change(too_few), change(Verdict::Within { p: 0.4 })]);
+        let line = closing_line(&[change(too_few), change(Significance::Within { p: 0.4 })]);
         assert!(
             line.ends_with("0 beyond the noise (two-sided Mann–Whitney U test on the repetitions, p < 0.05; 3 vs 3 repetitions can never show it: use --repetitions 5 or more)"),
             "{line}"

@@ -59,8 +59,8 @@ impl BandwidthCase {
     }
 
     /// What the standard tools are asked to measure beside this case.
-    fn reference_job(&self) -> reference::Job {
-        reference::Job {
+    fn tool_case(&self) -> reference::ToolCase {
+        reference::ToolCase {
             op: self.op,
             block: self.block,
             threads: self.threads,
@@ -248,7 +248,7 @@ impl Case for BandwidthCase {
         // Last: the times above are what a reader of the extras looks for first.
         result = result.extra("off_core", "%", &runner::off_core_percent(&reps));
         if ctx.runner.reference {
-            result = result.reference(reference::for_case(&self.reference_job())?);
+            result = result.reference(reference::for_case(&self.tool_case())?);
         }
         Ok(result.finish())
     }

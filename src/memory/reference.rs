@@ -34,7 +34,7 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What a bandwidth case measures, as the tools are told it.
 #[derive(Clone, Copy, Debug)]
-pub struct Job {
+pub struct ToolCase {
     pub op: MemOp,
     /// `None` for STREAM kernels.
     pub block: Option<u64>,
@@ -48,7 +48,7 @@ pub struct Job {
 }
 
 /// The reference for a case: the tool that measures the same thing, or a note why none does.
-pub fn for_case(case: &Job) -> anyhow::Result<Reference> {
+pub fn for_case(case: &ToolCase) -> anyhow::Result<Reference> {
     let suffix = if case.isa == Isa::Avx512 {
         "_avx512"
     } else {
@@ -83,7 +83,7 @@ pub fn for_case(case: &Job) -> anyhow::Result<Reference> {
     likwid(case, &kernel)
 }
 
-fn likwid(case: &Job, kernel: &str) -> anyhow::Result<Reference> {
+fn likwid(case: &ToolCase, kernel: &str) -> anyhow::Result<Reference> {
     let size_kb = (case.working_set / 1000).max(1);
     let args: Vec<String> = vec![
         "-t".into(),
@@ -119,7 +119,7 @@ fn parse_likwid_mbytes(stdout: &str) -> Option<f64> {
         .and_then(|v| v.trim().parse::<f64>().ok())
 }
 
-fn mbw(case: &Job) -> anyhow::Result<Reference> {
+fn mbw(case: &ToolCase) -> anyhow::Result<Reference> {
     // mbw allocates two arrays of the size given, in MiB: the two regions of peakbench's copy.
     let mib = (case.slice >> 20).max(1);
     let args: Vec<String> = vec![

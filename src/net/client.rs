@@ -131,7 +131,7 @@ pub fn run_test(
     }
     // Spinning TCP receivers (the server's in forward mode, ours with --reverse) and, on
     // loopback, where each side's threads run.
-    let threads = data::DataThreads::for_test(spec, server.ip().to_canonical().is_loopback(), pin);
+    let threads = data::DataThreads::for_spec(spec, server.ip().to_canonical().is_loopback(), pin);
     match (spec.mode, spec.reverse) {
         (Mode::Throughput, false) => send_window(control, &sockets, spec, token, threads),
         (Mode::Throughput, true) => receive_window(control, &sockets, spec, token, threads),

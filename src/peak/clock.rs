@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CpuFactors, Factor, Probes, trim_float};
+use super::{CpuFactors, Factor, MeasuredFactors, trim_float};
 use crate::options::PeakArgs;
 use crate::sysinfo::SysInfo;
 use crate::sysinfo::clocks;
@@ -50,7 +50,7 @@ impl ClockPair {
     }
 }
 
-pub(super) fn clock_factor(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> Factor {
+pub(super) fn clock_factor(info: &SysInfo, flags: &PeakArgs, probes: &MeasuredFactors) -> Factor {
     if let Some(ghz) = flags.cpu_ghz {
         return Factor::known(ghz, "flag", "--cpu-ghz");
     }

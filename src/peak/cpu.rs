@@ -12,7 +12,7 @@ use crate::sysinfo::microarch::{self, CoreResources};
 
 /// Measurements that can stand in for unknown factors.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Probes {
+pub struct MeasuredFactors {
     /// Clock measured on one core, GHz, when its two chains agree (`sysinfo::clock`).
     pub ghz: Option<f64>,
     /// What the clock probe read: both chains' figures, or why they are no clock.
@@ -104,7 +104,7 @@ pub fn isas_of(info: &SysInfo) -> Vec<Isa> {
     isas
 }
 
-pub(super) fn cpu_peaks(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> CpuPeaks {
+pub(super) fn cpu_peaks(info: &SysInfo, flags: &PeakArgs, probes: &MeasuredFactors) -> CpuPeaks {
     let isas = isas_of(info);
     let factors = cpu_factors(info, flags, probes, &isas);
     let table = peak_rows(info, &factors, &isas);
@@ -116,7 +116,12 @@ pub(super) fn cpu_peaks(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> Cp
 }
 
 /// The factors every row shares: the cores, the clocks and the pipes.
-fn cpu_factors(info: &SysInfo, flags: &PeakArgs, probes: &Probes, isas: &[Isa]) -> CpuFactors {
+fn cpu_factors(
+    info: &SysInfo,
+    flags: &PeakArgs,
+    probes: &MeasuredFactors,
+    isas: &[Isa],
+) -> CpuFactors {
     let cores = match flags.cores {
         Some(c) => Factor::known(c as f64, "flag", "--cores"),
         None => Factor::known(
@@ -162,7 +167,12 @@ struct PipeFactors {
 
 /// The pipes of the microarchitecture table, with `--fma-units` and `--int-units` over the
 /// widest ISA's, and the FMA probe's count where the table has none.
-fn pipe_factors(info: &SysInfo, flags: &PeakArgs, probes: &Probes, isas: &[Isa]) -> PipeFactors {
+fn pipe_factors(
+    info: &SysInfo,
+    flags: &PeakArgs,
+    probes: &MeasuredFactors,
+    isas: &[Isa],
+) -> PipeFactors {
     let name = info.cpu.microarch.value.clone().unwrap_or_default();
     let table = microarch::resources(&name, &info.cpu.model_name);
 

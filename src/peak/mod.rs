@@ -41,7 +41,7 @@ use crate::options::PeakArgs;
 use crate::sysinfo::SysInfo;
 
 pub use clock::ClockPair;
-pub use cpu::{CpuFactors, CpuPeak, CpuPeaks, Pipe, Probes, isas_of, tile_multiply_adds};
+pub use cpu::{CpuFactors, CpuPeak, CpuPeaks, MeasuredFactors, Pipe, isas_of, tile_multiply_adds};
 pub use devices::{DiskPeak, MemoryPeak, NicPeak};
 pub use instruction::{Form, Isa, Precision};
 pub use render::render;
@@ -129,7 +129,7 @@ pub struct Peaks {
 }
 
 impl Peaks {
-    pub fn compute(info: &SysInfo, flags: &PeakArgs, probes: &Probes) -> Peaks {
+    pub fn compute(info: &SysInfo, flags: &PeakArgs, probes: &MeasuredFactors) -> Peaks {
         Peaks {
             cpu: cpu_peaks(info, flags, probes),
             memory: memory_peak(info, flags),
@@ -160,10 +160,10 @@ mod tests {
         serde_json::from_value(doc["host"].clone()).unwrap()
     }
 
-    fn probes() -> Probes {
-        Probes {
+    fn probes() -> MeasuredFactors {
+        MeasuredFactors {
             ghz: Some(2.7),
-            ..Probes::default()
+            ..MeasuredFactors::default()
         }
     }
 
@@ -176,10 +176,10 @@ mod tests {
             add_ghz: 22.7,
             imul_ghz: 4.02,
         };
-        let disagreeing = Probes {
+        let disagreeing = MeasuredFactors {
             ghz: None,
             ghz_detail: Some(folded.agreed().unwrap_err()),
-            ..Probes::default()
+            ..MeasuredFactors::default()
         };
         let peaks = Peaks::compute(&host, &PeakArgs::default(), &disagreeing);
         let factors = &peaks.cpu.factors;

@@ -577,7 +577,7 @@ mod tests {
     #[test]
     fn the_job_and_the_matrix_plan_are_shown() {
         let cluster = Cluster {
-            job: Some(crate::result::Job {
+            job: Some(crate::result::BatchJob {
                 scheduler: "slurm".into(),
                 id: "4242".into(),
                 name: Some("<b>bench</b>".into()),

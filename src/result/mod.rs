@@ -14,6 +14,7 @@
 
 mod findings;
 pub mod roofline;
+pub mod significance;
 pub mod validate;
 
 use serde::{Deserialize, Serialize};
@@ -526,7 +527,7 @@ pub struct Cluster {
     /// The batch job the run is part of (Slurm's `SLURM_*` variables, as rank 0 sees them);
     /// none when launched outside a scheduler.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub job: Option<Job>,
+    pub job: Option<BatchJob>,
     /// The phase the run was in when the document was last written: `local`, `matrix`,
     /// `collectives`, `done`.
     pub phase: String,
@@ -651,7 +652,7 @@ pub struct ClusterReference {
 
 /// The batch job of a cluster run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Job {
+pub struct BatchJob {
     /// The scheduler that allocated the hosts: `slurm`.
     pub scheduler: String,
     /// The job id (`SLURM_JOB_ID`).

@@ -5,7 +5,7 @@
 //! hypervisor). Their parsers are pure functions over text. Files are read through [`Root`], a
 //! directory that stands for "/" ([`super::root`]), so the tests can point the whole collection
 //! at a fixture tree.
-//! What is not a file (CPUID, the output of dmidecode) comes in through [`Probes`].
+//! What is not a file (CPUID, the output of dmidecode) comes in through [`ToolOutputs`].
 
 use std::path::Path;
 
@@ -15,7 +15,7 @@ use super::{SysInfo, cpu, devices, memory, os};
 /// Reads the inventory of this machine. Never fails: what cannot be read is unknown, with the
 /// reason.
 pub fn collect() -> SysInfo {
-    let probes = Probes {
+    let probes = ToolOutputs {
         dmidecode: memory::run_dmidecode(),
         cpuid_hypervisor: os::cpuid_hypervisor_vendor(),
     };
@@ -25,7 +25,7 @@ pub fn collect() -> SysInfo {
 /// What is learnt by running something rather than by reading a file, kept apart so that tests
 /// can supply it.
 #[derive(Clone, Debug)]
-pub struct Probes {
+pub struct ToolOutputs {
     /// Output of `dmidecode -t 17`, or why it could not be had.
     pub dmidecode: Result<String, String>,
     /// Hypervisor vendor from CPUID leaf 0x40000000, already named by `os::hypervisor_name`.
@@ -34,7 +34,7 @@ pub struct Probes {
 
 /// Reads the inventory from the tree under `root`, which stands for "/", taking what is not a
 /// file from `probes`.
-pub fn collect_from(root: &Path, probes: &Probes) -> SysInfo {
+pub fn collect_from(root: &Path, probes: &ToolOutputs) -> SysInfo {
     let root = Root(root);
     let processors = root
         .read("/proc/cpuinfo")
@@ -65,7 +65,7 @@ pub fn replay(dir: &Path) -> Result<SysInfo, String> {
     let cpuid_hypervisor = std::fs::read_to_string(dir.join("lscpu.json"))
         .ok()
         .and_then(|text| lscpu_field(&text, "Hypervisor vendor:"));
-    let probes = Probes {
+    let probes = ToolOutputs {
         dmidecode: Err(format!("replayed from {}: no dmidecode", dir.display())),
         cpuid_hypervisor,
     };
@@ -116,7 +116,7 @@ mod tests {
     #[test]
     fn missing_everything_is_unknown_not_a_panic() {
         let dir = tempfile::tempdir().unwrap();
-        let probes = Probes {
+        let probes = ToolOutputs {
             dmidecode: Err("dmidecode not run in tests".to_string()),
             cpuid_hypervisor: None,
         };

@@ -144,7 +144,7 @@ fn a_cpuset_smaller_than_the_threads_is_named() {
         remedy.ends_with("in an MPI job, leave out mpirun's --bind-to (or give --bind-to none)"),
         "{remedy}"
     );
-    report.cluster.as_mut().unwrap().job = Some(crate::result::Job {
+    report.cluster.as_mut().unwrap().job = Some(crate::result::BatchJob {
         scheduler: "slurm".into(),
         id: "7".into(),
         name: None,

@@ -24,7 +24,7 @@ impl DataThreads {
     /// spinning receivers, and on loopback the placement of [`StreamCpus::loopback_pair`],
     /// which wins over `--pin`'s (`pin`: stream i on the i-th CPU, which would put a
     /// `--reverse` test's receivers on the server's senders' CPUs).
-    pub fn for_test(spec: &TestSpec, loopback: bool, pin: bool) -> DataThreads {
+    pub fn for_spec(spec: &TestSpec, loopback: bool, pin: bool) -> DataThreads {
         let streams = spec.streams as usize;
         let spin = receiver_spins(
             spec.receiver_wait,

@@ -272,7 +272,7 @@ fn handle(
         deadline: Instant::now() + serving_time(&spec, policy.max_test),
         // Spinning TCP receivers (ours in forward mode, the client's with --reverse) and, on
         // loopback, where each side's threads run (the client places its own alike).
-        threads: data::DataThreads::for_test(&spec, canonical(peer.ip()).is_loopback(), false),
+        threads: data::DataThreads::for_spec(&spec, canonical(peer.ip()).is_loopback(), false),
     };
     match (spec.mode, spec.reverse) {
         (Mode::Throughput, false) => test.receive(&mut control, watch, canonical(peer.ip())),
