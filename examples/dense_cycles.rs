@@ -12,7 +12,8 @@
 use std::time::Instant;
 
 use peakbench::cpu::blas::{self, Vendor};
-use peakbench::cpu::{dgemm, gemm, linpack, lu};
+use peakbench::cpu::dense::builtin::{dgemm, lu};
+use peakbench::cpu::{gemm, linpack};
 use peakbench::peak::{Isa, Precision};
 use peakbench::sysinfo::clock::measure_ghz;
 

@@ -18,7 +18,7 @@ use anyhow::{Result, bail};
 use faer::{Accum, MatMut, MatRef, Par};
 
 use super::blas::{self, Blas, BlasElement, Engine, Solver};
-use super::dgemm::BuiltinGemm;
+use super::dense::builtin::dgemm::BuiltinGemm;
 use super::library;
 use super::linpack::library_params;
 use crate::peak::Precision;

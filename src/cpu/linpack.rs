@@ -26,9 +26,10 @@ use faer::Mat;
 use faer::linalg::solvers::Solve as _;
 
 use super::blas::{Blas, BlasElement, Engine, Solver};
-use super::dgemm::{BuiltinGemm, Element};
-use super::lu::LuElement;
-use super::{library, lu};
+use super::dense::builtin::FAER_VERSION;
+use super::dense::builtin::dgemm::{BuiltinGemm, Element};
+use super::dense::builtin::lu::{self, LuElement};
+use super::library;
 use crate::peak::Precision;
 use crate::plan::{Case, CaseSpec, Context};
 use crate::result::{BenchResult, Params, Subsystem};
@@ -436,9 +437,6 @@ fn check<T: LuElement>(a: &Mat<T>, x: &Mat<T>, b: &Mat<T>, n: u64) -> Result<f64
     Ok(residual)
 }
 
-/// The faer version this binary was built with.
-pub(crate) const FAER_VERSION: &str = "0.24";
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -459,6 +457,54 @@ mod tests {
         let mut x = solve(&a, &b);
         x[(17, 0)] += 1e-6;
         assert!(scaled_residual(&a, &x, &b) > RESIDUAL_THRESHOLD);
+    }
+
+    /// HPL's scaled residual (ε of T) of a solve by peakbench's LU on `threads` threads at
+    /// order n with NB = 256, so the trailing updates run through peakbench's DGEMM or SGEMM
+    /// (several panels from n = 257 on).
+    fn solve_residual<T: LuElement>(n: usize, threads: usize) -> (f64, Vec<T>) {
+        let (a, b) = random_system::<T>(n, 4);
+        let mut factors: Vec<T> = (0..n).flat_map(|j| a.col_as_slice(j).to_vec()).collect();
+        let mut x = b.col_as_slice(0).to_vec();
+        let mut piv = vec![0; n];
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| lu::factor_and_solve(&mut factors, n, &mut x, &mut piv, lu::NB))
+            .unwrap();
+        let xm = faer::Mat::from_fn(n, 1, |i, _| x[i]);
+        (scaled_residual(&a, &xm, &b), x)
+    }
+
+    #[test]
+    fn solves_with_the_own_dgemm_pass_hpl_s_check_on_1_and_2_threads() {
+        solves_on_1_and_2_threads::<f64>(1e-9);
+    }
+
+    #[test]
+    fn solves_with_the_own_sgemm_pass_hpl_s_check_in_f32_on_1_and_2_threads() {
+        solves_on_1_and_2_threads::<f32>(1e-2);
+    }
+
+    /// Every order passes HPL's check on 1 and 2 threads, and the two thread counts give the
+    /// same solution within `agree` relative (the update order differs between them).
+    fn solves_on_1_and_2_threads<T: LuElement>(agree: f64) {
+        for n in [1, 2, 127, 1000] {
+            for threads in [1, 2] {
+                let (residual, _) = solve_residual::<T>(n, threads);
+                assert!(
+                    residual < RESIDUAL_THRESHOLD,
+                    "{} n={n} threads={threads}: scaled residual {residual}",
+                    T::NAME
+                );
+            }
+        }
+        let (one, two) = (solve_residual::<T>(600, 1).1, solve_residual::<T>(600, 2).1);
+        for (x1, x2) in one.iter().zip(&two) {
+            let (x1, x2) = (x1.to_f64(), x2.to_f64());
+            assert!((x1 - x2).abs() <= agree * (1.0 + x1.abs()), "{x1} vs {x2}");
+        }
     }
 
     #[test]

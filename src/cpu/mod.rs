@@ -10,12 +10,11 @@
 pub mod args;
 mod params;
 pub mod blas;
-pub mod dgemm;
+pub mod dense;
 pub mod gemm;
 pub mod kernels;
 mod library;
 pub mod linpack;
-pub mod lu;
 pub mod reference;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,0 +1,3 @@
+//! Dense linear algebra: `peakbench cpu gemm` and `peakbench cpu linpack`.
+
+pub mod builtin;
