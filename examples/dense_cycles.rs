@@ -11,9 +11,10 @@
 
 use std::time::Instant;
 
-use peakbench::cpu::blas::{self, Vendor};
 use peakbench::cpu::dense::builtin::{dgemm, lu};
-use peakbench::cpu::{gemm, linpack};
+use peakbench::cpu::dense::engine::blas::{self, Vendor};
+use peakbench::cpu::dense::engine::product;
+use peakbench::cpu::dense::linpack;
 use peakbench::peak::{Isa, Precision};
 use peakbench::sysinfo::clock::measure_ghz;
 
@@ -83,11 +84,11 @@ fn main() {
         }
     }
     let (cycle, wall) = pool.install(|| {
-        best(reps, threads, gemm::flops(ng as u64), || {
-            gemm::faer_multiply(ng, &a, &b, &mut c, threads)
+        best(reps, threads, product::flops(ng as u64), || {
+            product::faer_multiply(ng, &a, &b, &mut c, threads)
         })
     });
-    gemm::check(ng, &a, &b, &c, 1).expect("a right product");
+    product::check(ng, &a, &b, &c, 1).expect("a right product");
     println!(
         "dgemm n={ng} {:<40} {:.1} % of peak per CPU-second ({wall:.1} GFLOP/s wall)",
         "faer matmul",
@@ -100,8 +101,8 @@ fn main() {
         );
         let (cycle, wall) = pool.install(|| {
             let mut run = || {
-                best(reps, threads, gemm::flops(ng as u64), || {
-                    gemm::multiply(*library, ng, &a, &b, &mut c, threads).unwrap()
+                best(reps, threads, product::flops(ng as u64), || {
+                    product::multiply(*library, ng, &a, &b, &mut c, threads).unwrap()
                 })
             };
             match library {
@@ -109,7 +110,7 @@ fn main() {
                 None => run(),
             }
         });
-        gemm::check(ng, &a, &b, &c, 1).expect("a right product");
+        product::check(ng, &a, &b, &c, 1).expect("a right product");
         println!(
             "dgemm n={ng} {name:<40} {:.1} % of peak per CPU-second ({wall:.1} GFLOP/s wall)",
             100.0 * cycle / peak
@@ -127,8 +128,8 @@ fn main() {
         );
         let (cycle, wall) = pool.install(|| {
             let mut run = || {
-                best(reps, threads, gemm::flops(ng as u64), || {
-                    gemm::multiply(*library, ng, &a32, &b32, &mut c32, threads).unwrap()
+                best(reps, threads, product::flops(ng as u64), || {
+                    product::multiply(*library, ng, &a32, &b32, &mut c32, threads).unwrap()
                 })
             };
             match library {
@@ -136,7 +137,7 @@ fn main() {
                 None => run(),
             }
         });
-        gemm::check(ng, &a32, &b32, &c32, 1).expect("a right product");
+        product::check(ng, &a32, &b32, &c32, 1).expect("a right product");
         println!(
             "sgemm n={ng} {name:<40} {:.1} % of the f32 peak per CPU-second ({wall:.1} GFLOP/s wall)",
             100.0 * cycle / peak32

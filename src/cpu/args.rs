@@ -221,8 +221,8 @@ pub struct LinpackArgs {
     pub precision: Vec<Precision>,
     /// The BLAS and LAPACK that solve, loaded at run time: a name below, or the path of a
     /// shared library (with a '/', e.g. /opt/blis/lib/libblis.so)
-    #[arg(long, value_name = "BLAS", default_value = "auto", value_parser = super::blas::BlasFlagParser)]
-    pub blas: super::blas::BlasFlag,
+    #[arg(long, value_name = "BLAS", default_value = "auto", value_parser = super::dense::engine::blas::BlasFlagParser)]
+    pub blas: super::dense::engine::blas::BlasFlag,
 }
 
 #[derive(Args, Debug)]
@@ -245,8 +245,8 @@ pub struct GemmArgs {
     pub precision: Vec<Precision>,
     /// The BLAS that multiplies, loaded at run time: a name below, or the path of a shared
     /// library (with a '/', e.g. /opt/blis/lib/libblis.so)
-    #[arg(long, value_name = "BLAS", default_value = "auto", value_parser = super::blas::BlasFlagParser)]
-    pub blas: super::blas::BlasFlag,
+    #[arg(long, value_name = "BLAS", default_value = "auto", value_parser = super::dense::engine::blas::BlasFlagParser)]
+    pub blas: super::dense::engine::blas::BlasFlag,
 }
 
 /// The parser of `cpu gemm --precision` and `cpu linpack --precision`: f64 or f32, by [`Precision`]'s names.

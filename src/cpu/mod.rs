@@ -8,13 +8,9 @@
 //! --interval D`) keeps all threads busy and records the rate of every interval instead.
 
 pub mod args;
-mod params;
-pub mod blas;
 pub mod dense;
-pub mod gemm;
 pub mod kernels;
-mod library;
-pub mod linpack;
+mod params;
 pub mod reference;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -31,6 +27,8 @@ use crate::result::{BenchResult, Params, Subsystem, TimePoint};
 use crate::runner::{self, Quota, Round, RunSettings, Scaling, Stop, Tally, Worker};
 use crate::workload::Benchmark;
 use args::{CpuArgs, GemmArgs, LinpackArgs};
+use dense::engine::{self, blas};
+use dense::{gemm, linpack};
 use kernels::Kernel;
 
 /// Iterations per call into a kernel: about a millisecond of work, so the clock and the
@@ -109,7 +107,7 @@ impl Benchmark for Linpack {
         let mut cases: Vec<Box<dyn Case>> = Vec::new();
         for &precision in &precisions {
             for &n in &orders {
-                library::check_fits(n, linpack::memory_needed(n, precision), available)?;
+                engine::check_fits(n, linpack::memory_needed(n, precision), available)?;
                 for &t in &threads {
                     for &solver in &solvers {
                         cases.push(Box::new(linpack::LinpackCase {
@@ -159,7 +157,7 @@ impl Benchmark for Gemm {
         let mut cases: Vec<Box<dyn Case>> = Vec::new();
         for &precision in &precisions {
             for &n in &orders {
-                library::check_fits(n, gemm::memory_needed(n, precision), available)?;
+                engine::check_fits(n, gemm::memory_needed(n, precision), available)?;
                 for &t in &threads {
                     for &solver in &solvers {
                         cases.push(Box::new(gemm::GemmCase {

@@ -25,11 +25,11 @@ use anyhow::{Result, bail};
 use faer::Mat;
 use faer::linalg::solvers::Solve as _;
 
-use super::blas::{Blas, BlasElement, Engine, Solver};
-use super::dense::builtin::FAER_VERSION;
-use super::dense::builtin::dgemm::{BuiltinGemm, Element};
-use super::dense::builtin::lu::{self, LuElement};
-use super::library;
+use super::builtin::dgemm::BuiltinGemm;
+use super::builtin::lu::{self, LuElement};
+use super::case::{self, DenseRound};
+use super::engine::blas::{Blas, BlasElement, Engine, Solver};
+use super::engine::{self, probe};
 use crate::peak::Precision;
 use crate::plan::{Case, CaseSpec, Context};
 use crate::result::{BenchResult, Params, Subsystem};
@@ -115,60 +115,10 @@ pub fn solver_name(solver: Solver, precision: Precision) -> String {
         Solver::Fixed(engine @ (Engine::Library(_) | Engine::File(_))) => {
             format!("LAPACK {p}getrf + {p}getrs ({})", engine.name())
         }
-        other => super::gemm::solver_label(
+        other => engine::solver_label(
             other,
             &format!("builtin (peakbench LU over peakbench {p}gemm)"),
         ),
-    }
-}
-
-/// What a result says of the library that ran: name, version, kernel set, file; for the
-/// built-in engine, its GEMM of T (and with `with_lu`, the LU over the DGEMM).
-pub fn library_params<T: Element>(
-    solver: Option<&Blas>,
-    with_lu: bool,
-) -> Vec<(&'static str, serde_json::Value)> {
-    match solver {
-        Some(blas) => {
-            let mut params = vec![
-                ("library", blas.describe().into()),
-                ("library_version", blas.version.clone().into()),
-                ("library_path", blas.path.clone().into()),
-            ];
-            if let Some(kernel) = &blas.kernel {
-                params.push(("library_kernel", kernel.clone().into()));
-            }
-            if let Some(lapack) = &blas.lapack_path {
-                params.push(("lapack_path", lapack.clone().into()));
-            }
-            params
-        }
-        None => {
-            let gemm = BuiltinGemm::<T>::current();
-            let mut params = vec![
-                (
-                    "library",
-                    format!("peakbench {}, faer {FAER_VERSION}", T::ROUTINE).into(),
-                ),
-                ("library_version", FAER_VERSION.into()),
-            ];
-            if with_lu {
-                params.push(("lu_engine", lu::describe::<T>(lu::NB).into()));
-            }
-            params.extend([
-                ("gemm_engine", gemm.describe().into()),
-                ("gemm_kernel", gemm.kernel_name().into()),
-                (
-                    "gemm_blocking",
-                    format!(
-                        "MC={} KC={} NC={}",
-                        gemm.blocking.mc, gemm.blocking.kc, gemm.blocking.nc
-                    )
-                    .into(),
-                ),
-            ]);
-            params
-        }
     }
 }
 
@@ -185,9 +135,9 @@ impl LinpackCase {
         ctx: &Context,
         a: &Mat<T>,
         b: &Mat<T>,
-    ) -> Result<Vec<library::LibraryRound>> {
+    ) -> Result<Vec<DenseRound>> {
         let n = self.n as usize;
-        library::run_on_threads("linpack", None, self.threads, self.pin, || {
+        engine::run_on_threads("linpack", None, self.threads, self.pin, || {
             let mut factors = vec![T::ZERO; n * n];
             let mut x = vec![T::ZERO; n];
             let mut piv = vec![0; n];
@@ -235,9 +185,9 @@ impl LinpackCase {
         blas: &Blas,
         a: &Mat<T>,
         b: &Mat<T>,
-    ) -> Result<Vec<library::LibraryRound>> {
+    ) -> Result<Vec<DenseRound>> {
         let n = self.n as usize;
-        library::run_on_threads("LAPACK", Some(blas), self.threads, self.pin, || {
+        engine::run_on_threads("LAPACK", Some(blas), self.threads, self.pin, || {
             let mut lu = vec![T::ZERO; n * n];
             let mut x = vec![T::ZERO; n];
             let mut ipiv = vec![0; n];
@@ -278,14 +228,14 @@ impl Case for LinpackCase {
             pinned: Some(self.pin),
             n: Some(self.n),
             precision: Some(self.precision.name().into()),
-            engine: super::gemm::engine_name(self.solver),
+            engine: engine::engine_name(self.solver),
             ..Params::default()
         };
         params.other.insert(
             "solver".into(),
             solver_name(self.solver, self.precision).into(),
         );
-        let suffix = super::gemm::engine_suffix(self.solver);
+        let suffix = engine::engine_suffix(self.solver);
         // f64 keeps the ids it had before f32 existed; f32 says so in its id and label.
         let (id_precision, label_precision) = if self.f32() {
             ("-f32", " f32")
@@ -314,7 +264,7 @@ impl Case for LinpackCase {
         // repetition.
         let generate_and_check = 3.0 * (self.n * self.n) as f64 / 1e8;
         let rate = if self.f32() { 40e9 } else { 20e9 };
-        library::estimate(
+        case::estimate(
             ctx,
             self.threads,
             flops(self.n),
@@ -340,8 +290,7 @@ impl LinpackCase {
 
     /// The case in elements of type T (f64 for dgesv, f32 for sgesv).
     fn run_in<T: LuElement + BlasElement>(&self, ctx: &Context) -> Result<BenchResult> {
-        library::check_memory(
-            "",
+        engine::check_fits(
             self.n,
             memory_needed(self.n, self.precision),
             ctx.host.memory.available_bytes,
@@ -354,8 +303,8 @@ impl LinpackCase {
             a.col_mut(a.ncols() / 2).fill(T::ZERO);
         }
         BuiltinGemm::<T>::global(&ctx.host.cpu.caches)?;
-        let (engine, why) = library::resolve::<T>(self.solver, self.n, self.threads, self.pin)?;
-        let library = library::open(engine)?;
+        let (engine, why) = probe::resolve::<T>(self.solver, self.n, self.threads, self.pin)?;
+        let library = engine::open(engine)?;
         if let Some(blas) = library {
             blas.require_lapack::<T>()?;
         }
@@ -365,7 +314,7 @@ impl LinpackCase {
         };
         let samples: Vec<f64> = rounds.iter().map(|r| r.value.0).collect();
         let residual_max = rounds.iter().map(|r| r.value.1).fold(0.0, f64::max);
-        let peak = library::fma_peak(ctx, self.threads, self.precision);
+        let peak = case::fma_peak(ctx, self.threads, self.precision);
         let mut result = self
             .spec()
             .measured(
@@ -388,7 +337,7 @@ impl LinpackCase {
                 ),
                 samples,
             )?
-            .param("dense_engine", super::gemm::engine_ran(library))
+            .param("dense_engine", engine::engine_ran(library))
             .param("dense_engine_choice", why)
             .walls(rounds.iter().map(|r| r.wall))
             .param("scaled_residual_max", residual_max)
@@ -397,18 +346,13 @@ impl LinpackCase {
                 &rounds.iter().map(|r| r.value.2).collect::<Vec<_>>(),
                 self.threads,
             ));
-        for (key, value) in library_params::<T>(library, true) {
+        for (key, value) in engine::library_params::<T>(library, true) {
             result = result.param(key, value);
         }
-        if library.is_some_and(|l| !l.sets_threads()) {
-            result = result.warn([format!(
-                "{} has no call to set its thread count: it ran with its own default",
-                library.map_or(String::new(), Blas::name)
-            )]);
-        }
+        result = result.warn(engine::threads_warning(library));
         // HPL solves in f64 only: an f32 solve has no reference to stand beside.
         if ctx.runner.reference && !self.f32() {
-            result = result.reference(super::reference::hpcc_hpl(self.n, self.threads)?);
+            result = result.reference(crate::cpu::reference::hpcc_hpl(self.n, self.threads)?);
         }
         Ok(result.finish())
     }

@@ -14,13 +14,13 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
-use faer::{Accum, MatMut, MatRef, Par};
+use anyhow::Result;
 
-use super::blas::{self, Blas, BlasElement, Engine, Solver};
-use super::dense::builtin::dgemm::BuiltinGemm;
-use super::library;
-use super::linpack::library_params;
+use super::builtin::dgemm::BuiltinGemm;
+use super::case::{self, DenseRound};
+use super::engine::blas::{self, Blas, BlasElement, Solver};
+use super::engine::product::{CHECKED_ENTRIES, check, flops, multiply, random_matrix};
+use super::engine::{self, probe};
 use crate::peak::Precision;
 use crate::plan::{Case, CaseSpec, Context};
 use crate::reference::{Invocation, Reading, Tool};
@@ -28,54 +28,10 @@ use crate::result::{BenchResult, Params, Reference, Subsystem};
 use crate::rng::Rng;
 use crate::runner::{self, Round};
 
-/// Entries of C recomputed after every multiply.
-pub const CHECKED_ENTRIES: usize = 16;
-
-/// FLOPs of one n × n multiply.
-pub fn flops(n: u64) -> f64 {
-    2.0 * (n as f64).powi(3)
-}
-
 /// Bytes the three matrices of `precision` (f64 or f32) hold.
 pub fn memory_needed(n: u64, precision: Precision) -> u64 {
     let size = if precision == Precision::F32 { 4 } else { 8 };
     3 * n * n * size
-}
-
-/// A random n × n column-major matrix.
-fn random_matrix<T: BlasElement>(n: usize, rng: &mut Rng) -> Vec<T> {
-    (0..n * n)
-        .map(|_| T::from_f64(rng.centered_f64()))
-        .collect()
-}
-
-/// Recomputes `CHECKED_ENTRIES` entries of C = A·B in f64; the largest error relative to its
-/// bound, 2nε·Σ|aᵢₖbₖⱼ| with ε of T.
-pub fn check<T: BlasElement>(n: usize, a: &[T], b: &[T], c: &[T], seed: u64) -> Result<f64> {
-    let mut rng = Rng::new(seed);
-    let mut worst: f64 = 0.0;
-    for _ in 0..CHECKED_ENTRIES {
-        let (i, j) = (rng.index(n), rng.index(n));
-        let (mut sum, mut magnitude) = (0.0f64, 0.0f64);
-        for k in 0..n {
-            let p = a[i + k * n].to_f64() * b[k + j * n].to_f64();
-            sum += p;
-            magnitude += p.abs();
-        }
-        let bound = 2.0 * n as f64 * T::EPSILON * magnitude;
-        let got = c[i + j * n].to_f64();
-        let error = (got - sum).abs();
-        if error.is_nan() || error > bound {
-            bail!(
-                "{}gemm n = {n}: C({i},{j}) = {got} where the dot product gives {sum} (error {error:.3e} > bound {bound:.3e}): the multiply is wrong",
-                &T::ROUTINE[..1]
-            );
-        }
-        if bound > 0.0 {
-            worst = worst.max(error / bound);
-        }
-    }
-    Ok(worst)
 }
 
 /// One order n on N threads, in one precision.
@@ -89,107 +45,6 @@ pub struct GemmCase {
     pub precision: Precision,
 }
 
-/// C = A·B for n × n column-major matrices, by the library's dgemm_/sgemm_ or (`None`)
-/// peakbench's own ([`BuiltinGemm::current`]), on `threads` threads of the current rayon pool.
-pub fn multiply<T: BlasElement>(
-    library: Option<&Blas>,
-    n: usize,
-    a: &[T],
-    b: &[T],
-    c: &mut [T],
-    threads: usize,
-) -> Result<()> {
-    match library {
-        Some(blas) => blas.gemm(n, a, b, c),
-        None => {
-            BuiltinGemm::<T>::current().gemm(
-                (n, n, n),
-                T::ONE,
-                (&a[..n * n], n),
-                (&b[..n * n], n),
-                T::ZERO,
-                (&mut c[..n * n], n),
-                threads > 1,
-            );
-            Ok(())
-        }
-    }
-}
-
-/// C = A·B by faer's `matmul` (for comparisons: `examples/dense_cycles.rs`).
-pub fn faer_multiply(n: usize, a: &[f64], b: &[f64], c: &mut [f64], threads: usize) {
-    let par = if threads == 1 {
-        Par::Seq
-    } else {
-        Par::rayon(threads)
-    };
-    faer::linalg::matmul::matmul(
-        MatMut::from_column_major_slice_mut(&mut c[..n * n], n, n),
-        Accum::Replace,
-        MatRef::from_column_major_slice(&a[..n * n], n, n),
-        MatRef::from_column_major_slice(&b[..n * n], n, n),
-        1.0,
-        par,
-    );
-}
-
-/// A case id's suffix naming a library engine (`-openblas`, or for `--blas PATH` the file's
-/// name in lower-case letters, digits and dashes: `-libblis-so-4`), so `--blas all` gives each
-/// its own.
-pub(crate) fn engine_suffix(solver: Solver) -> String {
-    match solver {
-        Solver::Fixed(Engine::Library(vendor)) => format!("-{}", vendor.name().to_lowercase()),
-        Solver::Fixed(Engine::File(path)) => {
-            let file = std::path::Path::new(path)
-                .file_name()
-                .map_or(path.into(), |f| f.to_string_lossy());
-            let slug: String = file
-                .to_lowercase()
-                .chars()
-                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-                .collect();
-            format!("-{}", slug.trim_matches('-'))
-        }
-        _ => String::new(),
-    }
-}
-
-/// The engine a case is forced to, for the tables (`builtin`, `openblas`, …, or the path
-/// `--blas` gave): `--blas all` gives one row per engine, told apart by it; `None` for `auto`,
-/// whose pick the result names.
-pub(crate) fn engine_name(solver: Solver) -> Option<String> {
-    match solver {
-        Solver::Auto => None,
-        Solver::Fixed(Engine::Builtin) => Some("builtin".into()),
-        Solver::Fixed(Engine::Library(vendor)) => Some(vendor.name().to_lowercase()),
-        Solver::Fixed(Engine::File(path)) => Some(path.into()),
-    }
-}
-
-/// How a case's plan names its solver.
-pub(crate) fn solver_label(solver: Solver, what: &str) -> String {
-    match solver {
-        Solver::Auto => "auto (the fastest engine present, probed when the case runs)".into(),
-        Solver::Fixed(Engine::Builtin) => what.into(),
-        Solver::Fixed(engine) => engine.name().into(),
-    }
-}
-
-/// What the result of a case says of the engine that ran: "builtin", or the library's name
-/// ("OpenBLAS", or "BLAS at PATH" for a file `--blas` gave that peakbench does not know).
-pub(crate) fn engine_ran(library: Option<&Blas>) -> String {
-    library.map_or("builtin".into(), Blas::name)
-}
-
-/// How `dense_engine_choice` states a forced engine: "forced by --blas", with the path when
-/// `--blas PATH` gave one.
-pub(crate) fn forced_text(engine: Engine) -> String {
-    match engine {
-        Engine::File(path) => format!("forced by --blas {path}"),
-        _ => "forced by --blas".into(),
-    }
-}
-
 impl GemmCase {
     /// The repetitions: GFLOP/s and the worst checked error relative to its bound.
     fn repetitions<T: BlasElement>(
@@ -199,7 +54,7 @@ impl GemmCase {
         a: &[T],
         b: &[T],
         c: &mut [T],
-    ) -> Result<Vec<library::LibraryRound>> {
+    ) -> Result<Vec<DenseRound>> {
         let n = self.n as usize;
         let threads = self.threads;
         let multiply = |c: &mut [T]| multiply(library, n, a, b, c, threads);
@@ -230,15 +85,15 @@ impl Case for GemmCase {
             pinned: Some(self.pin),
             n: Some(self.n),
             precision: Some(self.precision.name().into()),
-            engine: engine_name(self.solver),
+            engine: engine::engine_name(self.solver),
             ..Params::default()
         };
         let routine = if self.f32() { "sgemm" } else { "dgemm" };
         params.other.insert(
             "solver".into(),
-            solver_label(self.solver, &format!("builtin (peakbench {routine})")).into(),
+            engine::solver_label(self.solver, &format!("builtin (peakbench {routine})")).into(),
         );
-        let suffix = engine_suffix(self.solver);
+        let suffix = engine::engine_suffix(self.solver);
         // f64 keeps the ids it had before f32 existed; f32 says so in its id and label.
         let (id_precision, label_precision) = if self.f32() {
             ("-f32", " f32")
@@ -266,7 +121,7 @@ impl Case for GemmCase {
         // At 30 GFLOP/s per thread (60 in f32), generating the matrices once.
         let generate = 3.0 * (self.n * self.n) as f64 / 1e8;
         let rate = if self.f32() { 60e9 } else { 30e9 };
-        library::estimate(ctx, self.threads, flops(self.n), rate, 0.0, generate)
+        case::estimate(ctx, self.threads, flops(self.n), rate, 0.0, generate)
     }
 
     fn run(&self, ctx: &Context) -> Result<BenchResult> {
@@ -285,8 +140,7 @@ impl GemmCase {
 
     /// The case in elements of type T (f64 for DGEMM, f32 for SGEMM).
     fn run_in<T: BlasElement>(&self, ctx: &Context) -> Result<BenchResult> {
-        library::check_memory(
-            "gemm ",
+        engine::check_fits(
             self.n,
             memory_needed(self.n, self.precision),
             ctx.host.memory.available_bytes,
@@ -299,17 +153,17 @@ impl GemmCase {
         );
         let mut c = vec![T::ZERO; n * n];
         BuiltinGemm::<T>::global(&ctx.host.cpu.caches)?;
-        let (engine, why) = library::resolve::<T>(self.solver, self.n, self.threads, self.pin)?;
-        let library = library::open(engine)?;
+        let (engine, why) = probe::resolve::<T>(self.solver, self.n, self.threads, self.pin)?;
+        let library = engine::open(engine)?;
         if let Some(blas) = library {
             blas.require::<T>()?;
         }
-        let rounds = library::run_on_threads("gemm", library, self.threads, self.pin, || {
+        let rounds = engine::run_on_threads("gemm", library, self.threads, self.pin, || {
             self.repetitions(ctx, library, &a, &b, &mut c)
         })?;
         let samples: Vec<f64> = rounds.iter().map(|r| r.value.0).collect();
         let worst = rounds.iter().map(|r| r.value.1).fold(0.0, f64::max);
-        let peak = library::fma_peak(ctx, self.threads, self.precision);
+        let peak = case::fma_peak(ctx, self.threads, self.precision);
         let epsilon = if self.f32() {
             " (ε = 2⁻²³, f32's; the dot product in f64)"
         } else {
@@ -333,7 +187,7 @@ impl GemmCase {
                 ),
                 samples,
             )?
-            .param("dense_engine", engine_ran(library))
+            .param("dense_engine", engine::engine_ran(library))
             .param("dense_engine_choice", why)
             .walls(rounds.iter().map(|r| r.wall))
             .param("checked_error_of_bound_max", worst)
@@ -343,15 +197,10 @@ impl GemmCase {
                 &rounds.iter().map(|r| r.value.2).collect::<Vec<_>>(),
                 self.threads,
             ));
-        for (key, value) in library_params::<T>(library, !self.f32()) {
+        for (key, value) in engine::library_params::<T>(library, !self.f32()) {
             result = result.param(key, value);
         }
-        if let Some(blas) = library.filter(|l| !l.sets_threads()) {
-            result = result.warn([format!(
-                "{} has no call to set its thread count: it ran with its own default",
-                blas.name()
-            )]);
-        }
+        result = result.warn(engine::threads_warning(library));
         if ctx.runner.reference {
             result = result.reference(openblas_gemm(
                 self.n,
@@ -449,7 +298,7 @@ pub fn openblas_gemm(n: u64, threads: usize, reps: u32, precision: Precision) ->
     .input_file(
         "gemm.py",
         HARNESS.to_string(),
-        "the ctypes harness of src/cpu/gemm.rs".into(),
+        "the ctypes harness of src/cpu/dense/gemm.rs".into(),
     )
     .env("OPENBLAS_NUM_THREADS", &threads.to_string())
     .run()
@@ -466,41 +315,7 @@ pub fn parse_gflops(text: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_check_accepts_a_right_product_and_refuses_a_wrong_one() {
-        let n = 40;
-        let mut rng = Rng::new(3);
-        let (a, b): (Vec<f64>, Vec<f64>) = (random_matrix(n, &mut rng), random_matrix(n, &mut rng));
-        let mut c = vec![0.0; n * n];
-        for j in 0..n {
-            for i in 0..n {
-                c[i + j * n] = (0..n).map(|k| a[i + k * n] * b[k + j * n]).sum();
-            }
-        }
-        assert!(check(n, &a, &b, &c, 1).unwrap() <= 1.0);
-        // Every entry off by a little more than the bound allows: any sample catches it.
-        let wrong: Vec<f64> = c.iter().map(|x| x + 1e-9).collect();
-        assert!(check(n, &a, &b, &wrong, 1).is_err());
-    }
-
-    /// The f32 check's bound is f32's: a product computed in f32 passes, one off by a few
-    /// thousandths of its size fails, and an f64 product rounded to f32 passes.
-    #[test]
-    fn the_f32_check_has_an_f32_bound() {
-        let n = 40;
-        let mut rng = Rng::new(4);
-        let (a, b): (Vec<f32>, Vec<f32>) = (random_matrix(n, &mut rng), random_matrix(n, &mut rng));
-        let mut c = vec![0.0f32; n * n];
-        for j in 0..n {
-            for i in 0..n {
-                c[i + j * n] = (0..n).map(|k| a[i + k * n] * b[k + j * n]).sum();
-            }
-        }
-        assert!(check(n, &a, &b, &c, 1).unwrap() <= 1.0);
-        let wrong: Vec<f32> = c.iter().map(|x| x + 1e-3).collect();
-        assert!(check(n, &a, &b, &wrong, 1).is_err());
-    }
+    use crate::cpu::dense::engine::blas::Engine;
 
     #[test]
     fn f32_cases_have_their_own_ids_and_f64_ids_stay() {
