@@ -12,9 +12,10 @@
 use std::time::Instant;
 
 use peakbench::cpu::dense::builtin::{dgemm, lu};
+use peakbench::cpu::dense::case::Operation as _;
 use peakbench::cpu::dense::engine::blas::{self, Vendor};
 use peakbench::cpu::dense::engine::product;
-use peakbench::cpu::dense::linpack;
+use peakbench::cpu::dense::linpack::{self, Linpack};
 use peakbench::peak::{Isa, Precision};
 use peakbench::sysinfo::clock::measure_ghz;
 
@@ -154,7 +155,7 @@ fn main() {
         });
         let (cycle, wall) = pool.install(|| {
             let mut run = || {
-                best(reps, threads, linpack::flops(nl as u64), || {
+                best(reps, threads, Linpack::flops(nl as u64), || {
                     for j in 0..nl {
                         factors[j * nl..(j + 1) * nl].copy_from_slice(sa.col_as_slice(j));
                     }

@@ -1,216 +1,174 @@
-//! Dense matrix multiply (DGEMM, and SGEMM with `--precision f32`), the rate that bounds
-//! Linpack and that users quote as "sustained FLOPS".
+//! `peakbench cpu gemm`: dense matrix multiply (DGEMM, and SGEMM with `--precision f32`), the
+//! rate that bounds Linpack and that users quote as "sustained FLOPS".
 //!
 //! C = A·B for random n × n f64 (or f32) matrices (column-major, entries uniform in
 //! [−0.5, 0.5)), by the machine's BLAS `dgemm_` or `sgemm_` (loaded at run time by
-//! [`super::blas`]) or by peakbench's own ([`super::dgemm`], `--blas builtin`). The timed region
-//! is the one multiply; the matrices are generated before it. FLOPs are counted as every BLAS
-//! benchmark counts them, 2·n³ per multiply (n³ multiplies and n³ adds), whatever the library
-//! really executes. After every repetition 16 entries of C, at random places, are recomputed by
-//! a plain dot product in f64; each must agree within 2·n·ε·Σ|aᵢₖ·bₖⱼ| (the forward error bound
-//! of a dot product, with ε of the element type: 2⁻⁵² for f64, 2⁻²³ for f32), or the run fails:
-//! a library that skipped work cannot pass. Each precision's peak is the FMA peak of that
-//! element type at the widest ISA the CPU has (f32 has twice f64's lanes).
+//! [`super::engine::blas`]) or by peakbench's own ([`super::builtin::dgemm`], `--blas builtin`).
+//! The timed region is the one multiply; the matrices are generated before it. FLOPs are
+//! counted as every BLAS benchmark counts them, 2·n³ per multiply (n³ multiplies and n³ adds),
+//! whatever the library really executes. After every repetition 16 entries of C, at random
+//! places, are recomputed by a plain dot product in f64; each must agree within
+//! 2·n·ε·Σ|aᵢₖ·bₖⱼ| (the forward error bound of a dot product, with ε of the element type:
+//! 2⁻⁵² for f64, 2⁻²³ for f32), or the run fails: a library that skipped work cannot pass
+//! ([`super::engine::product`]). Each precision's peak is the FMA peak of that element type at
+//! the widest ISA the CPU has (f32 has twice f64's lanes).
 
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use super::args::{DenseArgs, DenseDefaults};
 use super::builtin::dgemm::BuiltinGemm;
-use super::case::{self, DenseRound};
+use super::case::{self, DenseCase, DenseRound, Operation};
 use super::engine::blas::{self, Blas, BlasElement, Solver};
-use super::engine::product::{CHECKED_ENTRIES, check, flops, multiply, random_matrix};
-use super::engine::{self, probe};
+use super::engine::product::{self, CHECKED_ENTRIES, check, multiply, random_matrix};
+use super::engine::{self, DenseElement};
+use crate::options::{Defaults, unique};
 use crate::peak::Precision;
-use crate::plan::{Case, CaseSpec, Context};
+use crate::plan::{Context, Plan};
 use crate::reference::{Invocation, Reading, Tool};
-use crate::result::{BenchResult, Params, Reference, Subsystem};
+use crate::result::{BenchResult, Reference};
 use crate::rng::Rng;
 use crate::runner::{self, Round};
+use crate::workload::Benchmark;
 
-/// Bytes the three matrices of `precision` (f64 or f32) hold.
-pub fn memory_needed(n: u64, precision: Precision) -> u64 {
-    let size = if precision == Precision::F32 { 4 } else { 8 };
-    3 * n * n * size
-}
+/// `peakbench cpu gemm`.
+#[derive(Clone, Copy, Debug)]
+pub struct Gemm;
 
-/// One order n on N threads, in one precision.
-pub struct GemmCase {
-    pub n: u64,
-    pub threads: usize,
-    pub pin: bool,
-    /// The engine that multiplies, or the fastest present (picked when the case runs).
-    pub solver: Solver,
-    /// f64 (DGEMM) or f32 (SGEMM).
-    pub precision: Precision,
-}
+impl Benchmark for Gemm {
+    const NAME: &'static str = "gemm";
+    const PATH: &'static [&'static str] = &["cpu", "gemm"];
+    const ABOUT: &'static str = "Dense matrix multiply C = A·B (DGEMM, SGEMM with -p f32; the fastest of peakbench's own and the machine's BLAS), GFLOP/s, entries of C checked";
+    type Args = DenseArgs<Gemm>;
 
-impl GemmCase {
-    /// The repetitions: GFLOP/s and the worst checked error relative to its bound.
-    fn repetitions<T: BlasElement>(
-        &self,
-        ctx: &Context,
-        library: Option<&Blas>,
-        a: &[T],
-        b: &[T],
-        c: &mut [T],
-    ) -> Result<Vec<DenseRound>> {
-        let n = self.n as usize;
-        let threads = self.threads;
-        let multiply = |c: &mut [T]| multiply(library, n, a, b, c, threads);
-        runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
-            Round::Warmup(budget) => {
-                let start = Instant::now();
-                while start.elapsed() < budget && !crate::interrupt::requested() {
-                    multiply(c)?;
-                }
-                check(n, a, b, c, 5)?;
-                Ok((0.0, 0.0, None))
-            }
-            Round::Measured(i) => {
-                c.fill(T::ZERO);
-                let (done, elapsed, waited) = runner::timed_waiting(threads, || multiply(c));
-                done?;
-                let worst = check(n, a, b, c, 100 + u64::from(i))?;
-                Ok((flops(self.n) / elapsed.as_secs_f64() / 1e9, worst, waited))
-            }
-        })
+    fn plan(args: &DenseArgs<Gemm>, ctx: &Context) -> Result<Plan> {
+        case::plan(Gemm, args, ctx)
     }
 }
 
-impl Case for GemmCase {
-    fn spec(&self) -> CaseSpec {
-        let mut params = Params {
-            threads: Some(self.threads),
-            pinned: Some(self.pin),
-            n: Some(self.n),
-            precision: Some(self.precision.name().into()),
-            engine: engine::engine_name(self.solver),
-            ..Params::default()
-        };
-        let routine = if self.f32() { "sgemm" } else { "dgemm" };
-        params.other.insert(
-            "solver".into(),
-            engine::solver_label(self.solver, &format!("builtin (peakbench {routine})")).into(),
-        );
-        let suffix = engine::engine_suffix(self.solver);
-        // f64 keeps the ids it had before f32 existed; f32 says so in its id and label.
-        let (id_precision, label_precision) = if self.f32() {
-            ("-f32", " f32")
+// Threads: 1 and every CPU, the single core and the whole chip, the two points of every
+// scaling curve.
+impl Defaults for Gemm {}
+
+impl DenseDefaults for Gemm {
+    const N: &'static str = "4000";
+    const N_HELP: &'static str = "Orders of the matrices (list), e.g. 2000,4000";
+    const PRECISION_HELP: &'static str =
+        "Element types (list): f64 (DGEMM), f32 (SGEMM), each its own case with its own peak";
+    const BLAS_HELP: &'static str = "The BLAS that multiplies, loaded at run time: a name below, \
+        or the path of a shared library (with a '/', e.g. /opt/blis/lib/libblis.so)";
+}
+
+impl Operation for Gemm {
+    const OP: &'static str = "gemm";
+    const ESTIMATE_RATE: f64 = 30e9;
+    const SETUP_EVERY_REPETITION: bool = false;
+
+    fn default_threads() -> Vec<usize> {
+        unique(&[1, runner::num_cpus()])
+    }
+
+    fn flops(n: u64) -> f64 {
+        product::flops(n)
+    }
+
+    /// The three matrices.
+    fn memory_needed(n: u64, precision: Precision) -> u64 {
+        let size = if precision == Precision::F32 { 4 } else { 8 };
+        3 * n * n * size
+    }
+
+    fn solver_name(solver: Solver, precision: Precision) -> String {
+        let routine = if precision == Precision::F32 {
+            "sgemm"
         } else {
-            ("", "")
+            "dgemm"
         };
-        CaseSpec {
-            id: format!(
-                "cpu-gemm{id_precision}-n{}-t{}{suffix}",
-                self.n, self.threads
-            ),
-            label: format!(
-                "gemm{label_precision} n={} {} threads{}",
-                self.n,
-                self.threads,
-                suffix.replace('-', " ")
-            ),
-            subsystem: Subsystem::Cpu,
-            op: "gemm".into(),
-            params,
-        }
+        engine::solver_label(solver, &format!("builtin (peakbench {routine})"))
     }
 
-    fn estimate(&self, ctx: &Context) -> Duration {
-        // At 30 GFLOP/s per thread (60 in f32), generating the matrices once.
-        let generate = 3.0 * (self.n * self.n) as f64 / 1e8;
-        let rate = if self.f32() { 60e9 } else { 30e9 };
-        case::estimate(ctx, self.threads, flops(self.n), rate, 0.0, generate)
-    }
-
-    fn run(&self, ctx: &Context) -> Result<BenchResult> {
-        if self.f32() {
-            self.run_in::<f32>(ctx)
-        } else {
-            self.run_in::<f64>(ctx)
-        }
-    }
-}
-
-impl GemmCase {
-    fn f32(&self) -> bool {
-        self.precision == Precision::F32
-    }
-
-    /// The case in elements of type T (f64 for DGEMM, f32 for SGEMM).
-    fn run_in<T: BlasElement>(&self, ctx: &Context) -> Result<BenchResult> {
-        engine::check_fits(
-            self.n,
-            memory_needed(self.n, self.precision),
-            ctx.host.memory.available_bytes,
-        )?;
-        let n = self.n as usize;
-        let mut rng = Rng::new(17 + self.n);
+    fn run<T: DenseElement>(case: &DenseCase<Gemm>, ctx: &Context) -> Result<BenchResult> {
+        let n = case.n as usize;
+        let mut rng = Rng::new(17 + case.n);
         let (a, b) = (
             random_matrix::<T>(n, &mut rng),
             random_matrix::<T>(n, &mut rng),
         );
         let mut c = vec![T::ZERO; n * n];
-        BuiltinGemm::<T>::global(&ctx.host.cpu.caches)?;
-        let (engine, why) = probe::resolve::<T>(self.solver, self.n, self.threads, self.pin)?;
-        let library = engine::open(engine)?;
+        let (library, why) = case.engine::<T>(ctx)?;
         if let Some(blas) = library {
             blas.require::<T>()?;
         }
-        let rounds = engine::run_on_threads("gemm", library, self.threads, self.pin, || {
-            self.repetitions(ctx, library, &a, &b, &mut c)
+        let rounds = engine::run_on_threads("gemm", library, case.threads, case.pin, || {
+            repetitions(case, ctx, library, (&a, &b), &mut c)
         })?;
-        let samples: Vec<f64> = rounds.iter().map(|r| r.value.0).collect();
         let worst = rounds.iter().map(|r| r.value.1).fold(0.0, f64::max);
-        let peak = case::fma_peak(ctx, self.threads, self.precision);
-        let epsilon = if self.f32() {
+        let epsilon = if case.f32() {
             " (ε = 2⁻²³, f32's; the dot product in f64)"
         } else {
             ""
         };
-        let mut result = self
-            .spec()
-            .measured(
-                &ctx.host.hostname,
-                "throughput",
-                "GFLOP/s",
-                format!(
-                    "2·n³ FLOP per multiply C = A·B of n × n {} matrices; timed: one call of {}; \
-                     {CHECKED_ENTRIES} random entries of C recomputed, each within \
-                     2nε·Σ|aᵢₖbₖⱼ|{epsilon}",
-                    T::NAME,
-                    match library {
-                        Some(blas) => format!("{} {}", blas.describe(), T::ROUTINE),
-                        None => BuiltinGemm::<T>::current().describe(),
-                    }
-                ),
-                samples,
-            )?
-            .param("dense_engine", engine::engine_ran(library))
-            .param("dense_engine_choice", why)
-            .walls(rounds.iter().map(|r| r.wall))
+        let counting = format!(
+            "2·n³ FLOP per multiply C = A·B of n × n {} matrices; timed: one call of {}; \
+             {CHECKED_ENTRIES} random entries of C recomputed, each within \
+             2nε·Σ|aᵢₖbₖⱼ|{epsilon}",
+            T::NAME,
+            match library {
+                Some(blas) => format!("{} {}", blas.describe(), T::ROUTINE),
+                None => BuiltinGemm::<T>::current().describe(),
+            }
+        );
+        let measured = case
+            .measured(ctx, counting, &rounds)?
             .param("checked_error_of_bound_max", worst)
-            .peak(peak)
-            .warn(runner::oversubscription_warning(self.threads))
-            .warn(runner::waiting_warning(
-                &rounds.iter().map(|r| r.value.2).collect::<Vec<_>>(),
-                self.threads,
-            ));
-        for (key, value) in engine::library_params::<T>(library, !self.f32()) {
-            result = result.param(key, value);
-        }
-        result = result.warn(engine::threads_warning(library));
+            .warn(runner::oversubscription_warning(case.threads))
+            .warn(case.waiting_warning(&rounds));
+        let mut result = case::with_engine::<T>(measured, library, why, !case.f32());
         if ctx.runner.reference {
             result = result.reference(openblas_gemm(
-                self.n,
-                self.threads,
+                case.n,
+                case.threads,
                 ctx.runner.repetitions,
-                self.precision,
+                case.precision,
             )?);
         }
         Ok(result.finish())
     }
+}
+
+/// The repetitions of a case: GFLOP/s and the worst checked error relative to its bound.
+fn repetitions<T: BlasElement>(
+    case: &DenseCase<Gemm>,
+    ctx: &Context,
+    library: Option<&Blas>,
+    (a, b): (&[T], &[T]),
+    c: &mut [T],
+) -> Result<Vec<DenseRound>> {
+    let n = case.n as usize;
+    let threads = case.threads;
+    let multiply = |c: &mut [T]| multiply(library, n, a, b, c, threads);
+    runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
+        Round::Warmup(budget) => {
+            let start = Instant::now();
+            while start.elapsed() < budget && !crate::interrupt::requested() {
+                multiply(c)?;
+            }
+            check(n, a, b, c, 5)?;
+            Ok((0.0, 0.0, None))
+        }
+        Round::Measured(i) => {
+            c.fill(T::ZERO);
+            let (done, elapsed, waited) = runner::timed_waiting(threads, || multiply(c));
+            done?;
+            let worst = check(n, a, b, c, 100 + u64::from(i))?;
+            Ok((
+                product::flops(case.n) / elapsed.as_secs_f64() / 1e9,
+                worst,
+                waited,
+            ))
+        }
+    })
 }
 
 /// OpenBLAS's `cblas_dgemm`, called from Python through ctypes: the BLAS a user would reach
@@ -284,7 +242,7 @@ pub fn openblas_gemm(n: u64, threads: usize, reps: u32, precision: Precision) ->
         reps.max(1).to_string(),
         kind.to_string(),
     ];
-    let seconds = (flops(n) / 1e9 * f64::from(reps + 1)) + 60.0;
+    let seconds = (product::flops(n) / 1e9 * f64::from(reps + 1)) + 60.0;
     let routine = tool.name.trim_start_matches("OpenBLAS ");
     Invocation::new(tool, args, Duration::from_secs_f64(seconds), move |stdout| {
         let value = parse_gflops(stdout).ok_or("no GFLOPS line in the harness's output")?;
@@ -316,10 +274,12 @@ pub fn parse_gflops(text: &str) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::cpu::dense::engine::blas::Engine;
+    use crate::plan::Case;
 
     #[test]
     fn f32_cases_have_their_own_ids_and_f64_ids_stay() {
-        let case = |precision, solver| GemmCase {
+        let case = |precision, solver| DenseCase {
+            op: Gemm,
             n: 4000,
             threads: 2,
             pin: false,
@@ -345,13 +305,13 @@ mod tests {
             Some("/opt/blis/lib/libblis.so.4")
         );
         assert_eq!(spec.params.precision.as_deref(), Some("f32"));
-        assert_eq!(memory_needed(1000, Precision::F32), 12_000_000);
-        assert_eq!(memory_needed(1000, Precision::F64), 24_000_000);
+        assert_eq!(Gemm::memory_needed(1000, Precision::F32), 12_000_000);
+        assert_eq!(Gemm::memory_needed(1000, Precision::F64), 24_000_000);
     }
 
     #[test]
     fn flops_and_the_harness_output() {
-        assert_eq!(flops(1000), 2e9);
+        assert_eq!(Gemm::flops(1000), 2e9);
         assert_eq!(parse_gflops("GFLOPS 101.5\n"), Some(101.5));
         assert_eq!(parse_gflops("GFLOPS nan\n"), None);
     }

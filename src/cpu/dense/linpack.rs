@@ -1,18 +1,19 @@
-//! A Linpack-style dense solve, counted and checked as HPL does.
+//! `peakbench cpu linpack`: a Linpack-style dense solve, counted and checked as HPL does.
 //!
 //! A random n × n system (entries uniform in [−0.5, 0.5), as HPL's generator) is solved by LU
 //! with partial pivoting: by peakbench's own blocked LU with look-ahead over its own DGEMM
-//! ([`super::lu`], the built-in engine) or by a machine's LAPACK (`dgetrf` + `dgetrs` of
-//! OpenBLAS, BLIS or MKL, loaded at run time by [`super::blas`]); `--blas auto` runs the engine
-//! whose multiply a short probe finds fastest ([`super::library::resolve`]). The timed region holds the
-//! factorisation and the two triangular solves only: A is copied into the buffer the
-//! factorisation overwrites before the clock starts; generating A and checking the answer are
-//! outside it. LAPACK runs on a thread of its own with a 64 MiB stack (OpenBLAS's recursive
-//! LU overflows the 2 MiB a Rust thread gets by default, and dies of a segmentation fault). `--warmup` is spent on unmeasured,
-//! checked solves of a smaller system before the repetitions; with `--pin` the solver's thread
-//! i runs on the i-th CPU. FLOPs are counted as HPL counts them (`HPL_pdtest.c`),
-//! 2/3·n³ + 3/2·n², whatever the library really executes. After every repetition the scaled
-//! residual ‖Ax − b‖∞ / (ε · (‖A‖∞·‖x‖∞ + ‖b‖∞) · n) must be below 16, HPL's threshold.
+//! ([`super::builtin::lu`], the built-in engine) or by a machine's LAPACK (`dgetrf` + `dgetrs`
+//! of OpenBLAS, BLIS or MKL, loaded at run time by [`super::engine::blas`]); `--blas auto` runs
+//! the engine whose multiply a short probe finds fastest ([`super::engine::probe`]). The timed
+//! region holds the factorisation and the two triangular solves only: A is copied into the
+//! buffer the factorisation overwrites before the clock starts; generating A and checking the
+//! answer are outside it. LAPACK runs on a thread of its own with a 64 MiB stack (OpenBLAS's
+//! recursive LU overflows the 2 MiB a Rust thread gets by default, and dies of a segmentation
+//! fault). `--warmup` is spent on unmeasured, checked solves of a smaller system before the
+//! repetitions; with `--pin` the solver's thread i runs on the i-th CPU. FLOPs are counted as
+//! HPL counts them (`HPL_pdtest.c`), 2/3·n³ + 3/2·n², whatever the library really executes.
+//! After every repetition the scaled residual ‖Ax − b‖∞ / (ε · (‖A‖∞·‖x‖∞ + ‖b‖∞) · n) must
+//! be below 16, HPL's threshold.
 //!
 //! `--precision f32` solves in single precision (`sgetrf` + `sgetrs`, or peakbench's LU over its
 //! SGEMM), a case of its own against the f32 peak. HPL has no single precision, so the count
@@ -25,16 +26,18 @@ use anyhow::{Result, bail};
 use faer::Mat;
 use faer::linalg::solvers::Solve as _;
 
-use super::builtin::dgemm::BuiltinGemm;
+use super::args::{DenseArgs, DenseDefaults};
 use super::builtin::lu::{self, LuElement};
-use super::case::{self, DenseRound};
-use super::engine::blas::{Blas, BlasElement, Engine, Solver};
-use super::engine::{self, probe};
+use super::case::{self, DenseCase, DenseRound, Operation};
+use super::engine::blas::{Blas, Engine, Solver};
+use super::engine::{self, DenseElement};
+use crate::options::Defaults;
 use crate::peak::Precision;
-use crate::plan::{Case, CaseSpec, Context};
-use crate::result::{BenchResult, Params, Subsystem};
+use crate::plan::{Context, Plan};
+use crate::result::BenchResult;
 use crate::rng::Rng;
 use crate::runner::{self, Round};
+use crate::workload::Benchmark;
 
 /// Set (test builds only), the system solved has a zero column: a singular matrix, which every
 /// engine must refuse.
@@ -44,17 +47,116 @@ pub const SINGULAR_ENV: &str = "PEAKBENCH_TEST_SINGULAR_MATRIX";
 /// HPL's pass threshold for the scaled residual.
 pub const RESIDUAL_THRESHOLD: f64 = 16.0;
 
-/// HPL's FLOP count for an order-n solve.
-pub fn flops(n: u64) -> f64 {
-    let n = n as f64;
-    2.0 / 3.0 * n * n * n + 1.5 * n * n
+/// `peakbench cpu linpack`.
+#[derive(Clone, Copy, Debug)]
+pub struct Linpack;
+
+impl Benchmark for Linpack {
+    const NAME: &'static str = "linpack";
+    const PATH: &'static [&'static str] = &["cpu", "linpack"];
+    const ABOUT: &'static str = "Dense LU solve with partial pivoting (dgesv, sgesv with -p f32; peakbench's LU or the machine's LAPACK, the fastest), GFLOP/s and HPL's residual check";
+    type Args = DenseArgs<Linpack>;
+
+    fn plan(args: &DenseArgs<Linpack>, ctx: &Context) -> Result<Plan> {
+        case::plan(Linpack, args, ctx)
+    }
 }
 
-/// Bytes a solve of order n in `precision` (f64 or f32) holds at once: A, its factorised
-/// copy, b and x.
-pub fn memory_needed(n: u64, precision: Precision) -> u64 {
-    let size = if precision == Precision::F32 { 4 } else { 8 };
-    2 * n * n * size + 4 * n * size
+// Threads: every CPU only, as HPL runs. Linpack's figure is the machine's; the one-core solve
+// is asked for with `-t 1`.
+impl Defaults for Linpack {
+    const THREADS: &'static str = "every CPU, as HPL runs; Linpack's figure is the \
+        machine's, add 1 for the one-core solve";
+}
+
+impl DenseDefaults for Linpack {
+    const N: &'static str = "2000";
+    const N_HELP: &'static str = "Orders of the system (list), e.g. 1000,5000,10000";
+    const PRECISION_HELP: &'static str = "Element types (list): f64 (dgesv, as HPL), f32 \
+        (sgesv), each its own case with its own peak";
+    const BLAS_HELP: &'static str = "The BLAS and LAPACK that solve, loaded at run time: a name \
+        below, or the path of a shared library (with a '/', e.g. /opt/blis/lib/libblis.so)";
+}
+
+impl Operation for Linpack {
+    const OP: &'static str = "linpack";
+    const ESTIMATE_RATE: f64 = 20e9;
+    const SETUP_EVERY_REPETITION: bool = true;
+    const CONFIGURATION_NAMES_SOLVERS: bool = true;
+
+    fn default_threads() -> Vec<usize> {
+        vec![runner::num_cpus()]
+    }
+
+    /// HPL's count.
+    fn flops(n: u64) -> f64 {
+        let n = n as f64;
+        2.0 / 3.0 * n * n * n + 1.5 * n * n
+    }
+
+    /// A, its factorised copy, b and x.
+    fn memory_needed(n: u64, precision: Precision) -> u64 {
+        let size = if precision == Precision::F32 { 4 } else { 8 };
+        2 * n * n * size + 4 * n * size
+    }
+
+    /// LAPACK's routines of a library, or peakbench's LU.
+    fn solver_name(solver: Solver, precision: Precision) -> String {
+        let p = if precision == Precision::F32 {
+            's'
+        } else {
+            'd'
+        };
+        match solver {
+            Solver::Fixed(engine @ (Engine::Library(_) | Engine::File(_))) => {
+                format!("LAPACK {p}getrf + {p}getrs ({})", engine.name())
+            }
+            other => engine::solver_label(
+                other,
+                &format!("builtin (peakbench LU over peakbench {p}gemm)"),
+            ),
+        }
+    }
+
+    fn run<T: DenseElement>(case: &DenseCase<Linpack>, ctx: &Context) -> Result<BenchResult> {
+        #[allow(unused_mut)]
+        let (mut a, b) = random_system::<T>(case.n as usize, 42 + case.n);
+        #[cfg(feature = "test-hooks")]
+        if std::env::var_os(SINGULAR_ENV).is_some() {
+            // A zero column: U(j, j) is exactly zero whatever the engine.
+            a.col_mut(a.ncols() / 2).fill(T::ZERO);
+        }
+        let (library, why) = case.engine::<T>(ctx)?;
+        if let Some(blas) = library {
+            blas.require_lapack::<T>()?;
+        }
+        let rounds = repetitions(case, ctx, library, (&a, &b))?;
+        let residual_max = rounds.iter().map(|r| r.value.1).fold(0.0, f64::max);
+        let counting = format!(
+            "HPL's count 2/3·n³ + 3/2·n² FLOP per solve; timed: LU with partial pivoting \
+             and the two triangular solves by {}; scaled residual \
+             ‖Ax−b‖∞/(ε(‖A‖∞‖x‖∞+‖b‖∞)n) < {RESIDUAL_THRESHOLD} checked",
+            match library {
+                Some(blas) => format!(
+                    "{} {} + {}",
+                    blas.describe(),
+                    T::GETRF.trim_end_matches('_'),
+                    T::GETRS.trim_end_matches('_')
+                ),
+                None => lu::describe::<T>(lu::NB),
+            }
+        );
+        let measured = case
+            .measured(ctx, counting, &rounds)?
+            .param("scaled_residual_max", residual_max)
+            .warn(case.waiting_warning(&rounds));
+        let mut result = case::with_engine::<T>(measured, library, why, true);
+        // HPL solves in f64 only: an f32 solve has no reference to stand beside.
+        if ctx.runner.reference && !case.f32() {
+            result = result.reference(crate::cpu::reference::hpcc_hpl(case.n, case.threads)?);
+        }
+        Ok(result.finish())
+    }
 }
 
 /// A random system A, b of order n: the same values in every precision, rounded to T.
@@ -93,269 +195,64 @@ pub fn scaled_residual<T: LuElement>(a: &Mat<T>, x: &Mat<T>, b: &Mat<T>) -> f64 
         / (T::EPSILON * (norm_a * norm_inf_vector(&xs) + norm_inf_vector(&bs)) * a.nrows() as f64)
 }
 
-/// One order n on N threads, in one precision.
-pub struct LinpackCase {
-    pub n: u64,
-    pub threads: usize,
-    pub pin: bool,
-    /// f64 (`dgesv`) or f32 (`sgesv`).
-    pub precision: Precision,
-    /// The engine that solves, or the fastest present (picked when the case runs).
-    pub solver: Solver,
+/// The order of the warm-up solves of a case of order n: about `budget` of work at 10 GFLOP/s,
+/// at most n.
+fn warmup_order(n: u64, budget: Duration) -> usize {
+    let order = (budget.as_secs_f64() * 10e9 * 1.5).cbrt() as u64;
+    order.clamp(1, n) as usize
 }
 
-/// The solver a plan names: LAPACK's routines of a library, or peakbench's LU.
-pub fn solver_name(solver: Solver, precision: Precision) -> String {
-    let p = if precision == Precision::F32 {
-        's'
+/// The repetitions of a case on its engine (a library's LAPACK, or for `None` peakbench's LU
+/// on a pool of the case's threads): GFLOP/s and HPL's scaled residual of each.
+fn repetitions<T: DenseElement>(
+    case: &DenseCase<Linpack>,
+    ctx: &Context,
+    library: Option<&Blas>,
+    (a, b): (&Mat<T>, &Mat<T>),
+) -> Result<Vec<DenseRound>> {
+    let n = case.n as usize;
+    let name = if library.is_some() {
+        "LAPACK"
     } else {
-        'd'
+        "linpack"
     };
-    match solver {
-        Solver::Fixed(engine @ (Engine::Library(_) | Engine::File(_))) => {
-            format!("LAPACK {p}getrf + {p}getrs ({})", engine.name())
-        }
-        other => engine::solver_label(
-            other,
-            &format!("builtin (peakbench LU over peakbench {p}gemm)"),
-        ),
-    }
-}
-
-impl LinpackCase {
-    /// The order of the warm-up solves: about `budget` of work at 10 GFLOP/s, at most n.
-    fn warmup_order(&self, budget: Duration) -> usize {
-        let n = (budget.as_secs_f64() * 10e9 * 1.5).cbrt() as u64;
-        n.clamp(1, self.n) as usize
-    }
-
-    /// The repetitions on peakbench's LU ([`lu`]), on a pool of `threads` threads.
-    fn run_builtin<T: LuElement>(
-        &self,
-        ctx: &Context,
-        a: &Mat<T>,
-        b: &Mat<T>,
-    ) -> Result<Vec<DenseRound>> {
-        let n = self.n as usize;
-        engine::run_on_threads("linpack", None, self.threads, self.pin, || {
-            let mut factors = vec![T::ZERO; n * n];
-            let mut x = vec![T::ZERO; n];
-            let mut piv = vec![0; n];
-            runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
-                Round::Warmup(budget) => {
-                    // Unmeasured solves of a smaller system until the budget is spent: the
-                    // threads, the caches and the clock get going; the result is checked.
-                    let (wa, wb) = random_system::<T>(self.warmup_order(budget), 7);
-                    let m = wa.nrows();
-                    let start = Instant::now();
-                    while start.elapsed() < budget && !crate::interrupt::requested() {
-                        copy_system(&wa, &wb, &mut factors, &mut x);
-                        lu::factor_and_solve(
-                            &mut factors[..m * m],
-                            m,
-                            &mut x[..m],
-                            &mut piv,
-                            lu::NB,
-                        )?;
-                        check(&wa, &column(&x[..m]), &wb, self.n)?;
-                    }
-                    Ok((0.0, 0.0, None))
+    engine::run_on_threads(name, library, case.threads, case.pin, || {
+        let mut factors = vec![T::ZERO; n * n];
+        let mut x = vec![T::ZERO; n];
+        let (mut piv, mut ipiv) = (vec![0; n], vec![0; n]);
+        // Factors the m × m A in `factors` and solves for the b in `x`, by the case's engine.
+        let mut solve = |m: usize, factors: &mut [T], x: &mut [T]| match library {
+            Some(blas) => blas.solve(m, factors, x, &mut ipiv),
+            None => lu::factor_and_solve(factors, m, x, &mut piv, lu::NB),
+        };
+        runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
+            Round::Warmup(budget) => {
+                // Unmeasured solves of a smaller system until the budget is spent: the
+                // threads, the caches and the clock get going; the result is checked.
+                let (wa, wb) = random_system::<T>(warmup_order(case.n, budget), 7);
+                let m = wa.nrows();
+                let start = Instant::now();
+                while start.elapsed() < budget && !crate::interrupt::requested() {
+                    copy_system(&wa, &wb, &mut factors, &mut x);
+                    solve(m, &mut factors[..m * m], &mut x[..m])?;
+                    check(&wa, &column(&x[..m]), &wb, case.n)?;
                 }
-                Round::Measured(_) => {
-                    copy_system(a, b, &mut factors, &mut x);
-                    let (solved, elapsed, waited) = runner::timed_waiting(self.threads, || {
-                        lu::factor_and_solve(&mut factors, n, &mut x, &mut piv, lu::NB)
-                    });
-                    solved?;
-                    let residual = check(a, &column(&x), b, self.n)?;
-                    Ok((
-                        flops(self.n) / elapsed.as_secs_f64() / 1e9,
-                        residual,
-                        waited,
-                    ))
-                }
-            })
+                Ok((0.0, 0.0, None))
+            }
+            Round::Measured(_) => {
+                copy_system(a, b, &mut factors, &mut x);
+                let (solved, elapsed, waited) =
+                    runner::timed_waiting(case.threads, || solve(n, &mut factors, &mut x));
+                solved?;
+                let residual = check(a, &column(&x), b, case.n)?;
+                Ok((
+                    Linpack::flops(case.n) / elapsed.as_secs_f64() / 1e9,
+                    residual,
+                    waited,
+                ))
+            }
         })
-    }
-
-    /// The repetitions on LAPACK's ?getrf + ?getrs, called from a thread with a large stack.
-    fn run_lapack<T: LuElement + BlasElement>(
-        &self,
-        ctx: &Context,
-        blas: &Blas,
-        a: &Mat<T>,
-        b: &Mat<T>,
-    ) -> Result<Vec<DenseRound>> {
-        let n = self.n as usize;
-        engine::run_on_threads("LAPACK", Some(blas), self.threads, self.pin, || {
-            let mut lu = vec![T::ZERO; n * n];
-            let mut x = vec![T::ZERO; n];
-            let mut ipiv = vec![0; n];
-            runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
-                Round::Warmup(budget) => {
-                    let (wa, wb) = random_system::<T>(self.warmup_order(budget), 7);
-                    let m = wa.nrows();
-                    let start = Instant::now();
-                    while start.elapsed() < budget && !crate::interrupt::requested() {
-                        copy_system(&wa, &wb, &mut lu, &mut x);
-                        blas.solve(m, &mut lu[..m * m], &mut x[..m], &mut ipiv)?;
-                        check(&wa, &column(&x[..m]), &wb, self.n)?;
-                    }
-                    Ok((0.0, 0.0, None))
-                }
-                Round::Measured(_) => {
-                    copy_system(a, b, &mut lu, &mut x);
-                    let (solved, elapsed, waited) = runner::timed_waiting(self.threads, || {
-                        blas.solve(n, &mut lu, &mut x, &mut ipiv)
-                    });
-                    solved?;
-                    let residual = check(a, &column(&x), b, self.n)?;
-                    Ok((
-                        flops(self.n) / elapsed.as_secs_f64() / 1e9,
-                        residual,
-                        waited,
-                    ))
-                }
-            })
-        })
-    }
-}
-
-impl Case for LinpackCase {
-    fn spec(&self) -> CaseSpec {
-        let mut params = Params {
-            threads: Some(self.threads),
-            pinned: Some(self.pin),
-            n: Some(self.n),
-            precision: Some(self.precision.name().into()),
-            engine: engine::engine_name(self.solver),
-            ..Params::default()
-        };
-        params.other.insert(
-            "solver".into(),
-            solver_name(self.solver, self.precision).into(),
-        );
-        let suffix = engine::engine_suffix(self.solver);
-        // f64 keeps the ids it had before f32 existed; f32 says so in its id and label.
-        let (id_precision, label_precision) = if self.f32() {
-            ("-f32", " f32")
-        } else {
-            ("", "")
-        };
-        CaseSpec {
-            id: format!(
-                "cpu-linpack{id_precision}-n{}-t{}{suffix}",
-                self.n, self.threads
-            ),
-            label: format!(
-                "linpack{label_precision} n={} {} threads{}",
-                self.n,
-                self.threads,
-                suffix.replace('-', " ")
-            ),
-            subsystem: Subsystem::Cpu,
-            op: "linpack".into(),
-            params,
-        }
-    }
-
-    fn estimate(&self, ctx: &Context) -> Duration {
-        // At a modest 20 GFLOP/s per thread (40 in f32), generating and checking each
-        // repetition.
-        let generate_and_check = 3.0 * (self.n * self.n) as f64 / 1e8;
-        let rate = if self.f32() { 40e9 } else { 20e9 };
-        case::estimate(
-            ctx,
-            self.threads,
-            flops(self.n),
-            rate,
-            generate_and_check,
-            0.0,
-        )
-    }
-
-    fn run(&self, ctx: &Context) -> Result<BenchResult> {
-        if self.f32() {
-            self.run_in::<f32>(ctx)
-        } else {
-            self.run_in::<f64>(ctx)
-        }
-    }
-}
-
-impl LinpackCase {
-    fn f32(&self) -> bool {
-        self.precision == Precision::F32
-    }
-
-    /// The case in elements of type T (f64 for dgesv, f32 for sgesv).
-    fn run_in<T: LuElement + BlasElement>(&self, ctx: &Context) -> Result<BenchResult> {
-        engine::check_fits(
-            self.n,
-            memory_needed(self.n, self.precision),
-            ctx.host.memory.available_bytes,
-        )?;
-        #[allow(unused_mut)]
-        let (mut a, b) = random_system::<T>(self.n as usize, 42 + self.n);
-        #[cfg(feature = "test-hooks")]
-        if std::env::var_os(SINGULAR_ENV).is_some() {
-            // A zero column: U(j, j) is exactly zero whatever the engine.
-            a.col_mut(a.ncols() / 2).fill(T::ZERO);
-        }
-        BuiltinGemm::<T>::global(&ctx.host.cpu.caches)?;
-        let (engine, why) = probe::resolve::<T>(self.solver, self.n, self.threads, self.pin)?;
-        let library = engine::open(engine)?;
-        if let Some(blas) = library {
-            blas.require_lapack::<T>()?;
-        }
-        let rounds = match library {
-            Some(library) => self.run_lapack(ctx, library, &a, &b)?,
-            None => self.run_builtin(ctx, &a, &b)?,
-        };
-        let samples: Vec<f64> = rounds.iter().map(|r| r.value.0).collect();
-        let residual_max = rounds.iter().map(|r| r.value.1).fold(0.0, f64::max);
-        let peak = case::fma_peak(ctx, self.threads, self.precision);
-        let mut result = self
-            .spec()
-            .measured(
-                &ctx.host.hostname,
-                "throughput",
-                "GFLOP/s",
-                format!(
-                    "HPL's count 2/3·n³ + 3/2·n² FLOP per solve; timed: LU with partial pivoting \
-                     and the two triangular solves by {}; scaled residual \
-                     ‖Ax−b‖∞/(ε(‖A‖∞‖x‖∞+‖b‖∞)n) < {RESIDUAL_THRESHOLD} checked",
-                    match library {
-                        Some(blas) => format!(
-                            "{} {} + {}",
-                            blas.describe(),
-                            T::GETRF.trim_end_matches('_'),
-                            T::GETRS.trim_end_matches('_')
-                        ),
-                        None => lu::describe::<T>(lu::NB),
-                    }
-                ),
-                samples,
-            )?
-            .param("dense_engine", engine::engine_ran(library))
-            .param("dense_engine_choice", why)
-            .walls(rounds.iter().map(|r| r.wall))
-            .param("scaled_residual_max", residual_max)
-            .peak(peak)
-            .warn(runner::waiting_warning(
-                &rounds.iter().map(|r| r.value.2).collect::<Vec<_>>(),
-                self.threads,
-            ));
-        for (key, value) in engine::library_params::<T>(library, true) {
-            result = result.param(key, value);
-        }
-        result = result.warn(engine::threads_warning(library));
-        // HPL solves in f64 only: an f32 solve has no reference to stand beside.
-        if ctx.runner.reference && !self.f32() {
-            result = result.reference(crate::cpu::reference::hpcc_hpl(self.n, self.threads)?);
-        }
-        Ok(result.finish())
-    }
+    })
 }
 
 /// Copies A (column by column, leading dimension its order) and b into LAPACK's buffers.
@@ -453,7 +350,7 @@ mod tests {
 
     #[test]
     fn hpl_flop_count() {
-        assert_eq!(flops(3), 2.0 / 3.0 * 27.0 + 13.5);
-        assert_eq!(flops(10_000), 2.0 / 3.0 * 1e12 + 1.5e8);
+        assert_eq!(Linpack::flops(3), 2.0 / 3.0 * 27.0 + 13.5);
+        assert_eq!(Linpack::flops(10_000), 2.0 / 3.0 * 1e12 + 1.5e8);
     }
 }
