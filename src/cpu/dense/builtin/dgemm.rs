@@ -25,8 +25,8 @@
 //! core's share: NC = L3 / sharing CPUs / 2 / (s·KC), a multiple of NR in 16·NR..=8192 (4·L2
 //! when there is no L3).
 //!
-//! The micro-kernels, one per instruction set, are in [`super::micro`]; the packing of the
-//! blocks into micro-panels in [`super::pack`].
+//! The micro-kernels, one per instruction set, are in `micro.rs`; the packing of the
+//! blocks into micro-panels in `pack.rs`.
 //!
 //! A SIMD kernel is used only after a self-check: a 37 × 29 × 41 product (every edge case of its
 //! tile) compared with the portable kernel's; a mismatch falls back to the next kernel down and

@@ -1,7 +1,7 @@
 //! The micro-kernels of the built-in GEMM: each computes one tile of C, MR rows by NR columns,
 //! from a packed panel of A (MR rows) and one of B (NR columns) over their whole depth.
 //!
-//! One macro, [`micro_kernel!`], is instantiated per instruction set and element, so the AVX2
+//! One macro, `micro_kernel!`, is instantiated per instruction set and element, so the AVX2
 //! tests exercise the code the AVX-512 kernel is made of. The tile is MV vectors tall
 //! (MR = MV · lanes rows) and NR columns wide, held in MV·NR accumulators; each step of k loads
 //! MV vectors of the packed A column, broadcasts each of the NR packed B values and issues

@@ -33,7 +33,7 @@ pub fn probe_order(order: u64, threads: usize) -> usize {
 /// The engine a case runs on, and why it was picked. `Auto` measures each engine present: the
 /// best of three multiplies in T (the case's precision) of the case's order, at most
 /// [`probe_order`] (after one unmeasured), on the case's threads, engine after engine with a
-/// pause between them ([`PROBE_SETTLE`]); the fastest multiply wins. A library that does not
+/// pause between them (`PROBE_SETTLE`); the fastest multiply wins. A library that does not
 /// open, or lacks T's GEMM, is left out, and said so.
 pub fn resolve<T: BlasElement>(
     solver: Solver,
