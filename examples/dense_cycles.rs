@@ -11,8 +11,11 @@
 
 use std::time::Instant;
 
-use peakbench::cpu::blas::{self, Vendor};
-use peakbench::cpu::{dgemm, gemm, linpack, lu};
+use peakbench::cpu::dense::builtin::{dgemm, lu};
+use peakbench::cpu::dense::case::Operation as _;
+use peakbench::cpu::dense::engine::blas::{self, Vendor};
+use peakbench::cpu::dense::engine::product;
+use peakbench::cpu::dense::linpack::{self, Linpack};
 use peakbench::peak::{Isa, Precision};
 use peakbench::sysinfo::clock::measure_ghz;
 
@@ -82,11 +85,11 @@ fn main() {
         }
     }
     let (cycle, wall) = pool.install(|| {
-        best(reps, threads, gemm::flops(ng as u64), || {
-            gemm::faer_multiply(ng, &a, &b, &mut c, threads)
+        best(reps, threads, product::flops(ng as u64), || {
+            product::faer_multiply(ng, &a, &b, &mut c, threads)
         })
     });
-    gemm::check(ng, &a, &b, &c, 1).expect("a right product");
+    product::check(ng, &a, &b, &c, 1).expect("a right product");
     println!(
         "dgemm n={ng} {:<40} {:.1} % of peak per CPU-second ({wall:.1} GFLOP/s wall)",
         "faer matmul",
@@ -99,8 +102,8 @@ fn main() {
         );
         let (cycle, wall) = pool.install(|| {
             let mut run = || {
-                best(reps, threads, gemm::flops(ng as u64), || {
-                    gemm::multiply(*library, ng, &a, &b, &mut c, threads).unwrap()
+                best(reps, threads, product::flops(ng as u64), || {
+                    product::multiply(*library, ng, &a, &b, &mut c, threads).unwrap()
                 })
             };
             match library {
@@ -108,7 +111,7 @@ fn main() {
                 None => run(),
             }
         });
-        gemm::check(ng, &a, &b, &c, 1).expect("a right product");
+        product::check(ng, &a, &b, &c, 1).expect("a right product");
         println!(
             "dgemm n={ng} {name:<40} {:.1} % of peak per CPU-second ({wall:.1} GFLOP/s wall)",
             100.0 * cycle / peak
@@ -126,8 +129,8 @@ fn main() {
         );
         let (cycle, wall) = pool.install(|| {
             let mut run = || {
-                best(reps, threads, gemm::flops(ng as u64), || {
-                    gemm::multiply(*library, ng, &a32, &b32, &mut c32, threads).unwrap()
+                best(reps, threads, product::flops(ng as u64), || {
+                    product::multiply(*library, ng, &a32, &b32, &mut c32, threads).unwrap()
                 })
             };
             match library {
@@ -135,7 +138,7 @@ fn main() {
                 None => run(),
             }
         });
-        gemm::check(ng, &a32, &b32, &c32, 1).expect("a right product");
+        product::check(ng, &a32, &b32, &c32, 1).expect("a right product");
         println!(
             "sgemm n={ng} {name:<40} {:.1} % of the f32 peak per CPU-second ({wall:.1} GFLOP/s wall)",
             100.0 * cycle / peak32
@@ -152,7 +155,7 @@ fn main() {
         });
         let (cycle, wall) = pool.install(|| {
             let mut run = || {
-                best(reps, threads, linpack::flops(nl as u64), || {
+                best(reps, threads, Linpack::flops(nl as u64), || {
                     for j in 0..nl {
                         factors[j * nl..(j + 1) * nl].copy_from_slice(sa.col_as_slice(j));
                     }

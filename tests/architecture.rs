@@ -5,7 +5,7 @@
 //! fails on a path that names a module declared later: an import cycle or a lower layer
 //! reaching up. `main.rs` may name only the dispatcher.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 fn src() -> PathBuf {
@@ -27,18 +27,7 @@ fn files_of(module: &str) -> Vec<PathBuf> {
     if file.exists() {
         return vec![file];
     }
-    let mut out = Vec::new();
-    let mut stack = vec![src().join(module)];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
+    let out = rust_files(&src().join(module));
     assert!(!out.is_empty(), "module {module} has no files");
     out
 }
@@ -221,4 +210,431 @@ fn the_architecture_page_lists_the_layers_of_lib_rs() {
         layers(),
         "docs/architecture.md's layer table and src/lib.rs's order differ"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// No circle of uses inside a folder. The layering above orders the top-level modules; inside a
+// folder, the modules side by side (its files and subfolders) must use each other one way
+// only, so each can be read, tested and moved with the ones below it and nothing above.
+
+/// Folders outside src/cpu whose modules still use each other in a circle, left for their own
+/// change: the check skips them, and fails when one no longer has a circle, so that the list
+/// only shrinks.
+const FOLDERS_WITH_CIRCLES_LEFT: &[&str] = &[
+    // html → findings (html/findings.rs) → html (a test of findings.rs renders the page);
+    // html → table (html/choice.rs) → findings.
+    "src/report",
+    // choice → lines → choice (lines.rs takes choice::Measure).
+    "src/report/html",
+];
+
+/// A Rust source text with its comments, strings and character literals blanked (newlines
+/// kept), so that a path or a brace written inside one is not read as code.
+fn code_only(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let at = |i: usize| chars.get(i).copied().unwrap_or('\0');
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let start = i;
+        let c = chars[i];
+        // A raw string: r"…", r#"…"#, br"…", not the end of an identifier.
+        let hashes = (i + 1..).take_while(|&j| at(j) == '#').count();
+        let raw = c == 'r'
+            && at(i + 1 + hashes) == '"'
+            && (i == 0
+                || !ident(chars[i - 1])
+                || (chars[i - 1] == 'b' && (i < 2 || !ident(chars[i - 2]))));
+        if c == '/' && at(i + 1) == '/' {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && at(i + 1) == '*' {
+            let mut depth = 0;
+            while i < chars.len() {
+                if chars[i] == '/' && at(i + 1) == '*' {
+                    depth += 1;
+                    i += 2;
+                } else if chars[i] == '*' && at(i + 1) == '/' {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+        } else if raw {
+            i += 2 + hashes;
+            while i < chars.len() && !(chars[i] == '"' && (1..=hashes).all(|h| at(i + h) == '#')) {
+                i += 1;
+            }
+            i = (i + 1 + hashes).min(chars.len());
+        } else if c == '"' {
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                i += if chars[i] == '\\' { 2 } else { 1 };
+            }
+            i = (i + 1).min(chars.len());
+        } else if c == '\'' && at(i + 1) == '\\' {
+            i += 2;
+            while i < chars.len() && chars[i] != '\'' {
+                i += 1;
+            }
+            i = (i + 1).min(chars.len());
+        } else if c == '\'' && at(i + 2) == '\'' {
+            i += 3;
+        } else {
+            // Code, a lifetime's quote included.
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        out.extend(
+            chars[start..i]
+                .iter()
+                .map(|&c| if c == '\n' { '\n' } else { ' ' }),
+        );
+    }
+    out
+}
+
+/// The words and punctuation of code: identifiers (`$crate` as `crate`), `::` and single
+/// characters.
+fn tokens(code: &str) -> Vec<String> {
+    let chars: Vec<char> = code.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_alphanumeric() || c == '_' {
+            let word: String = chars[i..]
+                .iter()
+                .take_while(|c| c.is_alphanumeric() || **c == '_')
+                .collect();
+            i += word.chars().count();
+            out.push(word);
+        } else if c == ':' && chars.get(i + 1) == Some(&':') {
+            out.push("::".into());
+            i += 2;
+        } else {
+            if !c.is_whitespace() && c != '$' {
+                out.push(c.to_string());
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The module a file is, as words from the crate's root: `src/cpu/dense/gemm.rs` is
+/// `cpu::dense::gemm`, `src/cpu/mod.rs` is `cpu`, lib.rs the root.
+fn module_of(file: &Path) -> Vec<String> {
+    let relative = file.strip_prefix(src()).unwrap().with_extension("");
+    let mut words: Vec<String> = relative
+        .iter()
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
+    if matches!(words.last().map(String::as_str), Some("mod" | "lib")) {
+        words.pop();
+    }
+    words
+}
+
+/// The module paths a token list names from `at` on (a path starting with `crate`, `super` or
+/// `self`, written in the module `scope`), resolved from the crate's root, with a group
+/// `{a, b::c}` giving one path per item; and where the path ends.
+fn paths_from(tokens: &[String], at: usize, scope: &[String]) -> (Vec<Vec<String>>, usize) {
+    let path: Vec<String> = match tokens[at].as_str() {
+        "crate" => Vec::new(),
+        "super" => scope[..scope.len().saturating_sub(1)].to_vec(),
+        _ => scope.to_vec(),
+    };
+    path_goes_on(tokens, at + 1, path)
+}
+
+/// The rest of a path from `at` on, after its first words `path`: `::word`, `::super` or a
+/// group `::{…}` whose items each go on from `path`.
+fn path_goes_on(
+    tokens: &[String],
+    mut at: usize,
+    mut path: Vec<String>,
+) -> (Vec<Vec<String>>, usize) {
+    let word = |t: &str| t.chars().all(|c| c.is_alphanumeric() || c == '_');
+    while tokens.get(at).map(String::as_str) == Some("::") {
+        at += 1;
+        match tokens.get(at).map(String::as_str) {
+            Some("super") => {
+                path.pop();
+                at += 1;
+            }
+            Some("{") => {
+                let mut found = Vec::new();
+                at += 1;
+                while at < tokens.len() && tokens[at] != "}" {
+                    match tokens[at].as_str() {
+                        "," => {
+                            at += 1;
+                            continue;
+                        }
+                        "self" => {
+                            found.push(path.clone());
+                            at += 1;
+                        }
+                        item if word(item) => {
+                            let (items, end) = path_goes_on(tokens, at + 1, path_with(&path, item));
+                            found.extend(items);
+                            at = end;
+                        }
+                        // `*`.
+                        _ => at += 1,
+                    }
+                    // `as` and its name.
+                    while at < tokens.len() && tokens[at] != "," && tokens[at] != "}" {
+                        at += 1;
+                    }
+                }
+                return (found, at + 1);
+            }
+            Some(next) if word(next) => {
+                path.push(next.to_string());
+                at += 1;
+            }
+            _ => break,
+        }
+    }
+    (vec![path], at)
+}
+
+/// `path` with one more word.
+fn path_with(path: &[String], word: &str) -> Vec<String> {
+    let mut longer = path.to_vec();
+    longer.push(word.to_string());
+    longer
+}
+
+/// Every module path a file names through `crate::`, `super::` or `self::`, resolved from the
+/// crate's root, inline modules (`mod tests { use super::*; }`) followed.
+fn paths_named(file: &Path) -> Vec<Vec<String>> {
+    let tokens = tokens(&code_only(&std::fs::read_to_string(file).unwrap()));
+    let mut scope = module_of(file);
+    // The inline modules open around the current token, each with the depth of its brace.
+    let mut open: Vec<usize> = Vec::new();
+    let mut depth = 0;
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < tokens.len() {
+        let word = tokens[at].as_str();
+        let starts_path = matches!(word, "crate" | "super" | "self")
+            && tokens.get(at + 1).map(String::as_str) == Some("::")
+            && (at == 0 || tokens[at - 1] != "::");
+        if starts_path {
+            let (paths, end) = paths_from(&tokens, at, &scope);
+            found.extend(paths);
+            at = end;
+            continue;
+        }
+        match word {
+            "mod" if tokens.get(at + 2).map(String::as_str) == Some("{") => {
+                scope.push(tokens[at + 1].clone());
+                depth += 1;
+                open.push(depth);
+                at += 3;
+                continue;
+            }
+            "{" => depth += 1,
+            "}" => {
+                if open.last() == Some(&depth) {
+                    open.pop();
+                    scope.pop();
+                }
+                depth -= 1;
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    found
+}
+
+/// Every .rs file under `dir`.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Whether the folder of module `folder` has a module `name` of its own: `name.rs` or `name/`.
+fn is_module_of(folder: &[String], name: &str) -> bool {
+    let dir = folder.iter().fold(src(), |d, w| d.join(w));
+    name != "mod" && (dir.join(format!("{name}.rs")).is_file() || dir.join(name).is_dir())
+}
+
+/// Which modules of one folder use which: module → the modules it uses.
+type Uses = BTreeMap<String, BTreeSet<String>>;
+
+/// For every folder under src/ (as its module path), which of its modules use which: a file
+/// of module x that names a path into module y of the same folder is an edge x → y. A path to
+/// an item of the folder's own mod.rs is no edge (a child may use its parent's items).
+fn uses_by_folder() -> BTreeMap<Vec<String>, Uses> {
+    let mut graphs: BTreeMap<Vec<String>, Uses> = BTreeMap::new();
+    for file in rust_files(&src()) {
+        // main.rs is the binary, a crate of its own.
+        if file == src().join("main.rs") {
+            continue;
+        }
+        let from = module_of(&file);
+        for to in paths_named(&file) {
+            let shared = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+            if shared < from.len() && shared < to.len() {
+                let folder = from[..shared].to_vec();
+                if is_module_of(&folder, &to[shared]) {
+                    graphs
+                        .entry(folder)
+                        .or_default()
+                        .entry(from[shared].clone())
+                        .or_default()
+                        .insert(to[shared].clone());
+                }
+            }
+        }
+    }
+    graphs
+}
+
+/// The circles of a graph: its strongly connected components of more than one module, each
+/// with its edges, e.g. `a → b, b → a`.
+fn circles(graph: &Uses) -> Vec<String> {
+    let reaches = |from: &str, to: &str| {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![from.to_string()];
+        while let Some(node) = stack.pop() {
+            for next in graph.get(&node).into_iter().flatten() {
+                if next == to {
+                    return true;
+                }
+                if seen.insert(next.clone()) {
+                    stack.push(next.clone());
+                }
+            }
+        }
+        false
+    };
+    let mut placed = BTreeSet::new();
+    let mut out = Vec::new();
+    for node in graph.keys() {
+        if placed.contains(node) {
+            continue;
+        }
+        let component: Vec<&String> = graph
+            .keys()
+            .chain(graph.values().flatten())
+            .filter(|other| *other == node || (reaches(node, other) && reaches(other, node)))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if component.len() < 2 {
+            continue;
+        }
+        let mut edges = Vec::new();
+        for &from in &component {
+            placed.insert(from.clone());
+            for to in graph.get(from).into_iter().flatten() {
+                if component.contains(&to) {
+                    edges.push(format!("{from} → {to}"));
+                }
+            }
+        }
+        out.push(edges.join(", "));
+    }
+    out
+}
+
+/// The folder of a module path, as written in messages: `src/cpu/dense`.
+fn folder_name(folder: &[String]) -> String {
+    std::iter::once("src")
+        .chain(folder.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[test]
+fn no_folder_has_a_circle_of_uses() {
+    let mut found = Vec::new();
+    let mut cleared = FOLDERS_WITH_CIRCLES_LEFT.to_vec();
+    for (folder, graph) in uses_by_folder() {
+        let name = folder_name(&folder);
+        let circles = circles(&graph);
+        if FOLDERS_WITH_CIRCLES_LEFT.contains(&name.as_str()) {
+            assert!(!name.starts_with("src/cpu"), "{name} may not be skipped");
+            if !circles.is_empty() {
+                cleared.retain(|f| *f != name);
+            }
+            continue;
+        }
+        found.extend(circles.into_iter().map(|c| format!("{name}: {c}")));
+    }
+    assert!(
+        found.is_empty(),
+        "modules side by side use each other in a circle:\n{}",
+        found.join("\n")
+    );
+    assert!(
+        cleared.is_empty(),
+        "these folders have no circle left; remove them from FOLDERS_WITH_CIRCLES_LEFT: {cleared:?}"
+    );
+}
+
+#[test]
+fn the_path_reader_follows_super_self_groups_and_inline_modules() {
+    let code = code_only(
+        "use super::{a, b::{c, self}};\n// crate::commented\nlet s = \"crate::quoted {\";\n\
+         let c = '{';\nfn f<'a>() {}\nuse crate::x::y::{z::W, v};\n\
+         mod tests { use super::*; use super::super::q; }\nself::inner::f();",
+    );
+    let scope: Vec<String> = vec!["top".into(), "here".into()];
+    let tokens = tokens(&code);
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < tokens.len() {
+        if matches!(tokens[at].as_str(), "crate" | "super" | "self")
+            && tokens.get(at + 1).map(String::as_str) == Some("::")
+        {
+            let (paths, end) = paths_from(&tokens, at, &scope);
+            found.extend(paths.into_iter().map(|p| p.join("::")));
+            at = end;
+        } else {
+            at += 1;
+        }
+    }
+    // Inline modules are not followed here (paths_named does that): `tests`'s super is read
+    // from `here`.
+    assert_eq!(
+        found,
+        [
+            "top::a",
+            "top::b::c",
+            "top::b",
+            "x::y::z::W",
+            "x::y::v",
+            "top",
+            "q",
+            "top::here::inner::f"
+        ]
+    );
+    assert!(!code.contains("commented") && !code.contains("quoted"));
+    assert_eq!(code.matches('{').count(), code.matches('}').count());
 }

@@ -1,4 +1,5 @@
-//! The flags of `peakbench cpu`, `peakbench cpu linpack` and `peakbench cpu gemm`.
+//! The flags of `peakbench cpu` (those of `cpu gemm` and `cpu linpack` are in
+//! [`super::dense::args`]).
 
 use std::time::Duration;
 
@@ -138,24 +139,14 @@ impl FmaChoice {
     }
 }
 
-/// The defaults of `cpu` and `cpu gemm`: 1 and every CPU, the single core and the whole chip,
-/// the two points of every scaling curve.
+/// The defaults of `cpu`: 1 and every CPU, the single core and the whole chip, the two points
+/// of every scaling curve.
 #[derive(Debug, Clone)]
 pub struct CpuDefaults;
 
 impl Defaults for CpuDefaults {
     const DURATION_NOTE: &'static str = ": the work of one repetition is sized so that one \
         thread needs about this long (--ops fixes it instead)";
-}
-
-/// The defaults of `cpu linpack`: every CPU only, as HPL runs. Linpack's figure is the
-/// machine's; the one-core solve is asked for with `-t 1`.
-#[derive(Debug, Clone)]
-pub struct LinpackDefaults;
-
-impl Defaults for LinpackDefaults {
-    const THREADS: &'static str = "every CPU, as HPL runs; Linpack's figure is the \
-        machine's, add 1 for the one-core solve";
 }
 
 #[derive(Args, Debug)]
@@ -198,64 +189,6 @@ pub struct CpuArgs {
     /// Length of one sample of a sampling run
     #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = positive_duration, requires = "samples")]
     pub interval: Duration,
-}
-
-#[derive(Args, Debug)]
-pub struct LinpackArgs {
-    /// Orders of the system (list), e.g. 1000,5000,10000
-    #[arg(long, short = 'n', value_name = "LIST", value_delimiter = ',', default_value = "2000", value_parser = positive_count)]
-    pub n: Vec<u64>,
-    #[command(flatten)]
-    pub threads: Threads<LinpackDefaults>,
-    /// Element types (list): f64 (dgesv, as HPL), f32 (sgesv), each its own case with its own
-    /// peak
-    #[arg(
-        long,
-        short = 'p',
-        value_name = "LIST",
-        value_delimiter = ',',
-        ignore_case = true,
-        default_value = "f64",
-        value_parser = gemm_precision()
-    )]
-    pub precision: Vec<Precision>,
-    /// The BLAS and LAPACK that solve, loaded at run time: a name below, or the path of a
-    /// shared library (with a '/', e.g. /opt/blis/lib/libblis.so)
-    #[arg(long, value_name = "BLAS", default_value = "auto", value_parser = super::blas::BlasFlagParser)]
-    pub blas: super::blas::BlasFlag,
-}
-
-#[derive(Args, Debug)]
-pub struct GemmArgs {
-    /// Orders of the matrices (list), e.g. 2000,4000
-    #[arg(long, short = 'n', value_name = "LIST", value_delimiter = ',', default_value = "4000", value_parser = positive_count)]
-    pub n: Vec<u64>,
-    #[command(flatten)]
-    pub threads: Threads<CpuDefaults>,
-    /// Element types (list): f64 (DGEMM), f32 (SGEMM), each its own case with its own peak
-    #[arg(
-        long,
-        short = 'p',
-        value_name = "LIST",
-        value_delimiter = ',',
-        ignore_case = true,
-        default_value = "f64",
-        value_parser = gemm_precision()
-    )]
-    pub precision: Vec<Precision>,
-    /// The BLAS that multiplies, loaded at run time: a name below, or the path of a shared
-    /// library (with a '/', e.g. /opt/blis/lib/libblis.so)
-    #[arg(long, value_name = "BLAS", default_value = "auto", value_parser = super::blas::BlasFlagParser)]
-    pub blas: super::blas::BlasFlag,
-}
-
-/// The parser of `cpu gemm --precision` and `cpu linpack --precision`: f64 or f32, by [`Precision`]'s names.
-fn gemm_precision() -> impl clap::builder::TypedValueParser<Value = Precision> {
-    use clap::builder::TypedValueParser as _;
-    let values = [Precision::F64, Precision::F32]
-        .map(|p| p.to_possible_value().expect("every precision has a name"));
-    clap::builder::PossibleValuesParser::new(values)
-        .map(|text| Precision::from_name(&text).expect("clap accepted f64 or f32"))
 }
 
 #[cfg(test)]

@@ -6,16 +6,13 @@
 //! split among the threads. With weak scaling each thread does that amount. The rate is the ops
 //! of all threads divided by the wall time of the group. A sampling run (`--samples N
 //! --interval D`) keeps all threads busy and records the rate of every interval instead.
+//!
+//! The dense linear algebra commands, `cpu gemm` and `cpu linpack`, are in [`dense`].
 
 pub mod args;
-mod params;
-pub mod blas;
-pub mod dgemm;
-pub mod gemm;
+pub mod dense;
 pub mod kernels;
-mod library;
-pub mod linpack;
-pub mod lu;
+mod params;
 pub mod reference;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -31,8 +28,11 @@ use crate::plan::{Case, CaseSpec, Context, Plan, guess};
 use crate::result::{BenchResult, Params, Subsystem, TimePoint};
 use crate::runner::{self, Quota, Round, RunSettings, Scaling, Stop, Tally, Worker};
 use crate::workload::Benchmark;
-use args::{CpuArgs, GemmArgs, LinpackArgs};
+use args::CpuArgs;
 use kernels::Kernel;
+
+pub use dense::gemm::Gemm;
+pub use dense::linpack::Linpack;
 
 /// Iterations per call into a kernel: about a millisecond of work, so the clock and the
 /// interrupt flag are read rarely.
@@ -89,101 +89,6 @@ impl Benchmark for Cpu {
             )));
         }
         Plan::new(cases, notes, &options)
-    }
-}
-
-/// `peakbench cpu linpack`.
-pub struct Linpack;
-
-impl Benchmark for Linpack {
-    const NAME: &'static str = "linpack";
-    const PATH: &'static [&'static str] = &["cpu", "linpack"];
-    const ABOUT: &'static str = "Dense LU solve with partial pivoting (dgesv, sgesv with -p f32; peakbench's LU or the machine's LAPACK, the fastest), GFLOP/s and HPL's residual check";
-    type Args = LinpackArgs;
-
-    fn plan(args: &LinpackArgs, ctx: &Context) -> Result<Plan> {
-        let orders = unique(&args.n);
-        let threads = args.threads.or(&[runner::num_cpus()]);
-        let available = ctx.host.memory.available_bytes;
-        let precisions = unique(&args.precision);
-        let solvers = blas::choose(&args.blas)?;
-        let mut cases: Vec<Box<dyn Case>> = Vec::new();
-        for &precision in &precisions {
-            for &n in &orders {
-                library::check_fits(n, linpack::memory_needed(n, precision), available)?;
-                for &t in &threads {
-                    for &solver in &solvers {
-                        cases.push(Box::new(linpack::LinpackCase {
-                            n,
-                            threads: t,
-                            pin: ctx.runner.pin,
-                            solver,
-                            precision,
-                        }));
-                    }
-                }
-            }
-        }
-        let solver_names: Vec<String> = precisions
-            .iter()
-            .flat_map(|&p| solvers.iter().map(move |&s| linpack::solver_name(s, p)))
-            .collect();
-        Plan::new(
-            cases,
-            Vec::new(),
-            serde_json::json!({
-                "n": orders,
-                "threads": threads,
-                "precision": precisions,
-                "blas": args.blas,
-                "solver": solver_names,
-            }),
-        )
-    }
-}
-
-/// `peakbench cpu gemm`.
-pub struct Gemm;
-
-impl Benchmark for Gemm {
-    const NAME: &'static str = "gemm";
-    const PATH: &'static [&'static str] = &["cpu", "gemm"];
-    const ABOUT: &'static str = "Dense matrix multiply C = A·B (DGEMM, SGEMM with -p f32; the fastest of peakbench's own and the machine's BLAS), GFLOP/s, entries of C checked";
-    type Args = GemmArgs;
-
-    fn plan(args: &GemmArgs, ctx: &Context) -> Result<Plan> {
-        let orders = unique(&args.n);
-        let threads = args.threads.or(&default_threads());
-        let precisions = unique(&args.precision);
-        let available = ctx.host.memory.available_bytes;
-        let solvers = blas::choose(&args.blas)?;
-        let mut cases: Vec<Box<dyn Case>> = Vec::new();
-        for &precision in &precisions {
-            for &n in &orders {
-                library::check_fits(n, gemm::memory_needed(n, precision), available)?;
-                for &t in &threads {
-                    for &solver in &solvers {
-                        cases.push(Box::new(gemm::GemmCase {
-                            n,
-                            threads: t,
-                            pin: ctx.runner.pin,
-                            solver,
-                            precision,
-                        }));
-                    }
-                }
-            }
-        }
-        Plan::new(
-            cases,
-            Vec::new(),
-            serde_json::json!({
-                "n": orders,
-                "threads": threads,
-                "precision": precisions,
-                "blas": args.blas,
-            }),
-        )
     }
 }
 
@@ -901,68 +806,6 @@ mod tests {
         assert!(
             ((large - small) - reps * 999e9 / (peak * 1e9)).abs() < 1e-6,
             "{small} {large} {peak}"
-        );
-    }
-
-    /// Issue 32 items 2 and 3: `cpu gemm -p f64,f32` plans a case per precision (f64's ids as
-    /// before), only f64 and f32 are taken, and `--blas PATH` is checked before anything opens.
-    #[test]
-    fn gemm_plans_each_precision_and_checks_a_blas_path() {
-        let ctx = Context::fixture();
-        let ids = |argv: &[&str]| -> Vec<String> {
-            plan_for::<Gemm>(argv, &ctx)
-                .unwrap()
-                .cases
-                .iter()
-                .map(|c| c.spec().id)
-                .collect()
-        };
-        assert_eq!(
-            ids(&["gemm", "-n", "100", "-t", "1", "--blas", "builtin"]),
-            ["cpu-gemm-n100-t1"]
-        );
-        assert_eq!(
-            ids(&[
-                "gemm", "-p", "F64,f32", "-n", "100", "-t", "1", "--blas", "builtin"
-            ]),
-            ["cpu-gemm-n100-t1", "cpu-gemm-f32-n100-t1"]
-        );
-        let refused = plan_for::<Gemm>(&["gemm", "-p", "f16"], &ctx)
-            .err()
-            .unwrap();
-        assert!(refused.to_string().contains("--precision"), "{refused}");
-        let missing = plan_for::<Gemm>(&["gemm", "--blas", "/nonexistent/libblas.so"], &ctx)
-            .err()
-            .unwrap();
-        assert!(missing.is::<crate::error::UsageError>());
-        assert!(
-            missing
-                .to_string()
-                .starts_with("--blas /nonexistent/libblas.so: no such file;"),
-            "{missing}"
-        );
-        let linpack = plan_for::<Linpack>(&["linpack", "--blas", "/nonexistent/x.so"], &ctx)
-            .err()
-            .unwrap();
-        assert!(
-            linpack.to_string().starts_with("--blas /nonexistent/x.so"),
-            "{linpack}"
-        );
-    }
-
-    #[test]
-    fn linpack_refuses_an_order_beyond_the_memory() {
-        let ctx = Context::fixture();
-        let e = plan_for::<Linpack>(&["linpack", "-n", "100000"], &ctx)
-            .err()
-            .unwrap();
-        assert!(e.to_string().starts_with("--n: 100000 needs"), "{e}");
-        assert_eq!(
-            plan_for::<Linpack>(&["linpack", "-n", "1000,1000", "-t", "1,2"], &ctx)
-                .unwrap()
-                .cases
-                .len(),
-            2
         );
     }
 }

@@ -25,20 +25,8 @@
 //! core's share: NC = L3 / sharing CPUs / 2 / (s·KC), a multiple of NR in 16·NR..=8192 (4·L2
 //! when there is no L3).
 //!
-//! **Micro-kernels** (one macro, [`micro_kernel!`], instantiated per instruction set and element
-//! so the AVX2 tests exercise the code the AVX-512 kernel is made of): the tile is MV vectors
-//! tall (MR = MV · lanes rows) and NR columns wide, held in MV·NR accumulators; each step of k
-//! loads MV vectors of the packed A column, broadcasts each of the NR packed B values and issues
-//! MV·NR FMAs, unrolled by 4, prefetching the C tile before the loop (the A panel streams from
-//! L2 by the hardware prefetcher: a software prefetch 8 steps ahead measured slower on Zen 3).
-//! An f32 kernel keeps the f64 kernel's registers: the same MV and NR, twice the lanes, so
-//! twice the rows.
-//!
-//! | kernel | f64 MR × NR | f32 MR × NR | accumulators |
-//! |---|---|---|---|
-//! | `avx512` | 16 × 12 | 32 × 12 | 24 of 32 zmm |
-//! | `avx2-fma` | 8 × 6 | 16 × 6 | 12 of 16 ymm |
-//! | `portable` | 4 × 4 | 4 × 4 | 16 scalars |
+//! The micro-kernels, one per instruction set, are in `micro.rs`; the packing of the
+//! blocks into micro-panels in `pack.rs`.
 //!
 //! A SIMD kernel is used only after a self-check: a 37 × 29 × 41 product (every edge case of its
 //! tile) compared with the portable kernel's; a mismatch falls back to the next kernel down and
@@ -54,6 +42,8 @@ use std::thread::LocalKey;
 use anyhow::{Result, bail};
 use rayon::prelude::*;
 
+use super::micro::{self, TileFn};
+use super::pack::{self, Aligned};
 use crate::sysinfo::Cache;
 
 /// The environment variable that forces the DGEMM's micro-kernel.
@@ -72,6 +62,7 @@ pub const SGEMM_BLOCKING_ENV: &str = "PEAKBENCH_SGEMM_BLOCKING";
 /// differs between the two is here; the loops, the packing and the micro-kernel macro are one.
 pub trait Element:
     Copy
+    + Default
     + Debug
     + PartialEq
     + Send
@@ -109,9 +100,9 @@ static GLOBAL_F32: OnceLock<BuiltinGemm<f32>> = OnceLock::new();
 
 thread_local! {
     /// Each thread's packed A block, f64.
-    static PACKED_A_F64: RefCell<Aligned<f64>> = const { RefCell::new(Aligned(Vec::new())) };
+    static PACKED_A_F64: RefCell<Aligned<f64>> = const { RefCell::new(Aligned::new()) };
     /// Each thread's packed A block, f32.
-    static PACKED_A_F32: RefCell<Aligned<f32>> = const { RefCell::new(Aligned(Vec::new())) };
+    static PACKED_A_F32: RefCell<Aligned<f32>> = const { RefCell::new(Aligned::new()) };
 }
 
 impl Element for f64 {
@@ -131,10 +122,10 @@ impl Element for f64 {
     fn tile(kernel: Kernel) -> TileFn<f64> {
         match kernel {
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => avx512::double::tile,
+            Kernel::Avx512 => micro::avx512::double::tile,
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2Fma => avx2::double::tile,
-            _ => portable::double::tile,
+            Kernel::Avx2Fma => micro::avx2::double::tile,
+            _ => micro::portable::double::tile,
         }
     }
     fn global() -> &'static OnceLock<BuiltinGemm<f64>> {
@@ -162,10 +153,10 @@ impl Element for f32 {
     fn tile(kernel: Kernel) -> TileFn<f32> {
         match kernel {
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => avx512::single::tile,
+            Kernel::Avx512 => micro::avx512::single::tile,
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2Fma => avx2::single::tile,
-            _ => portable::single::tile,
+            Kernel::Avx2Fma => micro::avx2::single::tile,
+            _ => micro::portable::single::tile,
         }
     }
     fn global() -> &'static OnceLock<BuiltinGemm<f32>> {
@@ -458,74 +449,24 @@ impl<T: Element> BuiltinGemm<T> {
             scale(c, ldc, m, n, beta);
             return;
         }
-        let (mr, nr) = (self.kernel.mr::<T>(), self.kernel.nr());
         let Blocking { mc, kc, nc } = self.blocking;
-        let tile = T::tile(self.kernel);
-        let c_ptr = SendPtr(c.as_mut_ptr());
+        let c = SendPtr(c.as_mut_ptr());
         let mut packed_b = Vec::new();
         for jc in (0..n).step_by(nc) {
             let nb = nc.min(n - jc);
             for pc in (0..k).step_by(kc) {
                 let kb = kc.min(k - pc);
-                let beta = if pc == 0 { beta } else { T::ONE };
-                let panels = nb.div_ceil(nr);
-                packed_b.resize(panels * nr * kb, T::ZERO);
-                let pack_panel = |(p, dst): (usize, &mut [T])| {
-                    pack_b(b, ldb, pc, kb, jc + p * nr, (nb - p * nr).min(nr), nr, dst)
+                self.pack_b_block((b, ldb), (pc, kb), (jc, nb), &mut packed_b, parallel);
+                let pass = Pass {
+                    packed_b: &packed_b,
+                    jc,
+                    nb,
+                    pc,
+                    kb,
+                    alpha,
+                    beta: if pc == 0 { beta } else { T::ONE },
                 };
-                if parallel {
-                    packed_b
-                        .par_chunks_mut(nr * kb)
-                        .enumerate()
-                        .for_each(pack_panel);
-                } else {
-                    packed_b
-                        .chunks_mut(nr * kb)
-                        .enumerate()
-                        .for_each(pack_panel);
-                }
-                let packed_b = &packed_b[..];
-                let block = |ic: usize| {
-                    let mb = mc.min(m - ic);
-                    T::packed_a().with(|buf| {
-                        let mut buf = buf.borrow_mut();
-                        let rows = mb.div_ceil(mr) * mr;
-                        let packed_a = buf.slice(rows * kb);
-                        pack_a(a, lda, (ic, mb), (pc, kb), mr, packed_a);
-                        let tiles = mb.div_ceil(mr);
-                        for jr in (0..nb).step_by(nr) {
-                            let nn = nr.min(nb - jr);
-                            let bp = &packed_b[jr * kb..];
-                            let next_b = packed_b.get((jr + nr) * kb..).unwrap_or(&[]);
-                            let next_b = &next_b[..next_b.len().min(nr * kb)];
-                            for (t, ir) in (0..mb).step_by(mr).enumerate() {
-                                prefetch_share(next_b, t, tiles);
-                                let mm = mr.min(mb - ir);
-                                let ap = &packed_a[ir * kb..];
-                                let offset = (ic + ir) + (jc + jr) * ldc;
-                                // SAFETY: the tile (rows ic+ir.., mm of them; columns jc+jr..,
-                                // nn of them) lies inside C (checked above: m, n within ldc and
-                                // c.len()); the packed panels hold kb × MR and kb × NR values;
-                                // tiles of different ic blocks are disjoint, so the threads
-                                // never write the same element; `tile` is only chosen for a
-                                // kernel this CPU has (Kernel::function of an available one).
-                                unsafe {
-                                    tile(
-                                        kb,
-                                        ap.as_ptr(),
-                                        bp.as_ptr(),
-                                        c_ptr.get().add(offset),
-                                        ldc,
-                                        alpha,
-                                        beta,
-                                        mm,
-                                        nn,
-                                    )
-                                }
-                            }
-                        }
-                    })
-                };
+                let block = |ic: usize| self.block(&pass, (a, lda), (ic, mc.min(m - ic)), (c, ldc));
                 if parallel {
                     (0..m).into_par_iter().step_by(mc).for_each(block);
                 } else {
@@ -534,37 +475,107 @@ impl<T: Element> BuiltinGemm<T> {
             }
         }
     }
-}
 
-/// Asks for the `t`-th of `parts` shares of `panel` in L2: the next B micro-panel, a share
-/// before each tile of the current one, so that it is in L2 when its first tile starts
-/// instead of streaming from L3 or DRAM at the speed one tile consumes it.
-#[inline(always)]
-fn prefetch_share<T>(panel: &[T], t: usize, parts: usize) {
-    let base = panel.as_ptr() as *const u8;
-    for offset in share_lines(std::mem::size_of_val(panel), t, parts) {
-        // SAFETY: offset < the panel's length in bytes, so the address is inside it.
-        prefetch_l2(unsafe { base.add(offset) });
+    /// Packs the B block of rows `pc..pc + kb` and columns `jc..jc + nb` into `packed_b`, as
+    /// NR-column micro-panels, in parallel by panel when `parallel`.
+    fn pack_b_block(
+        &self,
+        (b, ldb): (&[T], usize),
+        (pc, kb): (usize, usize),
+        (jc, nb): (usize, usize),
+        packed_b: &mut Vec<T>,
+        parallel: bool,
+    ) {
+        let nr = self.kernel.nr();
+        packed_b.resize(nb.div_ceil(nr) * nr * kb, T::ZERO);
+        let pack_panel = |(p, dst): (usize, &mut [T])| {
+            pack::pack_b(b, ldb, pc, kb, jc + p * nr, (nb - p * nr).min(nr), nr, dst)
+        };
+        if parallel {
+            packed_b
+                .par_chunks_mut(nr * kb)
+                .enumerate()
+                .for_each(pack_panel);
+        } else {
+            packed_b
+                .chunks_mut(nr * kb)
+                .enumerate()
+                .for_each(pack_panel);
+        }
+    }
+
+    /// One A block of the pass: rows `ic..ic + mb` of A packed into this thread's buffer, then
+    /// every tile of C those rows and the pass's B block make, by the micro-kernel.
+    fn block(
+        &self,
+        pass: &Pass<'_, T>,
+        (a, lda): (&[T], usize),
+        (ic, mb): (usize, usize),
+        (c, ldc): (SendPtr<T>, usize),
+    ) {
+        let (mr, nr) = (self.kernel.mr::<T>(), self.kernel.nr());
+        let tile = T::tile(self.kernel);
+        let Pass {
+            packed_b,
+            jc,
+            nb,
+            pc,
+            kb,
+            alpha,
+            beta,
+        } = *pass;
+        T::packed_a().with(|buf| {
+            let mut buf = buf.borrow_mut();
+            let tiles = mb.div_ceil(mr);
+            let packed_a = buf.slice(tiles * mr * kb);
+            pack::pack_a(a, lda, (ic, mb), (pc, kb), mr, packed_a);
+            for jr in (0..nb).step_by(nr) {
+                let nn = nr.min(nb - jr);
+                let bp = &packed_b[jr * kb..];
+                let next_b = packed_b.get((jr + nr) * kb..).unwrap_or(&[]);
+                let next_b = &next_b[..next_b.len().min(nr * kb)];
+                for (t, ir) in (0..mb).step_by(mr).enumerate() {
+                    pack::prefetch_share(next_b, t, tiles);
+                    let mm = mr.min(mb - ir);
+                    let ap = &packed_a[ir * kb..];
+                    let offset = (ic + ir) + (jc + jr) * ldc;
+                    // SAFETY: the tile (rows ic+ir.., mm of them; columns jc+jr.., nn of
+                    // them) lies inside C (checked in gemm: m, n within ldc and c.len()); the
+                    // packed panels hold kb × MR and kb × NR values; tiles of different ic
+                    // blocks are disjoint, so the threads never write the same element; `tile`
+                    // is the kernel this GEMM was configured with, which this CPU can run
+                    // (`Kernel::available`).
+                    unsafe {
+                        tile(
+                            kb,
+                            ap.as_ptr(),
+                            bp.as_ptr(),
+                            c.get().add(offset),
+                            ldc,
+                            alpha,
+                            beta,
+                            mm,
+                            nn,
+                        )
+                    }
+                }
+            }
+        })
     }
 }
 
-/// The byte offsets, one per 64-byte line, of the `t`-th of `parts` shares of `bytes` bytes.
-fn share_lines(bytes: usize, t: usize, parts: usize) -> impl Iterator<Item = usize> {
-    let (from, to) = (bytes * t / parts, bytes * (t + 1) / parts);
-    (from & !63..to).step_by(64)
+/// One pass of the loops over a block of B: the block packed, where it lies in B and C
+/// (columns `jc..jc + nb`, rows `pc..pc + kb` of B), and the α and β its tiles apply (β only in
+/// the first pass over k; later passes add).
+struct Pass<'a, T> {
+    packed_b: &'a [T],
+    jc: usize,
+    nb: usize,
+    pc: usize,
+    kb: usize,
+    alpha: T,
+    beta: T,
 }
-
-/// Fetches the line at `p` into L2.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn prefetch_l2(p: *const u8) {
-    // SAFETY: a prefetch is a hint that never faults, and x86-64 always has SSE.
-    unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(p as *const i8) }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[inline(always)]
-fn prefetch_l2(_: *const u8) {}
 
 /// C = β·C (β = 0 writes zeros without reading).
 fn scale<T: Element>(c: &mut [T], ldc: usize, m: usize, n: usize, beta: T) {
@@ -572,129 +583,6 @@ fn scale<T: Element>(c: &mut [T], ldc: usize, m: usize, n: usize, beta: T) {
         for x in &mut col[..m] {
             *x = if beta == T::ZERO { T::ZERO } else { beta * *x };
         }
-    }
-}
-
-/// Packs rows `ic..ic + mb` of A's columns `pc..pc + kb` into `dst`, as ⌈mb/MR⌉ micro-panels
-/// of kb × MR values (for each column, MR consecutive rows), the last zero-padded below mb.
-///
-/// A is read down each column, so its reads are sequential runs of mb values rather than MR
-/// values from kb columns a leading dimension apart; the copies are of MR values known at
-/// compile time, so they are vector moves, not a `memmove` call each (which cost 3 % of a
-/// 1-thread n = 4000 DGEMM). `mr` is one of the kernels' MR values.
-fn pack_a<T: Element>(
-    a: &[T],
-    lda: usize,
-    (ic, mb): (usize, usize),
-    (pc, kb): (usize, usize),
-    mr: usize,
-    dst: &mut [T],
-) {
-    let pack = match mr {
-        4 => pack_a_by::<T, 4>,
-        8 => pack_a_by::<T, 8>,
-        16 => pack_a_by::<T, 16>,
-        32 => pack_a_by::<T, 32>,
-        _ => unreachable!("no kernel has MR = {mr}"),
-    };
-    pack(a, lda, (ic, mb), (pc, kb), dst)
-}
-
-/// How many columns ahead [`pack_a`] asks for A's lines: each column is a run of mb values a
-/// leading dimension from the next, too short for the hardware's stream prefetcher to follow.
-const PACK_AHEAD: usize = 8;
-
-fn pack_a_by<T: Element, const MR: usize>(
-    a: &[T],
-    lda: usize,
-    (ic, mb): (usize, usize),
-    (pc, kb): (usize, usize),
-    dst: &mut [T],
-) {
-    let full = mb / MR;
-    for p in 0..kb {
-        if p + PACK_AHEAD < kb {
-            let ahead = &a[ic + (pc + p + PACK_AHEAD) * lda..][..mb];
-            for line in ahead.iter().step_by(64 / std::mem::size_of::<T>()) {
-                prefetch(line);
-            }
-        }
-        let column = &a[ic + (pc + p) * lda..][..mb];
-        let mut chunks = column.chunks_exact(MR);
-        for (t, src) in (&mut chunks).enumerate() {
-            let out: &mut [T; MR] = (&mut dst[(t * kb + p) * MR..][..MR]).try_into().unwrap();
-            *out = src.try_into().unwrap();
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let out = &mut dst[(full * kb + p) * MR..][..MR];
-            out[..rest.len()].copy_from_slice(rest);
-            out[rest.len()..].fill(T::ZERO);
-        }
-    }
-}
-
-/// Packs columns `col..col + cols` (≤ NR) of B's rows `pc..pc + kb` into `dst`: for each row,
-/// NR consecutive values, zero-padded right of `cols`. `nr` is one of the kernels' NR values.
-#[allow(clippy::too_many_arguments)]
-fn pack_b<T: Element>(
-    b: &[T],
-    ldb: usize,
-    pc: usize,
-    kb: usize,
-    col: usize,
-    cols: usize,
-    nr: usize,
-    dst: &mut [T],
-) {
-    let pack = match nr {
-        4 => pack_b_by::<T, 4>,
-        6 => pack_b_by::<T, 6>,
-        12 => pack_b_by::<T, 12>,
-        _ => unreachable!("no kernel has NR = {nr}"),
-    };
-    pack(b, ldb, (pc, kb), (col, cols), dst)
-}
-
-/// [`pack_b`] with NR known: the NR columns are read side by side and each row of the panel
-/// written whole.
-fn pack_b_by<T: Element, const NR: usize>(
-    b: &[T],
-    ldb: usize,
-    (pc, kb): (usize, usize),
-    (col, cols): (usize, usize),
-    dst: &mut [T],
-) {
-    let empty: &[T] = &[];
-    let columns: [&[T]; NR] = std::array::from_fn(|j| {
-        if j < cols {
-            &b[pc + (col + j) * ldb..][..kb]
-        } else {
-            empty
-        }
-    });
-    for (p, out) in dst[..kb * NR].chunks_exact_mut(NR).enumerate() {
-        let out: &mut [T; NR] = out.try_into().unwrap();
-        if cols == NR {
-            *out = std::array::from_fn(|j| columns[j][p]);
-        } else {
-            *out = std::array::from_fn(|j| columns[j].get(p).copied().unwrap_or(T::ZERO));
-        }
-    }
-}
-
-/// A pack buffer aligned to 64 bytes (a cache line, a zmm register), grown as needed.
-pub struct Aligned<T>(Vec<T>);
-
-impl<T: Element> Aligned<T> {
-    /// `len` values starting at a 64-byte boundary.
-    fn slice(&mut self, len: usize) -> &mut [T] {
-        let line = 64 / std::mem::size_of::<T>();
-        if self.0.len() < len + line {
-            self.0.resize(len + line, T::ZERO);
-        }
-        let skip = self.0.as_ptr().align_offset(64).min(line - 1);
-        &mut self.0[skip..skip + len]
     }
 }
 
@@ -720,291 +608,6 @@ impl<T> SendPtr<T> {
 unsafe impl<T> Send for SendPtr<T> {}
 // SAFETY: as above.
 unsafe impl<T> Sync for SendPtr<T> {}
-
-/// One tile: C[..mm, ..nn] (at `c`, leading dimension ldc) = α·Ap·Bp + β·C over `k` packed
-/// steps. Unsafe: the pointers must cover the packed panels and the tile, and the CPU must have
-/// the kernel's instructions.
-pub type TileFn<T> = unsafe fn(usize, *const T, *const T, *mut T, usize, T, T, usize, usize);
-
-/// The micro-kernel of one instruction set and element: `$mv` vectors of `$lanes` elements
-/// tall, `$nr` columns wide; the vector operations are passed in, so every kernel is this same
-/// code.
-macro_rules! micro_kernel {
-    (
-        $(#[$attr:meta])*
-        element: $t:ty,
-        vector: $v:ty,
-        lanes: $lanes:literal,
-        mv: $mv:literal,
-        nr: $nr:literal,
-        zero: $zero:path,
-        load: $load:path,
-        store: $store:path,
-        splat: $splat:path,
-        fma: $fma:path,
-        mul: $mul:path $(,)?
-    ) => {
-        pub(in crate::cpu::dgemm) const MR: usize = $mv * $lanes;
-        pub(in crate::cpu::dgemm) const NR: usize = $nr;
-
-        /// One tile, as [`TileFn`](crate::cpu::dgemm::TileFn) states.
-        ///
-        /// # Safety
-        /// `a` holds k × MR values, `b` k × NR, `c` an mm × nn tile at leading dimension ldc
-        /// (mm ≤ MR, nn ≤ NR), and the CPU has the instructions this kernel was built for.
-        $(#[$attr])*
-        #[allow(clippy::too_many_arguments)]
-        pub unsafe fn tile(
-            k: usize,
-            a: *const $t,
-            b: *const $t,
-            c: *mut $t,
-            ldc: usize,
-            alpha: $t,
-            beta: $t,
-            mm: usize,
-            nn: usize,
-        ) {
-            // SAFETY: the caller's contract: every pointer offset below stays inside the
-            // packed panels (p < k) or the tile (i < mm, j < nn, or the full MR × NR when the
-            // tile is full).
-            unsafe {
-                let mut acc: [[$v; $mv]; $nr] = [[$zero(); $mv]; $nr];
-                if mm == MR && nn == NR {
-                    for j in 0..NR {
-                        super::super::prefetch(c.add(j * ldc));
-                        super::super::prefetch(c.add(j * ldc + MR - 1));
-                    }
-                }
-                let (mut ap, mut bp) = (a, b);
-                macro_rules! step {
-                    () => {{
-                        let mut av: [$v; $mv] = [$zero(); $mv];
-                        for v in 0..$mv {
-                            av[v] = $load(ap.add(v * $lanes));
-                        }
-                        for j in 0..NR {
-                            let bj = $splat(*bp.add(j));
-                            for v in 0..$mv {
-                                acc[j][v] = $fma(av[v], bj, acc[j][v]);
-                            }
-                        }
-                        ap = ap.add(MR);
-                        bp = bp.add(NR);
-                    }};
-                }
-                let mut left = k;
-                while left >= 4 {
-                    step!();
-                    step!();
-                    step!();
-                    step!();
-                    left -= 4;
-                }
-                while left > 0 {
-                    step!();
-                    left -= 1;
-                }
-                let valpha = $splat(alpha);
-                if mm == MR && nn == NR {
-                    let vbeta = $splat(beta);
-                    for j in 0..NR {
-                        for v in 0..$mv {
-                            let dst = c.add(j * ldc + v * $lanes);
-                            let sum = if beta == 0.0 {
-                                $mul(acc[j][v], valpha)
-                            } else if beta == 1.0 {
-                                $fma(acc[j][v], valpha, $load(dst))
-                            } else {
-                                $fma(acc[j][v], valpha, $mul($load(dst), vbeta))
-                            };
-                            $store(dst, sum);
-                        }
-                    }
-                } else {
-                    let mut out: [$t; MR * NR] = [0.0; MR * NR];
-                    for j in 0..NR {
-                        for v in 0..$mv {
-                            $store(out.as_mut_ptr().add(j * MR + v * $lanes), acc[j][v]);
-                        }
-                    }
-                    for j in 0..nn {
-                        for i in 0..mm {
-                            let dst = c.add(j * ldc + i);
-                            let sum = alpha * out[j * MR + i];
-                            *dst = if beta == 0.0 { sum } else { sum + beta * *dst };
-                        }
-                    }
-                }
-            }
-        }
-    };
-}
-
-/// Fetches the line at `p` into L1 (the SIMD kernels' prefetch of C).
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn prefetch<T>(p: *const T) {
-    // SAFETY: a prefetch is a hint that never faults, and x86-64 always has SSE.
-    unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8) }
-}
-
-/// No prefetch where the ISA has none peakbench uses.
-#[cfg(not(target_arch = "x86_64"))]
-#[inline(always)]
-fn prefetch<T>(_: *const T) {}
-
-/// The AVX-512F kernels: 16 × 12 f64 or 32 × 12 f32, 24 zmm accumulators.
-#[cfg(target_arch = "x86_64")]
-mod avx512 {
-    pub mod double {
-        use std::arch::x86_64::*;
-
-        micro_kernel! {
-            #[target_feature(enable = "avx512f")]
-            element: f64,
-            vector: __m512d,
-            lanes: 8,
-            mv: 2,
-            nr: 12,
-            zero: _mm512_setzero_pd,
-            load: _mm512_loadu_pd,
-            store: _mm512_storeu_pd,
-            splat: _mm512_set1_pd,
-            fma: _mm512_fmadd_pd,
-            mul: _mm512_mul_pd,
-        }
-    }
-
-    pub mod single {
-        use std::arch::x86_64::*;
-
-        micro_kernel! {
-            #[target_feature(enable = "avx512f")]
-            element: f32,
-            vector: __m512,
-            lanes: 16,
-            mv: 2,
-            nr: 12,
-            zero: _mm512_setzero_ps,
-            load: _mm512_loadu_ps,
-            store: _mm512_storeu_ps,
-            splat: _mm512_set1_ps,
-            fma: _mm512_fmadd_ps,
-            mul: _mm512_mul_ps,
-        }
-    }
-}
-
-/// The AVX2 + FMA kernels: 8 × 6 f64 or 16 × 6 f32, 12 ymm accumulators.
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    pub mod double {
-        use std::arch::x86_64::*;
-
-        micro_kernel! {
-            #[target_feature(enable = "avx2,fma")]
-            element: f64,
-            vector: __m256d,
-            lanes: 4,
-            mv: 2,
-            nr: 6,
-            zero: _mm256_setzero_pd,
-            load: _mm256_loadu_pd,
-            store: _mm256_storeu_pd,
-            splat: _mm256_set1_pd,
-            fma: _mm256_fmadd_pd,
-            mul: _mm256_mul_pd,
-        }
-    }
-
-    pub mod single {
-        use std::arch::x86_64::*;
-
-        micro_kernel! {
-            #[target_feature(enable = "avx2,fma")]
-            element: f32,
-            vector: __m256,
-            lanes: 8,
-            mv: 2,
-            nr: 6,
-            zero: _mm256_setzero_ps,
-            load: _mm256_loadu_ps,
-            store: _mm256_storeu_ps,
-            splat: _mm256_set1_ps,
-            fma: _mm256_fmadd_ps,
-            mul: _mm256_mul_ps,
-        }
-    }
-}
-
-/// The portable kernels: 4 × 4 scalars, the same code with the element as the vector.
-mod portable {
-    use super::Element;
-
-    #[inline(always)]
-    fn zero<T: Element>() -> T {
-        T::ZERO
-    }
-    #[inline(always)]
-    unsafe fn load<T: Element>(p: *const T) -> T {
-        // SAFETY: the kernel's caller guarantees p is inside a panel or the tile.
-        unsafe { *p }
-    }
-    #[inline(always)]
-    unsafe fn store<T: Element>(p: *mut T, v: T) {
-        // SAFETY: as for load.
-        unsafe { *p = v }
-    }
-    #[inline(always)]
-    fn splat<T: Element>(x: T) -> T {
-        x
-    }
-    #[inline(always)]
-    fn fma<T: Element>(a: T, b: T, c: T) -> T {
-        a * b + c
-    }
-    #[inline(always)]
-    fn mul<T: Element>(a: T, b: T) -> T {
-        a * b
-    }
-
-    pub mod double {
-        use super::{fma, load, mul, splat, store, zero};
-
-        micro_kernel! {
-            element: f64,
-            vector: f64,
-            lanes: 1,
-            mv: 4,
-            nr: 4,
-            zero: zero::<f64>,
-            load: load::<f64>,
-            store: store::<f64>,
-            splat: splat::<f64>,
-            fma: fma::<f64>,
-            mul: mul::<f64>,
-        }
-    }
-
-    pub mod single {
-        use super::{fma, load, mul, splat, store, zero};
-
-        micro_kernel! {
-            element: f32,
-            vector: f32,
-            lanes: 1,
-            mv: 4,
-            nr: 4,
-            zero: zero::<f32>,
-            load: load::<f32>,
-            store: store::<f32>,
-            splat: splat::<f32>,
-            fma: fma::<f32>,
-            mul: mul::<f32>,
-        }
-    }
-}
 
 /// Runs `kernel` and the portable kernel on a 37 × 29 × 41 product (edges in every
 /// direction for every tile size, α and β not 1) and compares them within the forward error
@@ -1307,40 +910,24 @@ mod tests {
             #[cfg(target_arch = "x86_64")]
             (
                 Kernel::Avx512,
-                (avx512::double::MR, avx512::double::NR),
-                (avx512::single::MR, avx512::single::NR),
+                (micro::avx512::double::MR, micro::avx512::double::NR),
+                (micro::avx512::single::MR, micro::avx512::single::NR),
             ),
             #[cfg(target_arch = "x86_64")]
             (
                 Kernel::Avx2Fma,
-                (avx2::double::MR, avx2::double::NR),
-                (avx2::single::MR, avx2::single::NR),
+                (micro::avx2::double::MR, micro::avx2::double::NR),
+                (micro::avx2::single::MR, micro::avx2::single::NR),
             ),
             (
                 Kernel::Portable,
-                (portable::double::MR, portable::double::NR),
-                (portable::single::MR, portable::single::NR),
+                (micro::portable::double::MR, micro::portable::double::NR),
+                (micro::portable::single::MR, micro::portable::single::NR),
             ),
         ];
         for (kernel, f64_tile, f32_tile) in pairs {
             assert_eq!(f64_tile, (kernel.mr::<f64>(), kernel.nr()), "{kernel:?}");
             assert_eq!(f32_tile, (kernel.mr::<f32>(), kernel.nr()), "{kernel:?}");
-        }
-    }
-
-    #[test]
-    fn the_shares_of_a_prefetched_panel_cover_each_line_inside_it() {
-        for (bytes, parts) in [(16_128, 12), (64, 5), (100, 3), (0, 4), (8 * 336 * 6, 1)] {
-            let mut lines: Vec<usize> = (0..parts)
-                .flat_map(|t| share_lines(bytes, t, parts))
-                .collect();
-            assert!(
-                lines.iter().all(|&o| o < bytes && o % 64 == 0),
-                "{bytes}/{parts}"
-            );
-            lines.dedup();
-            let every: Vec<usize> = (0..bytes).step_by(64).collect();
-            assert_eq!(lines, every, "{bytes} bytes in {parts} shares");
         }
     }
 }

@@ -28,7 +28,7 @@ use clap::ValueEnum as _;
 use clap::builder::{PossibleValue, StringValueParser, TypedValueParser};
 use libloading::Library;
 
-use super::dgemm::Element;
+use crate::cpu::dense::builtin::dgemm::Element;
 use crate::error::usage;
 use crate::names::{Named as _, named_enum};
 
@@ -296,8 +296,8 @@ pub fn open_file(path: &str) -> Result<&'static Blas> {
 /// An engine that multiplies and solves: built into peakbench, or a library's BLAS and LAPACK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
-    /// peakbench's own DGEMM and SGEMM ([`super::dgemm`]); for Linpack, its own LU
-    /// ([`super::lu`]) over the DGEMM.
+    /// peakbench's own DGEMM and SGEMM ([`crate::cpu::dense::builtin::dgemm`]); for Linpack,
+    /// its own LU ([`crate::cpu::dense::builtin::lu`]) over the DGEMM.
     Builtin,
     Library(Vendor),
     /// The library at a path `--blas` gave.
