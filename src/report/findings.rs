@@ -5,7 +5,7 @@
 //! Every string in a finding came from a document, which may have been written on another
 //! machine or by hand: the text output passes each through [`printable`] (no terminal
 //! sequence gets through), the Markdown through [`markdown_text`] (no cell break, no HTML).
-//! The verdict lines are the judge's own (`Finding.line`); nothing here re-derives a verdict.
+//! Each verdict line is the one `findings` wrote (`Finding.line`); nothing here judges again.
 
 use crate::result::{Cause, Finding, Findings, Verdict};
 use crate::text::printable;
@@ -312,7 +312,7 @@ fn finding_line(finding: &Finding, with_host: bool) -> String {
     }
 }
 
-/// The verdict's reason as the judge wrote it in the finding's line, without the verdict word
+/// The verdict's reason as `findings` wrote it in the finding's line, without the verdict word
 /// (a section prints it in its own column) and without the first cause (printed on its own)
 /// or the missing things (listed after the row: "to judge it: …"); "the repetitions vary by
 /// 12.9 % (CV over 10 %): 38.2, 40.8, 48.8" of an unstable result.
@@ -323,7 +323,7 @@ pub fn reason(finding: &Finding) -> &str {
         .filter(|rest| rest.starts_with(' ') || rest.starts_with(':'))
         .map(|rest| rest.trim_start_matches(':').trim_start())
         .unwrap_or(line);
-    // The reason ends where the judge appended the first cause, or said it found none (the
+    // The reason ends where `findings` appended the first cause, or said it found none (the
     // first "; " in a document whose cause reads otherwise).
     let cut = |at: Option<usize>| at.or_else(|| line.find("; ")).map(|at| &line[..at]);
     match finding.causes.first() {

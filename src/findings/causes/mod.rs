@@ -1,7 +1,7 @@
 //! Causes: what the machine imposed on a result while it ran, read from the evidence the run
 //! stored, each with the bound it puts on the result where that can be computed.
 //!
-//! A cause is a [`Candidate`] until the verdict is known: the judge keeps those that fit it
+//! A cause is a [`Candidate`] until the verdict is known; then only those that fit it are kept
 //! (a limit that holds the figure down for `below`, noise for `unstable`, a cache for
 //! `above-limit`). Nothing is named without evidence read on the machine during the run.
 //!
@@ -30,9 +30,9 @@ pub struct Candidate {
     pub binds: bool,
     /// It can make a figure lower than the hardware's without an exact bound.
     pub slows: bool,
-    /// It is a property of this machine's build (a virtual disk, THP off), named only where
-    /// the figure is below the hardware's physics: not below its own past, which the same
-    /// build measured, nor below the standard tool's figure, measured on the same build.
+    /// It is a setting of this machine (a virtual disk, THP off), named only where the figure
+    /// is below the hardware's physics: the result's own past and the standard tool ran with
+    /// the same settings, so it cannot explain a gap to those.
     pub structural: bool,
     /// It can spread the repetitions.
     pub noisy: bool,
@@ -84,7 +84,7 @@ impl Found {
 /// A figure over this multiple of a limit's bound was not held by the limit.
 const ABOVE_BOUND: f64 = 1.10;
 
-/// What the judge needs of a result and its run.
+/// What judging one result needs: the result, its run and its evidence.
 pub struct Scene<'a> {
     pub report: &'a Report,
     /// The inventory of the host that measured `r` (in a cluster run, its own).
