@@ -217,17 +217,6 @@ fn the_architecture_page_lists_the_layers_of_lib_rs() {
 // folder, the modules side by side (its files and subfolders) must use each other one way
 // only, so each can be read, tested and moved with the ones below it and nothing above.
 
-/// Folders outside src/cpu whose modules still use each other in a circle, left for their own
-/// change: the check skips them, and fails when one no longer has a circle, so that the list
-/// only shrinks.
-const FOLDERS_WITH_CIRCLES_LEFT: &[&str] = &[
-    // html → findings (html/findings.rs) → html (a test of findings.rs renders the page);
-    // html → table (html/choice.rs) → findings.
-    "src/report",
-    // choice → lines → choice (lines.rs takes choice::Measure).
-    "src/report/html",
-];
-
 /// A Rust source text with its comments, strings and character literals blanked (newlines
 /// kept), so that a path or a brace written inside one is not read as code.
 fn code_only(text: &str) -> String {
@@ -574,27 +563,14 @@ fn folder_name(folder: &[String]) -> String {
 #[test]
 fn no_folder_has_a_circle_of_uses() {
     let mut found = Vec::new();
-    let mut cleared = FOLDERS_WITH_CIRCLES_LEFT.to_vec();
     for (folder, graph) in uses_by_folder() {
         let name = folder_name(&folder);
-        let circles = circles(&graph);
-        if FOLDERS_WITH_CIRCLES_LEFT.contains(&name.as_str()) {
-            assert!(!name.starts_with("src/cpu"), "{name} may not be skipped");
-            if !circles.is_empty() {
-                cleared.retain(|f| *f != name);
-            }
-            continue;
-        }
-        found.extend(circles.into_iter().map(|c| format!("{name}: {c}")));
+        found.extend(circles(&graph).into_iter().map(|c| format!("{name}: {c}")));
     }
     assert!(
         found.is_empty(),
         "modules side by side use each other in a circle:\n{}",
         found.join("\n")
-    );
-    assert!(
-        cleared.is_empty(),
-        "these folders have no circle left; remove them from FOLDERS_WITH_CIRCLES_LEFT: {cleared:?}"
     );
 }
 

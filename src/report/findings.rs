@@ -781,7 +781,6 @@ pub(crate) mod tests {
             assert!(!text.contains("Findings"), "{text}");
         }
         assert!(!crate::report::render_markdown_tables(&report).contains("Findings"));
-        assert!(!crate::report::html::render(1, &report).contains("Findings"));
     }
 
     #[test]

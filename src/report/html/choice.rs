@@ -7,9 +7,9 @@
 
 use std::collections::BTreeSet;
 
-use super::Item;
 use super::draw::{Chart, draw};
 use super::lines::{Line, lines, readable_time};
+use super::{Item, Measure};
 use crate::report::charts::{HLine, LineChart, Marker, PALETTE, Scale, Series, Ticks, line_chart};
 use crate::report::table::describe_params;
 use crate::result::{AxisScale, BenchResult, Report, chart_axes};
@@ -48,20 +48,6 @@ fn is_cache_curve(r: &BenchResult) -> bool {
 /// A point of `mem latency --load-threads`: latency at one load level.
 fn is_loaded_latency(r: &BenchResult) -> bool {
     r.op == "latency" && r.params.other.contains_key("load_threads")
-}
-
-/// One quantity a result measured, as a chart plots it: the headline value, an extra metric
-/// of the same repetitions, or a latency percentile.
-#[derive(Clone)]
-pub(super) struct Measure {
-    pub(super) metric: String,
-    pub(super) unit: String,
-    pub(super) value: f64,
-    /// The standard tool's value in this unit.
-    pub(super) reference: Option<f64>,
-    pub(super) peak: Option<f64>,
-    /// Which percentile, for latency.
-    pub(super) stat: &'static str,
 }
 
 /// Units of counts that are not worth a chart of their own (the loss has its percentage).

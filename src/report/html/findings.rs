@@ -338,6 +338,13 @@ mod tests {
     use crate::report::html::{render, render_runs};
 
     #[test]
+    fn a_document_without_findings_shows_no_findings_section() {
+        let mut report = fixture();
+        report.findings = None;
+        assert!(!render(1, &report).contains("Findings"));
+    }
+
+    #[test]
     fn the_page_opens_with_the_findings_escaped() {
         let page = render(1, &planted());
         let findings = page.find("<h2 id=\"findings\">Findings</h2>").unwrap();

@@ -4,8 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::Item;
-use super::choice::Measure;
+use super::{Item, Measure};
 use crate::report::table::{describe_other, describe_params};
 use crate::result::{ParamRole, Params, param_role};
 

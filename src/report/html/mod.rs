@@ -39,6 +39,20 @@ use crate::result::BenchResult;
 
 pub use page::{render, render_runs};
 
+/// One quantity a result measured, as a chart plots it: the headline value, an extra metric
+/// of the same repetitions, or a latency percentile.
+#[derive(Clone)]
+pub(super) struct Measure {
+    pub(super) metric: String,
+    pub(super) unit: String,
+    pub(super) value: f64,
+    /// The standard tool's value in this unit.
+    pub(super) reference: Option<f64>,
+    pub(super) peak: Option<f64>,
+    /// Which percentile, for latency.
+    pub(super) stat: &'static str,
+}
+
 /// One result of one run, with its parameters by name (bookkeeping left out): what a section's
 /// table shows as a row and its charts as a point.
 struct Item<'a> {
