@@ -15,6 +15,7 @@
 //! - [`noise`]: two regimes, a drift, a spread over the threshold;
 //! - [`summary`]: one line per subsystem.
 
+mod boundaries;
 mod causes;
 pub mod explain;
 mod noise;

@@ -247,7 +247,10 @@ fn memory_class(
     let host = report.inventory(&r.host).unwrap_or(&report.host);
     let llc = host.cpu.last_level_cache_bytes();
     let set = r.params.working_set_bytes.unwrap_or(0);
-    if llc > 0 && set < 4 * llc {
+    // The run's own latency curve overrules sysinfo's sizes where they disagree.
+    let in_memory = super::boundaries::beyond_caches(report, &r.host)
+        .is_some_and(|edge| edge.holds_in_memory(set));
+    if llc > 0 && set < 4 * llc && !in_memory {
         Err(format!(
             "a peak for a working set that fits in the caches ({} against a {} \
                  last-level cache): peakbench models no cache bandwidth; judge it by its \

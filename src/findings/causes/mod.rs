@@ -197,6 +197,7 @@ pub fn run_causes(report: &Report) -> Vec<Cause> {
     causes.extend(shared_machines(report));
     causes.extend(model::shared_fraction(report));
     causes.extend(model::shared_cores(report));
+    causes.extend(super::boundaries::cache_sizes_wrong(report));
     causes
 }
 

@@ -996,4 +996,5 @@ fn a_property_of_the_build_is_named_below_the_peak_not_below_the_tool_that_share
     assert!(f.causes.iter().all(|c| c.kind != "governor"), "{f:#?}");
 }
 
+mod boundaries;
 mod model;

@@ -1,0 +1,112 @@
+//! Where a run's own latency curve says the caches end, against the sizes sysinfo read.
+//!
+//! A guest often sees its host's caches: a KVM guest of a Xeon was told of a 480 MiB L3 while
+//! its `mem latency` stepped from 46.8 ns at 8 MiB to 259 ns at 256 MiB. A working set of
+//! 256 MiB is then in memory, whatever sysinfo says, and a bandwidth result there is judged as
+//! one of memory, with a run-wide finding that says why.
+
+use crate::result::{BenchResult, Cause, Evidence, Report, Subsystem};
+use crate::sysinfo::SysInfo;
+use crate::units::format_size;
+
+/// A latency this many times the one at the next smaller working set beyond the private caches
+/// is a load from memory, not from a cache: a shared L3 answers in 10–50 ns, a DRAM access in
+/// 80–150 ns on an idle server (the vendors' latency tools, Intel MLC and AMD's guides), so the
+/// step from the last cache to memory is 2–9 ×; growth inside one cache level from TLB misses
+/// stays well under it.
+pub const MEMORY_STEP: f64 = 2.5;
+
+/// The step of a latency curve that leaves the caches where sysinfo says they still hold.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MeasuredEdge {
+    /// The largest working set still in a cache, and its latency.
+    pub cached: (u64, f64),
+    /// The smallest working set beyond the caches, and its latency.
+    pub beyond: (u64, f64),
+    /// The last-level cache sysinfo read.
+    pub llc_bytes: u64,
+    /// The ids of the two latency results.
+    pub ids: [String; 2],
+}
+
+impl MeasuredEdge {
+    /// Whether a working set of `bytes` is in memory by this edge: from 7/8 of the size beyond
+    /// the caches (a kernel over several arrays rounds each one down, so a 256 MiB triad holds
+    /// 16 bytes less than 256 MiB).
+    pub fn holds_in_memory(&self, bytes: u64) -> bool {
+        bytes >= self.beyond.0 / 8 * 7
+    }
+}
+
+/// The step of `host`'s latency curve in `report` that contradicts sysinfo's cache sizes, if
+/// any: a working set beyond the private caches whose latency is [`MEMORY_STEP`] × that of the
+/// next smaller one, though sysinfo puts it in the last-level cache.
+pub fn beyond_caches(report: &Report, host: &str) -> Option<MeasuredEdge> {
+    let inventory = report.inventory(host).unwrap_or(&report.host);
+    let llc = inventory.cpu.last_level_cache_bytes();
+    let private = private_cache_bytes(inventory);
+    let mut curve: Vec<(&BenchResult, u64)> = report
+        .results
+        .iter()
+        .filter(|r| r.host == host || report.hosts.is_empty())
+        .filter(|r| (r.subsystem, r.op.as_str()) == (Subsystem::Memory, "latency"))
+        .filter(|r| r.params.threads.unwrap_or(1) == 1 && r.value > 0.0)
+        .filter_map(|r| Some((r, r.params.working_set_bytes?)))
+        .collect();
+    curve.sort_by_key(|&(_, set)| set);
+    curve.windows(2).find_map(|pair| {
+        let ((low, low_set), (high, high_set)) = (pair[0], pair[1]);
+        let step = high.value >= MEMORY_STEP * low.value;
+        (step && low_set > private && high_set <= llc).then(|| MeasuredEdge {
+            cached: (low_set, low.value),
+            beyond: (high_set, high.value),
+            llc_bytes: llc,
+            ids: [low.id.clone(), high.id.clone()],
+        })
+    })
+}
+
+/// The largest cache below the last level (a core's L2), 0 where sysinfo read none.
+fn private_cache_bytes(host: &SysInfo) -> u64 {
+    let llc_level = host.cpu.data_caches().map(|c| c.level).max().unwrap_or(0);
+    host.cpu
+        .data_caches()
+        .filter(|c| c.level < llc_level)
+        .map(|c| c.size_bytes)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The run-wide finding: the caches end where the latency curve says, not where sysinfo does.
+pub fn cache_sizes_wrong(report: &Report) -> Option<Cause> {
+    let edge = beyond_caches(report, &report.host.hostname)?;
+    let ((low_set, low_ns), (high_set, high_ns)) = (edge.cached, edge.beyond);
+    Some(Cause {
+        kind: "cache-sizes-wrong".into(),
+        value: Some(high_ns / low_ns),
+        unit: "× latency".into(),
+        text: format!(
+            "the run's latency steps ×{:.1} from {} ({low_ns:.1} ns) to {} ({high_ns:.1} ns), \
+             from a cache to memory, though sysinfo gives a {} last-level cache (a guest may be \
+             shown its host's): working sets from {} on are judged as memory",
+            high_ns / low_ns,
+            format_size(low_set),
+            format_size(high_set),
+            format_size(edge.llc_bytes),
+            format_size(high_set),
+        ),
+        evidence: vec![
+            Evidence::new(edge.ids[0].clone(), format!("{low_ns:.1} ns")),
+            Evidence::new(edge.ids[1].clone(), format!("{high_ns:.1} ns")),
+            Evidence::new(
+                "sysinfo: the largest data cache",
+                format_size(edge.llc_bytes),
+            ),
+        ],
+        bound: None,
+        explains: None,
+        remedy: "nothing to change in the run: the measured boundary is used; `mem latency \
+                 --sizes` with more sizes between the two places the edge closer"
+            .into(),
+    })
+}
