@@ -2,7 +2,9 @@
 //! run at each level's working set, so that attained GFLOP/s can be read against intensity.
 //!
 //! **The kernel.** Each thread streams its own slice of f64 elements (all 1.0, written before
-//! timing) eight 256-bit vectors at a time into eight accumulators. At 1 FLOP per element each
+//! timing) eight vectors at a time into eight accumulators, with the widest FMA the CPU has:
+//! 512-bit (AVX-512F) where it has it, else 256-bit (AVX2 and FMA); the compute ceiling the
+//! plateau is held against is that width's. At 1 FLOP per element each
 //! vector is added into its accumulator (`vaddpd`); at 2·k FLOP per element each loaded vector
 //! goes through a chain of k FMAs into its accumulator (`a = x·x + a`, `vfmadd231pd`). Eight
 //! accumulators are eight independent chains: enough to keep two FMA pipes of latency 4 busy, as
@@ -31,8 +33,9 @@ use crate::units::format_size_approx;
 
 /// Bytes per element (f64, read only).
 pub const BYTES_PER_ELEMENT: u64 = 8;
-/// Elements per step of the kernel: 8 vectors of 4 lanes.
-pub const STEP: u64 = 32;
+/// Elements per step of the widest kernel (8 vectors of 8 lanes); a slice is a whole number of
+/// steps, so the 256-bit kernel (8 vectors of 4 lanes) takes two steps where this takes one.
+pub const STEP: u64 = 64;
 
 /// The FLOP per element the sweep measures by default: 1, 2, 4, …, 1024.
 pub fn default_flops() -> Vec<u64> {
@@ -94,6 +97,8 @@ impl Intensity {
 /// Which code runs the sweep on this CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum SweepIsa {
+    /// 512-bit AVX-512F (which has FMA).
+    Avx512Fma,
     /// 256-bit AVX2 with FMA.
     Avx2Fma,
     /// Portable Rust: separate multiply and add (each 1 FLOP), as the compiler emits them.
@@ -101,11 +106,18 @@ pub enum SweepIsa {
 }
 
 impl SweepIsa {
+    /// The widest FMA this CPU has.
     pub fn detect() -> SweepIsa {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
-            return SweepIsa::Avx2Fma;
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return SweepIsa::Avx512Fma;
+            }
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                return SweepIsa::Avx2Fma;
+            }
         }
         SweepIsa::Portable
     }
@@ -113,6 +125,7 @@ impl SweepIsa {
     /// The ISA name the compute ceilings use, and whether the kernel fuses.
     pub fn ceiling(self) -> (&'static str, bool) {
         match self {
+            SweepIsa::Avx512Fma => ("avx512", true),
             SweepIsa::Avx2Fma => ("avx2", true),
             SweepIsa::Portable => ("scalar", false),
         }
@@ -120,6 +133,7 @@ impl SweepIsa {
 
     pub fn name(self) -> &'static str {
         match self {
+            SweepIsa::Avx512Fma => "avx512-fma",
             SweepIsa::Avx2Fma => "avx2-fma",
             SweepIsa::Portable => "portable",
         }
@@ -131,6 +145,13 @@ impl SweepIsa {
     pub fn run(self, data: &[f64], intensity: Intensity, passes: u64) -> u64 {
         assert!((data.len() as u64).is_multiple_of(STEP));
         match self {
+            #[cfg(target_arch = "x86_64")]
+            SweepIsa::Avx512Fma => {
+                assert!(std::arch::is_x86_feature_detected!("avx512f"));
+                // SAFETY: the CPU has AVX-512F (checked above); the kernel reads only `data`,
+                // in bounds (its length is a multiple of the 64-element step).
+                unsafe { avx512::run(data, intensity.fmas(), passes) }
+            }
             #[cfg(target_arch = "x86_64")]
             SweepIsa::Avx2Fma => {
                 assert!(
@@ -152,8 +173,9 @@ fn lanes_sum(lanes: &[f64]) -> u64 {
 }
 
 fn portable(data: &[f64], fmas: u64, passes: u64) -> u64 {
-    let mut acc = [0.0f64; STEP as usize];
-    let steps = (0..passes).flat_map(|_| data.chunks_exact(STEP as usize));
+    // 32 accumulators, as the 256-bit kernel's 8 vectors of 4.
+    let mut acc = [0.0f64; 32];
+    let steps = (0..passes).flat_map(|_| data.chunks_exact(32));
     for step in steps {
         if fmas == 0 {
             for (a, x) in acc.iter_mut().zip(step) {
@@ -230,6 +252,69 @@ mod avx2 {
             }
             // SAFETY: the next step, or one past the end (not read).
             p = unsafe { p.add(32) };
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    /// As the 256-bit kernel, with 512-bit vectors: eight accumulators over eight loaded
+    /// vectors of 8 lanes per step; `passes` passes over `data`.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F; `data.len()` must be a multiple of 64.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn run(data: &[f64], fmas: u64, passes: u64) -> u64 {
+        let mut a = [_mm512_setzero_pd(); 8];
+        let steps = data.len() / 64;
+        for _ in 0..passes {
+            // SAFETY: the kernel's contract (above), pass after pass.
+            unsafe { pass(&mut a, data.as_ptr(), steps, fmas) };
+        }
+        let mut lanes = [0.0f64; 64];
+        for (j, a) in a.iter().enumerate() {
+            // SAFETY: 8 f64s fit at lanes[8j..8j+8].
+            unsafe { _mm512_storeu_pd(lanes.as_mut_ptr().add(8 * j), *a) };
+        }
+        super::lanes_sum(&lanes)
+    }
+
+    /// One pass of `steps` steps of 64 elements from `p` into the accumulators `a`.
+    ///
+    /// # Safety
+    /// As [`run`]: AVX-512F, and `steps` × 64 elements readable at `p`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn pass(a: &mut [__m512d; 8], mut p: *const f64, steps: usize, fmas: u64) {
+        for _ in 0..steps {
+            // SAFETY: `p` stays within `data`: `steps` steps of 64 elements.
+            let x: [__m512d; 8] = unsafe {
+                [
+                    _mm512_loadu_pd(p),
+                    _mm512_loadu_pd(p.add(8)),
+                    _mm512_loadu_pd(p.add(16)),
+                    _mm512_loadu_pd(p.add(24)),
+                    _mm512_loadu_pd(p.add(32)),
+                    _mm512_loadu_pd(p.add(40)),
+                    _mm512_loadu_pd(p.add(48)),
+                    _mm512_loadu_pd(p.add(56)),
+                ]
+            };
+            if fmas == 0 {
+                for (a, x) in a.iter_mut().zip(&x) {
+                    *a = _mm512_add_pd(*a, *x);
+                }
+            } else {
+                for _ in 0..fmas {
+                    for (a, x) in a.iter_mut().zip(&x) {
+                        *a = _mm512_fmadd_pd(*x, *x, *a);
+                    }
+                }
+            }
+            // SAFETY: the next step, or one past the end (not read).
+            p = unsafe { p.add(64) };
         }
     }
 }
@@ -463,17 +548,25 @@ mod tests {
 
     #[test]
     fn every_kernel_returns_its_closed_form() {
-        let data = vec![1.0f64; 32 * 5];
+        let data = vec![1.0f64; 64 * 5];
         for flop in [1, 2, 4, 6, 64] {
             let i = Intensity::new(flop).unwrap();
-            for isa in [SweepIsa::Portable, SweepIsa::detect()] {
+            let mut isas = vec![SweepIsa::Portable, SweepIsa::detect()];
+            // The 256-bit kernel too where the widest is the 512-bit one.
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                isas.push(SweepIsa::Avx2Fma);
+            }
+            for isa in isas {
                 assert_eq!(
                     isa.run(&data, i, 1),
-                    i.expected_checksum(160),
+                    i.expected_checksum(320),
                     "{isa:?} {flop}"
                 );
-                assert_eq!(isa.run(&data[..32], i, 1), i.expected_checksum(32));
-                assert_eq!(isa.run(&data, i, 3), i.expected_checksum(480));
+                assert_eq!(isa.run(&data[..64], i, 1), i.expected_checksum(64));
+                assert_eq!(isa.run(&data, i, 3), i.expected_checksum(960));
             }
         }
     }
