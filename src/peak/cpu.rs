@@ -191,23 +191,12 @@ fn pipe_factors(
             )),
         })
     };
-    let mut fma_units = from_table(|r| r.fma_units, "FMA units");
-    if let Some(units) = flags.fma_units {
-        // The flag names the units of the widest ISA the CPU has (what a user reads in a spec).
-        let widest = width_index(*isas.last().unwrap_or(&Isa::Scalar));
-        fma_units[widest] = Factor::known(units, "flag", "--fma-units");
-    } else if let (Some(per_cycle), Some(isa)) = (probes.fma_per_cycle, probes.fma_isa) {
-        let i = width_index(isa);
-        if fma_units[i].value.is_none() {
-            fma_units[i] = units_from_rate(
-                per_cycle,
-                &format!(
-                    "FMA instructions per cycle measured at {} on one core",
-                    isa.name()
-                ),
-            );
-        }
-    }
+    let fma_units = fma_units(
+        from_table(|r| r.fma_units, "FMA units"),
+        flags,
+        probes,
+        isas,
+    );
     let mut vec_int_units = from_table(
         |r| r.vec_int_units,
         "vector integer units; give --int-units",
@@ -248,6 +237,33 @@ fn pipe_factors(
         bf16_dot_units: extension(|r| r.bf16_dot_units, "bf16 dot products per cycle"),
         amx_tiles_per_cycle: extension(|r| r.amx_tiles_per_cycle, "AMX tile multiplies per cycle"),
     }
+}
+
+/// The FMA units: `--fma-units` over the widest ISA's figure, or where the table has none at
+/// the width the FMA probe ran, the count read from the probe's rate.
+fn fma_units(
+    mut units: [Factor; 3],
+    flags: &PeakArgs,
+    probes: &MeasuredFactors,
+    isas: &[Isa],
+) -> [Factor; 3] {
+    if let Some(flag) = flags.fma_units {
+        // The flag names the units of the widest ISA the CPU has (what a user reads in a spec).
+        let widest = width_index(*isas.last().unwrap_or(&Isa::Scalar));
+        units[widest] = Factor::known(flag, "flag", "--fma-units");
+    } else if let (Some(per_cycle), Some(isa)) = (probes.fma_per_cycle, probes.fma_isa) {
+        let i = width_index(isa);
+        if units[i].value.is_none() {
+            units[i] = units_from_rate(
+                per_cycle,
+                &format!(
+                    "FMA instructions per cycle measured at {} on one core",
+                    isa.name()
+                ),
+            );
+        }
+    }
+    units
 }
 
 /// How far from a whole number a measured rate may lie and still be read as a unit count.
