@@ -138,7 +138,7 @@ fn runs(store: &Store, chosen: &[i64], fp: &Fingerprint) -> Result<Vec<(i64, Rep
         for id in chosen {
             runs.push((*id, store.load(*id)?));
         }
-        runs.sort_by(|a, b| b.0.cmp(&a.0));
+        runs.sort_by_key(|run| std::cmp::Reverse(run.0));
         return Ok(runs);
     }
     let mut runs = Vec::new();

@@ -123,64 +123,8 @@ pub fn locate(
     fp: &Fingerprint,
     any: bool,
 ) -> Result<Option<Found>> {
-    let bad = |why: String| UsageError(format!("--baseline: {why}; give a valid baseline file"));
-    let found = match arg {
-        None => {
-            let dir = baseline::saved_dir(&crate::history::db_path(db)?);
-            let mut mine: Vec<Baseline> = baseline::saved(&dir)
-                .into_iter()
-                .filter_map(|b| b.map_err(|why| eprintln!("warning: skipped {why}")).ok())
-                .filter(|b| b.fingerprint == *fp)
-                .collect();
-            mine.sort_by(|a, b| b.created_at.cmp(&a.created_at));
-            let Some(b) = mine.into_iter().next() else {
-                return Ok(None);
-            };
-            let origin = format!("saved baseline '{}'", b.name);
-            Found {
-                baseline: b,
-                origin,
-            }
-        }
-        Some(arg) if Path::new(arg).is_dir() => {
-            let file = Path::new(arg).join(format!("{}.json", fp.key()));
-            if !file.exists() {
-                eprintln!(
-                    "no baseline for this hardware in {arg}: no {}",
-                    file.display()
-                );
-                return Ok(None);
-            }
-            let b = baseline::read(&file).map_err(bad)?;
-            Found {
-                baseline: b,
-                origin: file.display().to_string(),
-            }
-        }
-        Some(arg) if arg.contains('/') || arg.ends_with(".json") || Path::new(arg).is_file() => {
-            let b = baseline::read(Path::new(arg)).map_err(bad)?;
-            Found {
-                baseline: b,
-                origin: arg.to_string(),
-            }
-        }
-        Some(name) => {
-            let dir = baseline::saved_dir(&crate::history::db_path(db)?);
-            let file = dir.join(format!("{name}.json"));
-            if !baseline::valid_name(name) || !file.is_file() {
-                return Err(UsageError(format!(
-                    "--baseline: no saved baseline named '{}': see 'peakbench baseline list', \
-                     or give a file or directory",
-                    crate::text::printable_at_most(name, 64)
-                ))
-                .into());
-            }
-            let b = baseline::read(&file).map_err(bad)?;
-            Found {
-                baseline: b,
-                origin: format!("saved baseline '{name}'"),
-            }
-        }
+    let Some(found) = find(arg, db, fp)? else {
+        return Ok(None);
     };
     let differ = found.baseline.fingerprint.differences(fp);
     if !differ.is_empty() {
@@ -199,6 +143,60 @@ pub fn locate(
         eprintln!("warning: {line}; judged anyway (--any-hardware)");
     }
     Ok(Some(found))
+}
+
+/// The baseline `arg` names: a directory's file of this fingerprint, a file, a saved name;
+/// without `arg`, the newest saved baseline of this fingerprint.
+fn find(arg: Option<&str>, db: &DbArgs, fp: &Fingerprint) -> Result<Option<Found>> {
+    let bad = |why: String| UsageError(format!("--baseline: {why}; give a valid baseline file"));
+    let read = |file: &Path, origin: String| -> Result<Option<Found>> {
+        let baseline = baseline::read(file).map_err(bad)?;
+        Ok(Some(Found { baseline, origin }))
+    };
+    let saved = baseline::saved_dir(&crate::history::db_path(db)?);
+    match arg {
+        None => Ok(newest_saved(&saved, fp)),
+        Some(arg) if Path::new(arg).is_dir() => {
+            let file = Path::new(arg).join(format!("{}.json", fp.key()));
+            if !file.exists() {
+                eprintln!(
+                    "no baseline for this hardware in {arg}: no {}",
+                    file.display()
+                );
+                return Ok(None);
+            }
+            read(&file, file.display().to_string())
+        }
+        Some(arg) if arg.contains('/') || arg.ends_with(".json") || Path::new(arg).is_file() => {
+            read(Path::new(arg), arg.to_string())
+        }
+        Some(name) => {
+            let file = saved.join(format!("{name}.json"));
+            if !baseline::valid_name(name) || !file.is_file() {
+                return Err(UsageError(format!(
+                    "--baseline: no saved baseline named '{}': see 'peakbench baseline list', \
+                     or give a file or directory",
+                    crate::text::printable_at_most(name, 64)
+                ))
+                .into());
+            }
+            read(&file, format!("saved baseline '{name}'"))
+        }
+    }
+}
+
+/// The newest saved baseline of fingerprint `fp` in `dir` (those that cannot be read are
+/// skipped with a warning).
+fn newest_saved(dir: &Path, fp: &Fingerprint) -> Option<Found> {
+    let mut mine: Vec<Baseline> = baseline::saved(dir)
+        .into_iter()
+        .filter_map(|b| b.map_err(|why| eprintln!("warning: skipped {why}")).ok())
+        .filter(|b| b.fingerprint == *fp)
+        .collect();
+    mine.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    let baseline = mine.into_iter().next()?;
+    let origin = format!("saved baseline '{}'", baseline.name);
+    Some(Found { baseline, origin })
 }
 
 /// `peakbench check`.
