@@ -154,6 +154,24 @@ fn a_learned_baseline_passes_a_faster_machine_and_fails_a_slower_one_naming_the_
     assert_eq!(v["cases"][0]["remeasured"], true);
     assert_eq!(v["cases"][0]["repetitions"], 4);
     assert!(v["cases"][0]["p"].as_f64().unwrap() < 0.05);
+
+    // No time left to measure again: judged on the first measurement, and said so.
+    let out = lab.check(&[
+        "--baseline",
+        fast.to_str().unwrap(),
+        "--json",
+        "--budget",
+        "1ms",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["cases"][0]["remeasured"], false);
+    assert_eq!(v["cases"][0]["repetitions"], 3);
+    assert!(
+        text(&out.stderr).contains("not measured again"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

@@ -76,6 +76,10 @@ pub struct CheckArgs {
     /// Repetitions of a case measured again before it fails
     #[arg(long, default_value = "10", value_name = "N", value_parser = positive_u32)]
     pub remeasure: u32,
+    /// The check's time: a suspect case is measured again only while its estimate fits in
+    /// what is left of it (the others are judged on their first measurement, and say so)
+    #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = crate::options::positive_duration)]
+    pub budget: std::time::Duration,
     #[command(flatten)]
     pub history: StoreArgs,
     #[command(flatten)]
@@ -240,6 +244,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     for note in &plan.notes {
         eprintln!("note: {note}");
     }
+    let started = std::time::Instant::now();
     let mut session = Session::start(&ctx, plan.config, plan.notes, None)?;
     let ending = session.run(plan.cases, &ctx)?;
     let gate = Gate {
@@ -253,8 +258,10 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
                 parsed: &parsed,
                 origin: &origin,
                 ctx: &ctx,
+                repetitions: args.remeasure,
+                left: args.budget.saturating_sub(started.elapsed()),
             };
-            judge_and_remeasure(&mut session, &found.baseline, gate, &rerun, args.remeasure)?
+            judge_and_remeasure(&mut session, &found.baseline, gate, &rerun)?
         }
         None => {
             session.judge(&args.history.db)?;
@@ -272,6 +279,10 @@ struct Rerun<'a> {
     parsed: &'a [(&'static dyn crate::workload::Workload, clap::ArgMatches)],
     origin: &'a str,
     ctx: &'a Context,
+    /// Repetitions of a case measured again.
+    repetitions: u32,
+    /// What is left of the check's time budget.
+    left: std::time::Duration,
 }
 
 /// Judges every result against the baseline, measures the failing and unstable cases again
@@ -281,22 +292,28 @@ fn judge_and_remeasure(
     baseline: &Baseline,
     gate: Gate,
     rerun: &Rerun,
-    remeasure: u32,
 ) -> Result<Vec<CaseVerdict>> {
     let mut cases = judge(session, baseline, gate);
-    let suspects: Vec<String> = cases
+    // Failures first, the slowest first; then the unstable cases.
+    let mut suspects: Vec<&CaseVerdict> = cases
         .iter()
         .filter(|c| matches!(c.status, Status::Fail | Status::Unstable))
-        .map(|c| c.id.clone())
         .collect();
+    suspects.sort_by(|a, b| {
+        (a.status != Status::Fail)
+            .cmp(&(b.status != Status::Fail))
+            .then(a.ratio.unwrap_or(1.0).total_cmp(&b.ratio.unwrap_or(1.0)))
+    });
+    let suspects: Vec<String> = suspects.iter().map(|c| c.id.clone()).collect();
     if !suspects.is_empty() && !crate::interrupt::requested() {
         eprintln!(
-            "measuring again with {remeasure} repetitions before judging: {}",
+            "measuring again with {} repetitions before judging: {}",
+            rerun.repetitions,
             suspects.join(", ")
         );
-        measure_again(session, rerun, &suspects, remeasure)?;
+        let again = measure_again(session, rerun, &suspects)?;
         cases = judge(session, baseline, gate);
-        for case in cases.iter_mut().filter(|c| suspects.contains(&c.id)) {
+        for case in cases.iter_mut().filter(|c| again.contains(&c.id)) {
             case.remeasured = true;
         }
     }
@@ -332,36 +349,46 @@ fn judge(session: &mut Session, baseline: &Baseline, gate: Gate) -> Vec<CaseVerd
     cases
 }
 
-/// Measures the cases `ids` again with `repetitions`, each result replacing the first one.
-fn measure_again(
-    session: &mut Session,
-    rerun: &Rerun,
-    ids: &[String],
-    repetitions: u32,
-) -> Result<()> {
+/// Measures the cases `ids` again (in that order) with more repetitions, each result replacing
+/// the first one, while each case's estimate fits in what is left of the budget; returns the
+/// ids measured again.
+fn measure_again(session: &mut Session, rerun: &Rerun, ids: &[String]) -> Result<Vec<String>> {
     let ctx = Context {
         host: rerun.ctx.host.clone(),
         peaks: rerun.ctx.peaks.clone(),
         runner: RunnerArgs {
-            repetitions,
+            repetitions: rerun.repetitions,
             ..rerun.ctx.runner.clone()
         },
     };
     let (plan, _) = config::plan(rerun.entries, rerun.parsed, &ctx, rerun.origin)?;
-    for case in plan.cases {
-        if crate::interrupt::requested() {
-            break;
-        }
+    let mut cases: Vec<_> = plan
+        .cases
+        .into_iter()
+        .filter_map(|c| Some((ids.iter().position(|id| *id == c.spec().id)?, c)))
+        .collect();
+    cases.sort_by_key(|(at, _)| *at);
+    let mut left = rerun.left;
+    let mut again = Vec::new();
+    for (_, case) in cases {
         let id = case.spec().id;
-        if !ids.contains(&id) {
+        let estimate = case.estimate(&ctx);
+        if crate::interrupt::requested() || estimate > left {
+            eprintln!(
+                "note: {id} not measured again: its {} would pass the check's time (--budget)",
+                crate::units::format_duration(estimate)
+            );
             continue;
         }
+        let started = std::time::Instant::now();
         let result = session::run_case(case, &ctx)?;
+        left = left.saturating_sub(started.elapsed());
         if let Some(slot) = session.report.results.iter_mut().find(|r| r.id == id) {
             *slot = result;
         }
+        again.push(id);
     }
-    Ok(())
+    Ok(again)
 }
 
 /// Prints the verdict as asked, writes the JUnit file, and returns the exit code.
