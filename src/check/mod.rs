@@ -205,6 +205,8 @@ fn newest_saved(dir: &Path, fp: &Fingerprint) -> Option<Found> {
 
 /// `peakbench check`.
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
+    // The budget counts from here: the machine's probes and the planning are the check's time.
+    let started = std::time::Instant::now();
     args.peak.check()?;
     let (origin, entries) = entries(args)?;
     let parsed = entries
@@ -244,7 +246,6 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     for note in &plan.notes {
         eprintln!("note: {note}");
     }
-    let started = std::time::Instant::now();
     let mut session = Session::start(&ctx, plan.config, plan.notes, None)?;
     let ending = session.run(plan.cases, &ctx)?;
     let gate = Gate {

@@ -107,10 +107,8 @@ impl Verdict {
         let mut named: Vec<&crate::result::Cause> = Vec::new();
         for c in self.cases.iter().filter(|c| c.status == Status::Fail) {
             for cause in &c.causes {
-                if !named
-                    .iter()
-                    .any(|n| n.kind == cause.kind && n.text == cause.text)
-                {
+                // Each kind once: the first failure's (one cause is read again for each case).
+                if !named.iter().any(|n| n.kind == cause.kind) {
                     named.push(cause);
                 }
             }
