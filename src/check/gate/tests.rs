@@ -124,3 +124,12 @@ fn p_values_stay_short() {
     assert_eq!(format_p(0.0123), "0.012");
     assert_eq!(format_p(0.00002), "2e-5");
 }
+
+#[test]
+fn a_tolerance_is_a_share_or_a_percentage_between_0_and_1() {
+    assert_eq!(super::super::tolerance("0.2"), Ok(0.2));
+    assert_eq!(super::super::tolerance("15%"), Ok(0.15));
+    for bad in ["0", "1", "100%", "-0.1", "x", "NaN", "inf", ""] {
+        assert!(super::super::tolerance(bad).is_err(), "{bad}");
+    }
+}
