@@ -644,16 +644,6 @@ fn cpu_quota(pid: u32, cpus: f64) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-/// Removes a cgroup of [`cpu_quota`] once its processes are gone.
-fn remove_cgroup(dir: &Path) {
-    for _ in 0..50 {
-        if std::fs::remove_dir(dir).is_ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// A baseline of this machine learned from three checks of the health check's plan, run in
 /// the network namespace of the lab's first host (where slurmd runs the health check).
 fn learn_baseline(lab: &Slurm) -> PathBuf {
@@ -754,7 +744,7 @@ fn the_health_check_drains_exactly_the_host_under_a_cpu_quota_naming_it_and_resu
         .iter()
         .map(|h| lab.log(&format!("hc-{h}.log")))
         .collect();
-    remove_cgroup_after(&lab, &cgroup);
+    lift_quota(&cgroup);
     eprintln!("node states: {states:?}");
     assert!(
         done.is_ok(),
@@ -799,13 +789,18 @@ fn the_health_check_drains_exactly_the_host_under_a_cpu_quota_naming_it_and_resu
     assert_eq!(node2.2, "maintenance");
 }
 
-/// Ends the quota host's slurmd (leaving its cgroup) and removes the cgroup.
-fn remove_cgroup_after(lab: &Slurm, cgroup: &Path) {
-    let procs = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap_or_default();
+/// Moves the quota host's slurmd (and what it runs) out of its cgroup, again while a health
+/// check it started before the move is still in it, and removes the cgroup.
+fn lift_quota(cgroup: &Path) {
     let root = cgroup.parent().unwrap().join("cgroup.procs");
-    for pid in procs.split_whitespace() {
-        let _ = std::fs::write(&root, pid);
+    for _ in 0..200 {
+        let procs = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.split_whitespace() {
+            let _ = std::fs::write(&root, pid);
+        }
+        if std::fs::remove_dir(cgroup).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
-    let _ = lab;
-    remove_cgroup(cgroup);
 }
