@@ -31,7 +31,7 @@ if [ "${TRACE_COMPARES:-1}" = 0 ]; then
 fi
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
-    TARGETS=(options config control_line udp_datagram document)
+    TARGETS=(options config control_line udp_datagram document baseline)
 fi
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "start: $(date -u +%FT%TZ); build: ${BUILD_FLAGS[*]}"

@@ -19,7 +19,7 @@ use crate::workload::{Direct, Workload};
     name = "peakbench",
     version,
     about = "How close this machine comes to the peak of its CPU, memory, disk and network",
-    after_help = "Exit codes: 0 done, 1 a measurement failed, 2 bad input, 130 interrupted (results so far kept).\n\
+    after_help = "Exit codes: 0 done, 1 a measurement failed (check: a regression), 2 bad input, 3 check: no baseline for this hardware, 130 interrupted (results so far kept).\n\
                   Sizes: KB, MB, GB are powers of 1000; KiB, MiB, GiB powers of 1024; a bare number is bytes."
 )]
 pub struct Cli {
@@ -36,6 +36,16 @@ pub enum TopCommand {
     Run(RunArgs),
     /// Every host of an MPI job at once: the node-local suite, the all-pairs network matrix, the slow node (build with --features mpi)
     Cluster(crate::cluster::ClusterArgs),
+    /// Judges a short run against this hardware's baseline: exit 0 healthy, 1 a regression, 3 no baseline
+    ///
+    /// Runs the check preset (about 30 s on 2 cores), judges each case against the baseline of
+    /// this hardware fingerprint by the findings' Mann–Whitney U test and a tolerance, measures a
+    /// suspect case again with more repetitions before it fails, and names the causes read on
+    /// the machine. For Slurm's HealthCheckProgram (--reason) and CI (--junit); see docs/check.md.
+    Check(crate::check::CheckArgs),
+    /// Baselines for 'peakbench check': saved from the history, exported, imported, listed, shown
+    #[command(subcommand)]
+    Baseline(crate::check::baseline_cmd::BaselineCommand),
     #[command(flatten)]
     History(HistoryCommand),
     /// Judges a stored or imported run from the evidence it carries (never re-reads this machine)

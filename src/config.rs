@@ -192,6 +192,8 @@ named_enum! {
         Standard = "standard",
         /// every size, hours
         Full = "full",
+        /// the health check's short plan (`peakbench check`), about 30 s
+        Check = "check",
     }
 }
 
@@ -202,6 +204,7 @@ impl Preset {
             Preset::Quick => include_str!("../presets/quick.toml"),
             Preset::Standard => include_str!("../presets/standard.toml"),
             Preset::Full => include_str!("../presets/full.toml"),
+            Preset::Check => include_str!("../presets/check.toml"),
         }
     }
 }
@@ -266,6 +269,50 @@ pub fn apply_run_wide(entries: &mut [Entry], section: &str, flag: &str, value: &
             entry.argv.push(format!("{given}{value}"));
         }
     }
+}
+
+/// One plan of every table of `entries` (each parsed with its workload's parser, in `parsed`),
+/// with the experiments it holds for the document's config; a table that cannot run here (no
+/// space, no server) is skipped with a note. No case at all is a usage error naming `origin`.
+pub fn plan(
+    entries: &[Entry],
+    parsed: &[(&'static dyn Workload, clap::ArgMatches)],
+    ctx: &crate::plan::Context,
+    origin: &str,
+) -> anyhow::Result<(crate::plan::Plan, Vec<serde_json::Value>)> {
+    let mut plan = crate::plan::Plan::empty(serde_json::Value::Null);
+    let mut experiments = Vec::new();
+    for (entry, (workload, matches)) in entries.iter().zip(parsed) {
+        let table = match workload.plan(matches, ctx) {
+            Ok(table) => table,
+            Err(e) => {
+                plan.notes.push(format!("{} skipped: {e:#}", entry.name()));
+                continue;
+            }
+        };
+        let options = table.config.clone();
+        let added = plan.absorb(table, &entry.name());
+        let argv: Vec<&str> = workload
+            .path()
+            .iter()
+            .copied()
+            .chain(entry.argv[1..].iter().map(String::as_str))
+            .collect();
+        experiments.push(serde_json::json!({
+            "table": entry.name(),
+            "argv": argv,
+            "options": options,
+            "cases": added,
+        }));
+    }
+    if plan.cases.is_empty() {
+        return Err(UsageError(format!(
+            "{origin}: nothing to run: {}",
+            plan.notes.join("; ")
+        ))
+        .into());
+    }
+    Ok((plan, experiments))
 }
 
 #[cfg(test)]

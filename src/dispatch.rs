@@ -11,7 +11,6 @@ use crate::cli::{self, CompletionsArgs, ManArgs, Parsed, RunArgs, SysinfoArgs, T
 use crate::config;
 use crate::error::{self, Exit, UsageError};
 use crate::options::{OutputArgs, PeakArgs, RunnerArgs};
-use crate::plan::Plan;
 use crate::result::{SCHEMA_VERSION, Tool};
 use crate::session::{self, HtmlReport};
 
@@ -119,6 +118,8 @@ fn run(matches: &clap::ArgMatches) -> Result<ExitCode> {
             TopCommand::Sysinfo(args) => sysinfo(&args),
             TopCommand::Run(args) => run_matrix(&args),
             TopCommand::Cluster(args) => crate::cluster::run(&args),
+            TopCommand::Check(args) => crate::check::run(&args),
+            TopCommand::Baseline(command) => crate::check::baseline_cmd::run(&command),
             TopCommand::History(command) => crate::history::run(&command),
             TopCommand::Explain(args) => crate::findings::explain::run(&args),
             TopCommand::Completions(args) => completions(&args),
@@ -232,39 +233,7 @@ fn run_matrix(args: &RunArgs) -> Result<ExitCode> {
         .map(|entry| config::parse_entry(entry, &origin))
         .collect::<Result<Vec<_>, _>>()?;
     let ctx = session::context(&args.runner, &args.peak, &crate::registry::probe());
-    let mut plan = Plan::empty(serde_json::Value::Null);
-    let mut experiments = Vec::new();
-    for (entry, (workload, matches)) in entries.iter().zip(&parsed) {
-        let table = match workload.plan(matches, &ctx) {
-            Ok(table) => table,
-            Err(e) => {
-                // A subsystem that cannot run here (no space, no server) is skipped, not fatal.
-                plan.notes.push(format!("{} skipped: {e:#}", entry.name()));
-                continue;
-            }
-        };
-        let options = table.config.clone();
-        let added = plan.absorb(table, &entry.name());
-        let argv: Vec<&str> = workload
-            .path()
-            .iter()
-            .copied()
-            .chain(entry.argv[1..].iter().map(String::as_str))
-            .collect();
-        experiments.push(serde_json::json!({
-            "table": entry.name(),
-            "argv": argv,
-            "options": options,
-            "cases": added,
-        }));
-    }
-    if plan.cases.is_empty() {
-        return Err(UsageError(format!(
-            "{origin}: nothing to run: {}",
-            plan.notes.join("; ")
-        ))
-        .into());
-    }
+    let (mut plan, experiments) = config::plan(&entries, &parsed, &ctx, &origin)?;
     plan.config = serde_json::json!({ "experiments": experiments, "runner": ctx.runner });
     args.suite.record(&mut plan.config);
     let html = match &args.suite.html {

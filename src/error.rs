@@ -27,6 +27,8 @@ pub enum Exit {
     Failed = 1,
     /// Bad input.
     Usage = 2,
+    /// `peakbench check`: no baseline for this hardware, so nothing could be judged.
+    NoBaseline = 3,
     /// Interrupted by the user; what was measured is kept.
     Interrupted = 130,
 }

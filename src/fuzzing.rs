@@ -153,3 +153,27 @@ pub fn document(text: &str) {
         let _ = format.render(&report);
     }
 }
+
+/// A baseline file as `check --baseline` and `baseline import` read it
+/// ([`crate::history::baseline::Baseline::parse`], which validates), then what is shown of it:
+/// `baseline show`'s text, and the fields that differ from this build's own fixture machine
+/// (what a refusal of other hardware prints), all for a terminal.
+pub fn baseline(text: &str) {
+    use crate::history::baseline::Baseline;
+    let b = match Baseline::parse(text) {
+        Ok(b) => b,
+        Err(why) => {
+            assert!(terminal_safe(&why), "raw control character in {why:?}");
+            return;
+        }
+    };
+    let shown = b.render();
+    assert!(terminal_safe(&shown), "raw control character in {shown:?}");
+    let mut other = b.fingerprint.clone();
+    other.cpus = other.cpus.wrapping_add(1);
+    for line in b.fingerprint.differences(&other) {
+        assert!(terminal_safe(&line), "raw control character in {line:?}");
+    }
+    let _ = b.fingerprint.key();
+    let _ = b.to_json();
+}

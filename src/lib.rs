@@ -28,7 +28,8 @@
 //! 7. the workloads: [`cpu`], [`memory`], [`disk`], [`net`], each one folder, and the
 //!    [`roofline`], built on the CPU and memory workloads' cases;
 //! 8. the [`registry`] of workloads (one line each);
-//! 9. the commands: `peakbench run`'s [`config`], `peakbench cluster` ([`cluster`], its MPI part
+//! 9. the commands: `peakbench run`'s [`config`], `peakbench check` and `peakbench baseline`
+//!    ([`check`]), `peakbench cluster` ([`cluster`], its MPI part
 //!    behind the cargo feature `mpi`), the [`cli`] tree and the [`dispatch`]er, which only
 //!    `main.rs` names.
 //!
@@ -75,6 +76,7 @@ pub mod fuzzing;
 pub mod registry;
 
 pub mod config;
+pub mod check;
 pub mod cluster;
 pub mod cli;
 pub mod dispatch;

@@ -239,3 +239,17 @@ fn results_documents_never_panic_nor_reach_the_terminal_raw() {
         text(fuzzing::document),
     );
 }
+
+#[test]
+fn baseline_files_never_panic_nor_reach_the_terminal_raw() {
+    let extra: Vec<&[u8]> = vec![
+        br#"{"format":"peakbench-baseline","version":1}"#,
+        br#"{"format":"peakbench-baseline","version":1,"name":"a","created_at":"x","tool_version":"0","fingerprint":{"microarch":"m","cpu_model":"c","cpus":2,"memory_gib":4,"disks":[],"nics":[],"kernel_major":"6"},"host":"h","cases":[{"id":"i","label":"l","metric":"m","unit":"u","runs":[1],"samples":[1.0]}]}"#,
+    ];
+    property(
+        "baseline",
+        seeds("baseline", &extra),
+        3000,
+        text(fuzzing::baseline),
+    );
+}

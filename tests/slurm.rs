@@ -2,7 +2,9 @@
 //! network namespace and one `slurmd` per "host", each host a network namespace on a bridge
 //! with only the test's own subnet, named by a UTS namespace of its own; then `peakbench
 //! cluster run` is launched as a user launches it: `sbatch examples/cluster.sbatch` (mpirun
-//! inside the batch job), `salloc … mpirun …`, and `srun --mpi=pmix` directly.
+//! inside the batch job), `salloc … mpirun …`, and `srun --mpi=pmix` directly; and
+//! `examples/slurm-healthcheck.sh` as the nodes' HealthCheckProgram (docs/check.md), one node's
+//! slurmd under a CPU quota that its health checks inherit.
 //!
 //! How the lab is built, and why (docs/cluster.md, "Tests: a real Slurm"):
 //! - every daemon reads the lab's own files: `slurm.conf` and `mpi.conf` in the lab's directory
@@ -73,12 +75,19 @@ struct Slurm {
     veths: Vec<String>,
     /// munged, slurmctld and each slurmd, in that order.
     daemons: Vec<Child>,
+    /// The HealthCheckProgram's text, where the lab has one (`{d}` is the lab's directory).
+    health: Option<String>,
     dir: tempfile::TempDir,
 }
 
 impl Slurm {
     /// `count` Slurm hosts on the bridge of subnet 10.231.`net`.0/24, every node idle.
     fn new(net: u8, count: usize) -> Result<Slurm, String> {
+        Slurm::with_health(net, count, None)
+    }
+
+    /// The same, with `health` as its HealthCheckProgram, run every 5 s on every node.
+    fn with_health(net: u8, count: usize, health: Option<&str>) -> Result<Slurm, String> {
         common::root()?;
         for tool in TOOLS {
             common::on_path(tool)?;
@@ -98,6 +107,7 @@ impl Slurm {
             namespaces: Vec::new(),
             veths: Vec::new(),
             daemons: Vec::new(),
+            health: health.map(str::to_string),
             dir,
         };
         lab.bridge.truncate(15);
@@ -195,6 +205,18 @@ impl Slurm {
             ctl_port = 17000 + 2 * u32::from(net),
             ctl_port_1 = 17001 + 2 * u32::from(net),
         );
+        let conf = match &self.health {
+            Some(text) => {
+                let program = self.path("healthcheck.sh");
+                std::fs::write(&program, text.replace("{d}", &d)).map_err(io)?;
+                sh("chmod", &["755", program.to_str().unwrap()])?;
+                format!(
+                    "{conf}HealthCheckProgram={}\nHealthCheckInterval=5\nHealthCheckNodeState=ANY\n",
+                    program.display()
+                )
+            }
+            None => conf,
+        };
         std::fs::write(self.path("slurm.conf"), conf).map_err(io)?;
         // Each slurmd sees its own directory here (a bind mount in its mount namespace).
         std::fs::write(
@@ -576,4 +598,209 @@ fn srun_with_pmix_launches_the_ranks_directly() {
     // srun names no job on its output; the lab's controller is new, so its first job is 1.
     check_document(&doc, &lab, "1");
     assert_eq!(doc["cluster"]["job"]["variables"]["SLURM_MPI_TYPE"], "pmix");
+}
+
+/// The lab's HealthCheckProgram: once the test has made `{d}/hc-go`, the example script with
+/// this host's settings (slurmd gives it a bare environment, as on a real node), then a line
+/// in `{d}/hc-runs` saying the host ran it.
+fn health_wrapper(script: &Path) -> String {
+    format!(
+        "#!/bin/sh\n\
+         [ -e {{d}}/hc-go ] || exit 0\n\
+         node=${{SLURMD_NODENAME:-$(hostname -s)}}\n\
+         export PEAKBENCH_HEALTHCHECK_CONF=/nonexistent SLURMD_NODENAME=$node HOME={{d}}\n\
+         export PEAKBENCH={bin} SLURM_CONF={{d}}/slurm.conf\n\
+         export PEAKBENCH_BASELINE={{d}}/baseline-$node.json\n\
+         export PEAKBENCH_DB={{d}}/hc-$node/history.db PEAKBENCH_LOG={{d}}/hc-$node.log\n\
+         export PEAKBENCH_LOCK={{d}}/hc.lock\n\
+         export PEAKBENCH_ARGS=\"--config {{d}}/hc-plan.toml -r 5 --remeasure 8\"\n\
+         sh {script}\n\
+         echo \"$node\" >> {{d}}/hc-runs\n",
+        bin = common::binary(),
+        script = script.display()
+    )
+}
+
+/// A CPU quota of `cpus` on process `pid` (and what it forks), in a cgroup of its own (v1's
+/// cpu controller or v2); the cgroup's directory, removed by the caller.
+fn cpu_quota(pid: u32, cpus: f64) -> Result<PathBuf, String> {
+    let io = |e: std::io::Error| e.to_string();
+    let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    let dir = if v2 {
+        PathBuf::from(format!("/sys/fs/cgroup/pbhc{pid}"))
+    } else {
+        PathBuf::from(format!("/sys/fs/cgroup/cpu/pbhc{pid}"))
+    };
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    let quota = (cpus * 100_000.0) as u64;
+    if v2 {
+        let _ = std::fs::write("/sys/fs/cgroup/cgroup.subtree_control", "+cpu");
+        std::fs::write(dir.join("cpu.max"), format!("{quota} 100000")).map_err(io)?;
+    } else {
+        std::fs::write(dir.join("cpu.cfs_period_us"), "100000").map_err(io)?;
+        std::fs::write(dir.join("cpu.cfs_quota_us"), quota.to_string()).map_err(io)?;
+    }
+    std::fs::write(dir.join("cgroup.procs"), pid.to_string()).map_err(io)?;
+    Ok(dir)
+}
+
+/// A baseline of this machine learned from three checks of the health check's plan, run in
+/// the network namespace of the lab's first host (where slurmd runs the health check).
+fn learn_baseline(lab: &Slurm) -> PathBuf {
+    let db = lab.path("learn/history.db");
+    let plan = lab.path("hc-plan.toml");
+    let check = |extra: &[&str]| {
+        let mut cmd = Command::new("nsenter");
+        cmd.arg(format!("--net=/run/netns/{}", lab.namespaces[0]))
+            .arg(common::binary());
+        common::isolate(&mut cmd);
+        cmd.env("PEAKBENCH_DB", &db).args(extra);
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{extra:?}: {}", text(&out));
+    };
+    for _ in 0..3 {
+        check(&[
+            "check",
+            "--no-baseline-ok",
+            "--config",
+            plan.to_str().unwrap(),
+            "-r",
+            "5",
+        ]);
+    }
+    check(&["baseline", "save", "node"]);
+    let file = lab.path("learned.json");
+    check(&["baseline", "export", "node", file.to_str().unwrap()]);
+    file
+}
+
+/// The state and reason of every node, by `sinfo`.
+fn node_states(lab: &Slurm) -> Vec<(String, String, String)> {
+    let out = lab
+        .client("sinfo")
+        .args(["-h", "-N", "-o", "%N|%T|%E"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.splitn(3, '|');
+            Some((
+                parts.next()?.to_string(),
+                parts.next()?.to_string(),
+                parts.next()?.to_string(),
+            ))
+        })
+        .collect()
+}
+
+#[test]
+fn the_health_check_drains_exactly_the_host_under_a_cpu_quota_naming_it_and_resumes_only_its_own() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/slurm-healthcheck.sh");
+    let Some(lab) = common::on_path("flock")
+        .and_then(|_| common::on_path("scontrol"))
+        .map_err(|why| common::prerequisite(Err(why)))
+        .ok()
+        .and_then(
+            |_| match Slurm::with_health(54, 3, Some(&health_wrapper(&script))) {
+                Ok(lab) => Some(lab),
+                Err(why) => {
+                    common::prerequisite(Err(why));
+                    None
+                }
+            },
+        )
+    else {
+        return;
+    };
+    std::fs::write(
+        lab.path("hc-plan.toml"),
+        "[[cpu]]\nprecision = [\"f64\"]\nfma = \"yes\"\nthreads = [1]\nduration = \"100ms\"\n",
+    )
+    .unwrap();
+    let learned = learn_baseline(&lab);
+    for host in &lab.hosts {
+        std::fs::copy(&learned, lab.path(&format!("baseline-{host}.json"))).unwrap();
+    }
+    // node-1's slurmd (the daemon after munged, slurmctld and node-0's) under 0.4 CPU.
+    let slow = &lab.hosts[1];
+    let cgroup = cpu_quota(lab.daemons[3].id(), 0.4).expect("a CPU quota");
+    std::fs::write(lab.path("hc-go"), "").unwrap();
+    let ran = |host: &str| {
+        std::fs::read_to_string(lab.path("hc-runs"))
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l == host)
+    };
+    let done = wait_for(Duration::from_secs(150), || {
+        lab.hosts.iter().all(|h| ran(h))
+            && node_states(&lab)
+                .iter()
+                .any(|(n, s, _)| n == slow && s.contains("drain"))
+    });
+    let states = node_states(&lab);
+    let logs: Vec<String> = lab
+        .hosts
+        .iter()
+        .map(|h| lab.log(&format!("hc-{h}.log")))
+        .collect();
+    lift_quota(&cgroup);
+    eprintln!("node states: {states:?}");
+    assert!(
+        done.is_ok(),
+        "{states:?}\n{}\n{}",
+        logs.join("\n"),
+        lab.logs()
+    );
+    for (node, state, reason) in &states {
+        if node == slow {
+            assert!(state.contains("drain"), "{states:?}");
+            assert!(reason.starts_with("peakbench: cpu-quota"), "{reason}");
+            assert!(reason.len() <= 100, "{reason}");
+        } else {
+            assert_eq!(state, "idle", "{states:?}\n{}", logs.join("\n"));
+        }
+    }
+    // The quota lifted, node-1 passes and is resumed; node-2, drained by an administrator,
+    // passes too and stays drained.
+    let admin = lab
+        .client("scontrol")
+        .args([
+            "update",
+            "NodeName=node-2",
+            "State=DRAIN",
+            "Reason=maintenance",
+        ])
+        .output()
+        .unwrap();
+    assert!(admin.status.success(), "{}", text(&admin));
+    std::fs::write(lab.path("hc-runs"), "").unwrap();
+    let resumed = wait_for(Duration::from_secs(90), || {
+        ran(&lab.hosts[2])
+            && node_states(&lab)
+                .iter()
+                .any(|(n, s, _)| n == slow && s == "idle")
+    });
+    let states = node_states(&lab);
+    eprintln!("after: {states:?}");
+    assert!(resumed.is_ok(), "{states:?}\n{}", lab.log("hc-node-1.log"));
+    let node2 = states.iter().find(|(n, _, _)| n == "node-2").unwrap();
+    assert!(node2.1.starts_with("drain"), "{states:?}");
+    assert_eq!(node2.2, "maintenance");
+}
+
+/// Moves the quota host's slurmd (and what it runs) out of its cgroup, again while a health
+/// check it started before the move is still in it, and removes the cgroup.
+fn lift_quota(cgroup: &Path) {
+    let root = cgroup.parent().unwrap().join("cgroup.procs");
+    for _ in 0..200 {
+        let procs = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.split_whitespace() {
+            let _ = std::fs::write(&root, pid);
+        }
+        if std::fs::remove_dir(cgroup).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

@@ -25,7 +25,7 @@ mod summary;
 
 use std::time::Instant;
 
-pub use past::{PAST_RUNS, PastRun, fingerprint, past_runs};
+pub use past::{ALPHA, Index as PastIndex, PAST_BAND, PAST_RUNS, PastRun, fingerprint, past_runs};
 
 use crate::result::{
     Against, BenchResult, Cause, Expectation, Finding, Findings, NO_CAUSE, Report, Verdict,
@@ -36,12 +36,16 @@ use crate::units::format_value;
 /// Judges every result of `report` against its physics, its reference, `past` (earlier runs
 /// of the same hardware, newest first) and, in a cluster run, the other hosts.
 pub fn judge(report: &Report, past: &[PastRun]) -> Findings {
+    judge_with(report, &past::Index::new(report, past))
+}
+
+/// [`judge`], with the past already indexed (a baseline's samples, `PastIndex::from_samples`).
+pub fn judge_with(report: &Report, past: &past::Index) -> Findings {
     let started = Instant::now();
-    let past = past::Index::new(report, past);
     let results: Vec<Finding> = report
         .results
         .iter()
-        .map(|r| judge_result(report, r, &past))
+        .map(|r| judge_result(report, r, past))
         .collect();
     let run = causes::run_causes(report);
     let mut summary = summary::lines(&results);

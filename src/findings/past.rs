@@ -101,6 +101,8 @@ pub fn past_runs(db: &DbArgs, report: &Report, before: Option<i64>) -> Vec<PastR
 /// one, 19 s; looked up by key, a fraction of a second.
 pub struct Index<'a> {
     cluster: bool,
+    /// Below this share of the past's median (with a significant test) is below the past.
+    band: f64,
     cases: std::collections::HashMap<CaseKey<'a>, Vec<(i64, &'a [f64])>>,
 }
 
@@ -122,13 +124,39 @@ impl<'a> Index<'a> {
                 }
             }
         }
-        Index { cluster, cases }
+        Index {
+            cluster,
+            band: PAST_BAND,
+            cases,
+        }
+    }
+
+    /// The past given as samples rather than runs (a baseline of `peakbench check`): for each
+    /// case its id, its unit, the runs its samples come from and the samples pooled; a result
+    /// is below it under `band` of its median.
+    pub fn from_samples(
+        cases: impl IntoIterator<Item = (&'a str, &'a str, &'a [i64], &'a [f64])>,
+        band: f64,
+    ) -> Index<'a> {
+        let mut index: std::collections::HashMap<_, Vec<_>> = std::collections::HashMap::new();
+        for (id, unit, runs, samples) in cases {
+            let entry = index.entry((id, unit, "")).or_default();
+            // The pooled samples under the first run, the other runs named with none.
+            entry.push((runs.first().copied().unwrap_or(0), samples));
+            entry.extend(runs.iter().skip(1).map(|run| (*run, &[][..])));
+        }
+        Index {
+            cluster: false,
+            band,
+            cases: index,
+        }
     }
 }
 
 /// The result against the same case in the past runs `past` indexes, or why there is none.
 pub fn expect(r: &BenchResult, past: &Index) -> Result<Expectation, String> {
     let host = if past.cluster { r.host.as_str() } else { "" };
+    let band = past.band;
     let mut samples = Vec::new();
     let mut runs = Vec::new();
     for (run, earlier) in past
@@ -166,7 +194,7 @@ pub fn expect(r: &BenchResult, past: &Index) -> Result<Expectation, String> {
     }
     let verdict = if test.min_p >= ALPHA {
         Verdict::Unknown
-    } else if test.p < ALPHA && ratio < PAST_BAND {
+    } else if test.p < ALPHA && ratio < band {
         Verdict::Below
     } else {
         Verdict::AtLimit

@@ -6,6 +6,7 @@
 //! else `~/.local/share/peakbench/history.db`; it is created on first use. See [`store`] for
 //! the schema and how a file that is not ours is refused.
 
+pub mod baseline;
 pub mod compare;
 pub mod store;
 

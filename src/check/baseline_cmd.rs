@@ -1,0 +1,294 @@
+//! `peakbench baseline save|export|import|list|show`: baselines made from the history's runs,
+//! kept beside the history (`baselines/NAME.json`), and moved between machines as files.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result};
+use clap::{Args, Subcommand};
+
+use crate::error::UsageError;
+use crate::history::baseline::{self, Baseline, DEFAULT_RUNS, Fingerprint};
+use crate::history::store::Store;
+use crate::options::{DbArgs, Json};
+use crate::result::Report;
+
+/// What `peakbench baseline` does.
+#[derive(Subcommand, Debug)]
+pub enum BaselineCommand {
+    /// Keeps the samples of this machine's latest runs of each case (or of chosen runs) as NAME
+    Save(SaveArgs),
+    /// Writes a saved baseline to FILE, or into DIR as DIR/<fingerprint>.json (a fleet's shared directory)
+    Export(ExportArgs),
+    /// Checks a baseline file and saves it (under its own name, or --name)
+    Import(ImportArgs),
+    /// Lists the saved baselines with their fingerprints
+    List(ListArgs),
+    /// Prints a saved baseline (NAME) or a baseline file: its fingerprint and each case's median and spread
+    Show(ShowArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SaveArgs {
+    /// The baseline's name (letters, digits, '.', '-', '_')
+    pub name: String,
+    /// The runs to keep, by id (default: the latest runs of this machine's fingerprint)
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    pub runs: Vec<i64>,
+    /// How many runs of each case to keep
+    #[arg(long, default_value_t = DEFAULT_RUNS as u32, value_name = "N", value_parser = crate::options::positive_u32)]
+    pub last: u32,
+    /// Replace a saved baseline of that name
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// The saved baseline
+    pub name: String,
+    /// A file to write, or a directory to write <fingerprint>.json into
+    pub to: PathBuf,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// A baseline file written by 'peakbench baseline export'
+    pub file: PathBuf,
+    /// Save it under this name instead of its own
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Replace a saved baseline of that name
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// A saved baseline's name, or a baseline file
+    pub baseline: String,
+    #[command(flatten)]
+    pub json: Json,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+pub fn run(command: &BaselineCommand) -> Result<ExitCode> {
+    match command {
+        BaselineCommand::Save(args) => save(args),
+        BaselineCommand::Export(args) => export(args),
+        BaselineCommand::Import(args) => import(args),
+        BaselineCommand::List(args) => list(args),
+        BaselineCommand::Show(args) => show(args),
+    }
+    .map(|()| ExitCode::SUCCESS)
+}
+
+fn saved_dir(db: &DbArgs) -> Result<PathBuf> {
+    Ok(baseline::saved_dir(&crate::history::db_path(db)?))
+}
+
+fn checked_name<'a>(name: &'a str, flag: &str) -> Result<&'a str> {
+    if baseline::valid_name(name) {
+        Ok(name)
+    } else {
+        Err(UsageError(format!(
+            "{flag}: '{}' is not a baseline name: use 1 to 64 letters, digits, '.', '-' or '_'",
+            crate::text::printable_at_most(name, 64)
+        ))
+        .into())
+    }
+}
+
+/// Writes `b` as a saved baseline, refusing to replace one unless `force`.
+fn keep(db: &DbArgs, b: &Baseline, force: bool) -> Result<PathBuf> {
+    let dir = saved_dir(db)?;
+    let file = dir.join(format!("{}.json", b.name));
+    if file.exists() && !force {
+        return Err(UsageError(format!(
+            "NAME: a baseline '{}' is already saved ({}): give --force to replace it, or \
+             another name",
+            b.name,
+            file.display()
+        ))
+        .into());
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::write(&file, b.to_json()).with_context(|| format!("writing {}", file.display()))?;
+    Ok(file)
+}
+
+/// The runs a baseline keeps, newest first: `chosen`, or the latest of `fp`'s hardware.
+fn runs(store: &Store, chosen: &[i64], fp: &Fingerprint) -> Result<Vec<(i64, Report)>> {
+    if !chosen.is_empty() {
+        let mut runs = Vec::new();
+        for id in chosen {
+            runs.push((*id, store.load(*id)?));
+        }
+        runs.sort_by_key(|run| std::cmp::Reverse(run.0));
+        return Ok(runs);
+    }
+    let mut runs = Vec::new();
+    for id in store.recent(None, 500)? {
+        let Ok(report) = store.load(id) else { continue };
+        if Fingerprint::of(&report.host) == *fp {
+            runs.push((id, report));
+        }
+    }
+    Ok(runs)
+}
+
+fn save(args: &SaveArgs) -> Result<()> {
+    let name = checked_name(&args.name, "NAME")?;
+    let store = Store::open(&crate::history::db_path(&args.db)?, false)?;
+    let here = Fingerprint::of(&crate::sysinfo::collect());
+    let runs = runs(&store, &args.runs, &here)?;
+    let fp = match runs.first() {
+        Some((_, first)) if !args.runs.is_empty() => Fingerprint::of(&first.host),
+        _ => here,
+    };
+    if let Some((id, _)) = runs
+        .iter()
+        .find(|(_, r)| !Fingerprint::of(&r.host).differences(&fp).is_empty())
+    {
+        return Err(UsageError(format!(
+            "--runs: run {id} was measured on other hardware than run {}: {}; choose runs of one machine",
+            runs[0].0,
+            Fingerprint::of(&runs.iter().find(|r| r.0 == *id).expect("found").1.host)
+                .differences(&fp)
+                .join(", ")
+        ))
+        .into());
+    }
+    let b = Baseline::from_runs(name, fp, &runs, args.last as usize);
+    if b.cases.is_empty() {
+        return Err(UsageError(format!(
+            "NAME: no run of this hardware (fingerprint {}) in {}: run 'peakbench check \
+             --no-baseline-ok' a few times first, or give --runs",
+            b.fingerprint.key(),
+            store.path().display()
+        ))
+        .into());
+    }
+    let file = keep(&args.db, &b, args.force)?;
+    let fewest = b.cases.iter().map(|c| c.runs.len()).min().unwrap_or(0);
+    eprintln!(
+        "saved baseline '{name}' of {} cases (at least {fewest} runs each, fingerprint {}) in {}",
+        b.cases.len(),
+        b.fingerprint.key(),
+        file.display()
+    );
+    if fewest < args.last as usize {
+        eprintln!(
+            "note: some cases have fewer than {} runs: the test has less power; save again after more checks",
+            args.last
+        );
+    }
+    Ok(())
+}
+
+/// A saved baseline by name.
+fn load_saved(db: &DbArgs, name: &str) -> Result<Baseline> {
+    let name = checked_name(name, "NAME")?;
+    let file = saved_dir(db)?.join(format!("{name}.json"));
+    if !file.is_file() {
+        return Err(UsageError(format!(
+            "NAME: no saved baseline named '{name}': see 'peakbench baseline list'"
+        ))
+        .into());
+    }
+    baseline::read(&file).map_err(|why| UsageError(format!("NAME: {why}")).into())
+}
+
+fn export(args: &ExportArgs) -> Result<()> {
+    let b = load_saved(&args.db, &args.name)?;
+    let file = if args.to.is_dir() {
+        args.to.join(format!("{}.json", b.fingerprint.key()))
+    } else {
+        args.to.clone()
+    };
+    std::fs::write(&file, b.to_json()).map_err(|e| {
+        UsageError(format!(
+            "TO: cannot write {}: {e}; choose a writable path",
+            file.display()
+        ))
+    })?;
+    eprintln!("baseline '{}' written to {}", b.name, file.display());
+    Ok(())
+}
+
+fn import(args: &ImportArgs) -> Result<()> {
+    let mut b = baseline::read(&args.file).map_err(|why| UsageError(format!("FILE: {why}")))?;
+    if let Some(name) = &args.name {
+        b.name = checked_name(name, "--name")?.to_string();
+    } else {
+        checked_name(&b.name, "--name")?;
+    }
+    let file = keep(&args.db, &b, args.force)?;
+    eprintln!("imported baseline '{}' as {}", b.name, file.display());
+    Ok(())
+}
+
+fn list(args: &ListArgs) -> Result<()> {
+    use crate::text::{Align, Table};
+    let dir = saved_dir(&args.db)?;
+    let saved = baseline::saved(&dir);
+    if saved.is_empty() {
+        println!("no baselines in {}", dir.display());
+        return Ok(());
+    }
+    let here = Fingerprint::of(&crate::sysinfo::collect());
+    let mut table = Table::new(&[
+        ("name", Align::Left),
+        ("fingerprint", Align::Left),
+        ("here", Align::Left),
+        ("cpu", Align::Left),
+        ("cases", Align::Right),
+        ("created", Align::Left),
+    ]);
+    for b in &saved {
+        match b {
+            Ok(b) => table.row([
+                b.name.clone(),
+                b.fingerprint.key(),
+                if b.fingerprint == here { "yes" } else { "" }.to_string(),
+                b.fingerprint.cpu_model.clone(),
+                b.cases.len().to_string(),
+                b.created_at.clone(),
+            ]),
+            Err(why) => eprintln!("warning: {why}"),
+        }
+    }
+    print!("{}", table.render());
+    Ok(())
+}
+
+fn show(args: &ShowArgs) -> Result<()> {
+    let b = if args.baseline.contains('/')
+        || args.baseline.ends_with(".json")
+        || Path::new(&args.baseline).is_file()
+    {
+        baseline::read(Path::new(&args.baseline))
+            .map_err(|why| UsageError(format!("BASELINE: {why}")))?
+    } else {
+        load_saved(&args.db, &args.baseline)?
+    };
+    if args.json.on {
+        println!("{}", crate::text::json_for_terminal(&b.to_json()));
+    } else {
+        print!("{}", b.render());
+    }
+    Ok(())
+}

@@ -1,0 +1,423 @@
+//! `peakbench check`: a short plan (the `check` preset, or `--config`) judged case by case
+//! against a baseline of this hardware, each suspect case measured again with more repetitions
+//! before it fails; and `peakbench baseline`, which makes, moves and shows baselines.
+//!
+//! The gate's rule is in [`gate`], the outputs (text, drain reason, JUnit, JSON) in [`verdict`],
+//! the exit codes in `docs/check.md`: 0 healthy, 1 a regression (or a measurement that
+//! failed), 2 bad input, 3 no baseline for this hardware (0 with `--no-baseline-ok`).
+
+pub mod baseline_cmd;
+pub mod gate;
+pub mod verdict;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::config::{self, Entry, Preset};
+use crate::error::{Exit, UsageError};
+use crate::history::baseline::{self, Baseline, Fingerprint};
+use crate::options::{DbArgs, Json, OutputArgs, PeakArgs, RunnerArgs, StoreArgs, positive_u32};
+use crate::plan::Context;
+use crate::session::{self, HtmlReport, Session};
+use gate::{CaseVerdict, Gate, Status};
+use verdict::{CheckStatus, Verdict};
+
+/// The default tolerance: a case fails only beyond 20 % slower (docs/check.md says why).
+pub const DEFAULT_TOLERANCE: f64 = 0.20;
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// The baseline: a saved name (`peakbench baseline list`), a baseline file, or a directory
+    /// of baselines, one per hardware fingerprint (read only). Default: the saved baseline of
+    /// this machine's fingerprint
+    #[arg(long, value_name = "NAME|FILE|DIR")]
+    pub baseline: Option<String>,
+    /// Slower than the baseline's median by more than this share fails (with a significant
+    /// test): 0.2 or 20%
+    #[arg(long, default_value = "0.2", value_name = "FRACTION", value_parser = tolerance)]
+    pub tolerance: f64,
+    /// Fail unstable cases too (by default they are reported as unstable with their spread)
+    #[arg(long)]
+    pub strict: bool,
+    /// Exit 0, not 3, when there is no baseline for this hardware
+    #[arg(long)]
+    pub no_baseline_ok: bool,
+    /// Judge against a baseline learned on other hardware (its differing fields are printed)
+    #[arg(long)]
+    pub any_hardware: bool,
+    /// Print only the drain reason on stdout (at most 100 printable ASCII characters; nothing
+    /// when healthy)
+    #[arg(long, conflicts_with = "json")]
+    pub reason: bool,
+    /// Write a JUnit XML report: one testcase per case, failures with their message
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    #[command(flatten)]
+    pub json: Json,
+    /// Print the plan and its estimated duration, run nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// A TOML file of experiments instead of the check preset (see presets/check.toml)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Run the network cases against this 'peakbench net serve' (default: one on loopback)
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub server: Option<String>,
+    /// Directory for the disk cases' test file (default: the current one)
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Measured repetitions per case
+    #[arg(long, short = 'r', default_value = "5", value_name = "N", value_parser = positive_u32)]
+    pub repetitions: u32,
+    /// Repetitions of a case measured again before it fails
+    #[arg(long, default_value = "10", value_name = "N", value_parser = positive_u32)]
+    pub remeasure: u32,
+    /// The check's time: a suspect case is measured again only while its estimate fits in
+    /// what is left of it (the others are judged on their first measurement, and say so)
+    #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = crate::options::positive_duration)]
+    pub budget: std::time::Duration,
+    #[command(flatten)]
+    pub history: StoreArgs,
+    #[command(flatten)]
+    pub peak: PeakArgs,
+}
+
+/// `--tolerance`: a fraction in (0, 1), or a percentage.
+pub fn tolerance(text: &str) -> Result<f64, String> {
+    let (number, scale) = match text.trim().strip_suffix('%') {
+        Some(n) => (n, 100.0),
+        None => (text.trim(), 1.0),
+    };
+    match number.parse::<f64>().map(|v| v / scale) {
+        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+        _ => Err(format!(
+            "'{text}' is not a tolerance: give a share between 0 and 1 (0.2) or a percentage (20%)"
+        )),
+    }
+}
+
+/// The plan's tables: `--config`, else the check preset, with the run-wide targets applied.
+fn entries(args: &CheckArgs) -> Result<(String, Vec<Entry>)> {
+    let (origin, mut entries) = match &args.config {
+        Some(path) => (format!("--config {}", path.display()), config::load(path)?),
+        None => (
+            "preset check".to_string(),
+            config::parse(Preset::Check.text(), "check")?,
+        ),
+    };
+    if let Some(server) = &args.server {
+        config::apply_run_wide(&mut entries, "net", "server", server);
+    }
+    if let Some(dir) = &args.dir {
+        config::apply_run_wide(&mut entries, "disk", "dir", &dir.display().to_string());
+    }
+    Ok((origin, entries))
+}
+
+/// Where the baseline came from, for messages.
+pub struct Found {
+    pub baseline: Baseline,
+    pub origin: String,
+}
+
+/// The baseline `--baseline` names (or the saved one of this fingerprint), refused when it was
+/// learned on other hardware unless `any`; `None` when there is none for this hardware.
+pub fn locate(
+    arg: Option<&str>,
+    db: &DbArgs,
+    fp: &Fingerprint,
+    any: bool,
+) -> Result<Option<Found>> {
+    let Some(found) = find(arg, db, fp)? else {
+        return Ok(None);
+    };
+    let differ = found.baseline.fingerprint.differences(fp);
+    if !differ.is_empty() {
+        let line = format!(
+            "{} was learned on other hardware: {} (there vs here)",
+            found.origin,
+            differ.join(", ")
+        );
+        if !any {
+            return Err(UsageError(format!(
+                "--baseline: {line}; use this machine's baseline, or --any-hardware to judge \
+                 against it anyway"
+            ))
+            .into());
+        }
+        eprintln!("warning: {line}; judged anyway (--any-hardware)");
+    }
+    Ok(Some(found))
+}
+
+/// The baseline `arg` names: a directory's file of this fingerprint, a file, a saved name;
+/// without `arg`, the newest saved baseline of this fingerprint.
+fn find(arg: Option<&str>, db: &DbArgs, fp: &Fingerprint) -> Result<Option<Found>> {
+    let bad = |why: String| UsageError(format!("--baseline: {why}; give a valid baseline file"));
+    let read = |file: &Path, origin: String| -> Result<Option<Found>> {
+        let baseline = baseline::read(file).map_err(bad)?;
+        Ok(Some(Found { baseline, origin }))
+    };
+    let saved = baseline::saved_dir(&crate::history::db_path(db)?);
+    match arg {
+        None => Ok(newest_saved(&saved, fp)),
+        Some(arg) if Path::new(arg).is_dir() => {
+            let file = Path::new(arg).join(format!("{}.json", fp.key()));
+            if !file.exists() {
+                eprintln!(
+                    "no baseline for this hardware in {arg}: no {}",
+                    file.display()
+                );
+                return Ok(None);
+            }
+            read(&file, file.display().to_string())
+        }
+        Some(arg) if arg.contains('/') || arg.ends_with(".json") || Path::new(arg).is_file() => {
+            read(Path::new(arg), arg.to_string())
+        }
+        Some(name) => {
+            let file = saved.join(format!("{name}.json"));
+            if !baseline::valid_name(name) || !file.is_file() {
+                return Err(UsageError(format!(
+                    "--baseline: no saved baseline named '{}': see 'peakbench baseline list', \
+                     or give a file or directory",
+                    crate::text::printable_at_most(name, 64)
+                ))
+                .into());
+            }
+            read(&file, format!("saved baseline '{name}'"))
+        }
+    }
+}
+
+/// The newest saved baseline of fingerprint `fp` in `dir` (those that cannot be read are
+/// skipped with a warning).
+fn newest_saved(dir: &Path, fp: &Fingerprint) -> Option<Found> {
+    let mut mine: Vec<Baseline> = baseline::saved(dir)
+        .into_iter()
+        .filter_map(|b| b.map_err(|why| eprintln!("warning: skipped {why}")).ok())
+        .filter(|b| b.fingerprint == *fp)
+        .collect();
+    mine.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    let baseline = mine.into_iter().next()?;
+    let origin = format!("saved baseline '{}'", baseline.name);
+    Some(Found { baseline, origin })
+}
+
+/// `peakbench check`.
+pub fn run(args: &CheckArgs) -> Result<ExitCode> {
+    // The budget counts from here: the machine's probes and the planning are the check's time.
+    let started = std::time::Instant::now();
+    args.peak.check()?;
+    let (origin, entries) = entries(args)?;
+    let parsed = entries
+        .iter()
+        .map(|entry| config::parse_entry(entry, &origin))
+        .collect::<Result<Vec<_>, _>>()?;
+    let runner = RunnerArgs {
+        repetitions: args.repetitions,
+        ..RunnerArgs::default()
+    };
+    let ctx = session::context(&runner, &args.peak, &crate::registry::probe());
+    let (mut plan, experiments) = config::plan(&entries, &parsed, &ctx, &origin)?;
+    plan.config = serde_json::json!({
+        "experiments": experiments,
+        "runner": ctx.runner,
+        "preset": "check",
+        "check": { "tolerance": args.tolerance, "strict": args.strict },
+    });
+    if args.dry_run {
+        let output = OutputArgs {
+            json: args.json,
+            dry_run: true,
+            ..OutputArgs::default()
+        };
+        return session::execute(plan, &ctx, &output, HtmlReport::None);
+    }
+    if let Some(file) = &args.junit {
+        verdict::probe_writable(file, "--junit")?;
+    }
+    let fp = Fingerprint::of(&ctx.host);
+    let found = locate(
+        args.baseline.as_deref(),
+        &args.history.db,
+        &fp,
+        args.any_hardware,
+    )?;
+    for note in &plan.notes {
+        eprintln!("note: {note}");
+    }
+    let mut session = Session::start(&ctx, plan.config, plan.notes, None)?;
+    let ending = session.run(plan.cases, &ctx)?;
+    let gate = Gate {
+        tolerance: args.tolerance,
+        strict: args.strict,
+    };
+    let cases = match &found {
+        Some(found) => {
+            let rerun = Rerun {
+                entries: &entries,
+                parsed: &parsed,
+                origin: &origin,
+                ctx: &ctx,
+                repetitions: args.remeasure,
+                left: args.budget.saturating_sub(started.elapsed()),
+            };
+            judge_and_remeasure(&mut session, &found.baseline, gate, &rerun)?
+        }
+        None => {
+            session.judge(&args.history.db)?;
+            Vec::new()
+        }
+    };
+    let run_id = crate::history::store_run(&args.history, &session.report);
+    let verdict = Verdict::new(found.as_ref(), &fp, gate, cases, run_id);
+    finish(args, &verdict, ending)
+}
+
+/// What measuring a case again needs: the plan's tables and the machine.
+struct Rerun<'a> {
+    entries: &'a [Entry],
+    parsed: &'a [(&'static dyn crate::workload::Workload, clap::ArgMatches)],
+    origin: &'a str,
+    ctx: &'a Context,
+    /// Repetitions of a case measured again.
+    repetitions: u32,
+    /// What is left of the check's time budget.
+    left: std::time::Duration,
+}
+
+/// Judges every result against the baseline, measures the failing and unstable cases again
+/// with `remeasure` repetitions, judges again, and keeps the findings in the document.
+fn judge_and_remeasure(
+    session: &mut Session,
+    baseline: &Baseline,
+    gate: Gate,
+    rerun: &Rerun,
+) -> Result<Vec<CaseVerdict>> {
+    let mut cases = judge(session, baseline, gate);
+    // Failures first, the slowest first; then the unstable cases.
+    let mut suspects: Vec<&CaseVerdict> = cases
+        .iter()
+        .filter(|c| matches!(c.status, Status::Fail | Status::Unstable))
+        .collect();
+    suspects.sort_by(|a, b| {
+        (a.status != Status::Fail)
+            .cmp(&(b.status != Status::Fail))
+            .then(a.ratio.unwrap_or(1.0).total_cmp(&b.ratio.unwrap_or(1.0)))
+    });
+    let suspects: Vec<String> = suspects.iter().map(|c| c.id.clone()).collect();
+    if !suspects.is_empty() && !crate::interrupt::requested() {
+        eprintln!(
+            "measuring again with {} repetitions before judging: {}",
+            rerun.repetitions,
+            suspects.join(", ")
+        );
+        let again = measure_again(session, rerun, &suspects)?;
+        cases = judge(session, baseline, gate);
+        for case in cases.iter_mut().filter(|c| again.contains(&c.id)) {
+            case.remeasured = true;
+        }
+    }
+    session.save()?;
+    Ok(cases)
+}
+
+/// The findings of the session's document against `baseline` (kept in the document), and
+/// the gate's verdict on each result.
+fn judge(session: &mut Session, baseline: &Baseline, gate: Gate) -> Vec<CaseVerdict> {
+    let index = crate::findings::PastIndex::from_samples(
+        baseline.cases.iter().map(|c| {
+            (
+                c.id.as_str(),
+                c.unit.as_str(),
+                c.runs.as_slice(),
+                c.samples.as_slice(),
+            )
+        }),
+        1.0 - gate.tolerance,
+    );
+    let findings = crate::findings::judge_with(&session.report, &index);
+    let cases = session
+        .report
+        .results
+        .iter()
+        .map(|r| {
+            let finding = findings.results.iter().find(|f| f.id == r.id);
+            gate::judge(r, baseline.case(&r.id, &r.unit), finding, gate)
+        })
+        .collect();
+    session.report.findings = Some(findings);
+    cases
+}
+
+/// Measures the cases `ids` again (in that order) with more repetitions, each result replacing
+/// the first one, while each case's estimate fits in what is left of the budget; returns the
+/// ids measured again.
+fn measure_again(session: &mut Session, rerun: &Rerun, ids: &[String]) -> Result<Vec<String>> {
+    let ctx = Context {
+        host: rerun.ctx.host.clone(),
+        peaks: rerun.ctx.peaks.clone(),
+        runner: RunnerArgs {
+            repetitions: rerun.repetitions,
+            ..rerun.ctx.runner.clone()
+        },
+    };
+    let (plan, _) = config::plan(rerun.entries, rerun.parsed, &ctx, rerun.origin)?;
+    let mut cases: Vec<_> = plan
+        .cases
+        .into_iter()
+        .filter_map(|c| Some((ids.iter().position(|id| *id == c.spec().id)?, c)))
+        .collect();
+    cases.sort_by_key(|(at, _)| *at);
+    let mut left = rerun.left;
+    let mut again = Vec::new();
+    for (_, case) in cases {
+        let id = case.spec().id;
+        let estimate = case.estimate(&ctx);
+        if crate::interrupt::requested() || estimate > left {
+            eprintln!(
+                "note: {id} not measured again: its {} would pass the check's time (--budget)",
+                crate::units::format_duration(estimate)
+            );
+            continue;
+        }
+        let started = std::time::Instant::now();
+        let result = session::run_case(case, &ctx)?;
+        left = left.saturating_sub(started.elapsed());
+        if let Some(slot) = session.report.results.iter_mut().find(|r| r.id == id) {
+            *slot = result;
+        }
+        again.push(id);
+    }
+    Ok(again)
+}
+
+/// Prints the verdict as asked, writes the JUnit file, and returns the exit code.
+fn finish(args: &CheckArgs, verdict: &Verdict, ending: session::Ending) -> Result<ExitCode> {
+    if let Some(file) = &args.junit {
+        verdict::write_junit(file, verdict)?;
+    }
+    if args.json.on {
+        println!("{}", serde_json::to_string_pretty(verdict)?);
+    } else if args.reason {
+        if let Some(reason) = &verdict.reason {
+            println!("{reason}");
+        }
+    } else {
+        print!("{}", verdict.render());
+    }
+    if ending == session::Ending::Interrupted {
+        eprintln!("interrupted: the verdict above covers the cases measured before it");
+        return Ok(Exit::Interrupted.into());
+    }
+    Ok(match verdict.status {
+        CheckStatus::Healthy => ExitCode::SUCCESS,
+        CheckStatus::Regression => Exit::Failed.into(),
+        CheckStatus::NoBaseline if args.no_baseline_ok => ExitCode::SUCCESS,
+        CheckStatus::NoBaseline => Exit::NoBaseline.into(),
+    })
+}

@@ -1,0 +1,320 @@
+//! The verdict of a check, as each reader takes it: text (one line per failing case, as NHC
+//! writes drain reasons), the drain reason alone (`--reason`), JUnit XML (`--junit`, which
+//! GitLab, Jenkins and GitHub read) and JSON (`--json`).
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::Found;
+use super::gate::{CaseVerdict, Gate, Status, format_p, short_cause};
+use crate::error::UsageError;
+use crate::history::baseline::Fingerprint;
+use crate::units::format_value;
+
+/// The longest drain reason: Slurm keeps longer ones, but `sinfo -R` and NHC show about this.
+pub const MAX_REASON: usize = 100;
+
+/// How the check ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckStatus {
+    /// No case failed.
+    Healthy,
+    /// At least one case failed.
+    Regression,
+    /// No baseline of this hardware (or none of its cases in this plan): nothing was judged.
+    NoBaseline,
+}
+
+/// The baseline a check was judged against.
+#[derive(Clone, Debug, Serialize)]
+pub struct BaselineRef {
+    pub name: String,
+    /// Where it was read: a saved name, a file.
+    pub origin: String,
+    pub fingerprint: String,
+    pub created_at: String,
+    pub host: String,
+}
+
+/// The whole verdict of a check.
+#[derive(Clone, Debug, Serialize)]
+pub struct Verdict {
+    pub status: CheckStatus,
+    /// This machine's hardware fingerprint, and its key.
+    pub fingerprint: Fingerprint,
+    pub fingerprint_key: String,
+    pub baseline: Option<BaselineRef>,
+    pub tolerance: f64,
+    pub strict: bool,
+    /// The check's run in the history, where it was stored.
+    pub run: Option<i64>,
+    pub cases: Vec<CaseVerdict>,
+    /// The drain reason, when the node is not healthy.
+    pub reason: Option<String>,
+}
+
+impl Verdict {
+    pub fn new(
+        found: Option<&Found>,
+        fp: &Fingerprint,
+        gate: Gate,
+        cases: Vec<CaseVerdict>,
+        run: Option<i64>,
+    ) -> Verdict {
+        let judged = cases.iter().any(|c| c.status != Status::Unjudged);
+        let status = if cases.iter().any(|c| c.status == Status::Fail) {
+            CheckStatus::Regression
+        } else if found.is_none() || !judged {
+            CheckStatus::NoBaseline
+        } else {
+            CheckStatus::Healthy
+        };
+        let mut verdict = Verdict {
+            status,
+            fingerprint: fp.clone(),
+            fingerprint_key: fp.key(),
+            baseline: found.map(|f| BaselineRef {
+                name: f.baseline.name.clone(),
+                origin: f.origin.clone(),
+                fingerprint: f.baseline.fingerprint.key(),
+                created_at: f.baseline.created_at.clone(),
+                host: f.baseline.host.clone(),
+            }),
+            tolerance: gate.tolerance,
+            strict: gate.strict,
+            run,
+            cases,
+            reason: None,
+        };
+        verdict.reason = reason(&verdict);
+        verdict
+    }
+
+    /// The text output: a line per failing and unstable case, the causes of the failures with
+    /// their evidence and remedy, and a summary line.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for c in self
+            .cases
+            .iter()
+            .filter(|c| matches!(c.status, Status::Fail | Status::Unstable))
+        {
+            out.push_str(&crate::text::printable(&c.line));
+            out.push('\n');
+        }
+        let mut named: Vec<&crate::result::Cause> = Vec::new();
+        for c in self.cases.iter().filter(|c| c.status == Status::Fail) {
+            for cause in &c.causes {
+                // Each kind once: the first failure's (one cause is read again for each case).
+                if !named.iter().any(|n| n.kind == cause.kind) {
+                    named.push(cause);
+                }
+            }
+        }
+        for cause in named {
+            out.push_str(&format!("  {}: {}\n", cause.kind, cause.text));
+            for e in &cause.evidence {
+                out.push_str(&format!("    evidence: {} = {}\n", e.source, e.value));
+            }
+            out.push_str(&format!("    remedy: {}\n", cause.remedy));
+        }
+        out.push_str(&self.summary());
+        out.push('\n');
+        crate::text::terminal(&out)
+    }
+
+    /// One line: the status, the counts and the baseline.
+    pub fn summary(&self) -> String {
+        let count = |s: Status| self.cases.iter().filter(|c| c.status == s).count();
+        let against = match &self.baseline {
+            Some(b) => format!("against {}", b.origin),
+            None => format!(
+                "no baseline for this hardware (fingerprint {}): nothing judged; run checks with \
+                 --no-baseline-ok, then 'peakbench baseline save NAME'",
+                self.fingerprint_key
+            ),
+        };
+        let status = match self.status {
+            CheckStatus::Healthy => "healthy",
+            CheckStatus::Regression => "REGRESSION",
+            CheckStatus::NoBaseline => "no baseline",
+        };
+        format!(
+            "peakbench check: {status}: {} cases, {} pass, {} fail, {} unstable, {} unjudged, \
+             {against} (tolerance {:.0} %{})",
+            self.cases.len(),
+            count(Status::Pass),
+            count(Status::Fail),
+            count(Status::Unstable),
+            count(Status::Unjudged),
+            self.tolerance * 100.0,
+            if self.strict { ", strict" } else { "" }
+        )
+    }
+}
+
+/// The drain reason: the worst failing case, its ratio and p, and its first cause, in at most
+/// [`MAX_REASON`] printable ASCII characters; "no baseline" where nothing could be judged;
+/// `None` when healthy.
+fn reason(v: &Verdict) -> Option<String> {
+    let text = match v.status {
+        CheckStatus::Healthy => return None,
+        CheckStatus::NoBaseline => format!(
+            "peakbench: no baseline for fingerprint {}",
+            v.fingerprint_key
+        ),
+        CheckStatus::Regression => {
+            let failed: Vec<&CaseVerdict> = v
+                .cases
+                .iter()
+                .filter(|c| c.status == Status::Fail)
+                .collect();
+            let worst = failed
+                .iter()
+                .min_by(|a, b| a.ratio.unwrap_or(1.0).total_cmp(&b.ratio.unwrap_or(1.0)))
+                .expect("a regression has a failing case");
+            let cause = worst
+                .causes
+                .first()
+                .map(short_cause)
+                .unwrap_or_else(|| "no cause found".into());
+            let more = match failed.len() {
+                1 => String::new(),
+                n => format!(" (+{} more)", n - 1),
+            };
+            // The case last, so that a long id is what the limit cuts.
+            format!(
+                "peakbench: {cause}: {:.2}x baseline p={}{more}: {}",
+                worst.ratio.unwrap_or(f64::NAN),
+                format_p(worst.p.unwrap_or(1.0)),
+                worst.id,
+            )
+        }
+    };
+    Some(ascii_at_most(&text, MAX_REASON))
+}
+
+/// Printable ASCII only (anything else becomes '?'), cut to `chars`.
+pub fn ascii_at_most(text: &str, chars: usize) -> String {
+    text.chars()
+        .map(|c| {
+            if c == ' ' || c.is_ascii_graphic() {
+                c
+            } else {
+                '?'
+            }
+        })
+        .take(chars)
+        .collect()
+}
+
+/// Fails fast on a JUnit path that cannot be written, before anything is measured.
+pub fn probe_writable(path: &Path, flag: &str) -> anyhow::Result<()> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(drop)
+        .map_err(|e| {
+            UsageError(format!(
+                "{flag}: cannot write {}: {e}; choose a writable path",
+                path.display()
+            ))
+            .into()
+        })
+}
+
+/// Writes the JUnit XML report.
+pub fn write_junit(path: &Path, v: &Verdict) -> anyhow::Result<()> {
+    std::fs::write(path, junit(v)).map_err(|e| {
+        UsageError(format!(
+            "--junit: cannot write {}: {e}; choose a writable path",
+            path.display()
+        ))
+        .into()
+    })
+}
+
+/// The verdict as JUnit XML: one testsuite, one testcase per case (classname its subsystem),
+/// a failure per failing case with its line as the message and its causes as the text; an
+/// unstable case is a failure with `--strict`, otherwise skipped with its line; no baseline
+/// is one skipped testcase.
+pub fn junit(v: &Verdict) -> String {
+    let count = |s: Status| v.cases.iter().filter(|c| c.status == s).count();
+    let no_baseline = v.status == CheckStatus::NoBaseline && v.cases.is_empty();
+    let mut out = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"peakbench \
+         check\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n",
+        v.cases.len().max(usize::from(no_baseline)),
+        count(Status::Fail),
+        count(Status::Unstable) + count(Status::Unjudged) + usize::from(no_baseline),
+    );
+    if no_baseline {
+        out.push_str(&format!(
+            "<testcase classname=\"peakbench.check\" name=\"baseline\"><skipped message=\"{}\"/></testcase>\n",
+            xml(&v.summary())
+        ));
+    }
+    for c in &v.cases {
+        out.push_str(&format!(
+            "<testcase classname=\"peakbench.{}\" name=\"{}\">",
+            xml(&c.subsystem),
+            xml(&c.id)
+        ));
+        match c.status {
+            Status::Fail => out.push_str(&format!(
+                "<failure message=\"{}\" type=\"regression\">{}</failure>",
+                xml(&c.line),
+                xml(&details(c))
+            )),
+            Status::Unstable | Status::Unjudged => {
+                out.push_str(&format!("<skipped message=\"{}\"/>", xml(&c.line)))
+            }
+            Status::Pass => out.push_str(&format!("<system-out>{}</system-out>", xml(&c.line))),
+        }
+        out.push_str("</testcase>\n");
+    }
+    out.push_str("</testsuite>\n</testsuites>\n");
+    out
+}
+
+/// A failing case's figures and causes, one per line.
+fn details(c: &CaseVerdict) -> String {
+    let mut out = format!(
+        "{}: {} {} this run over {} repetitions",
+        c.label,
+        format_value(c.value),
+        c.unit,
+        c.repetitions
+    );
+    for cause in &c.causes {
+        out.push_str(&format!("\ncause {}: {}", cause.kind, cause.text));
+        for e in &cause.evidence {
+            out.push_str(&format!("\n  evidence: {} = {}", e.source, e.value));
+        }
+        out.push_str(&format!("\n  remedy: {}", cause.remedy));
+    }
+    out
+}
+
+/// Text escaped for an XML attribute or element; control characters, which XML 1.0 cannot
+/// hold, become visible escapes.
+fn xml(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in crate::text::terminal(text).chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,126 @@
+use super::*;
+use crate::result::{Cause, Evidence};
+
+fn case(id: &str, status: Status, ratio: f64) -> CaseVerdict {
+    CaseVerdict {
+        id: id.into(),
+        label: format!("label of {id}"),
+        subsystem: "cpu".into(),
+        unit: "GFLOP/s".into(),
+        status,
+        value: 50.0,
+        cv: Some(0.01),
+        repetitions: 10,
+        baseline: None,
+        ratio: Some(ratio),
+        interval: Some([ratio - 0.02, ratio + 0.02]),
+        p: Some(0.0001),
+        remeasured: true,
+        causes: vec![Cause {
+            kind: "cpu-quota".into(),
+            value: Some(1.2),
+            unit: "CPU".into(),
+            text: "the cgroup's CPU quota allows 1.20 CPU for 2 threads <&>".into(),
+            evidence: vec![Evidence::new("/sys/fs/cgroup/x/cpu.max", "120000 100000")],
+            bound: None,
+            explains: None,
+            remedy: "run outside the cgroup".into(),
+        }],
+        line: format!("FAIL {id}: 0.58 of the baseline's median … \u{1b}[2J"),
+    }
+}
+
+fn verdict(cases: Vec<CaseVerdict>) -> Verdict {
+    let report =
+        crate::result::Report::parse(include_str!("../../../tests/fixtures/report.json")).unwrap();
+    let fp = Fingerprint::of(&report.host);
+    let b = crate::history::baseline::Baseline::from_runs("node", fp.clone(), &[(1, report)], 5);
+    let found = Found {
+        baseline: b,
+        origin: "saved baseline 'node'".into(),
+    };
+    let gate = Gate {
+        tolerance: 0.2,
+        strict: false,
+    };
+    Verdict::new(Some(&found), &fp, gate, cases, Some(9))
+}
+
+#[test]
+fn a_regression_gives_a_short_printable_reason_naming_the_cause() {
+    let long = "cpu-f64-avx512-fma-t2-strong-with-a-very-long-name-that-goes-on-and-on";
+    let v = verdict(vec![
+        case(long, Status::Fail, 0.58),
+        case("other", Status::Fail, 0.7),
+        case("fine", Status::Pass, 1.0),
+    ]);
+    assert_eq!(v.status, CheckStatus::Regression);
+    let reason = v.reason.clone().unwrap();
+    assert!(reason.len() <= MAX_REASON, "{reason}");
+    assert!(reason.chars().all(|c| c == ' ' || c.is_ascii_graphic()));
+    assert!(
+        reason
+            .starts_with("peakbench: cpu-quota 1.20 CPU: 0.58x baseline p=1e-4 (+1 more): cpu-f64"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn healthy_has_no_reason_and_unstable_is_not_a_failure() {
+    let v = verdict(vec![
+        case("a", Status::Pass, 1.0),
+        case("b", Status::Unstable, 0.7),
+    ]);
+    assert_eq!(v.status, CheckStatus::Healthy);
+    assert_eq!(v.reason, None);
+    let text = v.render();
+    assert!(text.lines().next().unwrap().starts_with("FAIL b") || text.contains("b:"));
+    assert!(text.lines().last().unwrap().contains("healthy"));
+}
+
+#[test]
+fn nothing_judged_is_no_baseline() {
+    let v = verdict(vec![case("a", Status::Unjudged, 1.0)]);
+    assert_eq!(v.status, CheckStatus::NoBaseline);
+    assert!(v.reason.unwrap().contains("no baseline"));
+}
+
+#[test]
+fn text_has_one_line_per_failure_then_the_causes() {
+    let v = verdict(vec![
+        case("a", Status::Fail, 0.5),
+        case("b", Status::Pass, 1.0),
+    ]);
+    let text = v.render();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("FAIL a"), "{text}");
+    assert!(!text.contains('\u{1b}'));
+    assert!(lines[1].starts_with("  cpu-quota: "));
+    assert!(text.contains("evidence: /sys/fs/cgroup/x/cpu.max = 120000 100000"));
+    assert!(text.contains("remedy: run outside the cgroup"));
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .contains("REGRESSION: 2 cases, 1 pass, 1 fail")
+    );
+}
+
+#[test]
+fn junit_has_a_testcase_per_case_and_escapes_its_text() {
+    let v = verdict(vec![
+        case("a", Status::Fail, 0.5),
+        case("b", Status::Pass, 1.0),
+        case("c", Status::Unstable, 0.9),
+    ]);
+    let xml = junit(&v);
+    assert!(
+        xml.contains("tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\""),
+        "{xml}"
+    );
+    assert_eq!(xml.matches("<testcase ").count(), 3);
+    assert!(xml.contains("<failure message=\"FAIL a: "));
+    assert!(xml.contains("&lt;&amp;&gt;"));
+    assert!(xml.contains("remedy: run outside the cgroup"));
+    assert!(!xml.contains('\u{1b}'));
+}

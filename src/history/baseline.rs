@@ -1,0 +1,460 @@
+//! Baselines: the samples of chosen runs of the history, kept under a name for `peakbench
+//! check`, and moved between machines as a versioned JSON file.
+//!
+//! A baseline belongs to the hardware it was learned on, its [`Fingerprint`]: the CPU's
+//! microarchitecture and model, its logical CPUs, the memory to the GiB, the disks' models, the
+//! NICs' drivers and the kernel's major version (a minor kernel update does not make a machine
+//! another one; a new major version may change the I/O and network paths).
+//!
+//! A baseline file comes from elsewhere (a shared directory, another machine), so it is read as
+//! `import` reads a results document: its size bounded first, then every number finite, every
+//! string bounded and printable, every list bounded ([`Baseline::parse`]); a refusal names the
+//! field.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::result::validate;
+use crate::result::{Report, RunStatus};
+use crate::sysinfo::SysInfo;
+
+/// What the `format` field of a baseline file holds.
+pub const FORMAT: &str = "peakbench-baseline";
+/// The version of the file this build writes and reads.
+pub const VERSION: u32 = 1;
+/// The largest baseline file read: a few hundred cases of a few hundred samples fit in 1 MB.
+pub const MAX_BYTES: u64 = 16 << 20;
+/// The most cases of one baseline.
+pub const MAX_CASES: usize = 4096;
+/// The most samples of one case.
+pub const MAX_SAMPLES: usize = 65_536;
+/// How many runs of each case `baseline save` keeps by default.
+pub const DEFAULT_RUNS: usize = 5;
+
+/// What makes two machines the same hardware for a baseline.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// The microarchitecture, e.g. "Zen 3", or "unknown".
+    pub microarch: String,
+    /// The CPU's model name as it reports it.
+    pub cpu_model: String,
+    /// Logical CPUs online.
+    pub cpus: u64,
+    /// Memory, GiB, rounded.
+    pub memory_gib: u64,
+    /// The physical disks' models, sorted ("name=model").
+    pub disks: Vec<String>,
+    /// The physical NICs' drivers, sorted, each once.
+    pub nics: Vec<String>,
+    /// The kernel's major version, e.g. "6".
+    pub kernel_major: String,
+}
+
+impl Fingerprint {
+    /// The fingerprint of `host`.
+    pub fn of(host: &SysInfo) -> Fingerprint {
+        let virtual_nic = |d: &str| matches!(d, "veth" | "bridge" | "tun" | "dummy" | "ifb");
+        let virtual_disk = |n: &str| {
+            ["loop", "ram", "zram", "dm-", "nbd", "md"]
+                .iter()
+                .any(|p| n.starts_with(p))
+        };
+        let mut disks: Vec<String> = host
+            .disks
+            .iter()
+            .filter(|d| !virtual_disk(&d.name))
+            .map(|d| format!("{}={}", d.name, d.model.as_deref().unwrap_or("?")))
+            .collect();
+        disks.sort();
+        let mut nics: Vec<String> = host
+            .nics
+            .iter()
+            .filter_map(|n| n.driver.clone())
+            .filter(|d| !virtual_nic(d))
+            .collect();
+        nics.sort();
+        nics.dedup();
+        Fingerprint {
+            microarch: host
+                .cpu
+                .microarch
+                .value
+                .clone()
+                .unwrap_or_else(|| "unknown".into()),
+            cpu_model: host.cpu.model_name.clone(),
+            cpus: host.cpu.logical_cpus as u64,
+            memory_gib: (host.memory.total_bytes as f64 / f64::from(1u32 << 30)).round() as u64,
+            disks,
+            nics,
+            kernel_major: host.os.kernel.split('.').next().unwrap_or("").to_string(),
+        }
+    }
+
+    /// The fields that differ from `other`, each as "field (here vs there)".
+    pub fn differences(&self, other: &Fingerprint) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut field = |name: &str, a: String, b: String| {
+            if a != b {
+                out.push(format!(
+                    "{name} ({} vs {})",
+                    crate::text::printable_at_most(&a, 60),
+                    crate::text::printable_at_most(&b, 60)
+                ));
+            }
+        };
+        field("microarch", self.microarch.clone(), other.microarch.clone());
+        field("cpu_model", self.cpu_model.clone(), other.cpu_model.clone());
+        field("cpus", self.cpus.to_string(), other.cpus.to_string());
+        field(
+            "memory_gib",
+            self.memory_gib.to_string(),
+            other.memory_gib.to_string(),
+        );
+        field("disks", self.disks.join(","), other.disks.join(","));
+        field("nics", self.nics.join(","), other.nics.join(","));
+        field(
+            "kernel_major",
+            self.kernel_major.clone(),
+            other.kernel_major.clone(),
+        );
+        out
+    }
+
+    /// A short stable name of the fingerprint (16 hex digits of FNV-1a over its fields): the
+    /// file name of its baseline in a directory of baselines.
+    pub fn key(&self) -> String {
+        let text = format!(
+            "{}\n{}\n{}\n{}\n{}\n{}\n{}",
+            self.microarch,
+            self.cpu_model,
+            self.cpus,
+            self.memory_gib,
+            self.disks.join(","),
+            self.nics.join(","),
+            self.kernel_major
+        );
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in text.bytes() {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        format!("{hash:016x}")
+    }
+}
+
+/// The samples of one case in a baseline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BaselineCase {
+    /// The case's id, as results carry it.
+    pub id: String,
+    /// The case as the tables name it.
+    pub label: String,
+    pub metric: String,
+    pub unit: String,
+    /// The runs of the history the samples come from, newest first.
+    pub runs: Vec<i64>,
+    /// Every repetition of those runs.
+    pub samples: Vec<f64>,
+}
+
+/// A baseline: what is normal for one hardware fingerprint.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// The file's version, [`VERSION`].
+    pub version: u32,
+    pub name: String,
+    /// When it was saved (RFC 3339).
+    pub created_at: String,
+    /// The peakbench that saved it.
+    pub tool_version: String,
+    pub fingerprint: Fingerprint,
+    /// The host it was learned on.
+    pub host: String,
+    pub cases: Vec<BaselineCase>,
+}
+
+impl Baseline {
+    /// A baseline named `name` of the runs `runs` (newest first), keeping for each case the
+    /// samples of the newest `last` runs that have it. Failed runs are left out.
+    pub fn from_runs(
+        name: &str,
+        fingerprint: Fingerprint,
+        runs: &[(i64, Report)],
+        last: usize,
+    ) -> Baseline {
+        let mut cases: BTreeMap<(String, String), BaselineCase> = BTreeMap::new();
+        let mut host = String::new();
+        for (id, report) in runs {
+            if matches!(report.status, RunStatus::Failed) {
+                continue;
+            }
+            if host.is_empty() {
+                host = report.host.hostname.clone();
+            }
+            for r in &report.results {
+                if r.samples.is_empty() || r.samples.iter().any(|v| !v.is_finite()) {
+                    continue;
+                }
+                let case = cases
+                    .entry((r.id.clone(), r.unit.clone()))
+                    .or_insert_with(|| BaselineCase {
+                        id: r.id.clone(),
+                        label: format!("{} {}", r.op, crate::report::describe_params(&r.params)),
+                        metric: r.metric.clone(),
+                        unit: r.unit.clone(),
+                        runs: Vec::new(),
+                        samples: Vec::new(),
+                    });
+                if case.runs.len() < last && !case.runs.contains(id) {
+                    case.runs.push(*id);
+                    case.samples.extend_from_slice(&r.samples);
+                }
+            }
+        }
+        Baseline {
+            format: FORMAT.into(),
+            version: VERSION,
+            name: name.into(),
+            created_at: crate::result::now_rfc3339(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            fingerprint,
+            host,
+            cases: cases.into_values().collect(),
+        }
+    }
+
+    /// The samples of case `id` in `unit`, if the baseline has it.
+    pub fn case(&self, id: &str, unit: &str) -> Option<&BaselineCase> {
+        self.cases.iter().find(|c| c.id == id && c.unit == unit)
+    }
+
+    /// Reads a baseline file's text, checked as a document from elsewhere; the error names
+    /// the field.
+    pub fn parse(text: &str) -> Result<Baseline, String> {
+        if text.len() as u64 > MAX_BYTES {
+            return Err(format!(
+                "the file: {} bytes, more than a baseline holds ({MAX_BYTES})",
+                text.len()
+            ));
+        }
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            let at = validate::path_at(text, validate::offset_of(text, e.line(), e.column()));
+            format!("{at}: not JSON: {}", crate::text::printable(&e.to_string()))
+        })?;
+        match value.get("format").and_then(|f| f.as_str()) {
+            Some(FORMAT) => {}
+            _ => {
+                return Err(format!(
+                    "format: not \"{FORMAT}\": not a peakbench baseline"
+                ));
+            }
+        }
+        match value.get("version").and_then(|v| v.as_u64()) {
+            Some(v) if v == u64::from(VERSION) => {}
+            Some(v) => {
+                return Err(format!(
+                    "version: {v}, this peakbench reads baselines of version {VERSION}: use \
+                     the peakbench that wrote it"
+                ));
+            }
+            None => return Err("version: missing or not a number".into()),
+        }
+        validate::check_json(&value)?;
+        let baseline: Baseline = serde_json::from_value(value)
+            .map_err(|e| format!("not a baseline: {}", crate::text::printable(&e.to_string())))?;
+        baseline.check()?;
+        Ok(baseline)
+    }
+
+    /// What the typed baseline must hold beyond its JSON: printable text, bounded lists,
+    /// every case with samples, positive ones.
+    fn check(&self) -> Result<(), String> {
+        let fp = &self.fingerprint;
+        let mut texts: Vec<(String, &str)> = vec![
+            ("name".into(), &self.name),
+            ("created_at".into(), &self.created_at),
+            ("tool_version".into(), &self.tool_version),
+            ("host".into(), &self.host),
+            ("fingerprint.microarch".into(), &fp.microarch),
+            ("fingerprint.cpu_model".into(), &fp.cpu_model),
+            ("fingerprint.kernel_major".into(), &fp.kernel_major),
+        ];
+        for (list, name) in [(&fp.disks, "disks"), (&fp.nics, "nics")] {
+            if list.len() > 256 {
+                return Err(format!("fingerprint.{name}: more than 256 entries"));
+            }
+            for (i, item) in list.iter().enumerate() {
+                texts.push((format!("fingerprint.{name}[{i}]"), item));
+            }
+        }
+        if self.cases.len() > MAX_CASES {
+            return Err(format!("cases: more than {MAX_CASES} cases"));
+        }
+        for (i, case) in self.cases.iter().enumerate() {
+            for (field, text) in [
+                ("id", &case.id),
+                ("label", &case.label),
+                ("metric", &case.metric),
+                ("unit", &case.unit),
+            ] {
+                texts.push((format!("cases[{i}].{field}"), text));
+            }
+            check_samples(i, case)?;
+        }
+        for (field, text) in texts {
+            check_text(&field, text)?;
+        }
+        Ok(())
+    }
+
+    /// The baseline as JSON text.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a baseline serialises")
+    }
+
+    /// What `baseline show` prints: the fingerprint, then one line per case.
+    pub fn render(&self) -> String {
+        use crate::text::{Align, Table, printable};
+        let fp = &self.fingerprint;
+        let mut out = format!(
+            "baseline {} (fingerprint {}), learned on {} at {} by peakbench {}\n  cpu {} ({}), \
+             {} CPUs, {} GiB, kernel {}, disks {}, nics {}\n\n",
+            printable(&self.name),
+            fp.key(),
+            printable(&self.host),
+            printable(&self.created_at),
+            printable(&self.tool_version),
+            printable(&fp.cpu_model),
+            printable(&fp.microarch),
+            fp.cpus,
+            fp.memory_gib,
+            printable(&fp.kernel_major),
+            printable(&fp.disks.join(",")),
+            printable(&fp.nics.join(",")),
+        );
+        let mut table = Table::new(&[
+            ("case", Align::Left),
+            ("median", Align::Right),
+            ("unit", Align::Left),
+            ("CV", Align::Right),
+            ("samples", Align::Right),
+            ("runs", Align::Left),
+        ]);
+        for c in &self.cases {
+            let summary = crate::stats::Summary::of(&c.samples);
+            table.row([
+                c.id.clone(),
+                summary
+                    .as_ref()
+                    .map(|s| crate::units::format_value(s.median))
+                    .unwrap_or_default(),
+                c.unit.clone(),
+                summary
+                    .and_then(|s| s.cv)
+                    .map(|cv| format!("{:.1} %", cv * 100.0))
+                    .unwrap_or_default(),
+                c.samples.len().to_string(),
+                c.runs
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ]);
+        }
+        out.push_str(&table.render());
+        crate::text::terminal(&out)
+    }
+}
+
+/// A case's samples: at least one, at most [`MAX_SAMPLES`], each finite and above 0.
+fn check_samples(i: usize, case: &BaselineCase) -> Result<(), String> {
+    if case.samples.is_empty() {
+        return Err(format!("cases[{i}].samples: empty: a case needs samples"));
+    }
+    if case.samples.len() > MAX_SAMPLES {
+        return Err(format!("cases[{i}].samples: more than {MAX_SAMPLES}"));
+    }
+    if let Some(j) = case
+        .samples
+        .iter()
+        .position(|v| !(v.is_finite() && *v > 0.0))
+    {
+        return Err(format!(
+            "cases[{i}].samples[{j}]: not a finite number above 0"
+        ));
+    }
+    if case.runs.len() > MAX_SAMPLES {
+        return Err(format!("cases[{i}].runs: more than {MAX_SAMPLES}"));
+    }
+    Ok(())
+}
+
+/// Text of a baseline: at most 1,024 bytes, no control character, no bidirectional override.
+fn check_text(field: &str, text: &str) -> Result<(), String> {
+    if text.len() > 1024 {
+        return Err(format!("{field}: more than 1024 bytes"));
+    }
+    if text
+        .chars()
+        .any(|c| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'))
+    {
+        return Err(format!("{field}: not printable text"));
+    }
+    Ok(())
+}
+
+/// Reads a baseline file; the error names the file and the field.
+pub fn read(path: &Path) -> Result<Baseline, String> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{shown} is not a file"));
+    }
+    if meta.len() > MAX_BYTES {
+        return Err(format!(
+            "{shown}: {} bytes, more than a baseline holds ({MAX_BYTES})",
+            meta.len()
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    Baseline::parse(&text).map_err(|why| format!("{shown}: {why}"))
+}
+
+/// Whether `name` may name a saved baseline: 1 to 64 letters, digits, '.', '-' or '_', not
+/// starting with '.'.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+}
+
+/// Where saved baselines are: `baselines/` beside the history file.
+pub fn saved_dir(db: &Path) -> PathBuf {
+    db.parent().unwrap_or(Path::new(".")).join("baselines")
+}
+
+/// The saved baselines in `dir` with their file names, sorted by name; files that cannot be
+/// read are returned as errors (with the file), so that `list` can show them.
+pub fn saved(dir: &Path) -> Vec<Result<Baseline, String>> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files.truncate(MAX_CASES);
+    files.iter().map(|f| read(f)).collect()
+}
+
+#[cfg(test)]
+mod tests;

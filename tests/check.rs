@@ -1,0 +1,293 @@
+//! `peakbench check` and `peakbench baseline` through the real binary, on a temporary history,
+//! with a one-case plan of 50 ms repetitions. The verdicts are made deterministic by the
+//! baselines: one learned from the machine's own runs, then edited to be far faster or far
+//! slower than any machine measures.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+mod common;
+
+/// One single-thread FMA case, as short as a case goes.
+const PLAN: &str =
+    "[[cpu]]\nprecision = [\"f64\"]\nfma = \"yes\"\nthreads = [1]\nduration = \"50ms\"\n";
+
+struct Lab {
+    dir: tempfile::TempDir,
+}
+
+impl Lab {
+    fn new() -> Lab {
+        let lab = Lab {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        std::fs::write(lab.path("plan.toml"), PLAN).unwrap();
+        lab
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        common::command(args)
+            .env("PEAKBENCH_DB", self.path("history.db"))
+            .output()
+            .expect("the binary runs")
+    }
+
+    /// `check` with the short plan and `args`.
+    fn check(&self, args: &[&str]) -> Output {
+        let plan = self.path("plan.toml");
+        let mut all = vec![
+            "check",
+            "--config",
+            plan.to_str().unwrap(),
+            "-r",
+            "3",
+            "--remeasure",
+            "4",
+        ];
+        all.extend_from_slice(args);
+        self.run(&all)
+    }
+
+    /// A saved baseline 'node' learned from two checks of this machine.
+    fn learned(&self) -> serde_json::Value {
+        for _ in 0..2 {
+            assert_eq!(self.check(&["--no-baseline-ok"]).status.code(), Some(0));
+        }
+        let out = self.run(&["baseline", "save", "node"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let file = self.saved("node");
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
+    }
+
+    fn saved(&self, name: &str) -> PathBuf {
+        self.path("baselines").join(format!("{name}.json"))
+    }
+
+    /// Writes `baseline` with every sample of every case multiplied by `factor`, to `name`.
+    fn scaled(&self, baseline: &serde_json::Value, factor: f64, name: &str) -> PathBuf {
+        let mut b = baseline.clone();
+        for case in b["cases"].as_array_mut().unwrap() {
+            for s in case["samples"].as_array_mut().unwrap() {
+                *s = (s.as_f64().unwrap() * factor).into();
+            }
+        }
+        let file = self.path(name);
+        std::fs::write(&file, serde_json::to_string(&b).unwrap()).unwrap();
+        file
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn without_a_baseline_check_exits_3_unless_told_it_is_fine() {
+    let lab = Lab::new();
+    let out = lab.check(&[]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("no baseline for this hardware"));
+    let out = lab.check(&["--no-baseline-ok", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "no-baseline");
+    assert!(v["run"].as_i64().is_some(), "the check is stored as a run");
+    let out = lab.check(&["--reason"]);
+    assert!(text(&out.stdout).starts_with("peakbench: no baseline for fingerprint "));
+}
+
+#[test]
+fn a_learned_baseline_passes_a_faster_machine_and_fails_a_slower_one_naming_the_case() {
+    let lab = Lab::new();
+    let learned = lab.learned();
+    assert_eq!(learned["format"], "peakbench-baseline");
+    let case = learned["cases"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(learned["cases"][0]["runs"].as_array().unwrap().len(), 2);
+
+    // Against a baseline 1000 times slower than this machine: healthy.
+    let slow = lab.scaled(&learned, 1e-3, "slow.json");
+    let out = lab.check(&["--baseline", slow.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    // (Pass, or unstable where this machine's repetitions spread: never a failure.)
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("healthy: 1 cases, ") && stdout.contains(" 0 fail"),
+        "{stdout}"
+    );
+
+    // Against one 1000 times faster: a regression, measured again first.
+    let fast = lab.scaled(&learned, 1e3, "fast.json");
+    let junit = lab.path("junit.xml");
+    let out = lab.check(&[
+        "--baseline",
+        fast.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with(&format!("FAIL {case}: 0.00 of the baseline's median")),
+        "{stdout}"
+    );
+    assert!(text(&out.stderr).contains("measuring again with 4 repetitions"));
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("failures=\"1\""), "{xml}");
+    assert!(xml.contains(&format!("name=\"{case}\"><failure message=\"FAIL {case}")));
+
+    let out = lab.check(&["--baseline", fast.to_str().unwrap(), "--reason"]);
+    assert_eq!(out.status.code(), Some(1));
+    let reason = text(&out.stdout);
+    assert_eq!(reason.lines().count(), 1, "{reason}");
+    let reason = reason.trim_end();
+    assert!(reason.len() <= 100 && reason.is_ascii(), "{reason}");
+    assert!(reason.contains("0.00x baseline"), "{reason}");
+
+    let out = lab.check(&["--baseline", fast.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "regression");
+    assert_eq!(v["cases"][0]["status"], "fail");
+    assert_eq!(v["cases"][0]["remeasured"], true);
+    assert_eq!(v["cases"][0]["repetitions"], 4);
+    assert!(v["cases"][0]["p"].as_f64().unwrap() < 0.05);
+
+    // No time left to measure again: judged on the first measurement, and said so.
+    let out = lab.check(&[
+        "--baseline",
+        fast.to_str().unwrap(),
+        "--json",
+        "--budget",
+        "1ms",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["cases"][0]["remeasured"], false);
+    assert_eq!(v["cases"][0]["repetitions"], 3);
+    assert!(
+        text(&out.stderr).contains("not measured again"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_baseline_of_other_hardware_or_a_bad_one_is_refused_naming_the_field() {
+    let lab = Lab::new();
+    let learned = lab.learned();
+    let mut other = learned.clone();
+    other["fingerprint"]["cpus"] = 4096.into();
+    other["fingerprint"]["kernel_major"] = "1".into();
+    let file = lab.path("other.json");
+    std::fs::write(&file, other.to_string()).unwrap();
+    let out = lab.check(&["--baseline", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("other hardware: cpus (4096 vs "), "{err}");
+    assert!(err.contains("kernel_major (1 vs "), "{err}");
+    assert!(err.contains("--any-hardware"), "{err}");
+    let out = lab.check(&["--baseline", file.to_str().unwrap(), "--any-hardware"]);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let mut bad = learned.clone();
+    bad["cases"][0]["samples"][1] = serde_json::json!(-5.0);
+    std::fs::write(&file, bad.to_string()).unwrap();
+    let out = lab.check(&["--baseline", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("cases[0].samples[1]: not a finite number above 0"));
+    let out = lab.run(&["baseline", "import", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = lab.check(&["--baseline", "nosuch"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no saved baseline named 'nosuch'"));
+    let out = lab.check(&["--tolerance", "1.5", "--no-baseline-ok"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--tolerance"));
+}
+
+#[test]
+fn baselines_move_through_a_directory_that_check_only_reads() {
+    let lab = Lab::new();
+    let learned = lab.learned();
+    let key = learned_key(&lab);
+    let shared = lab.path("shared");
+    std::fs::create_dir(&shared).unwrap();
+    let out = lab.run(&["baseline", "export", "node", shared.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let file = shared.join(format!("{key}.json"));
+    assert!(file.is_file());
+    let before = listing(&shared);
+    let out = lab.check(&["--baseline", shared.to_str().unwrap()]);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(text(&out.stdout).contains(&format!("against {}", file.display())));
+    assert_eq!(
+        listing(&shared),
+        before,
+        "check wrote into the shared directory"
+    );
+
+    // Imported under another name, listed and shown.
+    let out = lab.run(&[
+        "baseline",
+        "import",
+        file.to_str().unwrap(),
+        "--name",
+        "copy",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let list = text(&lab.run(&["baseline", "list"]).stdout);
+    assert!(
+        list.contains("copy") && list.contains("node") && list.contains(&key),
+        "{list}"
+    );
+    let show = text(&lab.run(&["baseline", "show", "copy"]).stdout);
+    assert!(
+        show.contains(learned["cases"][0]["id"].as_str().unwrap()),
+        "{show}"
+    );
+
+    // A directory without this hardware's file: no baseline.
+    let empty = lab.path("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = lab.check(&["--baseline", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3));
+}
+
+fn learned_key(lab: &Lab) -> String {
+    let out = lab.run(&["baseline", "list"]);
+    let list = text(&out.stdout);
+    let row = list
+        .lines()
+        .find(|l| l.starts_with("node "))
+        .expect("node is listed");
+    row.split_whitespace().nth(1).unwrap().to_string()
+}
+
+fn listing(dir: &Path) -> Vec<(String, u64, std::time::SystemTime)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let meta = e.metadata().unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                meta.len(),
+                meta.modified().unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
