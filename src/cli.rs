@@ -10,7 +10,7 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand}
 use crate::history::HistoryCommand;
 use crate::options::{Json, OutputArgs, PeakArgs, RunnerArgs};
 // `peakbench run --preset` and `cluster run --preset` take the same presets (config.rs).
-pub use crate::config::{Preset, SuiteArgs};
+pub use crate::config::{Preset, ServerArg, SuiteArgs};
 use crate::registry::WORKLOADS;
 use crate::workload::{Direct, Workload};
 
@@ -94,9 +94,8 @@ pub struct SysinfoArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub suite: SuiteArgs,
-    /// Run the network tables against this 'peakbench net serve' (default: one on loopback)
-    #[arg(long, value_name = "HOST[:PORT]")]
-    pub server: Option<String>,
+    #[command(flatten)]
+    pub net: ServerArg,
     #[command(flatten)]
     pub runner: RunnerArgs,
     #[command(flatten)]

@@ -214,31 +214,24 @@ pub fn preset_text(name: &str) -> Option<&'static str> {
     Preset::from_name(name).map(Preset::text)
 }
 
-/// What `run` and `cluster run` measure, and where they put the disk tables' file and the
-/// report: the flags both commands share.
+/// Where a command's tables come from and where the disk tables put their file: the flags
+/// `run`, `cluster run` and `check` share.
 #[derive(Args, Debug, Clone, Default)]
-pub struct SuiteArgs {
-    /// The matrix to run [default: quick]
-    #[arg(long, value_enum, conflicts_with = "config")]
-    pub preset: Option<Preset>,
-    /// A TOML file of experiments, one table per subcommand run (see presets/standard.toml)
+pub struct TableSource {
+    /// A TOML file of experiments instead of the preset, one table per subcommand run (see
+    /// presets/*.toml)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Directory for the disk tables' test file, on every host of a cluster (default: each
     /// table's own, else the current one)
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// Write the HTML report here (`run` writes one next to the history by default,
-    /// reports/run-<id>.html; `cluster run` only when given)
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
 }
 
-impl SuiteArgs {
-    /// The tables to run, with where they came from ("preset quick", "--config FILE"); `--dir`
-    /// is given to every disk table that does not name its own.
-    pub fn entries(&self) -> Result<(String, Vec<Entry>), UsageError> {
-        let preset = self.preset.unwrap_or(Preset::Quick);
+impl TableSource {
+    /// The tables to run, `--config`'s or else `preset`'s, with where they came from ("preset
+    /// quick", "--config FILE"); `--dir` is given to every disk table that does not name its own.
+    pub fn entries(&self, preset: Preset) -> Result<(String, Vec<Entry>), UsageError> {
         let (origin, mut entries) = match &self.config {
             Some(path) => (format!("--config {}", path.display()), load(path)?),
             None => (
@@ -251,10 +244,49 @@ impl SuiteArgs {
         }
         Ok((origin, entries))
     }
+}
+
+/// `--server`: the `peakbench net serve` the network tables of `run` and `check` measure against.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ServerArg {
+    /// Run the network tables against this 'peakbench net serve' (default: one on loopback)
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub server: Option<String>,
+}
+
+impl ServerArg {
+    /// Gives `--server` to every network table that does not name its own.
+    pub fn apply(&self, entries: &mut [Entry]) {
+        if let Some(server) = &self.server {
+            apply_run_wide(entries, "net", "server", server);
+        }
+    }
+}
+
+/// What `run` and `cluster run` measure, and where they put the disk tables' file and the
+/// report: the flags both commands share.
+#[derive(Args, Debug, Clone, Default)]
+pub struct SuiteArgs {
+    /// The matrix to run [default: quick]
+    #[arg(long, value_enum, conflicts_with = "config")]
+    pub preset: Option<Preset>,
+    #[command(flatten)]
+    pub tables: TableSource,
+    /// Write the HTML report here (`run` writes one next to the history by default,
+    /// reports/run-<id>.html; `cluster run` only when given)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+impl SuiteArgs {
+    /// The tables to run: the preset's (quick by default) or `--config`'s, with `--dir` given.
+    pub fn entries(&self) -> Result<(String, Vec<Entry>), UsageError> {
+        self.tables.entries(self.preset.unwrap_or(Preset::Quick))
+    }
 
     /// Records the preset or the config file in a plan's configuration.
     pub fn record(&self, config: &mut serde_json::Value) {
-        match &self.config {
+        match &self.tables.config {
             Some(path) => config["config"] = path.display().to_string().into(),
             None => config["preset"] = self.preset.unwrap_or(Preset::Quick).name().into(),
         }

@@ -224,9 +224,7 @@ fn run_matrix(args: &RunArgs) -> Result<ExitCode> {
     args.peak.check()?;
     let (origin, mut entries) = args.suite.entries()?;
     // The run-wide server applies to every network table that does not name its own.
-    if let Some(server) = &args.server {
-        config::apply_run_wide(&mut entries, "net", "server", server);
-    }
+    args.net.apply(&mut entries);
     // Every table is checked before anything is measured: a typo costs nothing.
     let parsed = entries
         .iter()

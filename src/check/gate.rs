@@ -4,9 +4,10 @@
 //! A case fails only when both hold: the findings' Mann–Whitney U test of its repetitions
 //! against the baseline's rejects at p < [`ALPHA`] with the median on the slow side, and the
 //! ratio of medians is below 1 − tolerance. A case whose repetitions are unstable is reported as
-//! unstable with its spread, not failed, unless `--strict`, or unless the findings found it
-//! held by a limit the machine imposed (a quota, a throttle, a shaper): then the spread is that
-//! limit's doing and the case fails with it. The ratio's 95 % interval is a bootstrap of the
+//! unstable with its spread, not failed, unless `--strict`; unless the findings found it held
+//! by a limit the machine imposed (a quota, a throttle, a shaper): then the spread is that
+//! limit's doing and the case fails with it; or unless even the upper end of the ratio's 95 %
+//! interval is beyond the tolerance: a spread cannot account for such a gap. The ratio's 95 % interval is a bootstrap of the
 //! ratio of medians (both samples resampled), reported with each verdict.
 
 use serde::Serialize;
@@ -147,7 +148,12 @@ pub fn judge(
     let unstable = finding.is_some_and(|f| f.verdict == Verdict::Unstable);
     let imposed =
         finding.is_some_and(|f| f.expectations.iter().any(|e| e.against == Against::Imposed));
-    v.status = if slower && (!unstable || gate.strict || imposed) {
+    // However spread its repetitions, a case whose whole 95 % interval lies beyond the
+    // tolerance is slower than the baseline: its spread cannot account for the gap.
+    let beyond_spread = v
+        .interval
+        .is_some_and(|[_, high]| high < 1.0 - gate.tolerance);
+    v.status = if slower && (!unstable || gate.strict || imposed || beyond_spread) {
         Status::Fail
     } else if unstable {
         Status::Unstable

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use crate::config::{self, Entry, Preset};
+use crate::config::{self, Entry, Preset, ServerArg, TableSource};
 use crate::error::{Exit, UsageError};
 use crate::history::baseline::{self, Baseline, Fingerprint};
 use crate::options::{DbArgs, Json, OutputArgs, PeakArgs, RunnerArgs, StoreArgs, positive_u32};
@@ -60,15 +60,10 @@ pub struct CheckArgs {
     /// Print the plan and its estimated duration, run nothing
     #[arg(long)]
     pub dry_run: bool,
-    /// A TOML file of experiments instead of the check preset (see presets/check.toml)
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Run the network cases against this 'peakbench net serve' (default: one on loopback)
-    #[arg(long, value_name = "HOST[:PORT]")]
-    pub server: Option<String>,
-    /// Directory for the disk cases' test file (default: the current one)
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub tables: TableSource,
+    #[command(flatten)]
+    pub net: ServerArg,
     /// Measured repetitions per case
     #[arg(long, short = 'r', default_value = "5", value_name = "N", value_parser = positive_u32)]
     pub repetitions: u32,
@@ -101,19 +96,8 @@ pub fn tolerance(text: &str) -> Result<f64, String> {
 
 /// The plan's tables: `--config`, else the check preset, with the run-wide targets applied.
 fn entries(args: &CheckArgs) -> Result<(String, Vec<Entry>)> {
-    let (origin, mut entries) = match &args.config {
-        Some(path) => (format!("--config {}", path.display()), config::load(path)?),
-        None => (
-            "preset check".to_string(),
-            config::parse(Preset::Check.text(), "check")?,
-        ),
-    };
-    if let Some(server) = &args.server {
-        config::apply_run_wide(&mut entries, "net", "server", server);
-    }
-    if let Some(dir) = &args.dir {
-        config::apply_run_wide(&mut entries, "disk", "dir", &dir.display().to_string());
-    }
+    let (origin, mut entries) = args.tables.entries(Preset::Check)?;
+    args.net.apply(&mut entries);
     Ok((origin, entries))
 }
 

@@ -90,11 +90,21 @@ fn too_few_repetitions_to_test_never_fail() {
 
 #[test]
 fn unstable_repetitions_are_unstable_unless_strict() {
-    let here = [40.0, 75.0, 45.0, 72.0, 42.0, 70.0, 44.0];
+    // Slow in median, but some repetitions reach the baseline's figure.
+    let here = [60.0, 97.0, 62.0, 95.0, 61.0, 96.0, 63.0];
     let v = verdict(&here, &baseline(), 0.2, false);
     assert_eq!(v.status, Status::Unstable, "{}", v.line);
     assert!(v.line.contains("CV"), "{}", v.line);
     assert_eq!(verdict(&here, &baseline(), 0.2, true).status, Status::Fail);
+}
+
+/// A gap no spread accounts for: every resample's ratio is beyond the tolerance.
+#[test]
+fn unstable_repetitions_all_far_below_the_baseline_fail() {
+    let here = [40.0, 75.0, 45.0, 72.0, 42.0, 70.0, 44.0];
+    let v = verdict(&here, &baseline(), 0.2, false);
+    assert!(v.interval.unwrap()[1] < 0.8, "{:?}", v.interval);
+    assert_eq!(v.status, Status::Fail, "{}", v.line);
 }
 
 #[test]
