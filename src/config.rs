@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::error::UsageError;
-use crate::names::{Named, named_enum};
+use crate::names::named_enum;
 use crate::options::{OutputArgs, PeakArgs, RunnerArgs};
 use crate::registry;
 use crate::workload::Workload;
@@ -209,11 +209,6 @@ impl Preset {
     }
 }
 
-/// The built-in presets, written as configs, by name.
-pub fn preset_text(name: &str) -> Option<&'static str> {
-    Preset::from_name(name).map(Preset::text)
-}
-
 /// Where a command's tables come from and where the disk tables put their file: the flags
 /// `run`, `cluster run` and `check` share.
 #[derive(Args, Debug, Clone, Default)]
@@ -350,6 +345,7 @@ pub fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::names::Named;
 
     #[test]
     fn tables_become_the_subcommands_flags() {
@@ -417,7 +413,7 @@ mod tests {
     #[test]
     fn every_preset_parses() {
         for name in ["quick", "standard", "full"] {
-            let text = preset_text(name).unwrap();
+            let text = Preset::from_name(name).unwrap().text();
             let entries = parse(text, name).unwrap();
             assert!(!entries.is_empty());
             for entry in &entries {
@@ -432,7 +428,7 @@ mod tests {
     /// (disk tables with their test file in `dir`, which planning does not write to).
     fn preset_specs(name: &str, section: &str, dir: &Path) -> Vec<crate::plan::CaseSpec> {
         let ctx = crate::plan::Context::fixture();
-        let entries = parse(preset_text(name).unwrap(), name).unwrap();
+        let entries = parse(Preset::from_name(name).unwrap().text(), name).unwrap();
         let mut specs = Vec::new();
         for mut entry in entries.into_iter().filter(|e| e.section == section) {
             if section == "disk" {
