@@ -16,10 +16,12 @@ use Cpuid::{Amd, Intel, IntelSteppings};
 use Entry::{Absent, OnFmaPipes, PerCycle};
 
 mod flags;
-mod latency;
+mod caches;
 
+pub use caches::{
+    CacheBandwidth, FarLatency, LoadLatency, cache_bandwidth, far_latency, load_latency,
+};
 pub use flags::by_flags;
-pub use latency::{LoadLatency, load_latency};
 
 /// The microarchitectures: a name, the CPUs CPUID tells it for, and the pipes of one core,
 /// `pipes(FMA, FADD, vector integer add, scalar integer ALUs)`, the first three at 128, 256 and
