@@ -10,6 +10,7 @@ use super::op::MemOp;
 use super::reference;
 use super::region::{HugePages, Region};
 use super::work::Work;
+use crate::peak::{self, PrivateLevel};
 use crate::plan::{Case, CaseSpec, Context, guess};
 use crate::result::{BenchResult, Params, Subsystem};
 use crate::rng::Rng;
@@ -133,12 +134,20 @@ impl BandwidthCase {
         let nt = if self.nt { "-nt" } else { "" };
         match self.block {
             Some(block) => (
-                format!("mem-{}{nt}-b{block}-t{}", self.op.name(), self.threads),
+                // The working set is part of the id: the same op and block over an L1-sized
+                // and a DRAM-sized set are different cases (ids before it had none).
                 format!(
-                    "mem {}{nt} block {} {} threads",
+                    "mem-{}{nt}-b{block}-s{}-t{}",
+                    self.op.name(),
+                    self.working_set(),
+                    self.threads
+                ),
+                format!(
+                    "mem {}{nt} block {} {} threads {}",
                     self.op.name(),
                     format_size(block),
-                    self.threads
+                    self.threads,
+                    format_size_approx(self.working_set())
                 ),
             ),
             None => (
@@ -156,6 +165,20 @@ impl BandwidthCase {
                 ),
             ),
         }
+    }
+}
+
+impl BandwidthCase {
+    /// The private cache (L1, L2) each core's share of the working set stays in, for a kernel
+    /// whose peak there the ports give: sequential or STREAM, cached stores, blocks of 4 KiB
+    /// or more (a smaller block spends a share of its time in the call per block).
+    fn private_level(&self, ctx: &Context) -> Option<PrivateLevel> {
+        self.op.accesses()?;
+        if self.nt || self.block.is_some_and(|b| b < 4096) {
+            return None;
+        }
+        let cores = self.threads.min(ctx.host.cpu.physical_cores.max(1)) as u64;
+        PrivateLevel::holding(&ctx.host, self.working_set() / cores)
     }
 }
 
@@ -236,8 +259,23 @@ impl Case for BandwidthCase {
                 self.counting(),
                 samples,
             )?
-            .walls(reps.iter().map(|r| r.wall))
-            .peak(ctx.peaks.memory.as_ref())
+            .walls(reps.iter().map(|r| r.wall));
+        result = match self.private_level(ctx) {
+            Some(level) => result.param("cache_level", level.name()).peak(
+                peak::cache_peak(
+                    &ctx.host,
+                    &ctx.peaks.cpu.factors,
+                    level,
+                    self.op
+                        .accesses()
+                        .expect("private_level checked the accesses"),
+                    self.threads,
+                )
+                .ok(),
+            ),
+            None => result.peak(ctx.peaks.memory.as_ref()),
+        };
+        result = result
             .warn(runner::oversubscription_warning(self.threads))
             .warn(runner::off_core_warning(&reps, self.threads));
         if self.block.is_some() {
@@ -449,7 +487,8 @@ impl Drop for BlockWorker {
     }
 }
 
-/// Elements per call into a STREAM kernel: 512 KiB of each array.
+/// Elements between two looks at the quota: 512 KiB of each array, in one call into a STREAM
+/// kernel or, over shorter arrays, several.
 const STREAM_CHUNK: u64 = 1 << 16;
 
 /// Array i starts i × this many bytes into its mapping, so that a[j], b[j] and c[j] do not share
@@ -531,22 +570,28 @@ impl Worker for StreamWorker {
         let pointers = [array_start(a, 0), array_start(b, 1), array_start(c, 2)];
         let mut done = 0u64;
         loop {
-            let left = (self.elements - self.position) as u64;
-            let n = quota.next_chunk(done, STREAM_CHUNK.min(left)) as usize;
+            // A chunk may go round the arrays several times: over arrays of an L1's size one
+            // pass is a few dozen cycles, too short to pay a look at the clock each.
+            let n = quota.next_chunk(done, STREAM_CHUNK) as usize;
             if n == 0 {
                 break;
             }
-            // SAFETY: position + n <= elements; the arrays are this worker's, page-aligned.
-            unsafe {
-                kernels::stream(
-                    self.isa,
-                    self.kernel,
-                    pointers,
-                    self.position..self.position + n,
-                    self.nt,
-                )
-            };
-            self.position = (self.position + n) % self.elements;
+            let mut left = n;
+            while left > 0 {
+                let m = left.min(self.elements - self.position);
+                // SAFETY: position + m <= elements; the arrays are this worker's, page-aligned.
+                unsafe {
+                    kernels::stream(
+                        self.isa,
+                        self.kernel,
+                        pointers,
+                        self.position..self.position + m,
+                        self.nt,
+                    )
+                };
+                self.position = (self.position + m) % self.elements;
+                left -= m;
+            }
             done += n as u64;
         }
         kernels::store_fence();

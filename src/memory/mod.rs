@@ -179,7 +179,10 @@ mod tests {
                 "-s",
                 "64MiB"
             ]),
-            ["mem-copy-b8000-t1", "mem-randrw-b8000-t1"]
+            [
+                "mem-copy-b8000-s67104000-t1",
+                "mem-randrw-b8000-s67104000-t1"
+            ]
         );
         let all = ids(&["mem", "--op", "all", "-b", "8KB", "-t", "1", "-s", "64MiB"]);
         assert_eq!(all.len(), MemOp::ALL.len());

@@ -3,6 +3,7 @@
 
 use super::kernels::Stream;
 use crate::names::named_enum;
+use crate::peak::Accesses;
 
 named_enum! {
     /// One memory operation, named as scripts name it.
@@ -57,6 +58,19 @@ impl MemOp {
             MemOp::Write | MemOp::RandWrite => (false, true),
             _ => (true, true),
         }
+    }
+
+    /// The loads and stores per vector of a sequential kernel, for its peak in a private cache;
+    /// `None` for random ones, whose offsets and calls per block no port count covers.
+    pub fn accesses(self) -> Option<Accesses> {
+        let (loads, stores) = match self {
+            MemOp::Read => (1, 0),
+            MemOp::Write => (0, 1),
+            MemOp::Copy | MemOp::StreamCopy | MemOp::StreamScale => (1, 1),
+            MemOp::StreamAdd | MemOp::StreamTriad => (2, 1),
+            MemOp::RandRead | MemOp::RandWrite | MemOp::RandRw => return None,
+        };
+        Some(Accesses { loads, stores })
     }
 
     /// Bytes read and written by one block access of `block` bytes.

@@ -21,14 +21,18 @@
 //!   an integer add is 1 op per lane.
 //!
 //! Memory: channels × transfer rate (MT/s) × 8 bytes per transfer (a 64-bit channel), in GB/s.
+//! A working set held in a core's L1 or L2: the row's bytes per cycle there × the measured
+//! clock × the cores ([`caches`]).
 //! NIC: the link speed. Disk: only the rating the user gives. A factor that is unknown makes the
 //! peak unknown, and the output says which flag supplies it.
 //!
 //! The parts: [`instruction`] names what a CPU peak row is about (ISA, element type, form);
 //! [`cpu`] multiplies the CPU factors out into the table of rows; [`clock`] finds the base and
-//! turbo clocks and gives a peak at each; [`devices`] holds the memory, NIC and disk peaks;
+//! turbo clocks and gives a peak at each; [`caches`] gives the private caches' bandwidth;
+//! [`devices`] holds the memory, NIC and disk peaks;
 //! [`render`] prints them all for a person.
 
+mod caches;
 mod clock;
 mod cpu;
 mod devices;
@@ -40,6 +44,7 @@ use serde::{Deserialize, Serialize};
 use crate::options::PeakArgs;
 use crate::sysinfo::SysInfo;
 
+pub use caches::{Accesses, PrivateLevel, cache_peak};
 pub use clock::ClockPair;
 pub use cpu::{CpuFactors, CpuPeak, CpuPeaks, MeasuredFactors, Pipe, isas_of, tile_multiply_adds};
 pub use devices::{DiskPeak, MemoryPeak, NicPeak};
