@@ -198,6 +198,11 @@ struct ChaseWorker {
     rounds: Arc<Mutex<Vec<(u64, u64)>>>,
 }
 
+/// The least share of a chase's region backed by huge pages over its repetitions, when read.
+fn least_share(shares: &[f64]) -> Option<f64> {
+    shares.iter().copied().reduce(f64::min)
+}
+
 impl Worker for ChaseWorker {
     fn run(&mut self, quota: &Quota) -> Result<Tally> {
         let mut done = 0;
@@ -278,9 +283,11 @@ impl Case for LatencyCase {
             HugePages::Refuse
         };
         let rounds = Arc::new(Mutex::new(Vec::new()));
+        let shares = Mutex::new(Vec::new());
         let reps = runner::measure(&settings, |_| {
             let mut region = Region::map(size, huge)?;
             let at = link(&mut region, 0x2545_f491_4f6c_dd1d ^ self.size);
+            shares.lock().unwrap().extend(region.huge_page_share());
             Ok(ChaseWorker {
                 region,
                 at,
@@ -318,6 +325,10 @@ impl Case for LatencyCase {
             )?
             .walls(reps.iter().map(|r| r.wall))
             .param("cache_level", level_for(ctx, self.size));
+        if let Some(share) = least_share(&shares.lock().unwrap()) {
+            // What the kernel gave, beside what was asked (`huge_pages`).
+            result = result.param("huge_page_share", (share * 1000.0).round() / 1000.0);
+        }
         let value = result.value();
         // Cycles at the clock the context measured (the one probe, by thread CPU time).
         if let Some(ghz) = ctx.peaks.cpu.factors.measured_ghz.value {

@@ -61,6 +61,35 @@ impl Region {
         })
     }
 
+    /// The share of the region the kernel backs with huge pages (`AnonHugePages` of its
+    /// mapping in `/proc/self/smaps`), `None` where that cannot be read. Asking with madvise is
+    /// not getting: THP may be off (`never`), or memory too fragmented to give any.
+    pub fn huge_page_share(&self) -> Option<f64> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let start = format!("{:x}-", self.ptr as usize);
+        let mapping = smaps
+            .split_inclusive('\n')
+            .skip_while(|line| !line.starts_with(&start))
+            .skip(1)
+            // A mapping's fields ("Size:", "AnonHugePages:", ...) until the next mapping's
+            // header, whose first word is its address range.
+            .take_while(|line| {
+                line.split_whitespace()
+                    .next()
+                    .is_some_and(|w| w.ends_with(':'))
+            });
+        let kib = mapping
+            .filter_map(|line| line.strip_prefix("AnonHugePages:"))
+            .find_map(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })?;
+        Some((kib * 1024) as f64 / self.len as f64)
+    }
+
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr
     }
@@ -88,5 +117,25 @@ impl Drop for Region {
     fn drop(&mut self) {
         // SAFETY: ptr/len are the mapping made in `map`, unmapped once.
         unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The share is read off this process's own mapping: none where huge pages were refused,
+    /// a share between 0 and 1 where they were asked for (the kernel may give none).
+    #[test]
+    fn the_huge_page_share_is_read_from_the_regions_own_mapping() {
+        for (huge, refused) in [(HugePages::Refuse, true), (HugePages::Ask, false)] {
+            let mut region = Region::map(8 << 20, huge).unwrap();
+            region.as_mut_slice().fill(1);
+            let share = region.huge_page_share().expect("smaps names the mapping");
+            assert!((0.0..=1.0).contains(&share), "{share}");
+            if refused {
+                assert_eq!(share, 0.0);
+            }
+        }
     }
 }
