@@ -63,6 +63,20 @@ pub const CLASSES: &[Class] = &[
                  counting error",
     },
     Class {
+        name: "cache-bandwidth",
+        holds: "memory bandwidth over a working set held in each core's L1 or L2: sequential and \
+                STREAM kernels with cached stores",
+        band: [0.40, 1.03],
+        source: "the peak is the load and store ports' bytes per cycle (L1) or the L2's lines per \
+                 cycle, which only loads that do nothing with their data approach; a kernel that \
+                 uses every byte pays an instruction per load. On a Golden Cove server guest \
+                 likwid-bench read at L1 0.83 (load, bare loads), 0.48 (sum), 0.93 (copy), 0.96 \
+                 (store) and 0.56 (stream) of it, and at L2 0.49-0.68; Intel's guide gives a \
+                 sustained L2 of 0.75-0.81 of its peak (48-52 of 64 bytes per cycle); 0.40 \
+                 leaves the sum kernel's 0.48 the room a shared VM's clock takes; over 1.03 the \
+                 clock or the row is wrong",
+    },
+    Class {
         name: "disk-rated",
         holds: "disk throughput or IOPS against the rating given with --disk-*",
         band: [0.80, 1.10],
@@ -86,8 +100,9 @@ const LATENCY_SLACK: f64 = 1.20;
 /// clock or the level is wrong.
 const LATENCY_FLOOR: f64 = 0.90;
 
-/// A load latency in a core's private cache (L1, L2) against the microarchitecture's
-/// load-to-use cycles, at the clock measured on the core (the result's `latency_cycles`).
+/// A load latency against its level: in a core's private cache (L1, L2) the
+/// microarchitecture's load-to-use cycles at the clock measured on the core (the result's
+/// `latency_cycles`); in the shared L3 or DRAM the row's band in nanoseconds.
 fn latency(report: &Report, r: &BenchResult) -> Option<Result<Expectation, String>> {
     if (r.subsystem, r.op.as_str()) != (Subsystem::Memory, "latency") {
         return None;
@@ -98,7 +113,7 @@ fn latency(report: &Report, r: &BenchResult) -> Option<Result<Expectation, Strin
     let expected = match level {
         "L1" => table.l1_cycles,
         "L2" => table.l2_cycles,
-        _ => return None,
+        _ => return Some(far_latency(report, r, name)),
     };
     let Some(cycles) = r.extra.iter().find(|e| e.metric == "latency_cycles") else {
         return Some(Err(
@@ -128,6 +143,77 @@ fn latency(report: &Report, r: &BenchResult) -> Option<Result<Expectation, Strin
         ),
         test: None,
     }))
+}
+
+/// A chase this much of whose region was backed by huge pages is judged by the bands, which
+/// are measured with them (2 MiB pages reach 1 GiB or more through the TLB).
+const HUGE_SHARE: f64 = 0.9;
+
+/// A latency beyond the private caches against the row's band for its level: the shared L3
+/// for a working set within half of it, DRAM for one beyond the caches by sysinfo's sizes
+/// (4 × the last level) or by the run's own latency curve.
+fn far_latency(report: &Report, r: &BenchResult, name: &str) -> Result<Expectation, String> {
+    let bands = crate::sysinfo::microarch::far_latency(name)
+        .ok_or_else(|| format!("a latency band beyond the private caches of {name}"))?;
+    let huge = match r
+        .params
+        .other
+        .get("huge_page_share")
+        .and_then(|v| v.as_f64())
+    {
+        Some(share) => share >= HUGE_SHARE,
+        None => false,
+    };
+    if !huge {
+        return Err(
+            "a band for a chase over 4 KiB pages beyond the private caches: each load then \
+             also walks the page tables, which the bands (measured over 2 MiB pages) leave out; \
+             run `mem latency --huge-pages` where transparent huge pages are on"
+                .into(),
+        );
+    }
+    let host = report.inventory(&r.host).unwrap_or(&report.host);
+    let llc = host.cpu.last_level_cache_bytes();
+    let set = r.params.working_set_bytes.unwrap_or(0);
+    let in_memory = super::boundaries::beyond_caches(report, &r.host)
+        .is_some_and(|edge| edge.holds_in_memory(set));
+    let (level, band) = if in_memory || (llc > 0 && set >= 4 * llc) {
+        ("DRAM", bands.dram_ns)
+    } else if llc > 0 && set <= llc / 2 {
+        ("L3", bands.l3_ns)
+    } else {
+        return Err(format!(
+            "a band for a working set between the last-level cache and memory ({} against a {} \
+             cache): part of its loads hit, part miss",
+            crate::units::format_size(set),
+            crate::units::format_size(llc)
+        ));
+    };
+    // Lower is better: the ratio is the band's slowest over the reading, at the limit from 1
+    // (as slow as the band allows) to fastest/slowest's inverse (as fast as the level can be).
+    let ratio = band[1] / r.value;
+    let top = band[1] / band[0];
+    let verdict = if ratio > top / LATENCY_FLOOR {
+        Verdict::AboveLimit
+    } else if ratio >= 1.0 {
+        Verdict::AtLimit
+    } else {
+        Verdict::Below
+    };
+    Ok(Expectation {
+        against: Against::Physics,
+        verdict,
+        expected: band[1],
+        ratio,
+        class: Some("far-latency".into()),
+        band: Some([1.0, top / LATENCY_FLOOR]),
+        source: format!(
+            "{level} latency of {name}, idle, over huge pages: {}-{} ns ({}); at the limit up \
+             to {} ns, faster than {LATENCY_FLOOR} × {} ns the level is wrong",
+            band[0], band[1], bands.source, band[1], band[0]
+        ),
+        test: None,
+    })
 }
 
 /// What a class's band says of `r`, or why there is no physics for it.
@@ -205,8 +291,8 @@ fn class_of(report: &Report, r: &BenchResult) -> Result<Option<&'static Class>, 
             "a class for cpu {op}: peakbench has no band for it"
         )),
         (Subsystem::Memory, "latency") => Err(
-            "a band for a load's latency beyond the private caches (L3, DRAM): no table gives \
-             the mesh's or the memory's cycles; judge it by its past or with --reference"
+            "a latency model for this CPU: its microarchitecture is unknown or has no row (give \
+             --reference, or judge it by its past)"
                 .into(),
         ),
         // A roofline's ceilings and roofs are the `cpu` and `mem` kernels' own cases.
@@ -244,6 +330,10 @@ fn memory_class(
     threads: usize,
 ) -> Result<Option<&'static Class>, String> {
     let class = |name: &str| CLASSES.iter().find(|c| c.name == name);
+    let level = r.params.other.get("cache_level").and_then(|v| v.as_str());
+    if matches!(level, Some("L1" | "L2")) {
+        return Ok(class("cache-bandwidth"));
+    }
     let host = report.inventory(&r.host).unwrap_or(&report.host);
     let llc = host.cpu.last_level_cache_bytes();
     let set = r.params.working_set_bytes.unwrap_or(0);
@@ -252,9 +342,9 @@ fn memory_class(
         .is_some_and(|edge| edge.holds_in_memory(set));
     if llc > 0 && set < 4 * llc && !in_memory {
         Err(format!(
-            "a peak for a working set that fits in the caches ({} against a {} \
-                 last-level cache): peakbench models no cache bandwidth; judge it by its \
-                 past or with --reference",
+            "a peak for a working set in the shared cache ({} against a {} last-level \
+                 cache): peakbench models the private caches' bandwidth (L1, L2), not the \
+                 L3's; judge it by its past or with --reference",
             crate::units::format_size(set),
             crate::units::format_size(llc)
         ))
@@ -268,6 +358,11 @@ fn memory_class(
 fn missing_peak(r: &BenchResult) -> String {
     match r.subsystem {
         Subsystem::Cpu => "the CPU peak: give --cpu-ghz and --fma-units".into(),
+        Subsystem::Memory if r.params.other.contains_key("cache_level") => {
+            "the cache peak: the microarchitecture's row or the clock is unknown (sysinfo names \
+             both; give --cpu-ghz)"
+                .into()
+        }
         Subsystem::Memory => {
             "the memory peak (no readable DIMM table): give --mem-channels and --mem-mts".into()
         }

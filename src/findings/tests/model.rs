@@ -196,3 +196,117 @@ fn a_private_cache_latency_is_judged_by_the_cores_cycles() {
     report.results = vec![latency("L3", 180.0)];
     assert_eq!(judged(&report).verdict, Verdict::Unknown);
 }
+
+/// A chase of `ns` at `set` bytes over huge pages (`share` of the region backed by them) on
+/// the fixture's machine told it is a Sapphire Rapids with sysinfo's caches.
+fn far_chase(report: &Report, set: u64, ns: f64, share: Option<f64>) -> BenchResult {
+    let mut r = BenchResult::example(&format!("mem-latency-{set}"), "ns", vec![ns, ns, ns]);
+    r.host = report.host.hostname.clone();
+    r.subsystem = Subsystem::Memory;
+    r.op = "latency".into();
+    r.metric = "latency".into();
+    r.params.threads = Some(1);
+    r.params.working_set_bytes = Some(set);
+    r.params
+        .other
+        .insert("cache_level".into(), serde_json::Value::from("L3"));
+    if let Some(share) = share {
+        r.params
+            .other
+            .insert("huge_page_share".into(), serde_json::Value::from(share));
+    }
+    r
+}
+
+/// Issue 45 item 4: the shared L3 and DRAM are judged by the row's bands in ns, over huge
+/// pages only (over 4 KiB pages each load also walks the page tables), with DRAM where the
+/// run's own curve says memory begins, whatever sysinfo's L3.
+#[test]
+fn the_l3_and_dram_latencies_are_judged_by_the_rows_bands_over_huge_pages() {
+    let mut report = document();
+    report.host.cpu.microarch = crate::sysinfo::Fact::read("sapphirerapids".to_string(), "test");
+    for cache in report.host.cpu.caches.iter_mut().filter(|c| c.level == 3) {
+        cache.size_bytes = 480 << 20; // a guest shown its host's L3
+    }
+    let verdict_of = |report: &Report, id: &str| {
+        let findings = judge(report, &[]);
+        let f = findings.results.iter().find(|f| f.id == id).unwrap();
+        (f.verdict, f.line.clone(), f.missing.clone())
+    };
+    // Sapphire Rapids' band: L3 25-48 ns, DRAM 90-150 ns.
+    for (ns, verdict) in [
+        (45.5, Verdict::AtLimit),
+        (60.0, Verdict::Below),
+        (20.0, Verdict::AboveLimit),
+    ] {
+        report.results = vec![far_chase(&report, 8 << 20, ns, Some(1.0))];
+        let (v, line, _) = verdict_of(&report, "mem-latency-8388608");
+        assert_eq!(v, verdict, "{ns} ns: {line}");
+    }
+    // The curve steps ×4 from 8 MiB to 256 MiB: 256 MiB is DRAM, though sysinfo says L3.
+    report.results = vec![
+        far_chase(&report, 8 << 20, 45.5, Some(1.0)),
+        far_chase(&report, 256 << 20, 120.0, Some(1.0)),
+    ];
+    let (v, line, _) = verdict_of(&report, "mem-latency-268435456");
+    assert_eq!(v, Verdict::AtLimit, "{line}");
+    report.results[1].value = 184.0;
+    assert_eq!(
+        verdict_of(&report, "mem-latency-268435456").0,
+        Verdict::Below
+    );
+    // Over 4 KiB pages (or a kernel that gave too few huge ones) there is no band.
+    for share in [None, Some(0.5)] {
+        report.results = vec![far_chase(&report, 8 << 20, 45.5, share)];
+        let (v, _, missing) = verdict_of(&report, "mem-latency-8388608");
+        assert_eq!(v, Verdict::Unknown);
+        assert!(
+            missing.iter().any(|m| m.contains("--huge-pages")),
+            "{missing:?}"
+        );
+    }
+}
+
+/// Issue 45 item 4: a bandwidth result whose working set each core holds in its L1 or L2 is
+/// judged against the ports' peak the run gave it, in the cache-bandwidth band.
+#[test]
+fn a_bandwidth_in_a_private_cache_is_judged_in_the_cache_band() {
+    let mut report = document();
+    let read = |gbs: f64| {
+        let mut r = BenchResult::example("mem-read-l1", "GB/s", vec![gbs, gbs, gbs]);
+        r.host = report.host.hostname.clone();
+        r.subsystem = Subsystem::Memory;
+        r.op = "read".into();
+        r.params.threads = Some(1);
+        r.params.working_set_bytes = Some(32 << 10);
+        r.params
+            .other
+            .insert("cache_level".into(), serde_json::Value::from("L1"));
+        r.peak = Some(PeakRef {
+            value: 491.5,
+            unit: "GB/s".into(),
+            source: "L1 of sapphirerapids: 128 B of loads per cycle × 3.84 GHz".into(),
+            pair: None,
+        });
+        r
+    };
+    for (gbs, verdict) in [
+        (252.0, Verdict::AtLimit),
+        (150.0, Verdict::Below),
+        (520.0, Verdict::AboveLimit),
+    ] {
+        report.results = vec![read(gbs)];
+        let f = judged(&report);
+        assert_eq!(f.verdict, verdict, "{gbs}: {}", f.line);
+    }
+    // Without its peak (an unknown row or clock) the finding names the cache peak, not DIMMs.
+    let mut unpeaked = read(252.0);
+    unpeaked.peak = None;
+    report.results = vec![unpeaked];
+    let f = judged(&report);
+    assert!(
+        f.missing.iter().any(|m| m.contains("the cache peak")),
+        "{:?}",
+        f.missing
+    );
+}
