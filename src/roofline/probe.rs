@@ -129,12 +129,16 @@ pub fn l3_edge(ctx: &Context) -> (Option<CacheEdge>, Option<String>) {
                     format_size_approx(measured)
                 ),
             };
+            let points: Vec<String> = curve
+                .points
+                .iter()
+                .map(|&(set, ns)| format!("{} {ns:.1} ns", format_size_approx(set)))
+                .collect();
             let note = format!(
-                "L3 latency probe: pointer chase over {} … {} with huge pages asked for, {:.2} s \
-                 before the plan: {verdict}",
-                format_size_approx(first),
-                format_size_approx(measured),
-                curve.took.as_secs_f64()
+                "L3 latency probe: pointer chase with huge pages asked for, {:.2} s before the \
+                 plan ({}): {verdict}",
+                curve.took.as_secs_f64(),
+                points.join(", ")
             );
             (found, Some(note))
         }
