@@ -11,6 +11,7 @@ use crate::cli::{self, CompletionsArgs, ManArgs, Parsed, RunArgs, SysinfoArgs, T
 use crate::config;
 use crate::error::{self, Exit, UsageError};
 use crate::options::{OutputArgs, PeakArgs, RunnerArgs};
+use crate::plan::LatencyProbe;
 use crate::result::{SCHEMA_VERSION, Tool};
 use crate::session::{self, HtmlReport};
 
@@ -107,7 +108,10 @@ fn run(matches: &clap::ArgMatches) -> Result<ExitCode> {
             let output = OutputArgs::from_matches(matches)?;
             let peak = PeakArgs::from_matches(matches)?;
             peak.check()?;
-            let ctx = session::context(&runner, &peak, &crate::registry::probe());
+            let mut ctx = session::context(&runner, &peak, &crate::registry::probe());
+            if !output.dry_run {
+                ctx.latency_probe = LatencyProbe::live();
+            }
             let mut plan = workload.plan(matches, &ctx)?;
             let config = std::mem::take(&mut plan.config);
             plan.config = serde_json::json!({ workload.name(): config, "runner": ctx.runner });
@@ -230,7 +234,10 @@ fn run_matrix(args: &RunArgs) -> Result<ExitCode> {
         .iter()
         .map(|entry| config::parse_entry(entry, &origin))
         .collect::<Result<Vec<_>, _>>()?;
-    let ctx = session::context(&args.runner, &args.peak, &crate::registry::probe());
+    let mut ctx = session::context(&args.runner, &args.peak, &crate::registry::probe());
+    if !args.output.dry_run {
+        ctx.latency_probe = LatencyProbe::live();
+    }
     let (mut plan, experiments) = config::plan(&entries, &parsed, &ctx, &origin)?;
     plan.config = serde_json::json!({ "experiments": experiments, "runner": ctx.runner });
     args.suite.record(&mut plan.config);

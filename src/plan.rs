@@ -5,9 +5,12 @@
 //! the workload's options, checks what it can (sizes against memory, the disk target against
 //! free space), and returns values. It starts no thread, server or file: a case creates what it
 //! needs when it first runs (the disk test file, the loopback server) and lets go of it when
-//! the last case that shares it has run.
+//! the last case that shares it has run. The one measurement a plan may ask for is a fact of
+//! the machine the context gathers on demand, once per process ([`LatencyProbe`]: the
+//! roofline's cache edge), and only where the context allows it (not in a dry run or a test).
 
 use std::collections::HashSet;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::{Result, bail};
@@ -26,6 +29,46 @@ pub struct Context {
     pub peaks: Peaks,
     /// Repetitions, warm-up, pinning and `--reference` (threads and stop are per case).
     pub runner: RunnerArgs,
+    /// The latency curve a plan may ask for (off unless a run is about to start).
+    pub latency_probe: LatencyProbe,
+}
+
+/// A pointer chase's latency by working set, measured when a plan first asks for it and kept
+/// for the process, so that planning again (`check`'s reruns) plans the same sizes. Off in a
+/// dry run and for tests' fixtures: planning then times nothing, and the plan says what a run
+/// would measure.
+#[derive(Clone, Debug, Default)]
+pub struct LatencyProbe {
+    live: bool,
+    curve: Arc<OnceLock<Result<ProbedCurve, String>>>,
+}
+
+/// What a latency probe measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProbedCurve {
+    /// (working set in bytes, ns per dependent load), by size.
+    pub points: Vec<(u64, f64)>,
+    /// The probe's wall time, linking included.
+    pub took: Duration,
+}
+
+impl LatencyProbe {
+    /// A probe that measures when asked: the context of a run about to start.
+    pub fn live() -> LatencyProbe {
+        LatencyProbe {
+            live: true,
+            ..LatencyProbe::default()
+        }
+    }
+
+    /// The curve, measured by `measure` the first time it is asked for (an error says why it
+    /// could not be); `None` where the probe is off.
+    pub fn curve(
+        &self,
+        measure: impl FnOnce() -> Result<ProbedCurve, String>,
+    ) -> Option<&Result<ProbedCurve, String>> {
+        self.live.then(|| self.curve.get_or_init(measure))
+    }
 }
 
 impl Context {
@@ -42,6 +85,7 @@ impl Context {
             host,
             peaks,
             runner,
+            latency_probe: LatencyProbe::default(),
         }
     }
 }

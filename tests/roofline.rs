@@ -247,6 +247,11 @@ fn the_plan_prints_the_working_sets_and_the_sweep() {
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("DRAM:"), "the sizes are printed: {stderr}");
+    // A dry run times nothing: an L3 keeps sysinfo's size, and the plan says a run measures it.
+    if stderr.contains("note: L3:") {
+        assert!(stderr.contains("a dry run times nothing"), "{stderr}");
+        assert!(!stderr.contains("L3 latency probe:"), "{stderr}");
+    }
 }
 
 #[test]

@@ -20,7 +20,7 @@ use crate::config::{self, Entry, Preset, ServerArg, TableSource};
 use crate::error::{Exit, UsageError};
 use crate::history::baseline::{self, Baseline, Fingerprint};
 use crate::options::{DbArgs, Json, OutputArgs, PeakArgs, RunnerArgs, StoreArgs, positive_u32};
-use crate::plan::Context;
+use crate::plan::{Context, LatencyProbe};
 use crate::session::{self, HtmlReport, Session};
 use gate::{CaseVerdict, Gate, Status};
 use verdict::{CheckStatus, Verdict};
@@ -205,7 +205,10 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         repetitions: args.repetitions,
         ..RunnerArgs::default()
     };
-    let ctx = session::context(&runner, &args.peak, &crate::registry::probe());
+    let mut ctx = session::context(&runner, &args.peak, &crate::registry::probe());
+    if !args.dry_run {
+        ctx.latency_probe = LatencyProbe::live();
+    }
     let (mut plan, experiments) = config::plan(&entries, &parsed, &ctx, &origin)?;
     plan.config = serde_json::json!({
         "experiments": experiments,
@@ -349,6 +352,7 @@ fn measure_again(session: &mut Session, rerun: &Rerun, ids: &[String]) -> Result
             repetitions: rerun.repetitions,
             ..rerun.ctx.runner.clone()
         },
+        latency_probe: rerun.ctx.latency_probe.clone(),
     };
     let (plan, _) = config::plan(rerun.entries, rerun.parsed, &ctx, rerun.origin)?;
     let mut cases: Vec<_> = plan

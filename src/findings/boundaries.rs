@@ -9,11 +9,11 @@ use crate::result::{BenchResult, Cause, Evidence, Report, Subsystem};
 use crate::sysinfo::SysInfo;
 use crate::units::format_size;
 
-/// A latency this many times the one at the next smaller working set beyond the private caches
-/// is a load from memory, not from a cache: a shared L3 answers in 10–50 ns, a DRAM access in
-/// 80–150 ns on an idle server (the vendors' latency tools, Intel MLC and AMD's guides), so the
-/// step from the last cache to memory is 2–9 ×; growth inside one cache level from TLB misses
-/// stays well under it.
+/// A latency this many times the one at a smaller working set beyond the private caches (the
+/// next smaller one, or one at most [`STEP_SPAN`] × smaller) is a load from memory, not from a
+/// cache: a shared L3 answers in 10–50 ns, a DRAM access in 80–150 ns on an idle server (the
+/// vendors' latency tools, Intel MLC and AMD's guides), so the step from the last cache to
+/// memory is 2–9 ×; growth inside one cache level from TLB misses stays well under it.
 pub const MEMORY_STEP: f64 = 2.5;
 
 /// The step of a latency curve that leaves the caches where sysinfo says they still hold.
@@ -38,9 +38,38 @@ impl MeasuredEdge {
     }
 }
 
+/// How far apart in size, at most, two points of a latency curve that are not neighbours may
+/// be for [`memory_step`] to compare them. With working sets ×2 apart a cache's edge spreads
+/// over two intervals, as about half the loads still hit at twice its size: a KVM guest read
+/// 47 ns at 16 MiB, 103 ns at 32 MiB and 157 ns at 64 MiB with huge pages, no interval ×2.5.
+/// Over ×4, the growth inside a cache from TLB misses (a page walk the cache serves adds at
+/// most one more cache latency) stays under [`MEMORY_STEP`].
+pub const STEP_SPAN: u64 = 4;
+
+/// Where a latency curve steps from a cache to memory before the last-level cache ends: the
+/// indices `(i, j)` of the first point `j` of `curve` ((working set in bytes, ns), sorted by
+/// size) within the `llc` bytes sysinfo gives the last level whose latency is [`MEMORY_STEP`] ×
+/// or more that of a smaller point `i` beyond the private caches (more than `private` bytes):
+/// its neighbour, or one at most [`STEP_SPAN`] × smaller, the largest such. `curve[i]` is then
+/// the largest working set still in a cache and `curve[j]` the smallest in memory. A step
+/// inside the private caches, or one past the last level, agrees with sysinfo and is not one.
+/// The rule of this finding and of the roofline's L3 size alike.
+pub fn memory_step(curve: &[(u64, f64)], private: u64, llc: u64) -> Option<(usize, usize)> {
+    (1..curve.len())
+        .filter(|&j| curve[j].0 <= llc)
+        .find_map(|j| {
+            let (high_set, high_ns) = curve[j];
+            (0..j)
+                .rev()
+                .take_while(|&i| curve[i].0 > private)
+                .take_while(|&i| i + 1 == j || curve[i].0 * STEP_SPAN >= high_set)
+                .find(|&i| curve[i].1 > 0.0 && high_ns >= MEMORY_STEP * curve[i].1)
+                .map(|i| (i, j))
+        })
+}
+
 /// The step of `host`'s latency curve in `report` that contradicts sysinfo's cache sizes, if
-/// any: a working set beyond the private caches whose latency is [`MEMORY_STEP`] × that of the
-/// next smaller one, though sysinfo puts it in the last-level cache.
+/// any ([`memory_step`]).
 pub fn beyond_caches(report: &Report, host: &str) -> Option<MeasuredEdge> {
     let inventory = report.inventory(host).unwrap_or(&report.host);
     let llc = inventory.cpu.last_level_cache_bytes();
@@ -54,20 +83,19 @@ pub fn beyond_caches(report: &Report, host: &str) -> Option<MeasuredEdge> {
         .filter_map(|r| Some((r, r.params.working_set_bytes?)))
         .collect();
     curve.sort_by_key(|&(_, set)| set);
-    curve.windows(2).find_map(|pair| {
-        let ((low, low_set), (high, high_set)) = (pair[0], pair[1]);
-        let step = high.value >= MEMORY_STEP * low.value;
-        (step && low_set > private && high_set <= llc).then(|| MeasuredEdge {
-            cached: (low_set, low.value),
-            beyond: (high_set, high.value),
-            llc_bytes: llc,
-            ids: [low.id.clone(), high.id.clone()],
-        })
+    let points: Vec<(u64, f64)> = curve.iter().map(|&(r, set)| (set, r.value)).collect();
+    let (i, j) = memory_step(&points, private, llc)?;
+    let ((low, low_set), (high, high_set)) = (curve[i], curve[j]);
+    Some(MeasuredEdge {
+        cached: (low_set, low.value),
+        beyond: (high_set, high.value),
+        llc_bytes: llc,
+        ids: [low.id.clone(), high.id.clone()],
     })
 }
 
 /// The largest cache below the last level (a core's L2), 0 where sysinfo read none.
-fn private_cache_bytes(host: &SysInfo) -> u64 {
+pub fn private_cache_bytes(host: &SysInfo) -> u64 {
     let llc_level = host.cpu.data_caches().map(|c| c.level).max().unwrap_or(0);
     host.cpu
         .data_caches()

@@ -25,6 +25,7 @@ mod summary;
 
 use std::time::Instant;
 
+pub use boundaries::{MEMORY_STEP, STEP_SPAN, memory_step, private_cache_bytes};
 pub use past::{ALPHA, Index as PastIndex, PAST_BAND, PAST_RUNS, PastRun, fingerprint, past_runs};
 
 use crate::result::{

@@ -181,6 +181,30 @@ pub unsafe fn chase(mut p: *const u8, loads: u64) -> *const u8 {
     p
 }
 
+/// The ns of one dependent load over a working set of `size` bytes, from one short chase on the
+/// calling thread: link a chain over a fresh region (`huge` pages asked for or not), warm it
+/// with up to one pass, then chase for `cpu` of the thread's CPU time. For a quick look at the
+/// curve before a plan (the roofline's cache edge), not a result: one sample, no repetitions.
+pub fn chase_ns(size: u64, huge: HugePages, cpu: Duration) -> Result<f64> {
+    let size = (size as usize / NODE * NODE).max(2 * NODE);
+    let mut region = Region::map(size, huge)?;
+    let start = link(&mut region, 0x2545_f491_4f6c_dd1d ^ size as u64);
+    // SAFETY: start is a node of the chain in region, which lives to the end of this function.
+    let mut p = unsafe { chase(start, ((size / NODE) as u64).min(4 * CHUNK)) };
+    let (mut loads, begin) = (0u64, thread_cpu_ns());
+    while loads == 0 || thread_cpu_ns() - begin < cpu.as_nanos() as u64 {
+        // SAFETY: as above.
+        p = unsafe { chase(std::hint::black_box(p), CHUNK) };
+        loads += CHUNK;
+    }
+    let spent = thread_cpu_ns() - begin;
+    let offset = (p as usize).wrapping_sub(region.as_ptr() as usize);
+    if offset >= region.len() || !offset.is_multiple_of(NODE) {
+        bail!("the chase left its chain (offset {offset}): the loads were not done");
+    }
+    Ok(spent as f64 / loads as f64)
+}
+
 /// One working-set size.
 struct LatencyCase {
     size: u64,

@@ -7,7 +7,9 @@
 //!    each thread count), run unchanged, so each ceiling is what `peakbench cpu` measures for the
 //!    same precision, ISA and threads. Each carries its theoretical peak.
 //! 2. **Bandwidth roofs**: the `mem` workload's cases (`read` in blocks, `stream-triad`,
-//!    `stream-copy`) at each level's working set ([`levels`]), 1 thread and all of them, so each
+//!    `stream-copy`) at each level's working set ([`levels`]; the L3's from where a short latency
+//!    probe, [`probe`], finds the cache ending, where that is before sysinfo's L3 ends), 1 thread
+//!    and all of them, so each
 //!    roof is what `peakbench mem --op … --size … --threads …` measures. Each gives its GB/s with
 //!    the application's bytes and with write-allocate reads (`throughput_with_write_allocate`).
 //! 3. **The intensity sweep** ([`sweep`]): one read-only kernel with 1 to 1024 FLOP per loaded
@@ -23,6 +25,7 @@
 
 pub mod levels;
 mod params;
+pub mod probe;
 pub mod sweep;
 
 use std::path::PathBuf;
@@ -169,7 +172,8 @@ impl Benchmark for Roofline {
         }
         let mut plan = Builder::new(args.timing.duration);
         let (precisions, isas) = plan.ceilings(ctx, &threads);
-        let levels = chosen_levels(args, ctx, sweep_threads)?;
+        let (levels, probe_note) = chosen_levels(args, ctx, sweep_threads)?;
+        plan.notes.extend(probe_note);
         plan.roofs(ctx, &levels, &threads);
         let flops = args.flops.clone().unwrap_or_else(sweep::default_flops);
         let isa = plan.sweep(&levels, &flops, sweep_threads, !args.unpinned);
@@ -297,6 +301,7 @@ impl Builder {
             for &f in flops {
                 let intensity = Intensity::new(f).expect("checked by the flag's parser");
                 self.cases.push(Box::new(Collected {
+                    level_source: level.source.clone(),
                     inner: Box::new(SweepCase {
                         level: level.name.clone(),
                         intensity,
@@ -322,15 +327,26 @@ impl Builder {
 
 /// The levels `--levels` asks for (every one found by default), each refused if its largest
 /// working set (one thread's, or all the sweep's threads' together) is more than the memory
-/// available.
-fn chosen_levels(args: &RooflineArgs, ctx: &Context, sweep_threads: usize) -> Result<Vec<Level>> {
-    let chosen: Vec<Level> = levels::levels(&ctx.host, args.dram_size)
+/// available. With an L3 among them, the latency probe first looks for its real end (in a run,
+/// not a dry run); its note comes back with the levels.
+fn chosen_levels(
+    args: &RooflineArgs,
+    ctx: &Context,
+    sweep_threads: usize,
+) -> Result<(Vec<Level>, Option<String>)> {
+    let wanted = |name: &str| {
+        args.levels
+            .as_ref()
+            .is_none_or(|want| want.iter().any(|w| w == name))
+    };
+    let (edge, note) = if wanted("L3") {
+        probe::l3_edge(ctx)
+    } else {
+        (None, None)
+    };
+    let chosen: Vec<Level> = levels::levels(&ctx.host, args.dram_size, edge.as_ref())
         .into_iter()
-        .filter(|l| {
-            args.levels
-                .as_ref()
-                .is_none_or(|want| want.contains(&l.name))
-        })
+        .filter(|l| wanted(&l.name))
         .collect();
     if chosen.is_empty() {
         return Err(usage(
@@ -350,7 +366,7 @@ fn chosen_levels(args: &RooflineArgs, ctx: &Context, sweep_threads: usize) -> Re
             )));
         }
     }
-    Ok(chosen)
+    Ok((chosen, note))
 }
 
 /// A level's working set and where its size comes from, for the plan's notes.
@@ -482,21 +498,30 @@ fn read_block(slice: u64) -> u64 {
 /// What the roofline's cases hand its model.
 type Collector = Arc<Mutex<Vec<BenchResult>>>;
 
-/// A case whose result the model reads.
+/// A sweep case whose result the model reads, with where its level's size came from.
 struct Collected {
     inner: Box<dyn Case>,
+    level_source: String,
     collector: Collector,
 }
 
 impl Case for Collected {
     fn spec(&self) -> CaseSpec {
-        self.inner.spec()
+        let mut spec = self.inner.spec();
+        spec.params
+            .other
+            .insert("level_size".into(), self.level_source.clone().into());
+        spec
     }
     fn estimate(&self, ctx: &Context) -> Duration {
         self.inner.estimate(ctx)
     }
     fn run(&self, ctx: &Context) -> Result<BenchResult> {
-        let result = self.inner.run(ctx)?;
+        let mut result = self.inner.run(ctx)?;
+        result
+            .params
+            .other
+            .insert("level_size".into(), self.level_source.clone().into());
         self.collector.lock().unwrap().push(result.clone());
         Ok(result)
     }
@@ -508,7 +533,8 @@ impl Case for Collected {
 struct Wrapped {
     inner: Box<dyn Case>,
     op: &'static str,
-    level: Option<String>,
+    /// The level's name and where its size came from.
+    level: Option<(String, String)>,
     traffic: Option<Traffic>,
     /// The standalone command measuring the same case.
     command: String,
@@ -566,7 +592,7 @@ impl Wrapped {
         Wrapped {
             inner,
             op: "bandwidth",
-            level: Some(level.name.clone()),
+            level: Some((level.name.clone(), level.source.clone())),
             traffic: Some(traffic),
             command,
             collector,
@@ -580,10 +606,13 @@ impl Wrapped {
             .other
             .insert("kernel_op".into(), inner_op.into());
         let mut tag = String::new();
-        if let (Some(level), Some(traffic)) = (&self.level, self.traffic) {
+        if let (Some((level, source)), Some(traffic)) = (&self.level, self.traffic) {
             spec.params
                 .other
                 .insert("level".into(), level.clone().into());
+            spec.params
+                .other
+                .insert("level_size".into(), source.clone().into());
             spec.params
                 .other
                 .insert("traffic".into(), traffic.name().into());

@@ -223,6 +223,7 @@ impl Leader<'_> {
             host: self.ctx.host.clone(),
             peaks: self.ctx.peaks.clone(),
             runner,
+            latency_probe: self.ctx.latency_probe.clone(),
         };
         let target = Arc::new(Target::new(Some(addr), self.key.clone()));
         let duration_ms = self.args.matrix_duration.as_millis().max(1) as u64;

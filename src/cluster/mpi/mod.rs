@@ -103,7 +103,9 @@ fn job(universe: &Universe, args: &ClusterRunArgs) -> Result<ExitCode> {
             crate::sysinfo::format_cpu_list(&before)
         );
     }
-    let ctx = session::context(&args.runner, &args.peak, &crate::registry::probe());
+    let mut ctx = session::context(&args.runner, &args.peak, &crate::registry::probe());
+    // Each host's measuring rank plans for its own host, so a probe measures that host.
+    ctx.latency_probe = crate::plan::LatencyProbe::live();
     let plan = plan_local(args, &ctx)?;
     let mut leader = Leader {
         comm: &comm,

@@ -86,3 +86,73 @@ fn a_step_inside_the_private_caches_is_not_the_memory() {
         None
     );
 }
+
+const MIB: u64 = 1 << 20;
+
+/// The rule alone, on a guest's curve with huge pages: a 2 MiB L2, sysinfo's 480 MiB L3, and
+/// memory from 16 MiB on, one interval ×2.7.
+#[test]
+fn the_step_rule_finds_an_early_step_where_the_curve_leaves_the_cache() {
+    let curve = [
+        (4 * MIB, 30.0),
+        (8 * MIB, 45.0),
+        (16 * MIB, 120.0),
+        (32 * MIB, 160.0),
+        (256 * MIB, 184.0),
+    ];
+    assert_eq!(memory_step(&curve, 2 * MIB, 480 * MIB), Some((1, 2)));
+}
+
+/// This KVM guest's curve as the roofline's probe reads it, ×2 apart: the edge spreads over two
+/// intervals (×2.2, then ×1.5), and the step is read over ×4, from 16 MiB to 64 MiB.
+#[test]
+fn the_step_rule_reads_a_step_spread_over_two_intervals() {
+    let curve = [
+        (4 * MIB, 40.7),
+        (8 * MIB, 43.9),
+        (16 * MIB, 46.9),
+        (32 * MIB, 103.0),
+        (64 * MIB, 157.0),
+        (128 * MIB, 170.0),
+        (256 * MIB, 180.0),
+    ];
+    assert_eq!(memory_step(&curve, 2 * MIB, 480 * MIB), Some((2, 4)));
+    // A gradual rise, ×2.75 over ×8 but under ×2.5 over any ×4, is growth inside the cache.
+    let gradual = [
+        (4 * MIB, 40.0),
+        (8 * MIB, 60.0),
+        (16 * MIB, 80.0),
+        (32 * MIB, 110.0),
+    ];
+    assert_eq!(memory_step(&gradual, 2 * MIB, 480 * MIB), None);
+}
+
+/// A real 105 MiB L3: the curve is flat up to 64 MiB, and its step to memory lies past the
+/// last level, where sysinfo says the caches end.
+#[test]
+fn the_step_rule_finds_nothing_on_a_curve_that_agrees_with_a_real_l3() {
+    let curve = [
+        (4 * MIB, 28.0),
+        (8 * MIB, 31.0),
+        (16 * MIB, 34.0),
+        (32 * MIB, 38.0),
+        (64 * MIB, 44.0),
+        (128 * MIB, 125.0),
+    ];
+    assert_eq!(memory_step(&curve, 2 * MIB, 105 * MIB), None);
+}
+
+/// L1 to L2 and L2 to L3 are steps of 3 × and more too, but a step whose smaller set is
+/// within the private caches is not a load from memory.
+#[test]
+fn the_step_rule_ignores_a_step_inside_the_private_caches() {
+    let curve = [
+        (32 << 10, 1.2),
+        (256 << 10, 4.0),
+        (MIB, 4.5),
+        (2 * MIB, 14.0),
+        (8 * MIB, 16.0),
+    ];
+    assert_eq!(memory_step(&curve, 2 * MIB, 32 * MIB), None);
+    assert_eq!(memory_step(&curve, MIB, 32 * MIB), None);
+}
