@@ -120,6 +120,11 @@ pub struct Window {
     /// peer's window, which always slept).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub receiver_spun: bool,
+    /// How often the TCP receiving threads slept and were woken in the window, all streams
+    /// together (their voluntary context switches); absent for UDP and from an older peer,
+    /// which ignores it: the wire keeps its version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver_wakeups: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
