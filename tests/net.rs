@@ -205,6 +205,16 @@ fn the_tcp_receiver_spins_or_sleeps_as_asked_and_says_which() {
             udp["params"]["other"].get("receiver_wait").is_none(),
             "{udp}"
         );
+        // Issue 47: the receiving threads' wake-ups per MB, the findings' evidence for a
+        // sleeping receiver; TCP only.
+        let woke = extra(tcp, "receiver_wakeups");
+        assert!(woke["value"].as_f64().unwrap() >= 0.0, "{tcp}");
+        assert_eq!(woke["unit"], "per MB", "{tcp}");
+        let udp_extras = udp["extra"].as_array().unwrap();
+        assert!(
+            udp_extras.iter().all(|e| e["metric"] != "receiver_wakeups"),
+            "{udp}"
+        );
     }
     let cpus = std::thread::available_parallelism().unwrap().get();
     for streams in [1, 2] {
