@@ -186,7 +186,7 @@ fn loopback_tcp_and_udp_in_both_modes() {
 fn the_tcp_receiver_spins_or_sleeps_as_asked_and_says_which() {
     for (wait, spun, rule) in [
         ("spin", true, "spun for up to 200 µs"),
-        ("sleep", false, "slept in poll(2)"),
+        ("sleep", false, "slept in a blocking read"),
     ] {
         let doc = net(&[
             "--proto",

@@ -512,7 +512,10 @@ pub const RECEIVER_WAKEUPS: &str = "receiver_wakeups";
 fn receiver_waits(spun: usize, reps: usize) -> String {
     let spin_us = super::data::SPIN.as_micros();
     match spun {
-        0 => "the receiver slept in poll(2) whenever its socket was empty, as iperf3's does".into(),
+        0 => {
+            "the receiver slept in a blocking read whenever its socket was empty, as iperf3's does"
+                .into()
+        }
         n if n == reps => format!(
             "the receiver read non-blocking and spun for up to {spin_us} µs on an empty socket before sleeping in poll(2) (a CPU per stream; iperf3's sleeps at once: --receiver-wait sleep)"
         ),

@@ -51,7 +51,7 @@ named_enum! {
         Auto = "auto",
         /// keep reading for up to 200 µs after the last data before sleeping in poll(2)
         Spin = "spin" | "busy",
-        /// sleep in poll(2) as soon as the socket is empty, as iperf3's receiver does
+        /// sleep in a blocking read as soon as the socket is empty, as iperf3's receiver does
         Sleep = "sleep" | "poll",
     }
 }

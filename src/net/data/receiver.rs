@@ -193,18 +193,26 @@ fn sleep_until(when: Instant, gone: &impl Fn() -> bool) {
     }
 }
 
-/// Reads one TCP stream to its end. Non-blocking reads; on an empty socket the receiver either
-/// sleeps in poll(2) at once (as iperf3's select loop does: on loopback this read 3-5 % more
-/// than blocking reads with a timeout) or, with `spin`, reads on for up to [`SPIN`] since the
-/// last data before it sleeps (see [`receiver_spins`]).
+/// Reads one TCP stream to its end. A sleeping receiver blocks in read(2), each read with a
+/// deadline of [`POLL`] (SO_RCVTIMEO) to look at the flags. A spinning one (`spin`) reads
+/// non-blocking and on an empty socket reads on for up to [`SPIN`] since the last data, then
+/// sleeps in poll(2) (see [`receiver_spins`]). Why a blocking read and not poll(2) then a
+/// non-blocking read when it sleeps: on a 2-vCPU Intel guest one loopback stream read about 7 %
+/// more with the blocking read, with as many wake-ups per MB (issue 47, docs/net.md); on a Zen
+/// 4 guest poll(2) had read 3-5 % more, so the choice is the machine's, not a law.
 fn receive_tcp(stream: &TcpStream, index: usize, counters: &Counters, spin: bool) -> Result<()> {
     // SAFETY: gettid has no preconditions.
     counters.tids[index].store(unsafe { libc::gettid() }, Ordering::Release);
-    stream.set_nonblocking(true)?;
+    if spin {
+        stream.set_nonblocking(true)?;
+    } else {
+        stream.set_nonblocking(false)?;
+        stream.set_read_timeout(Some(POLL))?;
+    }
     let mut buf = vec![0u8; READ_BUFFER];
     let mut total = 0u64;
     let mut stream_ref = stream;
-    let spin_ns = if spin { SPIN.as_nanos() as u64 } else { 0 };
+    let spin_ns = SPIN.as_nanos() as u64;
     let mut last_data = now_ns();
     loop {
         match stream_ref.read(&mut buf) {
@@ -214,7 +222,9 @@ fn receive_tcp(stream: &TcpStream, index: usize, counters: &Counters, spin: bool
                 counters.bytes[index].store(total, Ordering::Release);
                 last_data = now_ns();
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+            // Empty: a spinning receiver's non-blocking read (a sleeping one's deadline
+            // passing is a time-out, below).
+            Err(e) if spin && e.kind() == ErrorKind::WouldBlock => {
                 if now_ns().saturating_sub(last_data) < spin_ns {
                     std::hint::spin_loop();
                 } else {
