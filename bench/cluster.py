@@ -24,7 +24,8 @@ core), and measures in alternating rounds, the order flipped every round:
 
 It prints the median of each figure, the ratio of the medians and the median of the rounds' own
 ratios with its distribution-free confidence interval (bench/pair.py), against the issue's
-targets: latency <= 1.05 x, bandwidth >= 0.95 x, TCP >= 0.95 x iperf3. Against the C loop the
+targets: latency <= 1.05 x, bandwidth >= 0.95 x, TCP >= 0.97 x iperf3 each way (issue 47; the
+receiver sleeps on both sides, and each TCP row says which host received). Against the C loop the
 counting is the same (best and median batch). hpcc counts otherwise: the best of 10 batches of
 8 round trips for its latency and the best of 4 single round trips for its bandwidth, which
 on this path reads far above any sustained ping-pong (see the comment at the table); its rows
@@ -249,9 +250,13 @@ def peakbench(lab, reps, duration):
             got["bw"] = r["value"]
             got["bw_best"] = r["stats"]["max"]
         elif r["op"] == "tcp-throughput":
-            reverse = r["params"]["other"].get("reverse", False)
-            got["tcp_rev" if reverse else "tcp"] = r["value"]
+            other = r["params"]["other"]
+            key = "tcp_rev" if other.get("reverse", False) else "tcp"
+            got[key] = r["value"]
             got["tcp_unit"] = r["unit"]
+            # Which end received (h1's server forward, h0's client reversed) and how it waited.
+            woke = next((e["value"] for e in r.get("extra", []) if e["metric"] == "receiver_wakeups"), None)
+            got[key + "_wait"] = ("spun" if other.get("receiver_spun") else "slept", woke)
     return got
 
 
@@ -539,8 +544,10 @@ def main():
         ("MPI latency 8 B, median (us)", "lat", "m4_lat", "mpi4py.bench pingpong", "lower", 1.05),
         ("MPI bw 2 MiB, median (GB/s)", "bw2m", "m4_bw2m", "mpi4py.bench pingpong", "higher", 0.95),
         ("MPI bw 4 MiB, median (GB/s)", "bw", "m4_bw", "mpi4py.bench pingpong", "higher", 0.95),
-        ("TCP h0->h1 (Mb/s)", "tcp", "tcp", "iperf3", "higher", 0.95),
-        ("TCP h1->h0 (Mb/s)", "tcp_rev", "tcp_rev", "iperf3 -R", "higher", 0.95),
+        # Issue 47: each way at least 0.97 x iperf3, the receiver asleep on both sides (the
+        # matrix's receivers always sleep; iperf3's does): h1 receives forward, h0 with -R.
+        ("TCP h0->h1 (Mb/s)", "tcp", "tcp", "iperf3; h1 receives", "higher", 0.97),
+        ("TCP h1->h0 (Mb/s)", "tcp_rev", "tcp_rev", "iperf3 -R; h0 receives", "higher", 0.97),
     ]
     misses = 0
     if not python:
@@ -562,8 +569,14 @@ def main():
             misses += not ok
             verdict = f"{'<=' if direction == 'lower' else '>='} {target:.2f} {'ok' if ok else 'MISS'}"
         paired = paired_text([o / t for o, t in zip(ours, theirs)])
+        waited = ""
+        if ours_key + "_wait" in rows[0][0]:
+            how = {a[ours_key + "_wait"][0] for a, _ in rows}
+            woke = [a[ours_key + "_wait"][1] for a, _ in rows if a[ours_key + "_wait"][1] is not None]
+            waited = f"; peakbench's receiver {'/'.join(sorted(how))}" + (
+                f", {statistics.median(woke):.1f} wake-ups/MB" if woke else "")
         print(f"{label:<30} {mo:10.3f} {min(ours):8.3f}..{max(ours):<8.3f}{mt:10.3f} "
-              f"{min(theirs):8.3f}..{max(theirs):<8.3f}{ratio:6.3f} {paired:>17} {verdict:>8}  ({tool})")
+              f"{min(theirs):8.3f}..{max(theirs):<8.3f}{ratio:6.3f} {paired:>17} {verdict:>8}  ({tool}{waited})")
     hpl = [b["hpl_gflops"] for _, b in rows]
     print(f"hpcc HPL (N={args.hpl_n}, 1 x 2 grid): median {statistics.median(hpl):.2f} GFLOP/s "
           "(the side-by-side runs' own load; not a target)")

@@ -29,12 +29,16 @@ PEAKBENCH = os.environ.get("PEAKBENCH", os.path.join(HERE, "..", "target", "rele
 
 # (label, peakbench args, direction of the target ("info": none), target ratio)
 CASES = [
-    ("tcp 128KiB x1", ["--proto", "tcp", "--mode", "throughput", "--msg", "128KiB", "--streams", "1"], "higher", 1.00),
-    # The same stream with the receiver sleeping in poll(2) at once, as iperf3's does: the
+    # The default spins on loopback (the threads fit the CPUs); issue 47 keeps it >= 1.10 x.
+    ("tcp 128KiB x1", ["--proto", "tcp", "--mode", "throughput", "--msg", "128KiB", "--streams", "1"], "higher", 1.10),
+    # The same stream with the receiver sleeping on an empty socket, as iperf3's does: the
     # like-for-like figure beside the default (a spinning receiver where the threads fit the
-    # CPUs). Shown for its ratio; the issue's target is the default's.
+    # CPUs), in both directions (-R: this side receives, the loopback server sends). Issue 47:
+    # at least 0.97 x iperf3.
     ("tcp 128KiB x1 sleep", ["--proto", "tcp", "--mode", "throughput", "--msg", "128KiB", "--streams", "1",
-                             "--receiver-wait", "sleep"], "info", None),
+                             "--receiver-wait", "sleep"], "higher", 0.97),
+    ("tcp 128KiB x1 sleep -R", ["--proto", "tcp", "--mode", "throughput", "--msg", "128KiB", "--streams", "1",
+                                "--receiver-wait", "sleep", "--reverse"], "higher", 0.97),
     ("tcp 128KiB x2", ["--proto", "tcp", "--mode", "throughput", "--msg", "128KiB", "--streams", "2"], "higher", 1.00),
     ("udp 1470B", ["--proto", "udp", "--mode", "throughput", "--msg", "1470"], "higher", 1.00),
     ("udp 64KB", ["--proto", "udp", "--mode", "throughput", "--msg", "64000"], "higher", 1.00),
@@ -52,9 +56,20 @@ def run_case(args, duration, omit):
     if out.returncode != 0:
         sys.exit(f"peakbench failed: {' '.join(cmd)}\n{out.stderr}")
     result = json.loads(out.stdout)["results"][0]
-    loss = next((e["value"] for e in result.get("extra", []) if e["metric"] == "loss"), None)
+    extra = {e["metric"]: e["value"] for e in result.get("extra", [])}
     ref = result.get("reference") or {}
-    return result["value"], ref.get("value"), loss, ref.get("note"), result["unit"]
+    return result["value"], ref.get("value"), extra.get("loss"), ref.get("note"), result["unit"], waited(result, extra)
+
+
+def waited(result, extra):
+    """Which end received a TCP test and whether it slept or spun, with its wake-ups per MB."""
+    other = result["params"].get("other", {})
+    if "receiver_spun" not in other:
+        return ""
+    end = "client" if other.get("reverse") else "server"
+    how = "spun" if other["receiver_spun"] else "slept"
+    woke = extra.get("receiver_wakeups")
+    return f"receiver ({end}) {how}" + (f", {woke:.1f} wake-ups/MB" if woke is not None else "")
 
 
 def main():
@@ -68,11 +83,12 @@ def main():
         sys.exit("build first: cargo build --release")
     cases = [c for c in CASES if not opts.only or opts.only in c[0]]
     values = {c[0]: ([], [], [], []) for c in cases}
-    units = {}
+    units, waits = {}, {}
     for r in range(opts.rounds):
         for label, args, _, _ in cases:
-            ours, theirs, loss, note, unit = run_case(args, opts.duration, opts.omit)
+            ours, theirs, loss, note, unit, wait = run_case(args, opts.duration, opts.omit)
             units[label] = unit
+            waits.setdefault(label, []).append(wait)
             v = values[label]
             v[0].append(ours)
             if theirs is not None:
@@ -81,15 +97,16 @@ def main():
                 v[2].append(loss)
             if note:
                 v[3].append(note)
-            print(f"round {r + 1} {label:>19}: peakbench {ours:10.2f} {unit}, reference {theirs}", file=sys.stderr)
-    print(f"{'case':>19} {'peakbench':>12} {'cv':>6} {'reference':>12} {'ratio':>7} {'target':>10}  note")
+            print(f"round {r + 1} {label:>22}: peakbench {ours:10.2f} {unit}, reference {theirs} {wait}",
+                  file=sys.stderr)
+    print(f"{'case':>22} {'peakbench':>12} {'cv':>6} {'reference':>12} {'ratio':>7} {'target':>10}  note")
     failures = 0
     for label, _, direction, target in cases:
         ours, theirs, loss, notes = values[label]
         m_ours = statistics.median(ours)
         cv = statistics.stdev(ours) / statistics.mean(ours) if len(ours) > 1 else float("nan")
         if not theirs:
-            print(f"{label:>19} {m_ours:12.2f} {cv:6.1%} {'-':>12} {'-':>7}  {notes[-1] if notes else ''}")
+            print(f"{label:>22} {m_ours:12.2f} {cv:6.1%} {'-':>12} {'-':>7}  {notes[-1] if notes else ''}")
             continue
         m_theirs = statistics.median(theirs)
         ratio = m_ours / m_theirs
@@ -102,10 +119,13 @@ def main():
         failures += not ok
         extra = f"peakbench loss {statistics.median(loss):.1f} %; " if loss else ""
         extra += notes[-1] if notes else ""
+        # Which end received and how it waited, in the last round (the server decides `auto`).
+        if waits[label][-1]:
+            extra = f"{waits[label][-1]}; {extra}"
         # The rounds' own ratios (the two runs of a round are adjacent in time).
         paired = [o / t for o, t in zip(ours, theirs)] if len(ours) == len(theirs) else []
         spread = f"paired {paired_text(paired)}" if paired else ""
-        print(f"{label:>19} {m_ours:12.2f} {cv:6.1%} {m_theirs:12.2f} {ratio:7.3f} {want:>7} {verdict}  "
+        print(f"{label:>22} {m_ours:12.2f} {cv:6.1%} {m_theirs:12.2f} {ratio:7.3f} {want:>7} {verdict}  "
               f"{spread}; {units[label]}; {extra}")
     targeted = sum(c[2] != "info" for c in cases)
     print(f"{targeted - failures} of {targeted} cases meet the target (medians of {opts.rounds} rounds)")

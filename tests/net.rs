@@ -186,7 +186,7 @@ fn loopback_tcp_and_udp_in_both_modes() {
 fn the_tcp_receiver_spins_or_sleeps_as_asked_and_says_which() {
     for (wait, spun, rule) in [
         ("spin", true, "spun for up to 200 µs"),
-        ("sleep", false, "slept in poll(2)"),
+        ("sleep", false, "slept in a blocking read"),
     ] {
         let doc = net(&[
             "--proto",
@@ -203,6 +203,16 @@ fn the_tcp_receiver_spins_or_sleeps_as_asked_and_says_which() {
         assert!(tcp["counting"].as_str().unwrap().contains(rule), "{tcp}");
         assert!(
             udp["params"]["other"].get("receiver_wait").is_none(),
+            "{udp}"
+        );
+        // Issue 47: the receiving threads' wake-ups per MB, the findings' evidence for a
+        // sleeping receiver; TCP only.
+        let woke = extra(tcp, "receiver_wakeups");
+        assert!(woke["value"].as_f64().unwrap() >= 0.0, "{tcp}");
+        assert_eq!(woke["unit"], "per MB", "{tcp}");
+        let udp_extras = udp["extra"].as_array().unwrap();
+        assert!(
+            udp_extras.iter().all(|e| e["metric"] != "receiver_wakeups"),
             "{udp}"
         );
     }

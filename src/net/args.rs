@@ -79,7 +79,7 @@ pub struct NetArgs {
     #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = duration)]
     pub omit: Duration,
     /// How the TCP throughput receiver waits on an empty socket: spin (reads on for 200 µs
-    /// before sleeping), sleep (in poll(2) at once, as iperf3), auto (spin when the receiving
+    /// before sleeping), sleep (in a blocking read at once, as iperf3), auto (spin when the receiving
     /// and the sending threads of a loopback test fit in the CPUs; else sleep)
     #[arg(long, value_name = "WAIT", ignore_case = true, default_value = "auto")]
     pub receiver_wait: ReceiverWait,

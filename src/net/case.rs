@@ -235,6 +235,10 @@ impl NetCase {
             result = result.param("receiver_spun", series.spun == outcomes.len());
         }
         let mut result = result.extra("throughput", "Gb/s", &gbps);
+        // Every repetition's or none: a mix of peers would mix what the median means.
+        if series.wakeups_per_mb.len() == outcomes.len() {
+            result = result.extra(RECEIVER_WAKEUPS, "per MB", &series.wakeups_per_mb);
+        }
         if streams > 1 {
             for (i, values) in series.per_stream.iter().enumerate() {
                 result = result.extra(format!("stream {i} throughput"), "Mb/s", values);
@@ -369,6 +373,9 @@ struct Series {
     reordered: Vec<f64>,
     jitter: Vec<f64>,
     spun: usize,
+    /// TCP: the receivers' wake-ups per MB received in each repetition's window (where the
+    /// receiver counted them).
+    wakeups_per_mb: Vec<f64>,
 }
 
 impl Series {
@@ -393,6 +400,9 @@ impl Series {
             series.total.push(bytes as f64 * 8.0 / secs / 1e6);
             for (i, b) in window.stream_bytes.iter().enumerate().take(streams) {
                 series.per_stream[i].push(*b as f64 * 8.0 / secs / 1e6);
+            }
+            if let Some(w) = window.receiver_wakeups.filter(|_| bytes > 0) {
+                series.wakeups_per_mb.push(w as f64 / (bytes as f64 / 1e6));
             }
             if udp {
                 let s: u64 = sent.iter().sum();
@@ -492,12 +502,20 @@ fn interface_of(ip: IpAddr) -> Option<String> {
     }
 }
 
+/// The extra metric of a TCP throughput result: how often its receiving threads slept and were
+/// woken per MB received in the window (voluntary context switches; the findings' evidence
+/// for a sleeping receiver).
+pub const RECEIVER_WAKEUPS: &str = "receiver_wakeups";
+
 /// How the TCP receiver waited on an empty socket, for the counting rule: it spun in `spun` of
 /// `reps` repetitions (the server decides under `--receiver-wait auto`).
 fn receiver_waits(spun: usize, reps: usize) -> String {
     let spin_us = super::data::SPIN.as_micros();
     match spun {
-        0 => "the receiver slept in poll(2) whenever its socket was empty, as iperf3's does".into(),
+        0 => {
+            "the receiver slept in a blocking read whenever its socket was empty, as iperf3's does"
+                .into()
+        }
         n if n == reps => format!(
             "the receiver read non-blocking and spun for up to {spin_us} µs on an empty socket before sleeping in poll(2) (a CPU per stream; iperf3's sleeps at once: --receiver-wait sleep)"
         ),

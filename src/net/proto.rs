@@ -51,7 +51,7 @@ named_enum! {
         Auto = "auto",
         /// keep reading for up to 200 µs after the last data before sleeping in poll(2)
         Spin = "spin" | "busy",
-        /// sleep in poll(2) as soon as the socket is empty, as iperf3's receiver does
+        /// sleep in a blocking read as soon as the socket is empty, as iperf3's receiver does
         Sleep = "sleep" | "poll",
     }
 }
@@ -120,6 +120,11 @@ pub struct Window {
     /// peer's window, which always slept).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub receiver_spun: bool,
+    /// How often the TCP receiving threads slept and were woken in the window, all streams
+    /// together (their voluntary context switches); absent for UDP and from an older peer,
+    /// which ignores it: the wire keeps its version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver_wakeups: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

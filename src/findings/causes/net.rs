@@ -13,6 +13,8 @@ use crate::result::{Evidence, Subsystem};
 
 /// A figure within this band of a shaper's bound is held by it.
 const HELD: [f64; 2] = [0.85, 1.05];
+/// A sleeping receiver woken more often than once per this many bytes received is named.
+const WAKE_BYTES: f64 = 64.0 * 1024.0;
 
 pub fn causes(s: &Scene, out: &mut Vec<Candidate>) {
     if s.r.subsystem != Subsystem::Network {
@@ -310,28 +312,58 @@ fn offloads(s: &Scene, interface: &str, out: &mut Vec<Candidate>) {
     out.push(c);
 }
 
+/// A TCP receiver that slept on its empty socket and was woken more often than once per
+/// [`WAKE_BYTES`] received. Each wake-up is paid on the CPU that delivers the data (on loopback
+/// and between namespaces, the sender's; on a VM, an interrupt to a halted vCPU), so a receiver
+/// woken per burst of a few segments takes time from the sender that iperf3's, woken less
+/// often, does not. Named on the result's own count (its `receiver_wakeups` extra: the
+/// receiving threads' voluntary context switches per MB in the window), never on the setting
+/// alone: a sleeping receiver that drains whole buffers costs next to nothing.
 fn receiver(s: &Scene, out: &mut Vec<Candidate>) {
-    let sleep =
-        s.r.params
-            .other
-            .get("receiver_wait")
-            .and_then(|v| v.as_str())
-            == Some("sleep");
-    if !sleep {
+    let other = &s.r.params.other;
+    let slept = match other.get("receiver_spun").and_then(|v| v.as_bool()) {
+        Some(spun) => !spun,
+        None => other.get("receiver_wait").and_then(|v| v.as_str()) == Some("sleep"),
+    };
+    let Some(woke) =
+        s.r.extra
+            .iter()
+            .find(|e| e.metric == crate::net::RECEIVER_WAKEUPS)
+    else {
+        return;
+    };
+    let per_mb = woke.value;
+    if !slept || per_mb < 1e6 / WAKE_BYTES {
         return;
     }
     let mut c = Candidate::new(
         "receiver-sleeps",
-        "the receiver sleeps in poll(2) on an empty socket (--receiver-wait sleep): each wake-up \
-         costs microseconds"
-            .to_string(),
-        vec![Evidence::new(
-            "the case's parameters",
-            "receiver_wait = sleep",
-        )],
-        "let the receiver spin (--receiver-wait auto) where a CPU per stream can be spared",
-    );
+        format!(
+            "the receiver slept on its empty socket and was woken {per_mb:.1} times per MB \
+             (once per {:.0} KiB): each wake-up costs the delivering CPU microseconds",
+            1e6 / per_mb / 1024.0
+        ),
+        vec![
+            Evidence::new(
+                "the receiving threads' voluntary context switches in the window (the result's \
+                 receiver_wakeups extra)",
+                format!("median {per_mb:.1} per MB"),
+            ),
+            Evidence::new(
+                "the case's parameters",
+                format!(
+                    "receiver_wait = {}",
+                    other
+                        .get("receiver_wait")
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("auto")
+                ),
+            ),
+        ],
+        "let the receiver spin (--receiver-wait spin, or auto on loopback) where a CPU per \
+         stream can be spared, or send larger messages (--msg) so that each wake-up finds more",
+    )
+    .value(per_mb, "per MB");
     c.slows = true;
-    c.structural = true;
     out.push(c);
 }

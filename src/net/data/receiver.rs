@@ -4,7 +4,7 @@
 use std::io::{ErrorKind, Read};
 use std::net::{TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -26,6 +26,8 @@ struct Counters {
     expected: Vec<AtomicU64>,
     /// Last moment to keep reading, nanoseconds on [`now_ns`]'s clock.
     give_up_ns: AtomicU64,
+    /// The thread id of each TCP stream's receiver once it runs (0 before), for its wake-ups.
+    tids: Vec<AtomicI32>,
 }
 
 impl Counters {
@@ -35,7 +37,21 @@ impl Counters {
             draining: AtomicBool::new(false),
             expected: (0..streams).map(|_| AtomicU64::new(u64::MAX)).collect(),
             give_up_ns: AtomicU64::new(u64::MAX),
+            tids: (0..streams).map(|_| AtomicI32::new(0)).collect(),
         }
+    }
+
+    /// The wake-ups of all the TCP receiving threads so far, counting `unborn` for a thread
+    /// that has not started yet (at the window's start with no `omit`: 0, its whole life is
+    /// then in the window); none where a count cannot be read.
+    fn wakeups(&self, unborn: Option<u64>) -> Option<u64> {
+        self.tids
+            .iter()
+            .map(|t| match t.load(Ordering::Acquire) {
+                0 => unborn,
+                tid => wakeups(tid),
+            })
+            .sum()
     }
 
     /// Each stream's bytes so far.
@@ -63,24 +79,26 @@ impl Counters {
         self.draining.store(true, Ordering::Release);
     }
 
-    /// Times the window on this clock: `omit`, then `duration`; returns its length and each
-    /// stream's bytes in it, or `None` when the peer is `gone`.
+    /// Times the window on this clock: `omit`, then `duration`; returns its length, each
+    /// stream's bytes in it and the TCP receivers' wake-ups in it, or `None` when the peer is
+    /// `gone`.
     fn window(
         &self,
         omit: Duration,
         duration: Duration,
         gone: &impl Fn() -> bool,
-    ) -> Option<(Duration, Vec<u64>)> {
+    ) -> Option<(Duration, Vec<u64>, Option<u64>)> {
         let start = Instant::now();
         sleep_until(start + omit, gone);
-        let (from, before) = (Instant::now(), self.snapshot());
+        let (from, before, woke) = (Instant::now(), self.snapshot(), self.wakeups(Some(0)));
         sleep_until(from + duration, gone);
-        let (to, after) = (Instant::now(), self.snapshot());
+        let (to, after, awake) = (Instant::now(), self.snapshot(), self.wakeups(None));
         if gone() {
             return None;
         }
         let bytes = after.iter().zip(&before).map(|(a, b)| a - b).collect();
-        Some((to.duration_since(from), bytes))
+        let wakeups = woke.zip(awake).map(|(w, a)| a.saturating_sub(w));
+        Some((to.duration_since(from), bytes, wakeups))
     }
 }
 
@@ -130,7 +148,8 @@ pub fn receive(
                 abort,
             )?,
         };
-        let Some((length, stream_bytes)) = counters.window(omit, duration, &gone) else {
+        let Some((length, stream_bytes, receiver_wakeups)) = counters.window(omit, duration, &gone)
+        else {
             counters.give_up();
             for h in handles {
                 let _ = h.join();
@@ -141,6 +160,7 @@ pub fn receive(
             window_ns: length.as_nanos() as u64,
             stream_bytes,
             receiver_spun: spin && matches!(sockets, Sockets::Tcp(_)),
+            receiver_wakeups,
         };
         let ended = end_window(&window);
         counters.drain(ended.as_deref().ok());
@@ -173,16 +193,26 @@ fn sleep_until(when: Instant, gone: &impl Fn() -> bool) {
     }
 }
 
-/// Reads one TCP stream to its end. Non-blocking reads; on an empty socket the receiver either
-/// sleeps in poll(2) at once (as iperf3's select loop does: on loopback this read 3-5 % more
-/// than blocking reads with a timeout) or, with `spin`, reads on for up to [`SPIN`] since the
-/// last data before it sleeps (see [`receiver_spins`]).
+/// Reads one TCP stream to its end. A sleeping receiver blocks in read(2), each read with a
+/// deadline of [`POLL`] (SO_RCVTIMEO) to look at the flags. A spinning one (`spin`) reads
+/// non-blocking and on an empty socket reads on for up to [`SPIN`] since the last data, then
+/// sleeps in poll(2) (see [`receiver_spins`]). Why a blocking read and not poll(2) then a
+/// non-blocking read when it sleeps: on a 2-vCPU Intel guest one loopback stream read about 7 %
+/// more with the blocking read, with as many wake-ups per MB (issue 47, docs/net.md); on a Zen
+/// 4 guest poll(2) had read 3-5 % more, so the choice is the machine's, not a law.
 fn receive_tcp(stream: &TcpStream, index: usize, counters: &Counters, spin: bool) -> Result<()> {
-    stream.set_nonblocking(true)?;
+    // SAFETY: gettid has no preconditions.
+    counters.tids[index].store(unsafe { libc::gettid() }, Ordering::Release);
+    if spin {
+        stream.set_nonblocking(true)?;
+    } else {
+        stream.set_nonblocking(false)?;
+        stream.set_read_timeout(Some(POLL))?;
+    }
     let mut buf = vec![0u8; READ_BUFFER];
     let mut total = 0u64;
     let mut stream_ref = stream;
-    let spin_ns = if spin { SPIN.as_nanos() as u64 } else { 0 };
+    let spin_ns = SPIN.as_nanos() as u64;
     let mut last_data = now_ns();
     loop {
         match stream_ref.read(&mut buf) {
@@ -192,7 +222,9 @@ fn receive_tcp(stream: &TcpStream, index: usize, counters: &Counters, spin: bool
                 counters.bytes[index].store(total, Ordering::Release);
                 last_data = now_ns();
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+            // Empty: a spinning receiver's non-blocking read (a sleeping one's deadline
+            // passing is a time-out, below).
+            Err(e) if spin && e.kind() == ErrorKind::WouldBlock => {
                 if now_ns().saturating_sub(last_data) < spin_ns {
                     std::hint::spin_loop();
                 } else {
@@ -228,6 +260,19 @@ fn wait_readable(stream: &TcpStream) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// How often thread `tid` of this process has slept and been woken so far: its voluntary
+/// context switches (/proc/self/task/TID/status). A receiver that sleeps on an empty socket is
+/// woken by the kernel once per burst of data, on the sending CPU's time.
+fn wakeups(tid: i32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// What one UDP stream's receiver keeps: its counts, the highest sequence number, the sequence
@@ -339,6 +384,17 @@ mod tests {
         rx.connect(tx.local_addr().unwrap()).unwrap();
         set_buffers(&rx, 4 << 20);
         (rx, tx)
+    }
+
+    /// Issue 47: a thread's wake-ups are read from /proc, and a sleep is one more.
+    #[test]
+    fn a_threads_wakeups_are_read_and_a_sleep_adds_one() {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        let before = wakeups(tid).expect("this thread's voluntary context switches");
+        std::thread::sleep(Duration::from_millis(1));
+        assert!(wakeups(tid).unwrap() > before);
+        assert_eq!(wakeups(i32::MAX), None);
     }
 
     #[test]

@@ -48,8 +48,8 @@ impl DataThreads {
 }
 
 /// Whether the TCP receiver of a test spins on its empty sockets ([`SPIN`]) instead of sleeping
-/// in poll(2) at once. A sleeping receiver is woken by the kernel on the sender's side for every
-/// burst of data, and on a VM that wake-up (an interrupt to a halted vCPU) costs the sending CPU
+/// in a blocking read at once. A sleeping receiver is woken by the kernel on the sender's side
+/// for every burst of data, and on a VM that wake-up (an interrupt to a halted vCPU) costs the sending CPU
 /// more than the receiver's copy: one loopback stream read 31 Gb/s with a spinning receiver and
 /// 22 with a sleeping one on a 2-vCPU Zen 4 guest. Spinning costs a CPU per receiving thread,
 /// so `auto` spins only where this host runs both ends (`loopback`) and the `streams`' sending
