@@ -388,7 +388,8 @@ pub fn online_cpus() -> Vec<usize> {
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return (0..num_cpus()).collect();
+            let all = std::thread::available_parallelism().map_or(1, |n| n.get());
+            return (0..all).collect();
         }
         (0..libc::CPU_SETSIZE as usize)
             .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
@@ -396,9 +397,12 @@ pub fn online_cpus() -> Vec<usize> {
     }
 }
 
-/// Logical CPUs available to this process.
+/// Logical CPUs this process may run on (its affinity mask). Not the standard library's
+/// `available_parallelism`, which also divides by a cgroup's CPU quota: "every CPU" would then
+/// shrink under a quota of 1.2 CPUs to 1 thread, and a health check would drop the very cases
+/// the quota slows (the findings name the quota as a cause instead).
 pub fn num_cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    online_cpus().len().max(1)
 }
 
 /// Pins the calling thread to one CPU.
