@@ -151,6 +151,8 @@ def failures(verdict):
 
 def trial(lab, name, tries, setup, args=(), cgroup=None):
     codes, times, named = [], [], {}
+    if tries == 0:
+        return 0, 0
     for i in range(tries):
         undo = setup()
         try:
@@ -228,7 +230,7 @@ def main():
     lab = Lab(binary, work)
     try:
         loop = lab.learn("loop", args.learn)
-        failed, n = trial(lab, "quiet", args.quiet, nothing)
+        failed, n = trial(lab, "quiet", args.quiet, nothing) if args.quiet else (1, 0)
         if failed == 0:
             print(f"quiet: 0 false failures in {n}; 95 % upper bound {1 - 0.025 ** (1 / n):.2f}")
         if "quota" in faults:
