@@ -156,3 +156,38 @@ fn the_step_rule_ignores_a_step_inside_the_private_caches() {
     assert_eq!(memory_step(&curve, 2 * MIB, 32 * MIB), None);
     assert_eq!(memory_step(&curve, MIB, 32 * MIB), None);
 }
+
+/// Issue 45's target on the Golden Cove guest: a first quick run (the preset with the memory
+/// hierarchy's levels and the chase over huge pages) judges at least 60 % of its results, none
+/// above its limit, and every bandwidth in a private cache gets a verdict from the cache model.
+#[test]
+fn a_first_quick_run_on_the_xeon_guest_judges_most_of_its_results() {
+    let report = Report::parse(include_str!(
+        "../../../tests/fixtures/machines/xeon-amx-kvm-2vcpu/peakbench-quick-levels.json"
+    ))
+    .unwrap();
+    let findings = judge(&report, &[]);
+    let judged = findings
+        .results
+        .iter()
+        .filter(|f| f.verdict != Verdict::Unknown)
+        .count();
+    let total = findings.results.len();
+    assert!(judged * 10 >= total * 6, "{judged} of {total} judged");
+    assert!(
+        findings
+            .results
+            .iter()
+            .all(|f| f.verdict != Verdict::AboveLimit),
+        "a verdict above the limit is the model's error"
+    );
+    for r in report.results.iter().filter(|r| {
+        matches!(
+            r.params.other.get("cache_level").and_then(|v| v.as_str()),
+            Some("L1" | "L2")
+        ) && r.op != "latency"
+    }) {
+        let f = findings.results.iter().find(|f| f.id == r.id).unwrap();
+        assert_ne!(f.verdict, Verdict::Unknown, "{}: {:?}", f.line, f.missing);
+    }
+}
