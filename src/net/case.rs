@@ -11,7 +11,7 @@ use super::proto::{self, Mode, Proto};
 use super::target::Target;
 use crate::peak::PeakRef;
 use crate::plan::{Case, CaseSpec, Context, Measured, guess};
-use crate::result::{BenchResult, Params, Subsystem};
+use crate::result::{BenchResult, Params, RECEIVER_WAKEUPS, Subsystem};
 use crate::runner::{self, Round};
 use crate::stats::LatencyHistogram;
 use crate::units::format_size;
@@ -501,11 +501,6 @@ fn interface_of(ip: IpAddr) -> Option<String> {
         found
     }
 }
-
-/// The extra metric of a TCP throughput result: how often its receiving threads slept and were
-/// woken per MB received in the window (voluntary context switches; the findings' evidence
-/// for a sleeping receiver).
-pub const RECEIVER_WAKEUPS: &str = "receiver_wakeups";
 
 /// How the TCP receiver waited on an empty socket, for the counting rule: it spun in `spun` of
 /// `reps` repetitions (the server decides under `--receiver-wait auto`).

@@ -39,7 +39,7 @@ use crate::options::unique;
 use crate::plan::{Context, Plan};
 use crate::workload::{Benchmark, Direct};
 use args::{NetArgs, ServeArgs};
-pub use case::{NetCase, RECEIVER_WAKEUPS};
+pub use case::NetCase;
 pub use limits::DEFAULT_PORT;
 use limits::{MAX_STREAMS, MAX_TEST};
 pub use plan::NetOptions;

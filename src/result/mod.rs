@@ -446,6 +446,12 @@ pub struct Reference {
     pub note: Option<String>,
 }
 
+/// The extra metric of a TCP throughput result: how often its receiving threads slept and were
+/// woken per MB received in the window (voluntary context switches; the findings' evidence
+/// for a sleeping receiver). Here, below both `net`, which writes it, and `findings`, which
+/// reads it.
+pub const RECEIVER_WAKEUPS: &str = "receiver_wakeups";
+
 /// A secondary metric measured in the same repetitions (e.g. IOPS next to MB/s).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Extra {

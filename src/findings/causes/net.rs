@@ -328,7 +328,7 @@ fn receiver(s: &Scene, out: &mut Vec<Candidate>) {
     let Some(woke) =
         s.r.extra
             .iter()
-            .find(|e| e.metric == crate::net::RECEIVER_WAKEUPS)
+            .find(|e| e.metric == crate::result::RECEIVER_WAKEUPS)
     else {
         return;
     };

@@ -547,7 +547,7 @@ fn slept_below_iperf3(report: &Report, per_mb: Option<f64>, spun: bool) -> Bench
     r.params.other.insert("receiver_spun".into(), spun.into());
     if let Some(v) = per_mb {
         r.extra.push(crate::result::Extra {
-            metric: crate::net::RECEIVER_WAKEUPS.into(),
+            metric: crate::result::RECEIVER_WAKEUPS.into(),
             unit: "per MB".into(),
             value: v,
             stats: crate::stats::Summary::of(&[v * 0.98, v, v * 1.02]).unwrap(),
