@@ -372,9 +372,20 @@ def one_round(lab, index, args, exe):
     def iperf3_both(ref):
         ref["tcp"] = iperf3(lab, args.duration, False)
         ref["tcp_rev"] = iperf3(lab, args.duration, True)
+
     def mpi4py_if(ref):
         if args.mpi4py:
             ref.update(mpi4py_run(lab, args.mpi4py))
+    if args.only == "tcp":
+        # Issue 47's rows alone: peakbench's matrix and iperf3 both ways, alternating.
+        b = {}
+        if index % 2 == 0:
+            a = ours()
+            iperf3_both(b)
+        else:
+            iperf3_both(b)
+            a = ours()
+        return a, b
     if index % 2 == 0:
         a = ours()
         b = c_pingpong(lab, exe, args.repetitions)
@@ -474,6 +485,8 @@ def main():
                         help="measure time, document bytes per host and rank 0's VmHWM at these host counts")
     parser.add_argument("--scale-sample", type=int, default=3, metavar="K",
                         help="with --scale: also run --matrix sample:K at the largest count")
+    parser.add_argument("--only", choices=["tcp"],
+                        help="tcp: only the TCP rows (the matrix against iperf3 both ways, issue 47)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     if os.geteuid() != 0:
@@ -552,6 +565,8 @@ def main():
     misses = 0
     if not python:
         cases = [c for c in cases if not c[2].startswith("m4_")]
+    if args.only == "tcp":
+        cases = [c for c in cases if c[1].startswith("tcp")]
     for label, ours_key, ref_key, tool, direction, target in cases:
         # The "C loop, hpcc's counting" rows put the C loop (a reference-side figure, key
         # c_...) in peakbench's column, to set it against hpcc.
@@ -577,9 +592,10 @@ def main():
                 f", {statistics.median(woke):.1f} wake-ups/MB" if woke else "")
         print(f"{label:<30} {mo:10.3f} {min(ours):8.3f}..{max(ours):<8.3f}{mt:10.3f} "
               f"{min(theirs):8.3f}..{max(theirs):<8.3f}{ratio:6.3f} {paired:>17} {verdict:>8}  ({tool}{waited})")
-    hpl = [b["hpl_gflops"] for _, b in rows]
-    print(f"hpcc HPL (N={args.hpl_n}, 1 x 2 grid): median {statistics.median(hpl):.2f} GFLOP/s "
-          "(the side-by-side runs' own load; not a target)")
+    hpl = [b["hpl_gflops"] for _, b in rows if "hpl_gflops" in b]
+    if hpl:
+        print(f"hpcc HPL (N={args.hpl_n}, 1 x 2 grid): median {statistics.median(hpl):.2f} GFLOP/s "
+              "(the side-by-side runs' own load; not a target)")
     if python:
         print(f"mpi4py: {python}")
     else:

@@ -1,8 +1,9 @@
 //! The MPI side of `peakbench cluster run`: the ranks, how they wait, and the phases.
 //!
 //! Every message is a JSON value sent point to point; a rank that waits for one probes for it
-//! between short sleeps ([`POLL`]) instead of blocking in MPI, whose waits spin by default: the
-//! idle ranks of a host would otherwise steal cores from the measuring one. Rank 0 is the only
+//! between sleeps ([`transport::pause`]: 0.5 ms at first, up to 10 ms as the wait lasts)
+//! instead of blocking in MPI, whose waits spin by default: the idle ranks of a host would
+//! otherwise steal cores from the measuring one. Rank 0 is the only
 //! rank that gathers: each step (the start of a case, its results, a matrix round) is a gather
 //! at rank 0 with a deadline and, where all must start together, an answer from rank 0 to each
 //! rank. A rank that does not answer in time is named in the document with the case it was in,

@@ -17,8 +17,21 @@ use crate::error::Exit;
 /// a closure's type on stable Rust.
 pub(super) type Never = std::convert::Infallible;
 
-/// How long a waiting rank sleeps between two probes.
+/// How long a waiting rank sleeps between two probes at first.
 pub(super) const POLL: Duration = Duration::from_micros(500);
+/// The longest sleep between two probes. A wait that lasts is a rank whose CPU measures for
+/// another: the server of a pair's TCP tests, a host idle while the others measure. Probing
+/// every [`POLL`] there, 2,000 wake-ups a second took that CPU from the TCP receiver beside
+/// it, which read 0.84 x iperf3 pinned to it; waking at most 100 times a second, 1.05 x
+/// (issue 47, bench/cluster.py --only tcp).
+pub(super) const POLL_IDLE: Duration = Duration::from_millis(10);
+
+/// Sleeps between two probes of a wait that began at `since`: [`POLL`] at first, then a tenth
+/// of the time waited so far, at most [`POLL_IDLE`]. A quick exchange is seen within 0.5 ms; a
+/// message after a long wait, at most 10 % of that wait (and 10 ms) late.
+pub(super) fn pause(since: Instant) {
+    std::thread::sleep((since.elapsed() / 10).clamp(POLL, POLL_IDLE));
+}
 /// Control messages between rank 0 and the others (in order between any two ranks).
 pub(super) const TAG: i32 = 11;
 /// Messages between the two hosts of a pair.
@@ -84,6 +97,7 @@ impl Comm {
         deadline: Instant,
         stuck: &mut dyn FnMut() -> Never,
     ) {
+        let since = Instant::now();
         let bytes = serde_json::to_vec(value).expect("messages serialise");
         let process = self.process(to);
         mpi::request::scope(|scope| {
@@ -97,7 +111,7 @@ impl Comm {
                 if Instant::now() > deadline || (self.rank == 0 && crate::interrupt::requested()) {
                     stuck();
                 }
-                std::thread::sleep(POLL);
+                pause(since);
             }
         });
     }
@@ -120,6 +134,7 @@ impl Comm {
         tag: i32,
         deadline: Instant,
     ) -> Option<T> {
+        let since = Instant::now();
         loop {
             if let Some(message) = self.try_recv(from, tag) {
                 return Some(message.unwrap_or_else(|e| self.fatal(&format!("{e:#}"))));
@@ -128,7 +143,7 @@ impl Comm {
             if Instant::now() > deadline || (self.rank == 0 && crate::interrupt::requested()) {
                 return None;
             }
-            std::thread::sleep(POLL);
+            pause(since);
         }
     }
 
@@ -144,6 +159,7 @@ impl Comm {
         from: &[usize],
         deadline: Instant,
     ) -> (BTreeMap<usize, T>, Vec<usize>) {
+        let since = Instant::now();
         let mut got = BTreeMap::new();
         let mut pending: Vec<usize> = from.iter().copied().filter(|&r| r != 0).collect();
         loop {
@@ -160,12 +176,13 @@ impl Comm {
             if pending.is_empty() || Instant::now() > deadline || crate::interrupt::requested() {
                 return (got, pending);
             }
-            std::thread::sleep(POLL);
+            pause(since);
         }
     }
 
     /// Every rank here, without spinning: a non-blocking barrier tested between sleeps.
     pub(super) fn barrier(&self, deadline: Instant) {
+        let since = Instant::now();
         let mut request = self.world.immediate_barrier();
         loop {
             match request.test() {
@@ -176,7 +193,7 @@ impl Comm {
             if Instant::now() > deadline {
                 self.fatal("the other ranks did not reach the final barrier");
             }
-            std::thread::sleep(POLL);
+            pause(since);
         }
     }
 
