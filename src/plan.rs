@@ -104,6 +104,7 @@ impl Context {
             fma_per_cycle: None,
             fma_isa: None,
             ghz_detail: None,
+            ..MeasuredFactors::default()
         };
         Context::new(host, &PeakArgs::default(), &probes, RunnerArgs::default())
     }

@@ -131,7 +131,27 @@ pub fn probe() -> MeasuredFactors {
         .into_iter()
         .filter_map(|isa| kernels::find(Precision::F64, isa, true, Form::Arith))
         .find(|k| k.supported());
-    let fma_per_cycle = match (ghz, widest) {
+    // The clock under 512-bit FMAs and under AMX, where the CPU has them: a core's frequency
+    // licence for them (`peak::cpu::licence_factor`).
+    let under = |precision, fma, form| {
+        let kernel = kernels::find(precision, Isa::Avx512, fma, form).filter(|k| k.supported())?;
+        ghz?;
+        crate::sysinfo::clock::ratio_after(&mut || {
+            std::hint::black_box(kernel.run(1024));
+        })
+    };
+    let avx512_clock_ratio = under(Precision::F64, true, Form::Arith);
+    let amx_clock_ratio = under(Precision::Bf16, false, Form::Tile);
+    // The FMA rate per cycle at the clock the core holds while it runs them.
+    let fma_ghz = match (widest.map(|k| k.isa), avx512_clock_ratio, ghz) {
+        (Some(Isa::Avx512), Some(ratio), Some(rest))
+            if 1.0 - ratio > crate::sysinfo::clock::LICENCE =>
+        {
+            Some(rest * ratio)
+        }
+        _ => ghz,
+    };
+    let fma_per_cycle = match (fma_ghz, widest) {
         (Some(ghz), Some(kernel)) => {
             let start = Instant::now();
             let mut iterations = 0;
@@ -149,6 +169,8 @@ pub fn probe() -> MeasuredFactors {
         ghz_detail,
         fma_per_cycle,
         fma_isa: widest.map(|k| k.isa),
+        avx512_clock_ratio,
+        amx_clock_ratio,
     }
 }
 
@@ -482,7 +504,25 @@ impl Case for ThroughputCase {
         let reps = runner::measure(&settings, |_| Ok(KernelWorker { kernel }))?;
         // The clock again, right after the timed repetitions: the peak's was measured once, at
         // the start of the run, and a shared host's boost clock moves from minute to minute.
-        let clock_after: Vec<f64> = crate::sysinfo::clock::measure_ghz().into_iter().collect();
+        // Where the peak stands on the core's clock under these instructions (a licence), it
+        // is read the same way: right after more of them.
+        let licensed = ctx
+            .peaks
+            .cpu
+            .factors
+            .licence(kernel.isa, kernel.precision, kernel.form)
+            .is_some();
+        let rest = crate::sysinfo::clock::measure_ghz();
+        let clock_after: Vec<f64> = if licensed {
+            rest.zip(crate::sysinfo::clock::ratio_after(&mut || {
+                std::hint::black_box(kernel.run(1024));
+            }))
+            .map(|(ghz, ratio)| ghz * ratio)
+        } else {
+            rest
+        }
+        .into_iter()
+        .collect();
         let samples: Vec<f64> = reps.iter().map(|r| r.units_per_sec() / 1e9).collect();
         let total_ops = runner::split_work(iterations, self.threads, self.scaling)
             .iter()

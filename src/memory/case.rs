@@ -172,7 +172,7 @@ impl BandwidthCase {
     /// The private cache (L1, L2) each core's share of the working set stays in, for a kernel
     /// whose peak there the ports give: sequential or STREAM, cached stores, blocks of 4 KiB
     /// or more (a smaller block spends a share of its time in the call per block).
-    fn private_level(&self, ctx: &Context) -> Option<PrivateLevel> {
+    pub(super) fn private_level(&self, ctx: &Context) -> Option<PrivateLevel> {
         self.op.accesses()?;
         if self.nt || self.block.is_some_and(|b| b < 4096) {
             return None;

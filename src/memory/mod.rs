@@ -156,6 +156,23 @@ mod tests {
         );
     }
 
+    /// The DIMM table's note only where a case needs the memory peak: a working set each core
+    /// holds in its L1 is judged against the L1's peak.
+    #[test]
+    fn the_unknown_memory_peak_is_noted_only_for_cases_beyond_the_caches() {
+        let ctx = Context::fixture();
+        assert!(ctx.peaks.memory.value.is_none());
+        let noted = |size: &str| {
+            plan_for::<Mem>(&["mem", "--op", "read", "--size", size, "-t", "1"], &ctx)
+                .unwrap()
+                .notes
+                .iter()
+                .any(|n| n.contains("memory bandwidth peak is unknown"))
+        };
+        assert!(!noted("16KiB"));
+        assert!(noted("256MiB"));
+    }
+
     #[test]
     fn aliases_name_the_ops_users_know_and_all_is_every_op() {
         let ctx = Context::fixture();

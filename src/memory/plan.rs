@@ -101,13 +101,6 @@ pub fn default_size(ctx: &Context) -> (u64, Option<String>) {
 pub fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<String>)> {
     let mut notes = Vec::new();
     let size = working_set(options, ctx, &mut notes)?;
-    if ctx.peaks.memory.value.is_none() {
-        notes.push(
-            "the memory bandwidth peak is unknown (no readable DIMM table): give --mem-channels \
-             and --mem-mts for the peak and the efficiency"
-                .into(),
-        );
-    }
     let isa = Isa::detect();
     if options.nt && !isa.has_nt() {
         notes.push(format!(
@@ -116,6 +109,7 @@ pub fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<String>)>
         ));
     }
     let mut cases: Vec<Box<dyn Case>> = Vec::new();
+    let mut beyond_caches = false;
     for &op in &options.ops {
         for &threads in &options.threads {
             let shape = Shape {
@@ -125,14 +119,23 @@ pub fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<String>)>
                 isa,
                 pin: ctx.runner.pin,
             };
-            if let Some(kernel) = op.stream() {
-                cases.push(Box::new(shape.stream_case(kernel, options)?));
-            } else {
-                for case in shape.block_cases(options)? {
-                    cases.push(Box::new(case));
-                }
+            let shaped = match op.stream() {
+                Some(kernel) => vec![shape.stream_case(kernel, options)?],
+                None => shape.block_cases(options)?,
+            };
+            for case in shaped {
+                // A case held in a private cache is judged against that cache's peak.
+                beyond_caches |= case.private_level(ctx).is_none();
+                cases.push(Box::new(case));
             }
         }
+    }
+    if beyond_caches && ctx.peaks.memory.value.is_none() {
+        notes.push(
+            "the memory bandwidth peak is unknown (no readable DIMM table): give --mem-channels \
+             and --mem-mts for the peak and the efficiency of the cases beyond the private caches"
+                .into(),
+        );
     }
     if options.nt && options.ops.iter().any(|op| !op.has_nt()) {
         notes.push(

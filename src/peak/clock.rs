@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CpuFactors, Factor, MeasuredFactors, trim_float};
+use super::{CpuFactors, Factor, Form, Isa, MeasuredFactors, Precision, trim_float};
 use crate::options::PeakArgs;
 use crate::sysinfo::SysInfo;
 use crate::sysinfo::clocks;
@@ -164,6 +164,31 @@ impl CpuFactors {
             (None, Some(_)) => &self.measured_ghz,
             _ => &self.ghz,
         }
+    }
+
+    /// The clock of a row of `isa`, `precision` and `form`: the core's clock under those
+    /// instructions ([`CpuFactors::licence`]) where it is measured lower, else the
+    /// [effective clock](CpuFactors::effective_clock).
+    pub fn clock_for(&self, isa: Isa, precision: Precision, form: Form) -> &Factor {
+        self.licence(isa, precision, form)
+            .unwrap_or_else(|| self.effective_clock())
+    }
+
+    /// The clock the core runs the instructions of a row at, where a measurement found it lower
+    /// than the measured clock at rest: the AVX-512 one for 512-bit floating point and dot
+    /// products, the AMX one for tiles. `None` for every other row, and when the peaks do not
+    /// stand on the measured clock (a `--cpu-ghz` flag, or a nominal clock above it).
+    pub fn licence(&self, isa: Isa, precision: Precision, form: Form) -> Option<&Factor> {
+        if self.effective_clock().source != "measured" {
+            return None;
+        }
+        let factor = match form {
+            Form::Tile => &self.amx_ghz,
+            Form::Dot if isa == Isa::Avx512 => &self.avx512_ghz,
+            Form::Arith if isa == Isa::Avx512 && precision.is_float() => &self.avx512_ghz,
+            _ => return None,
+        };
+        factor.value.is_some().then_some(factor)
     }
 
     /// The base clock of the pair: the nominal clock, unless it is only the measured one.

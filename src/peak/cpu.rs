@@ -22,6 +22,13 @@ pub struct MeasuredFactors {
     pub fma_per_cycle: Option<f64>,
     /// The ISA the FMA probe used.
     pub fma_isa: Option<Isa>,
+    /// The clock right after 512-bit FMAs over the clock right after plain adds
+    /// (`sysinfo::clock::ratio_after`): a core's AVX-512 frequency licence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avx512_clock_ratio: Option<f64>,
+    /// The same right after AMX tile multiplies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amx_clock_ratio: Option<f64>,
 }
 
 /// The factors shared by every CPU peak.
@@ -48,6 +55,13 @@ pub struct CpuFactors {
     /// AMX tile multiplies per cycle.
     #[serde(default, skip_serializing_if = "Factor::is_unrecorded")]
     pub amx_tiles_per_cycle: Factor,
+    /// The clock of the 512-bit floating-point and dot-product rows, where the core runs them
+    /// slower than the measured clock (its AVX-512 licence; see [`licence_factor`]).
+    #[serde(default, skip_serializing_if = "Factor::is_unrecorded")]
+    pub avx512_ghz: Factor,
+    /// The clock of the AMX rows, likewise.
+    #[serde(default, skip_serializing_if = "Factor::is_unrecorded")]
+    pub amx_ghz: Factor,
 }
 
 /// The peak of one precision × ISA × kind of instruction.
@@ -139,6 +153,8 @@ fn cpu_factors(
         (None, None) => Factor::unknown("no clock probe ran"),
     };
     let pipes = pipe_factors(info, flags, probes, isas);
+    let avx512_ghz = licence_factor(probes.avx512_clock_ratio, &measured_ghz, "512-bit FMAs");
+    let amx_ghz = licence_factor(probes.amx_clock_ratio, &measured_ghz, "AMX tile multiplies");
     CpuFactors {
         cores,
         ghz,
@@ -151,6 +167,40 @@ fn cpu_factors(
         vnni_units: pipes.vnni_units,
         bf16_dot_units: pipes.bf16_dot_units,
         amx_tiles_per_cycle: pipes.amx_tiles_per_cycle,
+        avx512_ghz,
+        amx_ghz,
+    }
+}
+
+/// The clock a core holds while it runs `what`: the measured clock × `ratio`, the clock right
+/// after them over the clock right after plain adds (`sysinfo::clock::ratio_after`). Known
+/// where the ratio lies more than [`LICENCE`](crate::sysinfo::clock::LICENCE) below 1, else
+/// unknown with the ratio (the instructions keep the clock). Intel's server cores lower their
+/// clock for 512-bit floating-point and multiply work and for AMX ("licences"), and only when
+/// the clock at rest is above the licence's: a peak at the clock at rest is then too high by
+/// the drop.
+fn licence_factor(ratio: Option<f64>, measured: &Factor, what: &str) -> Factor {
+    let (Some(ratio), Some(rest)) = (ratio, measured.value) else {
+        return Factor::default();
+    };
+    let reading = format!(
+        "a dependent add chain timed right after 2 ms of {what} ran at {ratio:.3} of its rate \
+         right after 2 ms of plain adds (the fastest of 9 each, alternating)"
+    );
+    if 1.0 - ratio > crate::sysinfo::clock::LICENCE {
+        Factor::known(
+            rest * ratio,
+            "measured",
+            format!(
+                "{reading}: the core's clock for them, {:.3} GHz at the measured {rest:.3}",
+                rest * ratio
+            ),
+        )
+    } else {
+        Factor::unknown(format!(
+            "{reading}: within {:.0} %, so they keep the measured clock",
+            crate::sysinfo::clock::LICENCE * 100.0
+        ))
     }
 }
 
@@ -436,7 +486,7 @@ fn cpu_row(f: &CpuFactors, precision: Precision, isa: Isa, fma: bool, form: Form
         units,
         ops_per_lane,
         per_cycle_per_core: per_cycle,
-        value: at(Some(f.effective_clock())),
+        value: at(Some(f.clock_for(isa, precision, form))),
         at_base: at(f.base_clock()),
         at_turbo: at(f.turbo_clock()),
         unit: precision.unit().to_string(),
@@ -477,7 +527,7 @@ impl CpuPeaks {
         threads: usize,
         ghz: Option<&Factor>,
     ) -> Option<PeakRef> {
-        let clock = ghz.unwrap_or(self.factors.effective_clock());
+        let clock = ghz.unwrap_or_else(|| self.factors.clock_for(row.isa, row.precision, row.form));
         let cores = self.factors.cores.value?;
         let used = (threads as f64).min(cores);
         let value = used * clock.value? * row.per_cycle_per_core?;

@@ -210,6 +210,71 @@ mod tests {
         assert_eq!(cpu::units_from_rate(1.5, "FMA").value, None);
     }
 
+    /// A core that runs 512-bit floating point slower than plain adds (its AVX-512 licence):
+    /// those rows and the dot products stand on the clock measured right after them, every
+    /// other row on the clock at rest. A drop within the noise, or a clock from --cpu-ghz,
+    /// leaves every row on the one clock.
+    #[test]
+    fn the_rows_of_a_licence_use_the_clock_measured_under_it() {
+        let host = fixture_host();
+        let licensed = MeasuredFactors {
+            avx512_clock_ratio: Some(0.93),
+            amx_clock_ratio: Some(0.99),
+            ..probes()
+        };
+        let clock_of = |peaks: &Peaks, precision, isa, fma, form| {
+            let row = peaks.cpu.form_row(precision, isa, fma, form).unwrap();
+            row.value.unwrap()
+                / row.per_cycle_per_core.unwrap()
+                / peaks.cpu.factors.cores.value.unwrap()
+        };
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        let peaks = Peaks::compute(&host, &PeakArgs::default(), &licensed);
+        let f = &peaks.cpu.factors;
+        assert!(
+            near(f.avx512_ghz.value.unwrap(), 2.7 * 0.93),
+            "{:?}",
+            f.avx512_ghz
+        );
+        assert_eq!(f.amx_ghz.value, None);
+        assert!(f.amx_ghz.detail.contains("0.990"), "{}", f.amx_ghz.detail);
+        let heavy = clock_of(&peaks, Precision::F64, Isa::Avx512, true, Form::Arith);
+        assert!(near(heavy, 2.7 * 0.93), "{heavy}");
+        let dot = clock_of(&peaks, Precision::I8, Isa::Avx512, false, Form::Dot);
+        assert!(near(dot, 2.7 * 0.93), "{dot}");
+        for (precision, isa, fma) in [
+            (Precision::F64, Isa::Avx2, true),
+            (Precision::I32, Isa::Avx512, false),
+            (Precision::F64, Isa::Scalar, false),
+        ] {
+            let ghz = clock_of(&peaks, precision, isa, fma, Form::Arith);
+            assert!(near(ghz, 2.7), "{precision} {isa}: {ghz}");
+        }
+        let row = peaks.cpu.row(Precision::F64, Isa::Avx512, true).unwrap();
+        let one = peaks.cpu.for_threads(row, 1, None).unwrap();
+        assert!(one.source.contains("× 2.511 GHz ×"), "{}", one.source);
+        let text = render(&peaks);
+        assert!(
+            text.contains("clock GHz of 512-bit floating point and dot products 2.511"),
+            "{text}"
+        );
+        let given = PeakArgs {
+            cpu_ghz: Some(3.0),
+            ..PeakArgs::default()
+        };
+        let peaks = Peaks::compute(&host, &given, &licensed);
+        let ghz = clock_of(&peaks, Precision::F64, Isa::Avx512, true, Form::Arith);
+        assert!(near(ghz, 3.0), "{ghz}");
+        let noise = MeasuredFactors {
+            avx512_clock_ratio: Some(0.985),
+            ..probes()
+        };
+        let peaks = Peaks::compute(&host, &PeakArgs::default(), &noise);
+        assert_eq!(peaks.cpu.factors.avx512_ghz.value, None);
+        let ghz = clock_of(&peaks, Precision::F64, Isa::Avx512, true, Form::Arith);
+        assert!(near(ghz, 2.7), "{ghz}");
+    }
+
     /// Issue 20 item 3: a model of the users' reports, seen without cpufreq, gets its base
     /// clock from the model name and its turbo from the table of known models.
     #[test]

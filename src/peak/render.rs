@@ -1,7 +1,7 @@
 //! The peaks as text for a person: the shared factors with their sources, the CPU table, then
 //! memory, NICs and disk. `peakbench sysinfo` prints it and the HTML report embeds it.
 
-use super::{CpuFactors, CpuPeak, Form, Peaks, trim_float};
+use super::{CpuFactors, CpuPeak, Factor, Form, Peaks, trim_float};
 
 /// What the pair of clocks is: both with their sources and the measured one beside them, or
 /// which one is unknown.
@@ -58,6 +58,17 @@ fn factor_lines(f: &CpuFactors, out: &mut String) {
         "  peaks below use {}\n",
         f.effective_clock().describe("clock GHz")
     ));
+    for (licence, name) in [
+        (&f.avx512_ghz, "512-bit floating point and dot products"),
+        (&f.amx_ghz, "AMX tiles"),
+    ] {
+        if *licence != Factor::default() {
+            out.push_str(&format!(
+                "  {}\n",
+                licence.describe(&format!("clock GHz of {name}"))
+            ));
+        }
+    }
     out.push_str(&format!("  {}\n", clock_pair_line(f)));
     for (i, width) in ["128", "256", "512"].iter().enumerate() {
         out.push_str(&format!(

@@ -20,6 +20,11 @@
 /// Two chains may disagree by at most this fraction before the clock is called unknown.
 pub const AGREEMENT: f64 = 0.05;
 
+/// How far below the clock at rest the clock right after some instructions must read
+/// ([`ratio_after`]) before the peaks of those instructions use it: the spread of the short
+/// reading on a quiet core is well under this.
+pub const LICENCE: f64 = 0.02;
+
 /// How the reason a disagreeing reading is no clock begins ([`ClockReading::agreed`]): the
 /// peaks' warning looks for it.
 pub const DISAGREEMENT: &str = "the add chain read";
@@ -98,6 +103,43 @@ pub fn read() -> Option<ClockReading> {
 /// The clock in GHz when both chains agree; `None` when they do not, or off x86-64.
 pub fn measure_ghz() -> Option<f64> {
     read()?.agreed().ok()
+}
+
+/// How much slower the clock runs right after `burst` than right after plain adds: the fastest
+/// of nine add chains of [`CHAIN`] adds (about 25 µs) timed at once after 2 ms of `burst`, over
+/// the fastest of nine timed after 2 ms of adds, the two alternating so that a host's clock
+/// drifting between them moves both alike. A core that lowers its clock for wide vector work
+/// (the AVX-512 and AMX frequency licences of Intel's server cores) keeps the lower clock for
+/// milliseconds after the last such instruction, so the chain runs at it: on a Sapphire
+/// Rapids-class guest a chain read 4.09 GHz after plain adds or 256-bit FMAs and 3.79-3.81 GHz
+/// after 512-bit FMAs (docs/cpu.md). `None` off x86-64.
+pub fn ratio_after(burst: &mut dyn FnMut()) -> Option<f64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let spell = std::time::Duration::from_millis(2);
+        let chain_after = |work: &mut dyn FnMut()| {
+            let start = std::time::Instant::now();
+            while start.elapsed() < spell {
+                work();
+            }
+            let start = std::time::Instant::now();
+            std::hint::black_box(add_chain(std::hint::black_box(1)));
+            CHAIN as f64 / start.elapsed().as_nanos() as f64
+        };
+        let (mut rest, mut after) = (0.0f64, 0.0f64);
+        for _ in 0..9 {
+            rest = rest.max(chain_after(&mut || {
+                std::hint::black_box(add_chain(std::hint::black_box(1)));
+            }));
+            after = after.max(chain_after(burst));
+        }
+        (rest > 0.0).then(|| after / rest)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = burst;
+        None
+    }
 }
 
 /// The reading of a machine read off earlier: its `clock-independent.txt` ("ADD_GHZ IMUL_GHZ",
@@ -194,6 +236,42 @@ mod tests {
         };
         let ghz = reading.agreed().unwrap_or_else(|why| panic!("{why}"));
         assert!((0.3..7.0).contains(&ghz), "{ghz} GHz");
+    }
+
+    /// What holds on every CPU: the clock right after plain adds is the clock right after
+    /// plain adds, and no core runs faster after 512-bit FMAs than after adds.
+    #[test]
+    fn the_clock_after_a_burst_is_read_against_the_same_adds() {
+        let adds = || {
+            std::hint::black_box(add_chain(std::hint::black_box(1)));
+        };
+        let Some(same) = ratio_after(&mut || adds()) else {
+            return;
+        };
+        // The fastest of nine short windows each; a busy host only slows one side at a time,
+        // so retry once before calling it a difference.
+        let same = if (0.9..1.1).contains(&same) {
+            same
+        } else {
+            ratio_after(&mut || adds()).unwrap()
+        };
+        assert!((0.9..1.1).contains(&same), "{same}");
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            let wide = ratio_after(&mut || {
+                // SAFETY: register-only 512-bit FMAs on a CPU with AVX-512F.
+                unsafe {
+                    std::arch::asm!(
+                        "vpxorq zmm0, zmm0, zmm0",
+                        "vpxorq zmm1, zmm1, zmm1",
+                        "vpxorq zmm2, zmm2, zmm2",
+                        ".rept 64", "vfmadd231pd zmm0, zmm1, zmm2", ".endr",
+                        out("zmm0") _, out("zmm1") _, out("zmm2") _, options(nomem, nostack)
+                    );
+                }
+            })
+            .unwrap();
+            assert!(wide < 1.1, "{wide}");
+        }
     }
 
     #[test]
