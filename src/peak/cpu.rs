@@ -183,9 +183,7 @@ fn cpu_factors(
 fn cores_factor(info: &SysInfo, share: Option<f64>) -> Factor {
     let shown = info.cpu.physical_cores;
     match share {
-        Some(share)
-            if share < SHARED_CORE && !info.cpu.smt && shown >= 2 && shown.is_multiple_of(2) =>
-        {
+        Some(share) if share < SHARED_CORE && !info.cpu.smt && shown >= 2 && shown % 2 == 0 => {
             Factor::known(
                 (shown / 2) as f64,
                 "measured",
