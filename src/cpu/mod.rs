@@ -171,59 +171,7 @@ pub fn probe() -> MeasuredFactors {
         fma_isa: widest.map(|k| k.isa),
         avx512_clock_ratio,
         amx_clock_ratio,
-        core_share: core_share(),
     }
-}
-
-/// Each CPU's FMA rate while every CPU this process may use runs FMAs at once, over one CPU's
-/// rate alone (the median CPU; 30 ms of each thread's CPU time, so that time the hypervisor
-/// gives another guest does not count). Near 1 where the CPUs are cores, near 0.5 where they
-/// are SMT siblings in pairs that a hypervisor shows as cores. 256-bit FMAs, whose clock does
-/// not drop for them on the cores measured (docs/cpu.md). `None` with one CPU.
-fn core_share() -> Option<f64> {
-    let cpus = runner::online_cpus();
-    if cpus.len() < 2 {
-        return None;
-    }
-    let kernel = [Isa::Avx2, Isa::Sse]
-        .into_iter()
-        .filter_map(|isa| kernels::find(Precision::F64, isa, true, Form::Arith))
-        .find(|k| k.supported())?;
-    let rate = |cpu: usize, start: &std::sync::Barrier| -> Option<f64> {
-        runner::pin_to(cpu).ok()?;
-        start.wait();
-        let clock = crate::sysinfo::clock::thread_cpu_ns;
-        let begin = clock();
-        let mut iterations = 0u64;
-        while clock() - begin < 30_000_000 {
-            std::hint::black_box(kernel.run(4096));
-            iterations += 4096;
-        }
-        Some(iterations as f64 / (clock() - begin) as f64)
-    };
-    let together = |on: &[usize]| -> Vec<f64> {
-        let start = std::sync::Barrier::new(on.len());
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = on
-                .iter()
-                .map(|&cpu| {
-                    let (rate, start) = (&rate, &start);
-                    scope.spawn(move || rate(cpu, start))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .filter_map(|h| h.join().ok().flatten())
-                .collect()
-        })
-    };
-    let alone = *together(&cpus[..1]).first()?;
-    let mut all = together(&cpus);
-    if all.len() != cpus.len() || alone <= 0.0 {
-        return None;
-    }
-    all.sort_by(f64::total_cmp);
-    Some(all[all.len() / 2] / alone)
 }
 
 /// Expands the options into cases; also returns notes about combinations that were skipped.

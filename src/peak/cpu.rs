@@ -29,16 +29,7 @@ pub struct MeasuredFactors {
     /// The same right after AMX tile multiplies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amx_clock_ratio: Option<f64>,
-    /// Each CPU's FMA rate with every CPU running FMAs, over one CPU's alone (`cpu::probe`):
-    /// about 0.5 where the CPUs are hidden SMT siblings.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub core_share: Option<f64>,
 }
-
-/// Below this share of its rate alone with every CPU running FMAs, CPUs shown as cores are
-/// taken as SMT siblings in pairs: siblings read about 0.5 (0.47-0.53 on the 16-vCPU Emerald
-/// Rapids guest of the fixtures), cores near 1, and an all-core clock a few tenths lower.
-pub const SHARED_CORE: f64 = 0.65;
 
 /// The factors shared by every CPU peak.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -147,7 +138,11 @@ fn cpu_factors(
 ) -> CpuFactors {
     let cores = match flags.cores {
         Some(c) => Factor::known(c as f64, "flag", "--cores"),
-        None => cores_factor(info, probes.core_share),
+        None => Factor::known(
+            info.cpu.physical_cores as f64,
+            "cpuinfo",
+            "physical cores (SMT siblings share execution units)",
+        ),
     };
     let ghz = clock_factor(info, flags, probes);
     let turbo_ghz = turbo_factor(info, flags, &ghz);
@@ -174,38 +169,6 @@ fn cpu_factors(
         amx_tiles_per_cycle: pipes.amx_tiles_per_cycle,
         avx512_ghz,
         amx_ghz,
-    }
-}
-
-/// The physical cores: cpuinfo's, unless its CPUs show no SMT siblings and yet, all running
-/// FMAs at once, each did less than [`SHARED_CORE`] of its rate alone (`share`): then they are
-/// siblings in pairs that a hypervisor shows as cores, and the cores are half of them.
-fn cores_factor(info: &SysInfo, share: Option<f64>) -> Factor {
-    let shown = info.cpu.physical_cores;
-    match share {
-        Some(share) if share < SHARED_CORE && !info.cpu.smt && shown >= 2 && shown % 2 == 0 => {
-            Factor::known(
-                (shown / 2) as f64,
-                "measured",
-                format!(
-                    "{shown} CPUs shown as cores, but with all of them running FMAs each did \
-                     {share:.2} of its rate alone: SMT siblings in pairs (a hypervisor that \
-                     hides them), so {} cores; give --cores to set it",
-                    shown / 2
-                ),
-            )
-        }
-        _ => Factor::known(
-            shown as f64,
-            "cpuinfo",
-            match share {
-                Some(share) => format!(
-                    "physical cores (SMT siblings share execution units); with every CPU \
-                     running FMAs each did {share:.2} of its rate alone"
-                ),
-                None => "physical cores (SMT siblings share execution units)".to_string(),
-            },
-        ),
     }
 }
 

@@ -275,46 +275,6 @@ mod tests {
         assert!(near(ghz, 2.7), "{ghz}");
     }
 
-    /// CPUs shown as cores that run FMAs at half their rate alone when all run at once are
-    /// hidden SMT siblings: the peaks count half of them. Near their rate alone, or where
-    /// cpuinfo shows the siblings, or with --cores, the count is cpuinfo's (or the flag's).
-    #[test]
-    fn cpus_that_halve_each_other_are_counted_as_half_the_cores() {
-        let host = fixture_host();
-        let with = |share: f64, host: &SysInfo, flags: &PeakArgs| {
-            let probes = MeasuredFactors {
-                core_share: Some(share),
-                ..probes()
-            };
-            Peaks::compute(host, flags, &probes).cpu
-        };
-        let halved = with(0.49, &host, &PeakArgs::default());
-        let cores = &halved.factors.cores;
-        assert_eq!(
-            (cores.value, cores.source.as_str()),
-            (Some(1.0), "measured")
-        );
-        assert!(cores.detail.contains("0.49"), "{}", cores.detail);
-        let row = halved.row(Precision::F64, Isa::Avx2, true).unwrap();
-        let two = halved.for_threads(row, 2, None).unwrap();
-        let one = halved.for_threads(row, 1, None).unwrap();
-        assert_eq!(two.value, one.value);
-        let kept = with(0.97, &host, &PeakArgs::default()).factors.cores;
-        assert_eq!((kept.value, kept.source.as_str()), (Some(2.0), "cpuinfo"));
-        assert!(kept.detail.contains("0.97"), "{}", kept.detail);
-        let mut shown = host.clone();
-        shown.cpu.smt = true;
-        assert_eq!(
-            with(0.49, &shown, &PeakArgs::default()).factors.cores.value,
-            Some(2.0)
-        );
-        let given = PeakArgs {
-            cores: Some(2),
-            ..PeakArgs::default()
-        };
-        assert_eq!(with(0.49, &host, &given).factors.cores.value, Some(2.0));
-    }
-
     /// Issue 20 item 3: a model of the users' reports, seen without cpufreq, gets its base
     /// clock from the model name and its turbo from the table of known models.
     #[test]
