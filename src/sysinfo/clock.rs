@@ -14,7 +14,7 @@
 //!
 //! Each chain is timed by the thread's CPU time, not by the wall time: on a busy machine the wall
 //! time also counts the time the thread waits for a core, and reads a clock several times too
-//! slow. The windows of the two chains alternate, five each of 15 ms, and the fastest of each
+//! slow. The windows of the two chains alternate, six each of 15 ms, and the fastest of each
 //! chain is kept, the one least disturbed.
 
 /// Two chains may disagree by at most this fraction before the clock is called unknown.
@@ -85,9 +85,17 @@ pub fn read() -> Option<ClockReading> {
     #[cfg(target_arch = "x86_64")]
     {
         let (mut add, mut imul) = (0.0f64, 0.0f64);
-        for _ in 0..5 {
-            add = add.max(chain_ghz(add_chain, 1.0));
-            imul = imul.max(chain_ghz(imul_chain, 3.0));
+        // The first window of a pair can start on a core still waking (from a cgroup's
+        // throttle, or a halted vCPU): the order flips every pair so that neither chain
+        // always takes it.
+        for i in 0..6 {
+            if i % 2 == 0 {
+                add = add.max(chain_ghz(add_chain, 1.0));
+                imul = imul.max(chain_ghz(imul_chain, 3.0));
+            } else {
+                imul = imul.max(chain_ghz(imul_chain, 3.0));
+                add = add.max(chain_ghz(add_chain, 1.0));
+            }
         }
         Some(ClockReading {
             add_ghz: add,
@@ -227,7 +235,7 @@ mod tests {
     #[test]
     fn the_two_clock_chains_agree_on_a_plausible_clock() {
         let Some(reading) = read() else { return };
-        // A descheduled window only slows a chain, and the best of five is kept; retry once
+        // A descheduled window only slows a chain, and the best of six is kept; retry once
         // for a noisy host before calling it a disagreement.
         let reading = if reading.agreed().is_ok() {
             reading
