@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Reads this machine into a fixture folder the way ../shared/machines/README.md describes, so
 # the tests can replay it (tests/machines.rs): /proc, lscpu, raw CPUID, the sysfs cache folders,
-# an independent clock reading (bench/clock.c), and peakbench's own sysinfo, CPU, latency and
-# quick runs.
+# an independent clock reading (bench/clock.c) and, where the CPU has AVX-512, the clock under
+# 512-bit FMAs (bench/licence.c), and peakbench's own sysinfo, CPU, latency and quick runs.
 #
 #     bench/read-machine.sh DIR [PEAKBENCH]
 #
@@ -41,6 +41,10 @@ done
 clock=$(mktemp)
 if gcc -O2 -o "$clock" "$here/clock.c" 2>/dev/null || cp "${CLOCKCHECK:-/nonexistent}" "$clock" 2>/dev/null; then
     step clock-independent.txt 30 "$clock"
+fi
+rm -f "$clock"
+if grep -qw avx512f /proc/cpuinfo && gcc -O2 -mavx512f -o "$clock" "$here/licence.c" 2>/dev/null; then
+    step clock-licence.txt 60 "$clock"
 fi
 rm -f "$clock"
 n=$(nproc)
