@@ -596,7 +596,8 @@ const WIDE_CLOCK: f64 = 0.90;
 
 /// The AVX-512 clock drop: a 512-bit kernel that reaches a smaller share of its peak than the
 /// 256-bit kernel of the same precision, form and threads in the same run ran at a lower clock
-/// (the peaks count one clock for both).
+/// (the peaks count one clock for both, unless the probe measured the core's AVX-512 licence:
+/// then the 512-bit peak stands on it already, and this names a drop deeper than that one).
 fn wide_clock(s: &Scene, out: &mut Vec<Candidate>) {
     let p = &s.r.params;
     if s.r.subsystem != Subsystem::Cpu || p.isa.as_deref() != Some("avx512") {
