@@ -15,4 +15,7 @@ static MEMORY_PARAMS: &[ParamInfo] = &[
     ParamInfo::bookkeeping("ops_per_repetition"),
     ParamInfo::bookkeeping("clock_ghz_measured"),
     ParamInfo::bookkeeping("step_from_previous"),
+    // Measured (smaps), not chosen: the kernel backs a region with huge pages as it can, so
+    // two sizes of one sweep may differ, and a setting would split the sweep's line.
+    ParamInfo::bookkeeping("huge_page_share"),
 ];

@@ -949,6 +949,9 @@ mod tests {
         assert_eq!(param_role("bytes_moved"), ParamRole::Bookkeeping);
         assert_eq!(param_role("working_set_bytes"), ParamRole::Derived);
         assert_eq!(param_role("threads"), ParamRole::Setting);
+        // Measured per case: as a setting it split a latency sweep's line wherever the kernel
+        // backed two sizes with different shares of huge pages (tests/report.rs saw 1 point).
+        assert_eq!(param_role("huge_page_share"), ParamRole::Bookkeeping);
     }
 
     #[test]
