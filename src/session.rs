@@ -214,7 +214,7 @@ impl Session {
 
     /// Judges every result (against its physics, reference and the past in the history at
     /// `db`) and keeps the findings in the document.
-    pub fn judge(&mut self, db: &crate::options::DbArgs) -> Result<()> {
+    pub fn add_findings(&mut self, db: &crate::options::DbArgs) -> Result<()> {
         let started = std::time::Instant::now();
         let past = crate::findings::past_runs(db, &self.report, None);
         let mut findings = crate::findings::judge(&self.report, &past);
@@ -314,7 +314,7 @@ pub fn execute(
         Format::Table
     };
     let outcome = session.run(plan.cases, ctx);
-    if let Err(error) = session.judge(&output.history.db) {
+    if let Err(error) = session.add_findings(&output.history.db) {
         eprintln!("warning: the findings were not written to the output file: {error:#}");
     }
     let printed = session.print(stdout_format);

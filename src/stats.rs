@@ -173,11 +173,63 @@ fn middle(sorted: &[f64]) -> f64 {
     }
 }
 
-/// The median of values in any order.
-pub fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
+/// The median of values in any order (the mean of the two middle ones for an even count),
+/// over the finite values; `None` when there is none.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if sorted.is_empty() {
+        return None;
+    }
     sorted.sort_by(f64::total_cmp);
-    middle(&sorted)
+    Some(middle(&sorted))
+}
+
+/// The `q` quantile (0 to 1) of sorted values by the nearest rank, round((n − 1) × q): always
+/// one of the values, never an interpolation; `None` for no values.
+pub fn nearest_rank(sorted: &[f64], q: f64) -> Option<f64> {
+    let last = sorted.len().checked_sub(1)?;
+    Some(sorted[(last as f64 * q.clamp(0.0, 1.0)).round() as usize])
+}
+
+/// Resamples of [`ratio_interval`].
+const RESAMPLES: usize = 1000;
+
+/// A 95 % percentile bootstrap interval of the ratio of medians (`here` against `base`, both
+/// resampled; in the direction of performance: `here / base` where higher is better, `base /
+/// here` where lower is), seeded by `id` so that the same samples give the same interval.
+/// `None` for an empty sample, or where fewer than half the resampled ratios are finite.
+pub fn ratio_interval(here: &[f64], base: &[f64], up: bool, id: &str) -> Option<[f64; 2]> {
+    if here.is_empty() || base.is_empty() {
+        return None;
+    }
+    let seed = id.bytes().fold(0x9e37_79b9_7f4a_7c15u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let mut rng = crate::rng::Rng::for_thread(seed, 0);
+    let mut resample = |from: &[f64]| {
+        let picked: Vec<f64> = (0..from.len())
+            .map(|_| from[rng.index(from.len())])
+            .collect();
+        median(&picked)
+    };
+    let mut ratios: Vec<f64> = (0..RESAMPLES)
+        .filter_map(|_| {
+            let (h, b) = (resample(here)?, resample(base)?);
+            Some(if up { h / b } else { b / h })
+        })
+        .filter(|r| r.is_finite())
+        .collect();
+    if ratios.len() < RESAMPLES / 2 {
+        return None;
+    }
+    ratios.sort_by(f64::total_cmp);
+    Some([nearest_rank(&ratios, 0.025)?, nearest_rank(&ratios, 0.975)?])
+}
+
+/// Whether repetitions with coefficient of variation `cv` over `n` values are unstable: a CV
+/// above [`UNSTABLE_CV`] over at least 3 of them (two values say nothing of a spread).
+pub fn unstable(cv: Option<f64>, n: usize) -> bool {
+    cv.is_some_and(|cv| cv > UNSTABLE_CV) && n >= 3
 }
 
 /// Up to this many pairs n_a × n_b (50 vs 50), [`mann_whitney`] counts out the exact
@@ -357,11 +409,11 @@ pub fn drift(samples: &[f64]) -> Option<Drift> {
         return None;
     }
     let third = n / 3;
-    let first = median(&samples[..third]);
+    let first = median(&samples[..third])?;
     if first == 0.0 {
         return None;
     }
-    let change = (median(&samples[n - third..]) - first) / first;
+    let change = (median(&samples[n - third..])? - first) / first;
     let mut s = 0i64;
     for (i, x) in samples.iter().enumerate() {
         for y in &samples[i + 1..] {
@@ -500,6 +552,42 @@ fn normal_upper_tail(z: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+        fn the_interval_is_reproducible_and_follows_the_direction() {
+        let a = [10.0, 11.0, 12.0];
+        let b = [20.0, 21.0, 22.0];
+        let up = ratio_interval(&a, &b, true, "x").unwrap();
+        assert_eq!(Some(up), ratio_interval(&a, &b, true, "x"));
+        assert!(up[1] < 1.0);
+        let down = ratio_interval(&a, &b, false, "x").unwrap();
+        assert!(down[0] > 1.0);
+    }
+
+    #[test]
+    fn medians_skip_values_that_are_not_finite_and_an_empty_set_has_none() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[f64::NAN]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[4.0, f64::NAN, 1.0, 2.0]), Some(2.0));
+    }
+
+    #[test]
+    fn the_nearest_rank_is_always_one_of_the_values() {
+        assert_eq!(nearest_rank(&[], 0.5), None);
+        assert_eq!(nearest_rank(&[1.0, 2.0, 3.0, 4.0], 0.5), Some(3.0));
+        assert_eq!(nearest_rank(&[1.0, 2.0, 3.0, 4.0], 0.25), Some(2.0));
+        assert_eq!(nearest_rank(&[1.0, 2.0, 3.0, 4.0], 1.5), Some(4.0));
+    }
+
+    #[test]
+    fn unstable_takes_a_spread_over_three_repetitions_or_more() {
+        assert!(unstable(Some(0.11), 3));
+        assert!(!unstable(Some(0.11), 2));
+        assert!(!unstable(Some(0.10), 5));
+        assert!(!unstable(None, 5));
+    }
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() <= 1e-9 * b.abs().max(1.0)

@@ -8,7 +8,8 @@ use anyhow::{Context as _, Result};
 use clap::{Args, Subcommand};
 
 use crate::error::UsageError;
-use crate::history::baseline::{self, Baseline, DEFAULT_RUNS, Fingerprint};
+use crate::history::baseline::{self, Baseline, DEFAULT_RUNS};
+use crate::sysinfo::Fingerprint;
 use crate::history::store::Store;
 use crate::options::{DbArgs, Json};
 use crate::result::Report;
@@ -17,19 +18,19 @@ use crate::result::Report;
 #[derive(Subcommand, Debug)]
 pub enum BaselineCommand {
     /// Keeps the samples of this machine's latest runs of each case (or of chosen runs) as NAME
-    Save(SaveArgs),
+    Save(BaselineSaveArgs),
     /// Writes a saved baseline to FILE, or into DIR as DIR/<fingerprint>.json (a fleet's shared directory)
-    Export(ExportArgs),
+    Export(BaselineExportArgs),
     /// Checks a baseline file and saves it (under its own name, or --name)
-    Import(ImportArgs),
+    Import(BaselineImportArgs),
     /// Lists the saved baselines with their fingerprints
-    List(ListArgs),
+    List(BaselineListArgs),
     /// Prints a saved baseline (NAME) or a baseline file: its fingerprint and each case's median and spread
-    Show(ShowArgs),
+    Show(BaselineShowArgs),
 }
 
 #[derive(Args, Debug)]
-pub struct SaveArgs {
+pub struct BaselineSaveArgs {
     /// The baseline's name (letters, digits, '.', '-', '_')
     pub name: String,
     /// The runs to keep, by id (default: the latest runs of this machine's fingerprint)
@@ -46,7 +47,7 @@ pub struct SaveArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct ExportArgs {
+pub struct BaselineExportArgs {
     /// The saved baseline
     pub name: String,
     /// A file to write, or a directory to write <fingerprint>.json into
@@ -56,7 +57,7 @@ pub struct ExportArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct ImportArgs {
+pub struct BaselineImportArgs {
     /// A baseline file written by 'peakbench baseline export'
     pub file: PathBuf,
     /// Save it under this name instead of its own
@@ -70,13 +71,13 @@ pub struct ImportArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct ListArgs {
+pub struct BaselineListArgs {
     #[command(flatten)]
     pub db: DbArgs,
 }
 
 #[derive(Args, Debug)]
-pub struct ShowArgs {
+pub struct BaselineShowArgs {
     /// A saved baseline's name, or a baseline file
     pub baseline: String,
     #[command(flatten)]
@@ -150,7 +151,7 @@ fn runs(store: &Store, chosen: &[i64], fp: &Fingerprint) -> Result<Vec<(i64, Rep
     Ok(runs)
 }
 
-fn save(args: &SaveArgs) -> Result<()> {
+fn save(args: &BaselineSaveArgs) -> Result<()> {
     let name = checked_name(&args.name, "NAME")?;
     let store = Store::open(&crate::history::db_path(&args.db)?, false)?;
     let here = Fingerprint::of(&crate::sysinfo::collect());
@@ -212,7 +213,7 @@ fn load_saved(db: &DbArgs, name: &str) -> Result<Baseline> {
     baseline::read(&file).map_err(|why| UsageError(format!("NAME: {why}")).into())
 }
 
-fn export(args: &ExportArgs) -> Result<()> {
+fn export(args: &BaselineExportArgs) -> Result<()> {
     let b = load_saved(&args.db, &args.name)?;
     let file = if args.to.is_dir() {
         args.to.join(format!("{}.json", b.fingerprint.key()))
@@ -229,7 +230,7 @@ fn export(args: &ExportArgs) -> Result<()> {
     Ok(())
 }
 
-fn import(args: &ImportArgs) -> Result<()> {
+fn import(args: &BaselineImportArgs) -> Result<()> {
     let mut b = baseline::read(&args.file).map_err(|why| UsageError(format!("FILE: {why}")))?;
     if let Some(name) = &args.name {
         b.name = checked_name(name, "--name")?.to_string();
@@ -241,7 +242,7 @@ fn import(args: &ImportArgs) -> Result<()> {
     Ok(())
 }
 
-fn list(args: &ListArgs) -> Result<()> {
+fn list(args: &BaselineListArgs) -> Result<()> {
     use crate::text::{Align, Table};
     let dir = saved_dir(&args.db)?;
     let saved = baseline::saved(&dir);
@@ -275,7 +276,7 @@ fn list(args: &ListArgs) -> Result<()> {
     Ok(())
 }
 
-fn show(args: &ShowArgs) -> Result<()> {
+fn show(args: &BaselineShowArgs) -> Result<()> {
     let b = if args.baseline.contains('/')
         || args.baseline.ends_with(".json")
         || Path::new(&args.baseline).is_file()

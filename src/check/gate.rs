@@ -87,7 +87,7 @@ pub struct CaseVerdict {
 
 /// The gate's verdict on result `r`, judged by the findings (`finding`, whose past is the
 /// baseline) against the baseline's case `base`.
-pub fn judge(
+pub fn gate_case(
     r: &BenchResult,
     base: Option<&BaselineCase>,
     finding: Option<&Finding>,
@@ -138,7 +138,7 @@ pub fn judge(
     });
     v.ratio = Some(past.ratio);
     v.p = Some(p);
-    v.interval = ratio_interval(
+    v.interval = crate::stats::ratio_interval(
         &r.samples,
         &base.samples,
         higher_is_better(&r.metric, &r.unit),
@@ -226,41 +226,6 @@ pub fn format_p(p: f64) -> String {
     } else {
         format!("{p:.0e}")
     }
-}
-
-/// Resamples of the bootstrap interval.
-const RESAMPLES: usize = 1000;
-
-/// A 95 % percentile bootstrap interval of the ratio of medians (`here` against `base`, in the
-/// direction of performance), seeded by the case id so that the same samples give the same
-/// interval.
-pub fn ratio_interval(here: &[f64], base: &[f64], up: bool, id: &str) -> Option<[f64; 2]> {
-    if here.is_empty() || base.is_empty() {
-        return None;
-    }
-    let seed = id.bytes().fold(0x9e37_79b9_7f4a_7c15u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    let mut rng = crate::rng::Rng::for_thread(seed, 0);
-    let mut resample = |from: &[f64]| {
-        let picked: Vec<f64> = (0..from.len())
-            .map(|_| from[rng.index(from.len())])
-            .collect();
-        crate::stats::median(&picked)
-    };
-    let mut ratios: Vec<f64> = (0..RESAMPLES)
-        .map(|_| {
-            let (h, b) = (resample(here), resample(base));
-            if up { h / b } else { b / h }
-        })
-        .filter(|r| r.is_finite())
-        .collect();
-    if ratios.len() < RESAMPLES / 2 {
-        return None;
-    }
-    ratios.sort_by(f64::total_cmp);
-    let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
-    Some([at(0.025), at(0.975)])
 }
 
 #[cfg(test)]

@@ -18,12 +18,13 @@ use clap::Args;
 
 use crate::config::{self, Entry, Preset, ServerArg, TableSource};
 use crate::error::{Exit, UsageError};
-use crate::history::baseline::{self, Baseline, Fingerprint};
+use crate::history::baseline::{self, Baseline};
+use crate::sysinfo::Fingerprint;
 use crate::options::{DbArgs, Json, OutputArgs, PeakArgs, RunnerArgs, StoreArgs, positive_u32};
 use crate::plan::{Context, LatencyProbe};
 use crate::session::{self, HtmlReport, Session};
 use gate::{CaseVerdict, Gate, Status};
-use verdict::{CheckStatus, Verdict};
+use verdict::{CheckStatus, CheckOutcome};
 
 /// The default tolerance: a case fails only beyond 20 % slower (docs/check.md says why).
 pub const DEFAULT_TOLERANCE: f64 = 0.20;
@@ -102,7 +103,7 @@ fn entries(args: &CheckArgs) -> Result<(String, Vec<Entry>)> {
 }
 
 /// Where the baseline came from, for messages.
-pub struct Found {
+pub struct LocatedBaseline {
     pub baseline: Baseline,
     pub origin: String,
 }
@@ -114,7 +115,7 @@ pub fn locate(
     db: &DbArgs,
     fp: &Fingerprint,
     any: bool,
-) -> Result<Option<Found>> {
+) -> Result<Option<LocatedBaseline>> {
     let Some(found) = find(arg, db, fp)? else {
         return Ok(None);
     };
@@ -139,11 +140,11 @@ pub fn locate(
 
 /// The baseline `arg` names: a directory's file of this fingerprint, a file, a saved name;
 /// without `arg`, the newest saved baseline of this fingerprint.
-fn find(arg: Option<&str>, db: &DbArgs, fp: &Fingerprint) -> Result<Option<Found>> {
+fn find(arg: Option<&str>, db: &DbArgs, fp: &Fingerprint) -> Result<Option<LocatedBaseline>> {
     let bad = |why: String| UsageError(format!("--baseline: {why}; give a valid baseline file"));
-    let read = |file: &Path, origin: String| -> Result<Option<Found>> {
+    let read = |file: &Path, origin: String| -> Result<Option<LocatedBaseline>> {
         let baseline = baseline::read(file).map_err(bad)?;
-        Ok(Some(Found { baseline, origin }))
+        Ok(Some(LocatedBaseline { baseline, origin }))
     };
     let saved = baseline::saved_dir(&crate::history::db_path(db)?);
     match arg {
@@ -179,7 +180,7 @@ fn find(arg: Option<&str>, db: &DbArgs, fp: &Fingerprint) -> Result<Option<Found
 
 /// The newest saved baseline of fingerprint `fp` in `dir` (those that cannot be read are
 /// skipped with a warning).
-fn newest_saved(dir: &Path, fp: &Fingerprint) -> Option<Found> {
+fn newest_saved(dir: &Path, fp: &Fingerprint) -> Option<LocatedBaseline> {
     let mut mine: Vec<Baseline> = baseline::saved(dir)
         .into_iter()
         .filter_map(|b| b.map_err(|why| eprintln!("warning: skipped {why}")).ok())
@@ -188,7 +189,7 @@ fn newest_saved(dir: &Path, fp: &Fingerprint) -> Option<Found> {
     mine.sort_by(|a, b| b.created_at.cmp(&a.created_at));
     let baseline = mine.into_iter().next()?;
     let origin = format!("saved baseline '{}'", baseline.name);
-    Some(Found { baseline, origin })
+    Some(LocatedBaseline { baseline, origin })
 }
 
 /// `peakbench check`.
@@ -256,12 +257,12 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             judge_and_remeasure(&mut session, &found.baseline, gate, &rerun)?
         }
         None => {
-            session.judge(&args.history.db)?;
+            session.add_findings(&args.history.db)?;
             Vec::new()
         }
     };
     let run_id = crate::history::store_run(&args.history, &session.report);
-    let verdict = Verdict::new(found.as_ref(), &fp, gate, cases, run_id);
+    let verdict = CheckOutcome::new(found.as_ref(), &fp, gate, cases, run_id);
     finish(args, &verdict, ending)
 }
 
@@ -285,7 +286,7 @@ fn judge_and_remeasure(
     gate: Gate,
     rerun: &Rerun,
 ) -> Result<Vec<CaseVerdict>> {
-    let mut cases = judge(session, baseline, gate);
+    let mut cases = gate_all(session, baseline, gate);
     // Failures first, the slowest first; then the unstable cases.
     let mut suspects: Vec<&CaseVerdict> = cases
         .iter()
@@ -304,7 +305,7 @@ fn judge_and_remeasure(
             suspects.join(", ")
         );
         let again = measure_again(session, rerun, &suspects)?;
-        cases = judge(session, baseline, gate);
+        cases = gate_all(session, baseline, gate);
         for case in cases.iter_mut().filter(|c| again.contains(&c.id)) {
             case.remeasured = true;
         }
@@ -315,7 +316,7 @@ fn judge_and_remeasure(
 
 /// The findings of the session's document against `baseline` (kept in the document), and
 /// the gate's verdict on each result.
-fn judge(session: &mut Session, baseline: &Baseline, gate: Gate) -> Vec<CaseVerdict> {
+fn gate_all(session: &mut Session, baseline: &Baseline, gate: Gate) -> Vec<CaseVerdict> {
     let index = crate::findings::PastIndex::from_samples(
         baseline.cases.iter().map(|c| {
             (
@@ -334,7 +335,7 @@ fn judge(session: &mut Session, baseline: &Baseline, gate: Gate) -> Vec<CaseVerd
         .iter()
         .map(|r| {
             let finding = findings.results.iter().find(|f| f.id == r.id);
-            gate::judge(r, baseline.case(&r.id, &r.unit), finding, gate)
+            gate::gate_case(r, baseline.case(&r.id, &r.unit), finding, gate)
         })
         .collect();
     session.report.findings = Some(findings);
@@ -385,7 +386,7 @@ fn measure_again(session: &mut Session, rerun: &Rerun, ids: &[String]) -> Result
 }
 
 /// Prints the verdict as asked, writes the JUnit file, and returns the exit code.
-fn finish(args: &CheckArgs, verdict: &Verdict, ending: session::Ending) -> Result<ExitCode> {
+fn finish(args: &CheckArgs, verdict: &CheckOutcome, ending: session::Ending) -> Result<ExitCode> {
     if let Some(file) = &args.junit {
         verdict::write_junit(file, verdict)?;
     }

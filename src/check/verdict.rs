@@ -6,10 +6,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::Found;
+use super::LocatedBaseline;
 use super::gate::{CaseVerdict, Gate, Status, format_p, short_cause};
 use crate::error::UsageError;
-use crate::history::baseline::Fingerprint;
+use crate::sysinfo::Fingerprint;
 use crate::units::format_value;
 
 /// The longest drain reason: Slurm keeps longer ones, but `sinfo -R` and NHC show about this.
@@ -40,7 +40,7 @@ pub struct BaselineRef {
 
 /// The whole verdict of a check.
 #[derive(Clone, Debug, Serialize)]
-pub struct Verdict {
+pub struct CheckOutcome {
     pub status: CheckStatus,
     /// This machine's hardware fingerprint, and its key.
     pub fingerprint: Fingerprint,
@@ -55,14 +55,14 @@ pub struct Verdict {
     pub reason: Option<String>,
 }
 
-impl Verdict {
+impl CheckOutcome {
     pub fn new(
-        found: Option<&Found>,
+        found: Option<&LocatedBaseline>,
         fp: &Fingerprint,
         gate: Gate,
         cases: Vec<CaseVerdict>,
         run: Option<i64>,
-    ) -> Verdict {
+    ) -> CheckOutcome {
         let judged = cases.iter().any(|c| c.status != Status::Unjudged);
         let status = if cases.iter().any(|c| c.status == Status::Fail) {
             CheckStatus::Regression
@@ -71,7 +71,7 @@ impl Verdict {
         } else {
             CheckStatus::Healthy
         };
-        let mut verdict = Verdict {
+        let mut verdict = CheckOutcome {
             status,
             fingerprint: fp.clone(),
             fingerprint_key: fp.key(),
@@ -158,7 +158,7 @@ impl Verdict {
 /// The drain reason: the worst failing case, its ratio and p, and its first cause, in at most
 /// [`MAX_REASON`] printable ASCII characters; "no baseline" where nothing could be judged;
 /// `None` when healthy.
-fn reason(v: &Verdict) -> Option<String> {
+fn reason(v: &CheckOutcome) -> Option<String> {
     let text = match v.status {
         CheckStatus::Healthy => return None,
         CheckStatus::NoBaseline => format!(
@@ -227,7 +227,7 @@ pub fn probe_writable(path: &Path, flag: &str) -> anyhow::Result<()> {
 }
 
 /// Writes the JUnit XML report.
-pub fn write_junit(path: &Path, v: &Verdict) -> anyhow::Result<()> {
+pub fn write_junit(path: &Path, v: &CheckOutcome) -> anyhow::Result<()> {
     std::fs::write(path, junit(v)).map_err(|e| {
         UsageError(format!(
             "--junit: cannot write {}: {e}; choose a writable path",
@@ -241,7 +241,7 @@ pub fn write_junit(path: &Path, v: &Verdict) -> anyhow::Result<()> {
 /// a failure per failing case with its line as the message and its causes as the text; an
 /// unstable case is a failure with `--strict`, otherwise skipped with its line; no baseline
 /// is one skipped testcase.
-pub fn junit(v: &Verdict) -> String {
+pub fn junit(v: &CheckOutcome) -> String {
     let count = |s: Status| v.cases.iter().filter(|c| c.status == s).count();
     let no_baseline = v.status == CheckStatus::NoBaseline && v.cases.is_empty();
     let mut out = format!(

@@ -21,22 +21,8 @@ use crate::result::{
 };
 use crate::sysinfo::SysInfo;
 
+use crate::stats::median;
 pub use crate::result::higher_is_better;
-
-/// The median of `values` (the mean of the middle two for an even count); `None` when empty.
-pub fn median(values: &[f64]) -> Option<f64> {
-    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-    if sorted.is_empty() {
-        return None;
-    }
-    sorted.sort_by(f64::total_cmp);
-    let mid = sorted.len() / 2;
-    Some(if sorted.len().is_multiple_of(2) {
-        (sorted[mid - 1] + sorted[mid]) / 2.0
-    } else {
-        sorted[mid]
-    })
-}
 
 /// A value's performance relative to the median: below 1 is slower, whichever way the metric
 /// points.
@@ -215,7 +201,7 @@ pub const SHARED_THROUGHPUT_WHY: &str = "these hosts share one machine's CPUs wi
 /// with other hosts of the job to the most pairs measured at once on that machine in a round:
 /// in a [`CPU_TIMED`] matrix their links are not compared; in a throughput matrix they are
 /// flagged only below `threshold` / that count (the CPU share a pair can lose).
-pub fn judge(matrix: &mut Matrix, threshold: f64, shared: &BTreeMap<String, usize>) {
+pub fn flag_slow_links(matrix: &mut Matrix, threshold: f64, shared: &BTreeMap<String, usize>) {
     let timed = CPU_TIMED.contains(&matrix.op.as_str());
     let left_out: Vec<bool> = matrix
         .hosts
@@ -372,7 +358,7 @@ mod tests {
             *v = 287.0;
         }
         let mut m = matrix("tcp-throughput", true, hosts.clone(), values.clone());
-        judge(&mut m, 0.9, &BTreeMap::new());
+        flag_slow_links(&mut m, 0.9, &BTreeMap::new());
         assert_eq!(m.flagged.len(), 6);
         assert!(m.flagged.iter().all(|[a, b]| a == "b" || b == "b"));
         // b is slow on all of its links: the host, not each link; the others on 2 of 6.
@@ -394,7 +380,7 @@ mod tests {
         values[1][3] = Some(30.0);
         values[3][1] = Some(30.0);
         let mut m = matrix("tcp-throughput", true, hosts.clone(), values);
-        judge(&mut m, 0.9, &on_one_machine(&hosts, 2));
+        flag_slow_links(&mut m, 0.9, &on_one_machine(&hosts, 2));
         assert_eq!(
             m.flagged,
             [["b", "d"], ["d", "b"]].map(|l| l.map(String::from))
@@ -402,7 +388,7 @@ mod tests {
         assert!(m.not_compared.is_none());
         let loosened = m.loosened.as_ref().unwrap();
         assert_eq!((loosened.pairs_at_once, loosened.threshold), (2, 0.45));
-        judge(&mut m, 0.9, &BTreeMap::new());
+        flag_slow_links(&mut m, 0.9, &BTreeMap::new());
         assert_eq!(
             m.flagged.len(),
             3,
@@ -442,7 +428,7 @@ mod tests {
         }
         link(1, 2, 700.0);
         let mut m = matrix("tcp-throughput", true, hosts, values);
-        judge(&mut m, 0.9, &BTreeMap::new());
+        flag_slow_links(&mut m, 0.9, &BTreeMap::new());
         let slow: Vec<&str> = m.slow_hosts.iter().map(|h| h.host.as_str()).collect();
         assert_eq!(slow, ["d"]);
     }
@@ -480,13 +466,13 @@ mod tests {
         values[1][3] = Some(900.0);
         values[3][1] = Some(900.0);
         let mut m = matrix("mpi-pingpong-latency", false, hosts.clone(), values.clone());
-        judge(&mut m, 0.9, &BTreeMap::new());
+        flag_slow_links(&mut m, 0.9, &BTreeMap::new());
         assert_eq!(
             m.flagged.len(),
             4,
             "without the rule the spinning reads as slow links"
         );
-        judge(&mut m, 0.9, &on_one_machine(&hosts, 2));
+        flag_slow_links(&mut m, 0.9, &on_one_machine(&hosts, 2));
         assert!(m.flagged.is_empty() && m.slow_hosts.is_empty());
         assert_eq!(m.median, None, "nothing left to compare");
         let nc = m.not_compared.as_ref().unwrap();
@@ -495,7 +481,7 @@ mod tests {
         assert_eq!(m.values, values, "the values stay");
         // Two of the four share a machine: the links among the other two are still judged.
         let mut m = matrix("mpi-pingpong-latency", false, hosts.clone(), values);
-        judge(&mut m, 0.9, &on_one_machine(&hosts[..2], 1));
+        flag_slow_links(&mut m, 0.9, &on_one_machine(&hosts[..2], 1));
         assert_eq!(m.not_compared.as_ref().unwrap().hosts, ["a", "b"]);
         assert_eq!(m.median, Some(13.0));
     }
@@ -532,13 +518,6 @@ mod tests {
         assert_eq!(groups[0].machine_id.as_deref(), Some("m1"));
     }
 
-    #[test]
-    fn medians() {
-        assert_eq!(median(&[]), None);
-        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
-    }
-
     /// Issue 34: a sampled matrix of many hosts is kept as its links (`cells`), its JSON grows
     /// with the hosts, not their square, and its slow link and slow host are still found.
     #[test]
@@ -566,7 +545,7 @@ mod tests {
             let (values, cells) = Matrix::store(n, links);
             let mut m = matrix("tcp-throughput", true, hosts, values);
             m.cells = cells;
-            judge(&mut m, 0.8, &BTreeMap::new());
+            flag_slow_links(&mut m, 0.8, &BTreeMap::new());
             let len = serde_json::to_string(&m).unwrap().len();
             (m, len)
         };

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::cpu::reference::{HPCC, HPL_NB, MPIRUN, hpcc_input};
-use crate::reference::{Invocation, Reading, Source, Tool};
+use crate::reference::{Invocation, Reading, Source, ToolSpec};
 use crate::result::{BenchResult, ClusterReference, Reference};
 
 /// The MCA parameters (after `OMPI_MCA_`) of the job's launch that hpcc's launch repeats: how
@@ -143,7 +143,7 @@ pub fn run_hpcc(hosts: &[(String, usize)], mca: &[(String, String)]) -> anyhow::
 }
 
 /// mpi4py's benchmark module as a reference tool.
-pub const MPI4PY: Tool = Tool {
+pub const MPI4PY: ToolSpec = ToolSpec {
     name: "mpi4py.bench pingpong",
     program: "python3",
     install: "pip install --no-binary mpi4py 'mpi4py>=4' (Debian's python3-mpi4py 3.1.4 has no pingpong)",
@@ -403,7 +403,7 @@ fn hpcc_rows(results: &[BenchResult], hpcc: &Hpcc) -> Vec<ClusterReference> {
         value: None,
         reference: hpcc.hpl.clone(),
     }];
-    let tool = Tool {
+    let tool = ToolSpec {
         name: "hpcc PingPong",
         ..HPCC
     };

@@ -6,22 +6,22 @@
 use std::time::Duration;
 
 use crate::peak::{Isa, Precision};
-use crate::reference::{Invocation, Reading, Source, Tool};
+use crate::reference::{Invocation, Reading, Source, ToolSpec};
 use crate::result::Reference;
 
-pub const LIKWID: Tool = Tool {
+pub const LIKWID: ToolSpec = ToolSpec {
     name: "likwid-bench",
     program: "likwid-bench",
     install: "apt-get install likwid",
 };
 
-pub const HPCC: Tool = Tool {
+pub const HPCC: ToolSpec = ToolSpec {
     name: "hpcc HPL",
     program: "hpcc",
     install: "apt-get install hpcc openmpi-bin",
 };
 
-pub const MPIRUN: Tool = Tool {
+pub const MPIRUN: ToolSpec = ToolSpec {
     name: "mpirun",
     program: "mpirun",
     install: "apt-get install openmpi-bin",

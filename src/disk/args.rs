@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::settings::{EngineChoice, MAX_BLOCK, Op};
+use super::settings::{IoEngineChoice, MAX_BLOCK, Op};
 use crate::options::{
     Defaults, Threads, Timing, duration, percent, positive_count, positive_size, positive_u32,
 };
@@ -95,7 +95,7 @@ pub struct DiskArgs {
     pub buffered_if_unaligned: bool,
     /// I/O engine: auto (io_uring, else sync with a note), io_uring, sync
     #[arg(long, value_enum, ignore_case = true, default_value = "auto")]
-    pub engine: EngineChoice,
+    pub engine: IoEngineChoice,
     /// Read share of readwrite, percent
     #[arg(long, value_name = "PCT", default_value = "50", value_parser = percent)]
     pub rwmix: u32,

@@ -9,8 +9,8 @@ use anyhow::Result;
 use super::engine::{DiskWorker, ThreadIo};
 use super::file::TestFile;
 use super::fio;
-use super::settings::{Engine, IOPS_HEADLINE_BELOW, Op, Stopping};
-use super::target::Target;
+use super::settings::{IoEngine, IOPS_HEADLINE_BELOW, Op, Stopping};
+use super::target::DiskTarget;
 use crate::peak::PeakRef;
 use crate::plan::{Case, CaseSpec, Context, guess};
 use crate::result::{BenchResult, Params, Reference, Subsystem};
@@ -26,7 +26,7 @@ pub struct DiskCase {
     /// I/Os queued per io_uring submission (at most `qd`).
     pub batch: u32,
     pub direct: bool,
-    pub engine: Engine,
+    pub engine: IoEngine,
     pub stop: Stopping,
     pub ramp: Duration,
     pub rwmix_read: u32,
@@ -35,7 +35,7 @@ pub struct DiskCase {
     pub region: u64,
     /// Threads pinned to CPUs (`--pin`), for the record.
     pub pin: bool,
-    pub(super) target: Arc<Target>,
+    pub(super) target: Arc<DiskTarget>,
     pub(super) notes: Vec<String>,
 }
 
@@ -223,7 +223,7 @@ impl Case for DiskCase {
         other.insert("io".into(), self.io_mode().into());
         other.insert("ramp_s".into(), self.ramp.as_secs_f64().into());
         other.insert("region_bytes".into(), self.region.into());
-        if self.engine == Engine::IoUring {
+        if self.engine == IoEngine::IoUring {
             other.insert("submit_batch".into(), self.batch.into());
         }
         if let Stopping::Bytes(b) = self.stop {

@@ -23,7 +23,7 @@ use crate::stats::LatencyHistogram;
 use super::buffer::AlignedBuf;
 use super::error::io_error;
 use super::file::TestFile;
-use super::settings::{Engine, Op};
+use super::settings::{IoEngine, Op};
 use super::stamp::{FULL_CHECK_EVERY, stamp, verify, verify_ends};
 
 /// What one thread does: everything the I/O loop needs, fixed before the run.
@@ -35,7 +35,7 @@ pub struct ThreadIo {
     /// I/Os queued before each io_uring submission (1: each is submitted the moment it is ready).
     pub batch: u32,
     pub direct: bool,
-    pub engine: Engine,
+    pub engine: IoEngine,
     /// Read share of `readwrite`, percent.
     pub rwmix_read: u32,
     /// fsync after this many writes of a thread.
@@ -121,12 +121,12 @@ impl DiskWorker {
         // Derived from the test file's one descriptor, never opened by name.
         let file = target.reopen(job.op.writes(), job.direct)?;
         let depth = match job.engine {
-            Engine::IoUring => job.qd as usize,
-            Engine::Sync => 1,
+            IoEngine::IoUring => job.qd as usize,
+            IoEngine::Sync => 1,
         };
         let ring = match job.engine {
-            Engine::IoUring => Some(new_ring(job.qd).map_err(|e| anyhow!("io_uring setup: {e}"))?),
-            Engine::Sync => None,
+            IoEngine::IoUring => Some(new_ring(job.qd).map_err(|e| anyhow!("io_uring setup: {e}"))?),
+            IoEngine::Sync => None,
         };
         let mut rng = Rng::for_thread(Rng::from_clock().next_u64(), index);
         let mut buffers = Vec::with_capacity(depth);
@@ -492,8 +492,8 @@ impl Worker for DiskWorker {
         let mut tally = Tally::default();
         let mut hist = LatencyHistogram::new();
         match self.job.engine {
-            Engine::Sync => self.run_sync(quota, &mut tally, &mut hist)?,
-            Engine::IoUring => self.run_uring(quota, &mut tally, &mut hist)?,
+            IoEngine::Sync => self.run_sync(quota, &mut tally, &mut hist)?,
+            IoEngine::IoUring => self.run_uring(quota, &mut tally, &mut hist)?,
         }
         if self.job.end_fsync {
             self.fsync()?;
@@ -537,7 +537,7 @@ mod io_tests {
 
     fn job(
         op: Op,
-        engine: Engine,
+        engine: IoEngine,
         direct: bool,
         f: &file::TestFile,
         block: u64,
@@ -584,7 +584,7 @@ mod io_tests {
             sequences(&f).iter().all(|&s| s == 0),
             "the fill stamps sequence 0"
         );
-        for (engine, direct, qd) in [(Engine::IoUring, true, 4), (Engine::Sync, false, 1)] {
+        for (engine, direct, qd) in [(IoEngine::IoUring, true, 4), (IoEngine::Sync, false, 1)] {
             let block = 64 * 1024;
             let j = job(Op::SeqWrite, engine, direct, &f, block, qd);
             let mut w = DiskWorker::new(&j, &f, 0).unwrap();
@@ -626,7 +626,7 @@ mod io_tests {
         let block = 16 * 1024;
         let blocks = f.data_bytes / block;
         for batch in [1, 3, 8] {
-            let mut j = job(Op::SeqWrite, Engine::IoUring, true, &f, block, 8);
+            let mut j = job(Op::SeqWrite, IoEngine::IoUring, true, &f, block, 8);
             j.batch = batch;
             let tally = DiskWorker::new(&j, &f, 0)
                 .unwrap()
@@ -651,7 +651,7 @@ mod io_tests {
     fn rewrite_reads_and_writes_each_block_once_per_pass() {
         let dir = tempfile::tempdir().unwrap();
         let f = test_file(dir.path(), 1 << 20);
-        for engine in [Engine::IoUring, Engine::Sync] {
+        for engine in [IoEngine::IoUring, IoEngine::Sync] {
             let j = job(Op::Rewrite, engine, true, &f, 8192, 2);
             let mut w = DiskWorker::new(&j, &f, 0).unwrap();
             let blocks = f.data_bytes / 8192;
@@ -672,7 +672,7 @@ mod io_tests {
             .write_all_at(&[0u8; 8], f.data_offset + 8 * 4096)
             .unwrap();
         handle.sync_all().unwrap();
-        for engine in [Engine::IoUring, Engine::Sync] {
+        for engine in [IoEngine::IoUring, IoEngine::Sync] {
             let j = job(Op::SeqRead, engine, true, &f, 4096, 8);
             let mut w = DiskWorker::new(&j, &f, 0).unwrap();
             let e = w.run(&Quota::units(256)).unwrap_err();
@@ -691,7 +691,7 @@ mod io_tests {
         let middle = f.data_offset + f.data_bytes - block / 2;
         handle.write_all_at(&[0u8; 8], middle).unwrap();
         handle.sync_all().unwrap();
-        let j = job(Op::SeqRead, Engine::Sync, true, &f, block, 1);
+        let j = job(Op::SeqRead, IoEngine::Sync, true, &f, block, 1);
         // 16 blocks a pass: read 64, the fourth pass's last block, is checked whole.
         let reads = FULL_CHECK_EVERY;
         assert_eq!(reads % (f.data_bytes / block), 0);
@@ -705,7 +705,7 @@ mod io_tests {
     fn random_and_small_buffered_blocks_stay_in_the_thread_region() {
         let dir = tempfile::tempdir().unwrap();
         let f = test_file(dir.path(), 1 << 20);
-        let mut j = job(Op::RandWrite, Engine::Sync, false, &f, 8, 1);
+        let mut j = job(Op::RandWrite, IoEngine::Sync, false, &f, 8, 1);
         j.region = f.data_bytes / 2;
         let before = std::fs::read(&f.path).unwrap();
         let mut w = DiskWorker::new(&j, &f, 1).unwrap();

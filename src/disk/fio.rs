@@ -16,13 +16,13 @@ use std::os::fd::RawFd;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::reference::{Invocation, Reading, Tool};
+use crate::reference::{Invocation, Reading, ToolSpec};
 use crate::result::Reference;
 
 use super::buffer::HUGE_BUFFERS_FROM;
-use super::settings::{Engine, Op, Stopping};
+use super::settings::{IoEngine, Op, Stopping};
 
-pub const FIO: Tool = Tool {
+pub const FIO: ToolSpec = ToolSpec {
     name: "fio",
     program: "fio",
     install: "apt-get install fio",
@@ -43,7 +43,7 @@ pub struct FioJob<'a> {
     pub batch: u32,
     /// fio's buffers in huge pages (`--iomem=shmhuge`), as peakbench's large ones are.
     pub huge_iomem: bool,
-    pub engine: Engine,
+    pub engine: IoEngine,
     pub direct: bool,
     pub data_offset: u64,
     pub region: u64,
@@ -90,8 +90,8 @@ impl FioJob<'_> {
             format!(
                 "--ioengine={}",
                 match self.engine {
-                    Engine::IoUring => "io_uring",
-                    Engine::Sync => "psync",
+                    IoEngine::IoUring => "io_uring",
+                    IoEngine::Sync => "psync",
                 }
             ),
             format!("--direct={}", u8::from(self.direct)),
@@ -102,7 +102,7 @@ impl FioJob<'_> {
             "--randrepeat=0".into(),
             "--thread".into(),
         ];
-        if self.engine == Engine::IoUring {
+        if self.engine == IoEngine::IoUring {
             args.push(format!("--iodepth_batch_submit={}", self.batch));
         }
         if self.huge_iomem {
@@ -294,7 +294,7 @@ mod tests {
             qd: 32,
             batch: 1,
             huge_iomem: false,
-            engine: Engine::IoUring,
+            engine: IoEngine::IoUring,
             direct: true,
             data_offset: 4096,
             region: 1 << 20,
@@ -357,7 +357,7 @@ mod tests {
             qd: 1,
             batch: 1,
             huge_iomem: false,
-            engine: Engine::Sync,
+            engine: IoEngine::Sync,
             direct: true,
             data_offset: file.data_offset,
             region: file.data_bytes,

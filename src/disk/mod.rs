@@ -34,7 +34,7 @@ pub use args::DiskArgs;
 pub use case::DiskCase;
 pub use plan::{DiskOptions, plan};
 pub use settings::{
-    DirectChoice, Engine, EngineChoice, IOPS_HEADLINE_BELOW, MAX_BLOCK, Op, Stopping,
+    DirectChoice, IoEngine, IoEngineChoice, IOPS_HEADLINE_BELOW, MAX_BLOCK, Op, Stopping,
 };
 
 /// `peakbench disk`.

@@ -14,8 +14,8 @@ use super::device;
 use super::engine;
 use super::error::{name_flag, target_usage};
 use super::file::{self, Place, TargetSpec};
-use super::settings::{DirectChoice, Engine, EngineChoice, Op, Stopping};
-use super::target::Target;
+use super::settings::{DirectChoice, IoEngine, IoEngineChoice, Op, Stopping};
+use super::target::DiskTarget;
 use crate::error::usage;
 use crate::options::unique;
 use crate::plan::{Case, Cases, Context};
@@ -38,7 +38,7 @@ pub struct DiskOptions {
     pub dir: PathBuf,
     pub file: Option<PathBuf>,
     pub direct: DirectChoice,
-    pub engine: EngineChoice,
+    pub engine: IoEngineChoice,
     pub rwmix_read: u32,
     pub fsync_every: Option<u64>,
     pub keep: bool,
@@ -108,7 +108,7 @@ pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<
         &mut notes,
     )?;
     let qds = queue_depths(opts, engine, &mut notes)?;
-    let target = Arc::new(Target::new(spec));
+    let target = Arc::new(DiskTarget::new(spec));
     let available = ctx.host.memory.available_bytes;
     let mut cases: Vec<Box<dyn Case>> = Vec::new();
     for &op in &opts.ops {
@@ -160,9 +160,9 @@ pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<
 
 /// The queue depths to run: `--qd` as given, or 1 where the sync engine was chosen for want of
 /// io_uring (an explicit `--engine sync` with a depth above 1 is refused).
-fn queue_depths(opts: &DiskOptions, engine: Engine, notes: &mut Vec<String>) -> Result<Vec<u32>> {
-    if engine == Engine::Sync && opts.qds.iter().any(|&q| q > 1) {
-        if opts.engine == EngineChoice::Sync {
+fn queue_depths(opts: &DiskOptions, engine: IoEngine, notes: &mut Vec<String>) -> Result<Vec<u32>> {
+    if engine == IoEngine::Sync && opts.qds.iter().any(|&q| q > 1) {
+        if opts.engine == IoEngineChoice::Sync {
             return Err(usage(
                 "--qd: the sync engine has one I/O in flight per thread: give --qd 1 or --engine io_uring",
             ));
@@ -212,23 +212,23 @@ fn fit_size(opts: &DiskOptions) -> Result<Option<(DiskOptions, String)>> {
 /// The engine to run: the one asked for, or with `auto` io_uring where the kernel gives a ring
 /// (`ring`) and sync with a note where it refuses.
 fn choose_engine(
-    choice: EngineChoice,
+    choice: IoEngineChoice,
     ring: Result<(), String>,
     notes: &mut Vec<String>,
-) -> Result<Engine> {
+) -> Result<IoEngine> {
     match (choice, ring) {
-        (EngineChoice::Sync, _) => Ok(Engine::Sync),
-        (EngineChoice::IoUring | EngineChoice::Auto, Ok(())) => Ok(Engine::IoUring),
-        (EngineChoice::IoUring, Err(e)) => Err(usage(format!(
+        (IoEngineChoice::Sync, _) => Ok(IoEngine::Sync),
+        (IoEngineChoice::IoUring | IoEngineChoice::Auto, Ok(())) => Ok(IoEngine::IoUring),
+        (IoEngineChoice::IoUring, Err(e)) => Err(usage(format!(
             "--engine io_uring: the kernel refuses io_uring ({e}): give --engine sync or auto"
         ))),
-        (EngineChoice::Auto, Err(e)) => {
+        (IoEngineChoice::Auto, Err(e)) => {
             notes.push(format!(
                 "io_uring is not available ({e}): running the sync engine (pread/pwrite), \
                  one I/O in flight per thread; check /proc/sys/kernel/io_uring_disabled or \
                  the container's seccomp profile to use queue depths"
             ));
-            Ok(Engine::Sync)
+            Ok(IoEngine::Sync)
         }
     }
 }
@@ -368,15 +368,15 @@ mod tests {
         let mut notes = Vec::new();
         let refused = || Err("Operation not permitted".to_string());
         assert_eq!(
-            choose_engine(EngineChoice::Auto, refused(), &mut notes).unwrap(),
-            Engine::Sync
+            choose_engine(IoEngineChoice::Auto, refused(), &mut notes).unwrap(),
+            IoEngine::Sync
         );
         assert!(notes[0].contains("io_uring is not available"), "{notes:?}");
-        let e = choose_engine(EngineChoice::IoUring, refused(), &mut notes).unwrap_err();
+        let e = choose_engine(IoEngineChoice::IoUring, refused(), &mut notes).unwrap_err();
         assert!(e.to_string().starts_with("--engine io_uring"), "{e}");
         assert_eq!(
-            choose_engine(EngineChoice::Auto, Ok(()), &mut notes).unwrap(),
-            Engine::IoUring
+            choose_engine(IoEngineChoice::Auto, Ok(()), &mut notes).unwrap(),
+            IoEngine::IoUring
         );
         assert_eq!(notes.len(), 1);
     }

@@ -40,7 +40,7 @@ impl Op {
 
 named_enum! {
     /// The engine a case runs with.
-    pub enum Engine {
+    pub enum IoEngine {
         IoUring = "io_uring",
         Sync = "sync",
     }
@@ -48,7 +48,7 @@ named_enum! {
 
 named_enum! {
     /// The engine asked for.
-    pub enum EngineChoice {
+    pub enum IoEngineChoice {
         /// io_uring where the kernel allows it, else sync with a note
         Auto = "auto",
         /// io_uring, queue depths per thread

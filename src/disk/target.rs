@@ -10,14 +10,14 @@ use super::file::{self, Place, TargetSpec, TestFile};
 
 /// The test file of a plan: created by the first case that runs, shared by all of them, and
 /// removed when the last of them is dropped.
-pub struct Target {
+pub struct DiskTarget {
     spec: TargetSpec,
     file: Mutex<Option<Arc<TestFile>>>,
 }
 
-impl Target {
-    pub fn new(spec: TargetSpec) -> Target {
-        Target {
+impl DiskTarget {
+    pub fn new(spec: TargetSpec) -> DiskTarget {
+        DiskTarget {
             spec,
             file: Mutex::new(None),
         }

@@ -26,7 +26,7 @@ mod summary;
 use std::time::Instant;
 
 pub use boundaries::{MEMORY_STEP, STEP_SPAN, memory_step, private_cache_bytes};
-pub use past::{ALPHA, Index as PastIndex, PAST_BAND, PAST_RUNS, PastRun, fingerprint, past_runs};
+pub use past::{ALPHA, Index as PastIndex, PAST_BAND, PAST_RUNS, PastRun, past_runs};
 
 use crate::result::{
     Against, BenchResult, Cause, Expectation, Finding, Findings, NO_CAUSE, Report, Verdict,

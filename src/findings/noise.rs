@@ -80,7 +80,7 @@ pub fn unstable(r: &BenchResult) -> Option<Unstable> {
         });
     }
     let cv = r.stats.cv?;
-    (cv > super::UNSTABLE_CV && samples.len() >= 3).then(|| Unstable {
+    crate::stats::unstable(Some(cv), samples.len()).then(|| Unstable {
         what: format!(
             "the repetitions vary by {:.1} % (CV over {:.0} %): {}",
             cv * 100.0,

@@ -1,15 +1,15 @@
 //! The past: the same case on the same hardware in the history, and whether this run differs
 //! from it by more than its repetitions' noise.
 //!
-//! Hardware is the same when its [`fingerprint`] is: the CPU model and its logical CPUs, the
-//! memory to the GiB, the kernel, the disks' models and the NICs' drivers. Repetitions of the
+//! Hardware is the same when its [`Fingerprint`] is, the rule the baselines of `peakbench
+//! check` use too (`sysinfo/fingerprint.rs` says which fields and why). Repetitions of the
 //! earlier runs are pooled and compared with this run's by a two-sided Mann–Whitney U test:
 //! below the past only when the test rejects at p < 0.05 *and* the median is below 0.90 of the
 //! past's (a difference that is both real and large enough to matter).
 
 use crate::options::DbArgs;
 use crate::result::{Against, BenchResult, Expectation, Report, Test, Verdict, higher_is_better};
-use crate::sysinfo::SysInfo;
+use crate::sysinfo::Fingerprint;
 use crate::units::format_value;
 
 /// An earlier run of the same hardware, from the history.
@@ -32,42 +32,6 @@ pub const ALPHA: f64 = 0.05;
 /// Below this share of the past's median (with a significant test) is below the past.
 pub const PAST_BAND: f64 = 0.90;
 
-/// What makes two hosts the same hardware for the past, as one string.
-pub fn fingerprint(host: &SysInfo) -> String {
-    let virtual_nic = |d: &str| matches!(d, "veth" | "bridge" | "tun" | "dummy" | "ifb");
-    let virtual_disk = |n: &str| {
-        ["loop", "ram", "zram", "dm-", "nbd", "md"]
-            .iter()
-            .any(|p| n.starts_with(p))
-    };
-    let disks: Vec<String> = host
-        .disks
-        .iter()
-        .filter(|d| !virtual_disk(&d.name))
-        .map(|d| format!("{}={}", d.name, d.model.as_deref().unwrap_or("?")))
-        .collect();
-    let mut nics: Vec<&str> = host
-        .nics
-        .iter()
-        .filter_map(|n| n.driver.as_deref())
-        .filter(|d| !virtual_nic(d))
-        .collect();
-    nics.sort_unstable();
-    nics.dedup();
-    format!(
-        "cpu {} {:?}/{:?}/{:?} ×{} | mem {} GiB | kernel {} | disks {} | nics {}",
-        host.cpu.model_name,
-        host.cpu.family,
-        host.cpu.model,
-        host.cpu.stepping,
-        host.cpu.logical_cpus,
-        (host.memory.total_bytes as f64 / f64::from(1u32 << 30)).round(),
-        host.os.kernel,
-        disks.join(","),
-        nics.join(",")
-    )
-}
-
 /// The earlier runs in the history at `db` of the hardware `report` was measured on, newest
 /// first, at most [`PAST_RUNS`], among those stored before `before` (its own id, when it is
 /// stored). A history that cannot be read has no past: judging never fails on it.
@@ -84,11 +48,11 @@ pub fn past_runs(db: &DbArgs, report: &Report, before: Option<i64>) -> Vec<PastR
     let Ok(ids) = store.recent(before, SCANNED) else {
         return Vec::new();
     };
-    let mine = fingerprint(&report.host);
+    let mine = Fingerprint::of(&report.host);
     ids.into_iter()
         .filter_map(|id| store.load(id).ok().map(|report| PastRun { id, report }))
         .filter(|run| {
-            fingerprint(&run.report.host) == mine
+            Fingerprint::of(&run.report.host) == mine
                 && !matches!(run.report.status, crate::result::RunStatus::Failed)
         })
         .take(PAST_RUNS)

@@ -1,10 +1,8 @@
 //! Baselines: the samples of chosen runs of the history, kept under a name for `peakbench
 //! check`, and moved between machines as a versioned JSON file.
 //!
-//! A baseline belongs to the hardware it was learned on, its [`Fingerprint`]: the CPU's
-//! microarchitecture and model, its logical CPUs, the memory to the GiB, the disks' models, the
-//! NICs' drivers and the kernel's major version (a minor kernel update does not make a machine
-//! another one; a new major version may change the I/O and network paths).
+//! A baseline belongs to the hardware it was learned on, its [`Fingerprint`] (the one rule of
+//! "the same hardware" that the findings' past, `check`, `compare` and `history` share).
 //!
 //! A baseline file comes from elsewhere (a shared directory, another machine), so it is read as
 //! `import` reads a results document: its size bounded first, then every number finite, every
@@ -18,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::result::validate;
 use crate::result::{Report, RunStatus};
-use crate::sysinfo::SysInfo;
+use crate::sysinfo::Fingerprint;
 
 /// What the `format` field of a baseline file holds.
 pub const FORMAT: &str = "peakbench-baseline";
@@ -32,117 +30,6 @@ pub const MAX_CASES: usize = 4096;
 pub const MAX_SAMPLES: usize = 65_536;
 /// How many runs of each case `baseline save` keeps by default.
 pub const DEFAULT_RUNS: usize = 5;
-
-/// What makes two machines the same hardware for a baseline.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Fingerprint {
-    /// The microarchitecture, e.g. "Zen 3", or "unknown".
-    pub microarch: String,
-    /// The CPU's model name as it reports it.
-    pub cpu_model: String,
-    /// Logical CPUs online.
-    pub cpus: u64,
-    /// Memory, GiB, rounded.
-    pub memory_gib: u64,
-    /// The physical disks' models, sorted ("name=model").
-    pub disks: Vec<String>,
-    /// The physical NICs' drivers, sorted, each once.
-    pub nics: Vec<String>,
-    /// The kernel's major version, e.g. "6".
-    pub kernel_major: String,
-}
-
-impl Fingerprint {
-    /// The fingerprint of `host`.
-    pub fn of(host: &SysInfo) -> Fingerprint {
-        let virtual_nic = |d: &str| matches!(d, "veth" | "bridge" | "tun" | "dummy" | "ifb");
-        let virtual_disk = |n: &str| {
-            ["loop", "ram", "zram", "dm-", "nbd", "md"]
-                .iter()
-                .any(|p| n.starts_with(p))
-        };
-        let mut disks: Vec<String> = host
-            .disks
-            .iter()
-            .filter(|d| !virtual_disk(&d.name))
-            .map(|d| format!("{}={}", d.name, d.model.as_deref().unwrap_or("?")))
-            .collect();
-        disks.sort();
-        let mut nics: Vec<String> = host
-            .nics
-            .iter()
-            .filter_map(|n| n.driver.clone())
-            .filter(|d| !virtual_nic(d))
-            .collect();
-        nics.sort();
-        nics.dedup();
-        Fingerprint {
-            microarch: host
-                .cpu
-                .microarch
-                .value
-                .clone()
-                .unwrap_or_else(|| "unknown".into()),
-            cpu_model: host.cpu.model_name.clone(),
-            cpus: host.cpu.logical_cpus as u64,
-            memory_gib: (host.memory.total_bytes as f64 / f64::from(1u32 << 30)).round() as u64,
-            disks,
-            nics,
-            kernel_major: host.os.kernel.split('.').next().unwrap_or("").to_string(),
-        }
-    }
-
-    /// The fields that differ from `other`, each as "field (here vs there)".
-    pub fn differences(&self, other: &Fingerprint) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut field = |name: &str, a: String, b: String| {
-            if a != b {
-                out.push(format!(
-                    "{name} ({} vs {})",
-                    crate::text::printable_at_most(&a, 60),
-                    crate::text::printable_at_most(&b, 60)
-                ));
-            }
-        };
-        field("microarch", self.microarch.clone(), other.microarch.clone());
-        field("cpu_model", self.cpu_model.clone(), other.cpu_model.clone());
-        field("cpus", self.cpus.to_string(), other.cpus.to_string());
-        field(
-            "memory_gib",
-            self.memory_gib.to_string(),
-            other.memory_gib.to_string(),
-        );
-        field("disks", self.disks.join(","), other.disks.join(","));
-        field("nics", self.nics.join(","), other.nics.join(","));
-        field(
-            "kernel_major",
-            self.kernel_major.clone(),
-            other.kernel_major.clone(),
-        );
-        out
-    }
-
-    /// A short stable name of the fingerprint (16 hex digits of FNV-1a over its fields): the
-    /// file name of its baseline in a directory of baselines.
-    pub fn key(&self) -> String {
-        let text = format!(
-            "{}\n{}\n{}\n{}\n{}\n{}\n{}",
-            self.microarch,
-            self.cpu_model,
-            self.cpus,
-            self.memory_gib,
-            self.disks.join(","),
-            self.nics.join(","),
-            self.kernel_major
-        );
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for byte in text.bytes() {
-            hash ^= u64::from(byte);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-        format!("{hash:016x}")
-    }
-}
 
 /// The samples of one case in a baseline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -10,6 +10,7 @@
 //! 4 against 4 can show a change only when no repetition of one run comes near the other's; 5
 //! against 5 tolerates some overlap.
 
+use crate::sysinfo::Fingerprint;
 use crate::report::describe_params;
 use crate::result::{BenchResult, Report};
 use crate::text::{Align, Table, printable};
@@ -87,6 +88,14 @@ pub fn render(a_id: i64, a: &Report, b_id: i64, b: &Report) -> String {
         printable(&b.host.hostname),
         status(b)
     );
+    // Runs of different hardware compare, but the reader is told which fields differ.
+    let hardware = Fingerprint::of(&a.host).differences(&Fingerprint::of(&b.host));
+    if !hardware.is_empty() {
+        out.push_str(&format!(
+            "Not the same hardware (A vs B): {}\n\n",
+            hardware.join(", ")
+        ));
+    }
     let mut table = Table::new(&[
         ("case", Align::Left),
         ("A", Align::Right),

@@ -27,25 +27,25 @@ use store::Store;
 #[derive(Subcommand, Debug)]
 pub enum HistoryCommand {
     /// Lists the stored runs: id, host, date, command, status, results and headline numbers
-    History(ListArgs),
+    History(HistoryListArgs),
     /// Prints one stored run (RUN: an id, `latest` or `previous`)
-    Show(ShowArgs),
+    Show(HistoryShowArgs),
     /// Every result two runs share, side by side, with the change and whether it is beyond the noise
     Compare(CompareArgs),
     /// Adds a JSON results file (written by --json or --output FILE.json) to the history
-    Import(ImportArgs),
+    Import(HistoryImportArgs),
     /// Writes a stored run as a self-contained HTML report (tables and charts) and/or Markdown tables
     Report(ReportArgs),
 }
 
 #[derive(Args, Debug)]
-pub struct ListArgs {
+pub struct HistoryListArgs {
     #[command(flatten)]
     pub db: DbArgs,
 }
 
 #[derive(Args, Debug)]
-pub struct ShowArgs {
+pub struct HistoryShowArgs {
     /// The run: an id from 'peakbench history', `latest` or `previous`
     #[arg(default_value = "latest")]
     pub run: String,
@@ -66,7 +66,7 @@ pub struct CompareArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct ImportArgs {
+pub struct HistoryImportArgs {
     /// A JSON document written by `--json` or `--output FILE.json`
     pub file: PathBuf,
     #[command(flatten)]
@@ -153,7 +153,7 @@ fn open(args: &DbArgs, write: bool) -> Result<Store> {
     Store::open(&db_path(args)?, write)
 }
 
-fn list(args: &ListArgs) -> Result<ExitCode> {
+fn list(args: &HistoryListArgs) -> Result<ExitCode> {
     let store = open(&args.db, false)?;
     let runs = store.list()?;
     if runs.is_empty() {
@@ -214,7 +214,7 @@ pub fn short_command(command: &str) -> String {
     out.join(" ")
 }
 
-fn show(args: &ShowArgs) -> Result<ExitCode> {
+fn show(args: &HistoryShowArgs) -> Result<ExitCode> {
     let store = open(&args.db, false)?;
     let id = store.resolve(&args.run)?;
     let report = store.load(id)?;
@@ -283,7 +283,7 @@ pub fn load_named(name: &str, db: &DbArgs) -> Result<(Option<i64>, Report)> {
     Ok((Some(id), store.load(id)?))
 }
 
-fn import(args: &ImportArgs) -> Result<ExitCode> {
+fn import(args: &HistoryImportArgs) -> Result<ExitCode> {
     let report = read_document(&args.file)?;
     let file = args.file.display();
     let mut store = open(&args.db, true)?;

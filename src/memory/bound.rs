@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use super::kernels::{self, Isa};
+use super::kernels::{self, MemIsa};
 use super::region::{HugePages, Region};
 use crate::plan::Context;
 use crate::runner::{self, Quota, RunSettings, Scaling, Stop, Tally, Worker};
@@ -36,7 +36,7 @@ pub struct CopyBound {
     /// All threads' source and destination buffers together.
     pub buffer_bytes: u64,
     pub threads: usize,
-    pub isa: Isa,
+    pub isa: MemIsa,
     /// The timed repetitions and the length of each.
     pub repetitions: u32,
     pub repetition: Duration,
@@ -77,7 +77,7 @@ pub fn copy_bandwidth(ctx: &Context) -> Result<CopyBound> {
             format_size_approx(total)
         );
     }
-    let isa = Isa::detect();
+    let isa = MemIsa::detect();
     let settings = RunSettings {
         threads,
         stop: Stop::Duration(REPETITION),
@@ -107,7 +107,7 @@ pub fn copy_bandwidth(ctx: &Context) -> Result<CopyBound> {
 
 /// One thread's source and destination, copied block after block.
 struct CopyWorker {
-    isa: Isa,
+    isa: MemIsa,
     src: Region,
     dst: Region,
     blocks: usize,
@@ -116,7 +116,7 @@ struct CopyWorker {
 
 impl CopyWorker {
     /// Maps and touches (on this thread, so on its NUMA node) `slice` bytes of each buffer.
-    fn prepare(isa: Isa, slice: usize) -> Result<CopyWorker> {
+    fn prepare(isa: MemIsa, slice: usize) -> Result<CopyWorker> {
         let map = |fill: u8| -> Result<Region> {
             let mut region = Region::map(slice, HugePages::System)?;
             region.as_mut_slice().fill(fill);

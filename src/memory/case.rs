@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use super::kernels::{self, Isa, Stream};
+use super::kernels::{self, MemIsa, Stream};
 use super::op::MemOp;
 use super::reference;
 use super::region::{HugePages, Region};
@@ -38,7 +38,7 @@ pub struct BandwidthCase {
     pub duration: Duration,
     /// Fixed work per repetition instead of `duration`.
     pub work: Option<Work>,
-    pub isa: Isa,
+    pub isa: MemIsa,
     /// Threads pinned to CPUs (`--pin`), for the record.
     pub pin: bool,
 }
@@ -315,7 +315,7 @@ fn wall_times_per_access(reps: &[Repetition]) -> Vec<f64> {
 /// One thread of a block operation.
 struct BlockWorker {
     op: MemOp,
-    isa: Isa,
+    isa: MemIsa,
     nt: bool,
     block: usize,
     blocks: usize,
@@ -504,7 +504,7 @@ fn array_start(region: &Region, index: usize) -> *mut f64 {
 /// One thread of a STREAM kernel: its own three arrays.
 struct StreamWorker {
     kernel: Stream,
-    isa: Isa,
+    isa: MemIsa,
     nt: bool,
     arrays: [Region; 3],
     elements: usize,
@@ -706,7 +706,7 @@ mod tests {
             nt: false,
             duration: Duration::from_millis(1),
             work: None,
-            isa: Isa::detect(),
+            isa: MemIsa::detect(),
             pin: false,
         }
     }

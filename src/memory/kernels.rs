@@ -15,39 +15,39 @@
 
 /// The kernel family the CPU runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Isa {
+pub enum MemIsa {
     Avx512,
     /// 256-bit AVX2, with FMA for the triad.
     Avx2,
     Portable,
 }
 
-impl Isa {
+impl MemIsa {
     /// The widest this CPU has.
-    pub fn detect() -> Isa {
+    pub fn detect() -> MemIsa {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx512f") {
-            return Isa::Avx512;
+            return MemIsa::Avx512;
         }
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
-            return Isa::Avx2;
+            return MemIsa::Avx2;
         }
-        Isa::Portable
+        MemIsa::Portable
     }
 
     pub fn name(self) -> &'static str {
         match self {
-            Isa::Avx512 => "avx512",
-            Isa::Avx2 => "avx2",
-            Isa::Portable => "portable",
+            MemIsa::Avx512 => "avx512",
+            MemIsa::Avx2 => "avx2",
+            MemIsa::Portable => "portable",
         }
     }
 
     /// Whether this family has non-temporal stores.
     pub fn has_nt(self) -> bool {
-        self != Isa::Portable
+        self != MemIsa::Portable
     }
 }
 
@@ -107,14 +107,14 @@ pub fn checksum_of_constant(byte: u8, len: usize) -> u64 {
 ///
 /// # Safety
 /// `p..p+len` must be readable.
-pub unsafe fn read(isa: Isa, p: *const u8, len: usize) -> u64 {
+pub unsafe fn read(isa: MemIsa, p: *const u8, len: usize) -> u64 {
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: Avx512 is only chosen when the CPU has avx512f; the range is the caller's.
-        Isa::Avx512 => unsafe { x86::read(p, len) },
+        MemIsa::Avx512 => unsafe { x86::read(p, len) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: Avx2 is only chosen when the CPU has avx2 and fma; the range is the caller's.
-        Isa::Avx2 => unsafe { avx2::read(p, len) },
+        MemIsa::Avx2 => unsafe { avx2::read(p, len) },
         // SAFETY: the range is the caller's.
         _ => unsafe { portable::read(p, len) },
     }
@@ -124,14 +124,14 @@ pub unsafe fn read(isa: Isa, p: *const u8, len: usize) -> u64 {
 ///
 /// # Safety
 /// `p..p+len` must be writable.
-pub unsafe fn write(isa: Isa, p: *mut u8, len: usize, byte: u8, nt: bool) {
+pub unsafe fn write(isa: MemIsa, p: *mut u8, len: usize, byte: u8, nt: bool) {
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `read`.
-        Isa::Avx512 => unsafe { x86::write(p, len, byte, nt) },
+        MemIsa::Avx512 => unsafe { x86::write(p, len, byte, nt) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `read`.
-        Isa::Avx2 => unsafe { avx2::write(p, len, byte, nt) },
+        MemIsa::Avx2 => unsafe { avx2::write(p, len, byte, nt) },
         // SAFETY: the range is the caller's.
         _ => unsafe { portable::write(p, len, byte) },
     }
@@ -141,14 +141,14 @@ pub unsafe fn write(isa: Isa, p: *mut u8, len: usize, byte: u8, nt: bool) {
 ///
 /// # Safety
 /// Both ranges must be valid and must not overlap.
-pub unsafe fn copy(isa: Isa, dst: *mut u8, src: *const u8, len: usize, nt: bool) {
+pub unsafe fn copy(isa: MemIsa, dst: *mut u8, src: *const u8, len: usize, nt: bool) {
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `read`.
-        Isa::Avx512 => unsafe { x86::copy(dst, src, len, nt) },
+        MemIsa::Avx512 => unsafe { x86::copy(dst, src, len, nt) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `read`.
-        Isa::Avx2 => unsafe { avx2::copy(dst, src, len, nt) },
+        MemIsa::Avx2 => unsafe { avx2::copy(dst, src, len, nt) },
         // SAFETY: the ranges are the caller's.
         _ => unsafe { portable::copy(dst, src, len) },
     }
@@ -160,7 +160,7 @@ pub unsafe fn copy(isa: Isa, dst: *mut u8, src: *const u8, len: usize, nt: bool)
 /// The three arrays must hold at least `range.end` elements each, be 64-byte aligned, and not
 /// overlap.
 pub unsafe fn stream(
-    isa: Isa,
+    isa: MemIsa,
     kernel: Stream,
     arrays: [*mut f64; 3],
     range: std::ops::Range<usize>,
@@ -174,10 +174,10 @@ pub unsafe fn stream(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `read`; alignment is kept because `range.start` steps are whole
         // vectors only at the fast path, the head being handled by the kernel.
-        Isa::Avx512 => unsafe { x86::stream(kernel, a, b, c, n, nt) },
+        MemIsa::Avx512 => unsafe { x86::stream(kernel, a, b, c, n, nt) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as for Avx512.
-        Isa::Avx2 => unsafe { avx2::stream(kernel, a, b, c, n, nt) },
+        MemIsa::Avx2 => unsafe { avx2::stream(kernel, a, b, c, n, nt) },
         // SAFETY: as above.
         _ => unsafe { portable::stream(kernel, a, b, c, n) },
     }
@@ -679,15 +679,15 @@ mod avx2 {
 mod tests {
     use super::*;
 
-    fn isas() -> Vec<Isa> {
-        let mut list = vec![Isa::Portable];
+    fn isas() -> Vec<MemIsa> {
+        let mut list = vec![MemIsa::Portable];
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
-            list.push(Isa::Avx2);
+            list.push(MemIsa::Avx2);
         }
-        if Isa::detect() == Isa::Avx512 {
-            list.push(Isa::Avx512);
+        if MemIsa::detect() == MemIsa::Avx512 {
+            list.push(MemIsa::Avx512);
         }
         list
     }

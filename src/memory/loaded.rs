@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
-use super::kernels::{self, Isa};
+use super::kernels::{self, MemIsa};
 use super::latency::{NODE, chase, level_for, link};
 use super::region::{HugePages, Region};
 use crate::error::usage;
@@ -121,7 +121,7 @@ pub fn plan(
 
 /// One load level: no load at all, or load threads pausing `pace` after each chunk.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Level {
+pub enum LoadLevel {
     NoLoad,
     Paced(Duration),
 }
@@ -139,9 +139,9 @@ pub struct LoadOptions {
 
 impl LoadOptions {
     /// The levels in order: no load, then each pace as given.
-    pub fn levels(&self) -> Vec<Level> {
-        std::iter::once(Level::NoLoad)
-            .chain(self.paces.iter().map(|&p| Level::Paced(p)))
+    pub fn levels(&self) -> Vec<LoadLevel> {
+        std::iter::once(LoadLevel::NoLoad)
+            .chain(self.paces.iter().map(|&p| LoadLevel::Paced(p)))
             .collect()
     }
 }
@@ -165,7 +165,7 @@ pub struct LoadedCase {
     pub huge_pages: bool,
     pub duration: Duration,
     pub load: Arc<LoadOptions>,
-    pub level: Level,
+    pub level: LoadLevel,
 }
 
 /// A load thread's share of a level: bytes of completed chunks, and whether it failed.
@@ -198,7 +198,7 @@ fn load_thread(op: LoadOp, bytes: usize, pace: Duration, cpu: Option<usize>, sha
         Err(e) => return fail(e.to_string()),
     };
     region.as_mut_slice().fill(FILL);
-    let isa = Isa::detect();
+    let isa = MemIsa::detect();
     let base = region.as_ptr();
     // A copy moves the first half into the second; read and write span the buffer.
     let span = match op {
@@ -243,16 +243,16 @@ fn load_thread(op: LoadOp, bytes: usize, pace: Duration, cpu: Option<usize>, sha
 impl LoadedCase {
     fn pace_ns(&self) -> Option<u64> {
         match self.level {
-            Level::NoLoad => None,
-            Level::Paced(p) => Some(p.as_nanos() as u64),
+            LoadLevel::NoLoad => None,
+            LoadLevel::Paced(p) => Some(p.as_nanos() as u64),
         }
     }
 
     fn level_name(&self) -> String {
         match self.level {
-            Level::NoLoad => "no load".into(),
-            Level::Paced(p) if p.is_zero() => "unpaced".into(),
-            Level::Paced(p) => format!("pace {}", humantime::format_duration(p)),
+            LoadLevel::NoLoad => "no load".into(),
+            LoadLevel::Paced(p) if p.is_zero() => "unpaced".into(),
+            LoadLevel::Paced(p) => format!("pace {}", humantime::format_duration(p)),
         }
     }
 }
@@ -317,8 +317,8 @@ impl Case for LoadedCase {
             failure: Mutex::new(None),
         };
         let pace = match self.level {
-            Level::NoLoad => None,
-            Level::Paced(p) => Some(p),
+            LoadLevel::NoLoad => None,
+            LoadLevel::Paced(p) => Some(p),
         };
         let bytes = self.load.bytes as usize;
         let op = self.load.op;
@@ -546,9 +546,9 @@ mod tests {
         assert_eq!(
             options.levels(),
             [
-                Level::NoLoad,
-                Level::Paced(Duration::ZERO),
-                Level::Paced(Duration::from_micros(8))
+                LoadLevel::NoLoad,
+                LoadLevel::Paced(Duration::ZERO),
+                LoadLevel::Paced(Duration::from_micros(8))
             ]
         );
     }

@@ -6,7 +6,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::case::BandwidthCase;
-use super::kernels::{Isa, Stream};
+use super::kernels::{MemIsa, Stream};
 use super::op::MemOp;
 use super::work::Work;
 use crate::error::usage;
@@ -101,7 +101,7 @@ pub fn default_size(ctx: &Context) -> (u64, Option<String>) {
 pub fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<String>)> {
     let mut notes = Vec::new();
     let size = working_set(options, ctx, &mut notes)?;
-    let isa = Isa::detect();
+    let isa = MemIsa::detect();
     if options.nt && !isa.has_nt() {
         notes.push(format!(
             "--nt: the {} kernels have no non-temporal stores; ordinary stores are used",
@@ -174,7 +174,7 @@ struct Shape {
     threads: usize,
     /// Bytes of the working set of all threads.
     size: u64,
-    isa: Isa,
+    isa: MemIsa,
     pin: bool,
 }
 

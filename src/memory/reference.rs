@@ -12,18 +12,18 @@
 
 use std::time::Duration;
 
-use super::kernels::Isa;
+use super::kernels::MemIsa;
 use super::op::MemOp;
-use crate::reference::{Invocation, Reading, Tool};
+use crate::reference::{Invocation, Reading, ToolSpec};
 use crate::result::Reference;
 
-const LIKWID: Tool = Tool {
+const LIKWID: ToolSpec = ToolSpec {
     name: "likwid-bench",
     program: "likwid-bench",
     install: "apt-get install likwid",
 };
 
-const MBW: Tool = Tool {
+const MBW: ToolSpec = ToolSpec {
     name: "mbw",
     program: "mbw",
     install: "apt-get install mbw",
@@ -40,7 +40,7 @@ pub struct ToolCase {
     pub block: Option<u64>,
     pub threads: usize,
     pub nt: bool,
-    pub isa: Isa,
+    pub isa: MemIsa,
     /// Bytes of each region of each thread.
     pub slice: u64,
     /// Bytes of all threads' regions together.
@@ -49,7 +49,7 @@ pub struct ToolCase {
 
 /// The reference for a case: the tool that measures the same thing, or a note why none does.
 pub fn for_case(case: &ToolCase) -> anyhow::Result<Reference> {
-    let suffix = if case.isa == Isa::Avx512 {
+    let suffix = if case.isa == MemIsa::Avx512 {
         "_avx512"
     } else {
         "_avx"
@@ -63,8 +63,8 @@ pub fn for_case(case: &ToolCase) -> anyhow::Result<Reference> {
         MemOp::Copy | MemOp::StreamCopy if nt => format!("copy_mem{suffix}"),
         MemOp::Copy | MemOp::StreamCopy => format!("copy{suffix}"),
         MemOp::StreamTriad if nt => format!("stream_mem{suffix}"),
-        MemOp::StreamTriad if case.isa == Isa::Avx512 => "stream_avx512_fma".to_string(),
-        MemOp::StreamTriad if case.isa == Isa::Avx2 => "stream_avx_fma".to_string(),
+        MemOp::StreamTriad if case.isa == MemIsa::Avx512 => "stream_avx512_fma".to_string(),
+        MemOp::StreamTriad if case.isa == MemIsa::Avx2 => "stream_avx_fma".to_string(),
         MemOp::StreamTriad => format!("stream{suffix}"),
         MemOp::StreamScale | MemOp::StreamAdd => {
             return Ok(LIKWID.failed(

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use super::client::{self, Outcome};
+use super::client::{self, TestOutcome};
 use super::proto::{self, Mode, Proto};
-use super::target::Target;
+use super::target::NetTarget;
 use crate::peak::PeakRef;
 use crate::plan::{Case, CaseSpec, Context, Measured, guess};
 use crate::result::{BenchResult, Params, RECEIVER_WAKEUPS, Subsystem};
@@ -22,7 +22,7 @@ pub struct NetCase {
     pub count: Option<u64>,
     /// Stream i runs on the i-th CPU (`--pin`).
     pub pin: bool,
-    pub target: Arc<Target>,
+    pub target: Arc<NetTarget>,
 }
 
 impl Case for NetCase {
@@ -41,7 +41,7 @@ impl Case for NetCase {
             .other
             .insert("in_process_server".into(), self.target.in_process().into());
         if self.target.in_process()
-            && let Ok(placement) = Target::placement()
+            && let Ok(placement) = NetTarget::placement()
         {
             params
                 .other
@@ -144,7 +144,7 @@ impl Case for NetCase {
                 self.pin,
             )
         })?;
-        let (walls, outcomes): (Vec<Duration>, Vec<Outcome>) =
+        let (walls, outcomes): (Vec<Duration>, Vec<TestOutcome>) =
             outcomes.into_iter().map(|o| (o.wall, o.value)).unzip();
         let mut result = match self.spec.mode {
             Mode::Throughput => self.throughput_result(ctx, &outcomes, bound)?,
@@ -216,7 +216,7 @@ impl NetCase {
     fn throughput_result(
         &self,
         ctx: &Context,
-        outcomes: &[Outcome],
+        outcomes: &[TestOutcome],
         bound: Bound,
     ) -> Result<Measured> {
         let streams = self.spec.streams as usize;
@@ -224,8 +224,8 @@ impl NetCase {
         let counting = self.throughput_counting(series.spun, outcomes.len());
         let gbps: Vec<f64> = series.total.iter().map(|v| v / 1e3).collect();
         let peer = crate::evidence::PeerEvidence::merged(outcomes.iter().filter_map(|o| match o {
-            Outcome::Throughput { server, .. } => server.as_deref().cloned(),
-            Outcome::Latency(_) => None,
+            TestOutcome::Throughput { server, .. } => server.as_deref().cloned(),
+            TestOutcome::Latency(_) => None,
         }));
         let mut result = self
             .measured(ctx, "throughput", "Mb/s", counting, series.total.clone())?
@@ -298,13 +298,13 @@ impl NetCase {
         }
     }
 
-    fn latency_result(&self, ctx: &Context, outcomes: &[Outcome]) -> Result<Measured> {
+    fn latency_result(&self, ctx: &Context, outcomes: &[TestOutcome]) -> Result<Measured> {
         let mut merged = LatencyHistogram::new();
         let mut p50 = Vec::new();
         let mut rate = Vec::new();
         let mut lost = Vec::new();
         for outcome in outcomes {
-            let Outcome::Latency(streams) = outcome else {
+            let TestOutcome::Latency(streams) = outcome else {
                 bail!("a latency test returned something else");
             };
             let mut rep = LatencyHistogram::new();
@@ -379,13 +379,13 @@ struct Series {
 }
 
 impl Series {
-    fn of(outcomes: &[Outcome], streams: usize, udp: bool) -> Result<Series> {
+    fn of(outcomes: &[TestOutcome], streams: usize, udp: bool) -> Result<Series> {
         let mut series = Series {
             per_stream: vec![Vec::new(); streams],
             ..Series::default()
         };
         for outcome in outcomes {
-            let Outcome::Throughput {
+            let TestOutcome::Throughput {
                 window,
                 udp: counts,
                 sent,
@@ -429,7 +429,7 @@ impl Series {
 
 /// The peak of the interface the traffic leaves by (on loopback, the `--nic-gbps` the user
 /// assumed); `None` when unknown.
-fn nic_peak(ctx: &Context, target: &Target) -> Option<PeakRef> {
+fn nic_peak(ctx: &Context, target: &NetTarget) -> Option<PeakRef> {
     if target.loopback() {
         let lo = ctx.peaks.nics.iter().find(|n| n.loopback)?;
         return Some(PeakRef {

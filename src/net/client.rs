@@ -49,7 +49,7 @@ fn refused(server: SocketAddr, error: &str) -> anyhow::Error {
 }
 
 /// What one test measured.
-pub enum Outcome {
+pub enum TestOutcome {
     Throughput {
         window: Window,
         /// Per stream; empty for TCP.
@@ -118,7 +118,7 @@ pub fn run_test(
     warmup: Duration,
     count: Option<u64>,
     pin: bool,
-) -> Result<Outcome> {
+) -> Result<TestOutcome> {
     let (mut control, ports, token) = admitted(server, spec, key)?;
     let sockets = open_data(server.ip(), spec, &ports, token)?;
     match control.recv(Instant::now() + Duration::from_secs(10))? {
@@ -140,7 +140,7 @@ pub fn run_test(
             let streams = ping_streams(&sockets, spec, warmup, deadline, count, pin);
             drop(sockets);
             drop(control);
-            Ok(Outcome::Latency(streams?))
+            Ok(TestOutcome::Latency(streams?))
         }
     }
 }
@@ -209,7 +209,7 @@ fn send_window(
     spec: &TestSpec,
     token: u64,
     threads: data::DataThreads,
-) -> Result<Outcome> {
+) -> Result<TestOutcome> {
     let stop = AtomicBool::new(false);
     let end = Instant::now()
         + Duration::from_millis(spec.omit_ms + spec.duration_ms)
@@ -239,7 +239,7 @@ fn send_window(
         server: None,
     })?;
     match control.recv(Instant::now() + Duration::from_secs(10))? {
-        Msg::Final { udp, server } => Ok(Outcome::Throughput {
+        Msg::Final { udp, server } => Ok(TestOutcome::Throughput {
             window,
             udp,
             sent,
@@ -257,7 +257,7 @@ fn receive_window(
     spec: &TestSpec,
     token: u64,
     threads: data::DataThreads,
-) -> Result<Outcome> {
+) -> Result<TestOutcome> {
     let omit = Duration::from_millis(spec.omit_ms);
     let duration = Duration::from_millis(spec.duration_ms);
     let end = Instant::now() + omit + duration + Duration::from_secs(15);
@@ -284,7 +284,7 @@ fn receive_window(
         },
         threads,
     )?;
-    Ok(Outcome::Throughput {
+    Ok(TestOutcome::Throughput {
         window,
         udp,
         sent,

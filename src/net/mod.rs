@@ -44,7 +44,7 @@ pub use limits::DEFAULT_PORT;
 use limits::{MAX_STREAMS, MAX_TEST};
 pub use plan::NetOptions;
 pub use proto::{Mode, Proto};
-pub use target::Target;
+pub use target::NetTarget;
 
 /// `peakbench net`.
 pub struct Net;
@@ -200,7 +200,7 @@ fn serve_command(args: &ServeArgs) -> Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use super::client::Outcome;
+    use super::client::TestOutcome;
     use super::server::LocalServer;
     use super::*;
 
@@ -219,7 +219,7 @@ mod tests {
         let plan = crate::workload::plan_for::<Net>(&args, &ctx).unwrap();
         let ids: Vec<String> = plan.cases.iter().map(|c| c.spec().id).collect();
         assert_eq!(ids, ["net-tcp-latency-m1-s1", "net-udp-latency-m1-s1"]);
-        let target = Target::new(None, None);
+        let target = NetTarget::new(None, None);
         assert!(
             !target.started(),
             "a target starts nothing until a case asks for it"
@@ -298,7 +298,7 @@ mod tests {
             count: None,
             receiver_wait: proto::ReceiverWait::Auto,
         };
-        let Outcome::Throughput { window, sent, .. } =
+        let TestOutcome::Throughput { window, sent, .. } =
             client::run_test(server.addr, &spec, Some(&key), Duration::ZERO, None, false).unwrap()
         else {
             panic!("throughput outcome expected");

@@ -11,7 +11,7 @@ use super::auth::Key;
 use super::case::NetCase;
 use super::limits::{self, MAX_STREAMS, MAX_TEST};
 use super::proto::{self, Mode, Proto, ReceiverWait};
-use super::target::Target;
+use super::target::NetTarget;
 use crate::error::usage;
 use crate::plan::{Case, Context};
 
@@ -70,7 +70,7 @@ fn default_msg(proto: Proto, mode: Mode) -> u64 {
 /// The cases of `opts`, in the order they run. Nothing starts here: the loopback server
 /// (when there is no `server`) starts with the first case that runs.
 pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
-    let target = Arc::new(Target::new(opts.server, opts.key.clone()));
+    let target = Arc::new(NetTarget::new(opts.server, opts.key.clone()));
     check_lengths(opts)?;
     let mut cases: Vec<Box<dyn Case>> = Vec::new();
     for &mode in &opts.modes {

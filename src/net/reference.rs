@@ -25,24 +25,24 @@ use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
 use std::time::Duration;
 
 use super::proto::{Mode, Proto, TestSpec};
-use super::target::Target;
+use super::target::NetTarget;
 use crate::plan::Context;
-use crate::reference::{Invocation, Reading, Ready, Server, Source, Tool};
+use crate::reference::{Invocation, Reading, Ready, Server, Source, ToolSpec};
 use crate::result::Reference;
 
-const IPERF3: Tool = Tool {
+const IPERF3: ToolSpec = ToolSpec {
     name: "iperf3",
     program: "iperf3",
     install: "apt-get install iperf3",
 };
 
-const PING: Tool = Tool {
+const PING: ToolSpec = ToolSpec {
     name: "ping",
     program: "ping",
     install: "apt-get install iputils-ping",
 };
 
-const SOCKPERF: Tool = Tool {
+const SOCKPERF: ToolSpec = ToolSpec {
     name: "sockperf",
     program: "sockperf",
     install: "apt-get install sockperf",
@@ -54,7 +54,7 @@ const SOCKPERF_MIN_MSG: u64 = 14;
 /// Runs the tool that fits `spec` and returns its value (Mb/s or µs).
 pub fn run(
     spec: &TestSpec,
-    target: &Target,
+    target: &NetTarget,
     _count: Option<u64>,
     _ctx: &Context,
 ) -> anyhow::Result<Reference> {
@@ -88,7 +88,7 @@ fn seconds(ms: u64) -> u64 {
     ms.div_ceil(1000).max(1)
 }
 
-fn iperf3(spec: &TestSpec, target: &Target) -> anyhow::Result<Reference> {
+fn iperf3(spec: &TestSpec, target: &NetTarget) -> anyhow::Result<Reference> {
     let local = target.loopback();
     let (host, port) = if local {
         match free_port(false) {
@@ -187,7 +187,7 @@ fn one_thread_for_all_streams(version: &str) -> bool {
     }
 }
 
-fn sockperf(spec: &TestSpec, target: &Target) -> anyhow::Result<Reference> {
+fn sockperf(spec: &TestSpec, target: &NetTarget) -> anyhow::Result<Reference> {
     let local = target.loopback();
     let tcp = spec.proto == Proto::Tcp;
     let (host, port) = if local {

@@ -29,7 +29,7 @@ impl Loopback {
 /// Where the tests go: a remote server, or the loopback one (a child process, see
 /// [`super::child`]), started when the first case needs it and stopped when the last case that
 /// shares it is dropped.
-pub struct Target {
+pub struct NetTarget {
     remote: Option<SocketAddr>,
     local: Mutex<Option<Loopback>>,
     /// The remote server's key, or a random one shared with the loopback server, so no
@@ -39,13 +39,13 @@ pub struct Target {
     bound: LoopbackBound,
 }
 
-impl Target {
-    pub fn new(remote: Option<SocketAddr>, key: Option<Key>) -> Target {
+impl NetTarget {
+    pub fn new(remote: Option<SocketAddr>, key: Option<Key>) -> NetTarget {
         let key = match remote {
             Some(_) => key,
             None => Some(key.unwrap_or_else(Key::random)),
         };
-        Target {
+        NetTarget {
             remote,
             local: Mutex::new(None),
             key,

@@ -20,7 +20,7 @@
 //!   tool started (mpirun's ranks, fio's job processes) outlives it, and the terminal's SIGINT
 //!   reaches peakbench alone. If peakbench itself dies, the kernel kills each group's leader.
 //!
-//! This file holds what a tool run is ([`Tool`], [`Invocation`], its [`Server`]) and how its value
+//! This file holds what a tool run is ([`ToolSpec`], [`Invocation`], its [`Server`]) and how its value
 //! becomes a [`Reference`]; `process.rs` holds how a program is run: in a process group of its
 //! own, bounded in time, stopped by Ctrl-C, with its output read as it comes.
 
@@ -35,12 +35,12 @@ use std::time::Duration;
 use crate::interrupt::Interrupted;
 use crate::result::Reference;
 
-use process::{CtrlC, Stop, last_line, run_bounded};
+use process::{CtrlC, StopSignal, last_line, run_bounded};
 pub use process::{ToolOutput, command_line, dup_for_child, inherit_fd, run_for_at_most};
 
 /// A standard tool: the program to look for and how to get it.
 #[derive(Clone, Copy, Debug)]
-pub struct Tool {
+pub struct ToolSpec {
     /// Name shown in results, e.g. "likwid-bench".
     pub name: &'static str,
     /// Executable looked up on `PATH`.
@@ -62,7 +62,7 @@ pub fn find_program(program: &str) -> Option<PathBuf> {
         })
 }
 
-impl Tool {
+impl ToolSpec {
     pub fn path(&self) -> Option<PathBuf> {
         find_program(self.program)
     }
@@ -156,8 +156,8 @@ type Parser<'a> = Box<dyn FnOnce(&str) -> Result<Reading, String> + 'a>;
 
 /// One run of a tool on one case: everything needed to run it and read its value.
 pub struct Invocation<'a> {
-    tool: Tool,
-    launcher: Option<Tool>,
+    tool: ToolSpec,
+    launcher: Option<ToolSpec>,
     args: Vec<String>,
     env: Vec<(String, String)>,
     /// Prefixes of inherited environment variables the tool must not see.
@@ -177,7 +177,7 @@ impl<'a> Invocation<'a> {
     /// `tool` run with `args`, killed after `timeout`; `parse` reads its standard output and
     /// returns the value, or why there is none.
     pub fn new(
-        tool: Tool,
+        tool: ToolSpec,
         args: Vec<String>,
         timeout: Duration,
         parse: impl FnOnce(&str) -> Result<Reading, String> + 'a,
@@ -200,7 +200,7 @@ impl<'a> Invocation<'a> {
     }
 
     /// Runs `launcher` with the arguments instead (mpirun starting hpcc); both must be installed.
-    pub fn launched_by(mut self, launcher: Tool) -> Self {
+    pub fn launched_by(mut self, launcher: ToolSpec) -> Self {
         self.launcher = Some(launcher);
         self
     }
@@ -294,7 +294,7 @@ impl<'a> Invocation<'a> {
         self.run_with(&CtrlC)
     }
 
-    fn run_with(mut self, stop: &dyn Stop) -> anyhow::Result<Reference> {
+    fn run_with(mut self, stop: &dyn StopSignal) -> anyhow::Result<Reference> {
         if stop.requested() {
             return Err(Interrupted.into());
         }
@@ -319,7 +319,7 @@ impl<'a> Invocation<'a> {
     }
 
     /// Sets up, runs and parses; `name` is the program's name for notes.
-    fn attempt(self, program: &Path, name: &str, stop: &dyn Stop) -> Result<Reading, NoValue> {
+    fn attempt(self, program: &Path, name: &str, stop: &dyn StopSignal) -> Result<Reading, NoValue> {
         let needs_dir = !self.files.is_empty() || matches!(self.source, Source::File(_));
         let dir = if needs_dir {
             let dir = tempfile::tempdir()
@@ -406,13 +406,13 @@ mod tests {
     use crate::interrupt::Group;
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    const SH: Tool = Tool {
+    const SH: ToolSpec = ToolSpec {
         name: "the shell",
         program: "sh",
         install: "apt-get install dash",
     };
 
-    const ABSENT: Tool = Tool {
+    const ABSENT: ToolSpec = ToolSpec {
         name: "nope",
         program: "peakbench-no-such-program",
         install: "apt-get install nope",
@@ -469,7 +469,7 @@ mod tests {
         }
     }
 
-    impl Stop for TestStop {
+    impl StopSignal for TestStop {
         fn requested(&self) -> bool {
             self.flag.load(Ordering::SeqCst)
         }

@@ -15,7 +15,7 @@ use super::{NoValue, Ready, SERVER_START, Server};
 
 /// Where a run learns that it must stop: Ctrl-C ([`interrupt`]), or in tests a flag of their
 /// own (the process's flag would stop every other test running beside them).
-pub(super) trait Stop {
+pub(super) trait StopSignal {
     fn requested(&self) -> bool;
     /// A descriptor that becomes readable when the stop is requested, to sleep on.
     fn wake_fd(&self) -> Option<RawFd>;
@@ -24,7 +24,7 @@ pub(super) trait Stop {
 /// The process's Ctrl-C and SIGTERM.
 pub(super) struct CtrlC;
 
-impl Stop for CtrlC {
+impl StopSignal for CtrlC {
     fn requested(&self) -> bool {
         interrupt::requested()
     }
@@ -40,7 +40,7 @@ impl Server {
         &self,
         program: &Path,
         name: &str,
-        stop: &dyn Stop,
+        stop: &dyn StopSignal,
     ) -> Result<Group, NoValue> {
         let shown = match self.args.first() {
             Some(first) => format!("{name} {first}"),
@@ -101,7 +101,7 @@ fn tcp_listening(port: u16) -> bool {
 }
 
 /// Sleeps for `wait` or until a stop is requested; whether it was.
-fn pause(wait: Duration, stop: &dyn Stop) -> bool {
+fn pause(wait: Duration, stop: &dyn StopSignal) -> bool {
     if stop.requested() {
         return true;
     }
@@ -195,7 +195,7 @@ pub(super) fn run_bounded(
     cmd: &mut Command,
     name: &str,
     timeout: Duration,
-    stop: &dyn Stop,
+    stop: &dyn StopSignal,
 ) -> Result<ToolOutput, NoValue> {
     let mut group = Group::spawn(
         cmd.stdin(Stdio::null())
@@ -250,7 +250,7 @@ pub(super) fn run_bounded(
 /// whole run, and on a VM a periodic timer on the CPU where a thread waits for I/O changes how
 /// fast that thread wakes (docs/disk.md), so it would change what fio measures at QD 1.
 /// Kernels without pidfd_open (before 5.3) get the 20 ms look instead.
-fn wait_until(group: &mut Group, deadline: Instant, stop: &dyn Stop) -> std::io::Result<bool> {
+fn wait_until(group: &mut Group, deadline: Instant, stop: &dyn StopSignal) -> std::io::Result<bool> {
     let leader = group.child().id() as libc::pid_t;
     // SAFETY: pidfd_open takes a pid and flags; a non-negative result is a descriptor we own.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, leader, 0) };

@@ -416,7 +416,7 @@ impl Model {
             // Their median is the plateau where there are several: the highest of a few
             // noisy points (each a median of its repetitions) leans high by the noise.
             if bound.len() >= 2 {
-                found.plateau_gbps = crate::stats::median(&bound);
+                found.plateau_gbps = crate::stats::median(&bound).unwrap_or(found.plateau_gbps);
             }
             found.checks.push(Check::new(
                 level,

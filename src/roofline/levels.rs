@@ -20,7 +20,7 @@ use crate::units::format_size_approx;
 
 /// One memory level and the bytes each thread works on there.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Level {
+pub struct MemoryLevel {
     /// "L1", "L2", "L3", "DRAM".
     pub name: String,
     /// Bytes of each thread's working set (a multiple of 4 KiB).
@@ -32,7 +32,7 @@ pub struct Level {
     pub source: String,
 }
 
-impl Level {
+impl MemoryLevel {
     /// Each thread's bytes at `threads` threads, a multiple of 4 KiB.
     pub fn per_thread(&self, threads: usize) -> u64 {
         let bytes = if self.split {
@@ -75,7 +75,7 @@ pub const NAMES: [&str; 4] = ["L1", "L2", "L3", "DRAM"];
 /// The levels of `host`: each data cache level it reports, then DRAM (`dram`: the whole
 /// machine's DRAM set, when the user gives it). `edge`, where the latency probe found the L3
 /// ending early, sizes the L3 instead of sysinfo's figure.
-pub fn levels(host: &SysInfo, dram: Option<u64>, edge: Option<&CacheEdge>) -> Vec<Level> {
+pub fn levels(host: &SysInfo, dram: Option<u64>, edge: Option<&CacheEdge>) -> Vec<MemoryLevel> {
     let mut out = Vec::new();
     for level in 1..=3u32 {
         let Some(cache) = host
@@ -87,7 +87,7 @@ pub fn levels(host: &SysInfo, dram: Option<u64>, edge: Option<&CacheEdge>) -> Ve
             continue;
         };
         if let (3, Some(edge)) = (level, edge) {
-            out.push(Level {
+            out.push(MemoryLevel {
                 name: "L3".into(),
                 per_thread: edge.cached.0,
                 split: true,
@@ -96,7 +96,7 @@ pub fn levels(host: &SysInfo, dram: Option<u64>, edge: Option<&CacheEdge>) -> Ve
             continue;
         }
         let share = cache.size_bytes / cache.shared_by_cpus.max(1) as u64;
-        out.push(Level {
+        out.push(MemoryLevel {
             name: format!("L{level}"),
             per_thread: share / 2,
             split: false,
@@ -136,7 +136,7 @@ pub fn levels(host: &SysInfo, dram: Option<u64>, edge: Option<&CacheEdge>) -> Ve
             }
         }
     };
-    out.push(Level {
+    out.push(MemoryLevel {
         name: "DRAM".into(),
         per_thread: bytes,
         split: true,

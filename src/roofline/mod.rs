@@ -37,7 +37,7 @@ use clap::Args;
 
 use crate::cpu::{CpuOptions, kernels};
 use crate::error::usage;
-use crate::memory::kernels::Isa as MemIsa;
+use crate::memory::kernels::MemIsa;
 use crate::memory::{BandwidthCase, MemOp};
 use crate::options::{Defaults, Threads, Timing, positive_count, positive_size};
 use crate::peak::{Isa, Precision};
@@ -48,7 +48,7 @@ use crate::result::{BenchResult, Subsystem};
 use crate::runner::{self, Scaling};
 use crate::units::format_size_approx;
 use crate::workload::Benchmark;
-use levels::Level;
+use levels::MemoryLevel;
 use sweep::{Intensity, STEP, SweepCase, SweepIsa};
 
 /// The defaults of `roofline`: 1 and every CPU; 200 ms repetitions, so that the whole
@@ -150,7 +150,7 @@ struct RooflineOptions {
     duration_s: f64,
     precisions: Vec<&'static str>,
     isas: Vec<&'static str>,
-    levels: Vec<Level>,
+    levels: Vec<MemoryLevel>,
     flop_per_element: Vec<u64>,
     sweep_pinned: bool,
     sweep_isa: &'static str,
@@ -273,7 +273,7 @@ impl Builder {
 
     /// Step 2, the bandwidth roofs: the mem workload's cases, each traffic kind at each level's
     /// working set and each thread count.
-    fn roofs(&mut self, ctx: &Context, levels: &[Level], threads: &[usize]) {
+    fn roofs(&mut self, ctx: &Context, levels: &[MemoryLevel], threads: &[usize]) {
         for level in levels {
             self.notes.push(level_note(level));
             for &t in threads {
@@ -293,7 +293,7 @@ impl Builder {
 
     /// Step 3, the intensity sweep: each FLOP count at each level's working set, on the most
     /// threads, pinned unless asked otherwise. Returns the code the sweep runs.
-    fn sweep(&mut self, levels: &[Level], flops: &[u64], threads: usize, pin: bool) -> SweepIsa {
+    fn sweep(&mut self, levels: &[MemoryLevel], flops: &[u64], threads: usize, pin: bool) -> SweepIsa {
         let isa = SweepIsa::detect();
         for level in levels {
             let slice_elements =
@@ -333,7 +333,7 @@ fn chosen_levels(
     args: &RooflineArgs,
     ctx: &Context,
     sweep_threads: usize,
-) -> Result<(Vec<Level>, Option<String>)> {
+) -> Result<(Vec<MemoryLevel>, Option<String>)> {
     let wanted = |name: &str| {
         args.levels
             .as_ref()
@@ -344,7 +344,7 @@ fn chosen_levels(
     } else {
         (None, None)
     };
-    let chosen: Vec<Level> = levels::levels(&ctx.host, args.dram_size, edge.as_ref())
+    let chosen: Vec<MemoryLevel> = levels::levels(&ctx.host, args.dram_size, edge.as_ref())
         .into_iter()
         .filter(|l| wanted(&l.name))
         .collect();
@@ -370,7 +370,7 @@ fn chosen_levels(
 }
 
 /// A level's working set and where its size comes from, for the plan's notes.
-fn level_note(level: &Level) -> String {
+fn level_note(level: &MemoryLevel) -> String {
     let share = if level.split { "in all" } else { "per thread" };
     format!(
         "{}: {} {share} ({})",
@@ -451,7 +451,7 @@ impl Traffic {
 /// 1 MiB within each thread's share), built with the same arithmetic.
 fn bandwidth_case(
     traffic: Traffic,
-    level: &Level,
+    level: &MemoryLevel,
     threads: usize,
     duration: Duration,
     pin: bool,
@@ -573,7 +573,7 @@ impl Wrapped {
 
     fn bandwidth(
         inner: Box<BandwidthCase>,
-        level: &Level,
+        level: &MemoryLevel,
         traffic: Traffic,
         duration: Duration,
         collector: Collector,

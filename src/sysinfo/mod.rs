@@ -10,6 +10,7 @@ pub mod clocks;
 mod collect;
 mod cpu;
 mod devices;
+mod fingerprint;
 mod memory;
 pub mod microarch;
 mod os;
@@ -18,6 +19,7 @@ mod table;
 
 pub use collect::{collect, replay};
 pub use cpu::{format_cpu_list, parse_cpu_list};
+pub use fingerprint::Fingerprint;
 pub use memory::run_for_at_most;
 pub use table::render;
 

@@ -30,12 +30,12 @@ fn case(id: &str, status: Status, ratio: f64) -> CaseVerdict {
     }
 }
 
-fn verdict(cases: Vec<CaseVerdict>) -> Verdict {
+fn verdict(cases: Vec<CaseVerdict>) -> CheckOutcome {
     let report =
         crate::result::Report::parse(include_str!("../../../tests/fixtures/report.json")).unwrap();
     let fp = Fingerprint::of(&report.host);
     let b = crate::history::baseline::Baseline::from_runs("node", fp.clone(), &[(1, report)], 5);
-    let found = Found {
+    let found = LocatedBaseline {
         baseline: b,
         origin: "saved baseline 'node'".into(),
     };
@@ -43,7 +43,7 @@ fn verdict(cases: Vec<CaseVerdict>) -> Verdict {
         tolerance: 0.2,
         strict: false,
     };
-    Verdict::new(Some(&found), &fp, gate, cases, Some(9))
+    CheckOutcome::new(Some(&found), &fp, gate, cases, Some(9))
 }
 
 #[test]

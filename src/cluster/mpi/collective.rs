@@ -8,7 +8,7 @@ use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
-use super::super::{ClusterRunArgs, analysis};
+use super::super::ClusterRunArgs;
 use super::fault::fault;
 use super::leader::Leader;
 use super::messages::Step;
@@ -62,18 +62,18 @@ impl Leader<'_> {
 
 /// A collective of MPI over all ranks.
 #[derive(Clone, Copy)]
-pub(super) enum Collective {
+pub(super) enum CollectiveOp {
     Reduce,
     Gather,
     ToAll,
 }
 
-impl Collective {
+impl CollectiveOp {
     pub(super) fn name(self) -> &'static str {
         match self {
-            Collective::Reduce => "allreduce",
-            Collective::Gather => "allgather",
-            Collective::ToAll => "alltoall",
+            CollectiveOp::Reduce => "allreduce",
+            CollectiveOp::Gather => "allgather",
+            CollectiveOp::ToAll => "alltoall",
         }
     }
 
@@ -81,22 +81,22 @@ impl Collective {
     pub(super) fn bus_factor(self, n: usize) -> f64 {
         let n = n as f64;
         match self {
-            Collective::Reduce => 2.0 * (n - 1.0) / n,
-            Collective::Gather | Collective::ToAll => (n - 1.0) / n,
+            CollectiveOp::Reduce => 2.0 * (n - 1.0) / n,
+            CollectiveOp::Gather | CollectiveOp::ToAll => (n - 1.0) / n,
         }
     }
 
     pub(super) fn rule(self) -> &'static str {
         match self {
-            Collective::Reduce => {
+            CollectiveOp::Reduce => {
                 "bytes = one rank's buffer of f32 summed (MPI_Allreduce, MPI_SUM); \
                  busbw = algbw × 2(n − 1)/n"
             }
-            Collective::Gather => {
+            CollectiveOp::Gather => {
                 "bytes = the whole gathered buffer (n × each rank's part, MPI_Allgather); \
                  busbw = algbw × (n − 1)/n"
             }
-            Collective::ToAll => {
+            CollectiveOp::ToAll => {
                 "bytes = one rank's send buffer (n × the part for each rank, MPI_Alltoall); \
                  busbw = algbw × (n − 1)/n"
             }
@@ -143,13 +143,13 @@ struct Buffers {
 impl Buffers {
     /// The buffers of `op` at `size` for `rank` of `n`, filled so that [`Buffers::delivered`]
     /// can tell the data arrived.
-    fn new(op: Collective, size: usize, rank: usize, n: usize) -> Buffers {
+    fn new(op: CollectiveOp, size: usize, rank: usize, n: usize) -> Buffers {
         let (count, bytes) = match op {
-            Collective::Reduce => {
+            CollectiveOp::Reduce => {
                 let count = (size / 4).max(1);
                 (count, count * 4)
             }
-            Collective::Gather | Collective::ToAll => {
+            CollectiveOp::Gather | CollectiveOp::ToAll => {
                 let part = (size / n).max(1);
                 (part, part * n)
             }
@@ -163,15 +163,15 @@ impl Buffers {
             bytes_out: Vec::new(),
         };
         match op {
-            Collective::Reduce => {
+            CollectiveOp::Reduce => {
                 buffers.floats_in = vec![1.0; count];
                 buffers.floats_out = vec![0.0; count];
             }
-            Collective::Gather => {
+            CollectiveOp::Gather => {
                 buffers.bytes_in = vec![rank as u8; count];
                 buffers.bytes_out = vec![0; count * n];
             }
-            Collective::ToAll => {
+            CollectiveOp::ToAll => {
                 buffers.bytes_in = (0..count * n).map(|i| (i / count) as u8).collect();
                 buffers.bytes_out = vec![0; count * n];
             }
@@ -183,12 +183,12 @@ impl Buffers {
     fn operate(
         &mut self,
         world: &SimpleCommunicator,
-        op: Collective,
+        op: CollectiveOp,
         deadline: Instant,
         stop: &mut dyn FnMut() -> Never,
     ) {
         mpi::request::scope(|scope| match op {
-            Collective::Reduce => spin(
+            CollectiveOp::Reduce => spin(
                 world.immediate_all_reduce_into(
                     scope,
                     &self.floats_in[..],
@@ -198,12 +198,12 @@ impl Buffers {
                 deadline,
                 stop,
             ),
-            Collective::Gather => spin(
+            CollectiveOp::Gather => spin(
                 world.immediate_all_gather_into(scope, &self.bytes_in[..], &mut self.bytes_out[..]),
                 deadline,
                 stop,
             ),
-            Collective::ToAll => spin(
+            CollectiveOp::ToAll => spin(
                 world.immediate_all_to_all_into(scope, &self.bytes_in[..], &mut self.bytes_out[..]),
                 deadline,
                 stop,
@@ -212,15 +212,15 @@ impl Buffers {
     }
 
     /// Whether the data arrived: the sum is n everywhere, each rank's part where it belongs.
-    fn delivered(&self, op: Collective, rank: usize, n: usize) -> bool {
+    fn delivered(&self, op: CollectiveOp, rank: usize, n: usize) -> bool {
         match op {
-            Collective::Reduce => self.floats_out.iter().all(|&v| v == n as f32),
-            Collective::Gather => self
+            CollectiveOp::Reduce => self.floats_out.iter().all(|&v| v == n as f32),
+            CollectiveOp::Gather => self
                 .bytes_out
                 .iter()
                 .enumerate()
                 .all(|(i, &b)| b == (i / self.count) as u8),
-            Collective::ToAll => self.bytes_out.iter().all(|&b| b == rank as u8),
+            CollectiveOp::ToAll => self.bytes_out.iter().all(|&b| b == rank as u8),
         }
     }
 }
@@ -231,7 +231,7 @@ impl Buffers {
 /// the slowest rank's. Returns the operations per batch and each batch's time per operation.
 fn timed_batches(
     comm: &Comm,
-    op: Collective,
+    op: CollectiveOp,
     buffers: &mut Buffers,
     reps: usize,
     deadline: Instant,
@@ -269,7 +269,7 @@ fn timed_batches(
 /// MPI's blocking calls spin here: every rank is busy.
 pub(super) fn collective(
     comm: &Comm,
-    op: Collective,
+    op: CollectiveOp,
     max_bytes: usize,
     reps: usize,
     deadline: Instant,
@@ -307,7 +307,7 @@ pub(super) fn collective(
 /// curve (time per operation, algorithm and bus bandwidth per size) in params.curve.
 pub(super) fn collective_result(
     curve: &[CollectivePoint],
-    op: Collective,
+    op: CollectiveOp,
     ranks: usize,
     host: &str,
 ) -> Result<BenchResult> {
@@ -318,14 +318,15 @@ pub(super) fn collective_result(
     let table: Vec<serde_json::Value> = curve
         .iter()
         .map(|p| {
-            let t = analysis::median(&p.op_s).unwrap_or(f64::NAN);
-            let algbw = p.bytes as f64 / t / 1e9;
+            // A size with no timed operation has no figures: null in the document.
+            let t = crate::stats::median(&p.op_s);
+            let algbw = t.map(|t| p.bytes as f64 / t / 1e9);
             serde_json::json!({
                 "bytes": p.bytes,
                 "iterations": p.iterations,
-                "time_us": t * 1e6,
+                "time_us": t.map(|t| t * 1e6),
                 "algbw_gbs": algbw,
-                "busbw_gbs": algbw * factor,
+                "busbw_gbs": algbw.map(|algbw| algbw * factor),
             })
         })
         .collect();
@@ -389,7 +390,7 @@ pub(super) fn collectives(
     stuck: &mut dyn FnMut(Vec<usize>, String, String) -> Never,
 ) -> Vec<Result<BenchResult>> {
     let mut out = Vec::new();
-    for op in [Collective::Reduce, Collective::Gather, Collective::ToAll] {
+    for op in [CollectiveOp::Reduce, CollectiveOp::Gather, CollectiveOp::ToAll] {
         let step = format!("collective {}", op.name());
         let start = Instant::now();
         if comm.rank == 0 {

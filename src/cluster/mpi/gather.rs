@@ -13,7 +13,7 @@ use super::super::{Phase, analysis, job};
 use super::fault::fault;
 use super::leader::Leader;
 use super::matrix::matrices;
-use super::messages::{Cases, Inventory, Step};
+use super::messages::{CaseList, Inventory, Step};
 use super::transport::{SETUP, TAG, far};
 use crate::net::auth::{Key, Nonce};
 use crate::plan::Case;
@@ -40,7 +40,7 @@ impl Leader<'_> {
             self.give_up(&missing, "setup", "sent no inventory in time");
         }
         self.save();
-        let list = Cases {
+        let list = CaseList {
             cases: self.case_deadlines(&plan),
             key: Nonce::random().0.to_vec(),
             matrix_seed: self.seed,
@@ -177,7 +177,7 @@ impl Leader<'_> {
         self.cluster().step = None;
         let mut session = self.session.take().expect("rank 0 has the document");
         session.finish(RunStatus::Complete)?;
-        session.judge(&self.args.output.history.db)?;
+        session.add_findings(&self.args.output.history.db)?;
         let format = if self.args.output.json.on {
             Format::Json
         } else if self.args.output.csv {
@@ -258,7 +258,7 @@ impl Leader<'_> {
             evidence: crate::evidence::RunEvidence::read(),
         };
         comm.send(0, TAG, &inventory, start + SETUP);
-        let list: Cases = comm.recv_root(far(), "list of cases");
+        let list: CaseList = comm.recv_root(far(), "list of cases");
         self.key = Some(Key::from_bytes(&list.key)?);
         self.seed = list.matrix_seed;
         let mut cases: HashMap<String, Box<dyn Case>> =

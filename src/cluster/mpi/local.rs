@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::fault::fault;
 use super::leader::Leader;
-use super::messages::{Cases, Outcome, Step};
+use super::messages::{CaseList, RankOutcome, Step};
 use super::transport::{TAG, far};
 use crate::plan::Case;
 use crate::result::Failure;
@@ -14,7 +14,7 @@ use crate::result::Failure;
 impl Leader<'_> {
     /// The node-local suite: every leader starts each case when all are ready, and rank 0
     /// gathers the results of each case before the next starts.
-    pub(super) fn local(&mut self, cases: &mut HashMap<String, Box<dyn Case>>, list: &Cases) {
+    pub(super) fn local(&mut self, cases: &mut HashMap<String, Box<dyn Case>>, list: &CaseList) {
         let comm = self.comm;
         let others: Vec<usize> = self.leaders[1..].to_vec();
         for (i, (id, deadline_s)) in list.cases.iter().enumerate() {
@@ -51,16 +51,16 @@ impl Leader<'_> {
                 )),
             };
             if comm.rank != 0 {
-                comm.send(0, TAG, &Outcome { result }, far());
+                comm.send(0, TAG, &RankOutcome { result }, far());
                 continue;
             }
-            let (outcomes, missing) = comm.gather::<Outcome>(&others, Instant::now() + deadline);
+            let (outcomes, missing) = comm.gather::<RankOutcome>(&others, Instant::now() + deadline);
             if crate::interrupt::requested() {
                 // The job is being ended: the case was cut short on every host that still
                 // runs; what matters is which host did not answer the stop.
                 self.give_up(&missing, id, "");
             }
-            let mut all = vec![(0, Outcome { result })];
+            let mut all = vec![(0, RankOutcome { result })];
             all.extend(outcomes);
             for (rank, outcome) in all {
                 match outcome.result {

@@ -17,7 +17,7 @@ use super::pingpong::{ping_pong, pingpong_results};
 use super::transport::{TAG, TAG_PAIR, far};
 use crate::net::proto::{ReceiverWait, TestSpec};
 use crate::net::server::LocalServer;
-use crate::net::{Mode, NetCase, Proto, Target};
+use crate::net::{Mode, NetCase, Proto, NetTarget};
 use crate::plan::{Case, Context};
 use crate::result::{BenchResult, Failure, Matrix};
 
@@ -225,7 +225,7 @@ impl Leader<'_> {
             runner,
             latency_probe: self.ctx.latency_probe.clone(),
         };
-        let target = Arc::new(Target::new(Some(addr), self.key.clone()));
+        let target = Arc::new(NetTarget::new(Some(addr), self.key.clone()));
         let duration_ms = self.args.matrix_duration.as_millis().max(1) as u64;
         let tests = [
             (Mode::Throughput, false, 128 * 1024),
@@ -321,7 +321,7 @@ pub(super) fn matrices(
             loosened: None,
             slow_hosts: Vec::new(),
         };
-        analysis::judge(&mut matrix, threshold, shared);
+        analysis::flag_slow_links(&mut matrix, threshold, shared);
         out.push(matrix);
     }
     out

@@ -32,7 +32,7 @@ pub(super) struct Inventory {
 /// the run's shared key for the matrix's servers (random, new for every run, sent only through
 /// MPI: a server accepts no client but this job's).
 #[derive(Serialize, Deserialize)]
-pub(super) struct Cases {
+pub(super) struct CaseList {
     pub(super) cases: Vec<(String, f64)>,
     pub(super) key: Vec<u8>,
     /// The seed of the matrix's random peers (`--matrix sample:K`): every leader derives the
@@ -51,7 +51,7 @@ pub(super) enum Step {
 }
 
 #[derive(Serialize, Deserialize)]
-pub(super) struct Outcome {
+pub(super) struct RankOutcome {
     pub(super) result: Result<BenchResult, String>,
 }
 

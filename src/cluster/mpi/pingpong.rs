@@ -7,7 +7,6 @@ use anyhow::Result;
 use mpi::traits::*;
 use serde::{Deserialize, Serialize};
 
-use super::super::analysis;
 use super::transport::{Comm, Never, TAG_PING, spin};
 use crate::result::{BenchResult, Params, Subsystem};
 
@@ -157,19 +156,15 @@ fn curve_table(curve: &[PingPoint]) -> Vec<serde_json::Value> {
     curve
         .iter()
         .map(|p| {
-            let t = analysis::median(&p.one_way_s).unwrap_or(f64::NAN);
-            let best = p
-                .one_way_s
-                .iter()
-                .copied()
-                .reduce(f64::min)
-                .unwrap_or(f64::NAN);
+            // A size with no timed batch has no figures: null in the document.
+            let t = crate::stats::median(&p.one_way_s);
+            let best = p.one_way_s.iter().copied().reduce(f64::min);
             serde_json::json!({
                 "bytes": p.bytes,
-                "latency_us": t * 1e6,
-                "bandwidth_gbs": p.bytes as f64 / t / 1e9,
-                "latency_best_us": best * 1e6,
-                "bandwidth_best_gbs": p.bytes as f64 / best / 1e9,
+                "latency_us": t.map(|t| t * 1e6),
+                "bandwidth_gbs": t.map(|t| p.bytes as f64 / t / 1e9),
+                "latency_best_us": best.map(|best| best * 1e6),
+                "bandwidth_best_gbs": best.map(|best| p.bytes as f64 / best / 1e9),
             })
         })
         .collect()

@@ -26,7 +26,7 @@ use super::engine::{self, DenseElement};
 use crate::options::{Defaults, unique};
 use crate::peak::Precision;
 use crate::plan::{Context, Plan};
-use crate::reference::{Invocation, Reading, Tool};
+use crate::reference::{Invocation, Reading, ToolSpec};
 use crate::result::{BenchResult, Reference};
 use crate::rng::Rng;
 use crate::runner::{self, Round};
@@ -173,14 +173,14 @@ fn repetitions<T: BlasElement>(
 
 /// OpenBLAS's `cblas_dgemm`, called from Python through ctypes: the BLAS a user would reach
 /// for, at the same n and threads, timed by the harness around the one call.
-pub const OPENBLAS_DGEMM: Tool = Tool {
+pub const OPENBLAS_DGEMM: ToolSpec = ToolSpec {
     name: "OpenBLAS cblas_dgemm",
     program: "python3",
     install: "apt-get install python3 libopenblas0-pthread",
 };
 
 /// OpenBLAS's `cblas_sgemm`, by the same harness, for the f32 cases.
-pub const OPENBLAS_SGEMM: Tool = Tool {
+pub const OPENBLAS_SGEMM: ToolSpec = ToolSpec {
     name: "OpenBLAS cblas_sgemm",
     program: "python3",
     install: "apt-get install python3 libopenblas0-pthread",
@@ -273,7 +273,7 @@ pub fn parse_gflops(text: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::dense::engine::blas::Engine;
+    use crate::cpu::dense::engine::blas::DenseEngine;
     use crate::plan::Case;
 
     #[test]
@@ -286,18 +286,18 @@ mod tests {
             solver,
             precision,
         };
-        let builtin = Solver::Fixed(Engine::Builtin);
+        let builtin = Solver::Fixed(DenseEngine::Builtin);
         assert_eq!(case(Precision::F64, builtin).spec().id, "cpu-gemm-n4000-t2");
         assert_eq!(
             case(Precision::F32, builtin).spec().id,
             "cpu-gemm-f32-n4000-t2"
         );
-        let openblas = Solver::Fixed(Engine::Library(blas::Vendor::OpenBlas));
+        let openblas = Solver::Fixed(DenseEngine::Library(blas::Vendor::OpenBlas));
         assert_eq!(
             case(Precision::F32, openblas).spec().id,
             "cpu-gemm-f32-n4000-t2-openblas"
         );
-        let file = Solver::Fixed(Engine::File("/opt/blis/lib/libblis.so.4"));
+        let file = Solver::Fixed(DenseEngine::File("/opt/blis/lib/libblis.so.4"));
         let spec = case(Precision::F32, file).spec();
         assert_eq!(spec.id, "cpu-gemm-f32-n4000-t2-libblis-so-4");
         assert_eq!(

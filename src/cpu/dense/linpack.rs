@@ -29,7 +29,7 @@ use faer::linalg::solvers::Solve as _;
 use super::args::{DenseArgs, DenseDefaults};
 use super::builtin::lu::{self, LuElement};
 use super::case::{self, DenseCase, DenseRound, Operation};
-use super::engine::blas::{Blas, Engine, Solver};
+use super::engine::blas::{Blas, DenseEngine, Solver};
 use super::engine::{self, DenseElement};
 use crate::options::Defaults;
 use crate::peak::Precision;
@@ -108,7 +108,7 @@ impl Operation for Linpack {
             'd'
         };
         match solver {
-            Solver::Fixed(engine @ (Engine::Library(_) | Engine::File(_))) => {
+            Solver::Fixed(engine @ (DenseEngine::Library(_) | DenseEngine::File(_))) => {
                 format!("LAPACK {p}getrf + {p}getrs ({})", engine.name())
             }
             other => engine::solver_label(

@@ -70,11 +70,11 @@ impl Candidate {
 }
 
 /// Every candidate cause of one result.
-pub struct Found {
+pub struct Candidates {
     pub causes: Vec<Candidate>,
 }
 
-impl Found {
+impl Candidates {
     /// Whether an imposed limit holds the figure down.
     pub fn holds(&self) -> bool {
         self.causes.iter().any(|c| c.binds)
@@ -129,9 +129,9 @@ pub fn run_evidence<'a>(report: &'a Report, r: &BenchResult) -> Option<&'a RunEv
 
 /// The candidate causes of `r`, from the evidence its run stored (none without evidence):
 /// each host's results by that host's evidence and inventory.
-pub fn of_result(report: &Report, r: &BenchResult) -> Found {
+pub fn of_result(report: &Report, r: &BenchResult) -> Candidates {
     let (Some(run), Some(case)) = (run_evidence(report, r), r.evidence.as_ref()) else {
-        return Found { causes: Vec::new() };
+        return Candidates { causes: Vec::new() };
     };
     let scene = Scene {
         report,
@@ -160,7 +160,7 @@ pub fn of_result(report: &Report, r: &BenchResult) -> Found {
             c.binds = false;
         }
     }
-    Found { causes }
+    Candidates { causes }
 }
 
 /// What concerns the run as a whole: a hypervisor, hosts that are one machine.

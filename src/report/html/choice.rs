@@ -400,8 +400,11 @@ fn loaded_latency_curves(items: &[Item]) -> Vec<String> {
 fn time_series(r: &BenchResult) -> String {
     let mut values: Vec<f64> = r.series.iter().map(|p| p.value).collect();
     values.sort_by(f64::total_cmp);
-    let quantile = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
-    let (q1, median, q3) = (quantile(0.25), quantile(0.5), quantile(0.75));
+    let quantile = |q: f64| crate::stats::nearest_rank(&values, q);
+    let (Some(q1), Some(median), Some(q3)) = (quantile(0.25), quantile(0.5), quantile(0.75))
+    else {
+        return String::new();
+    };
     line_chart(&LineChart {
         y_from_zero: false,
         hlines: vec![HLine {

@@ -88,7 +88,7 @@ pub trait Element:
     fn from_f64(x: f64) -> Self;
     fn to_f64(self) -> f64;
     /// The tile function of `kernel` for this element.
-    fn tile(kernel: Kernel) -> TileFn<Self>;
+    fn tile(kernel: MicroKernel) -> TileFn<Self>;
     /// The process's configured GEMM of this element.
     fn global() -> &'static OnceLock<BuiltinGemm<Self>>;
     /// Each thread's buffer for its packed A block.
@@ -119,12 +119,12 @@ impl Element for f64 {
     fn to_f64(self) -> f64 {
         self
     }
-    fn tile(kernel: Kernel) -> TileFn<f64> {
+    fn tile(kernel: MicroKernel) -> TileFn<f64> {
         match kernel {
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => micro::avx512::double::tile,
+            MicroKernel::Avx512 => micro::avx512::double::tile,
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2Fma => micro::avx2::double::tile,
+            MicroKernel::Avx2Fma => micro::avx2::double::tile,
             _ => micro::portable::double::tile,
         }
     }
@@ -150,12 +150,12 @@ impl Element for f32 {
     fn to_f64(self) -> f64 {
         f64::from(self)
     }
-    fn tile(kernel: Kernel) -> TileFn<f32> {
+    fn tile(kernel: MicroKernel) -> TileFn<f32> {
         match kernel {
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => micro::avx512::single::tile,
+            MicroKernel::Avx512 => micro::avx512::single::tile,
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2Fma => micro::avx2::single::tile,
+            MicroKernel::Avx2Fma => micro::avx2::single::tile,
             _ => micro::portable::single::tile,
         }
     }
@@ -169,39 +169,39 @@ impl Element for f32 {
 
 /// The micro-kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kernel {
+pub enum MicroKernel {
     Avx512,
     Avx2Fma,
     Portable,
 }
 
-impl Kernel {
+impl MicroKernel {
     /// Rows of the tile for elements of type T: two vectors of the ISA's width (f32 has twice
     /// f64's lanes), or four scalars.
     pub fn mr<T: Element>(self) -> usize {
         let size = std::mem::size_of::<T>();
         match self {
-            Kernel::Avx512 => 2 * 64 / size,
-            Kernel::Avx2Fma => 2 * 32 / size,
-            Kernel::Portable => 4,
+            MicroKernel::Avx512 => 2 * 64 / size,
+            MicroKernel::Avx2Fma => 2 * 32 / size,
+            MicroKernel::Portable => 4,
         }
     }
 
     /// Columns of the tile (the same for both elements: one broadcast register each).
     pub fn nr(self) -> usize {
         match self {
-            Kernel::Avx512 => 12,
-            Kernel::Avx2Fma => 6,
-            Kernel::Portable => 4,
+            MicroKernel::Avx512 => 12,
+            MicroKernel::Avx2Fma => 6,
+            MicroKernel::Portable => 4,
         }
     }
 
     /// `avx2-fma 8x6` (f64) or `avx2-fma 16x6` (f32), as the result names it.
     pub fn name<T: Element>(self) -> String {
         let isa = match self {
-            Kernel::Avx512 => "avx512",
-            Kernel::Avx2Fma => "avx2-fma",
-            Kernel::Portable => "portable",
+            MicroKernel::Avx512 => "avx512",
+            MicroKernel::Avx2Fma => "avx2-fma",
+            MicroKernel::Portable => "portable",
         };
         format!("{isa} {}x{}", self.mr::<T>(), self.nr())
     }
@@ -210,24 +210,24 @@ impl Kernel {
     pub fn available(self) -> bool {
         match self {
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+            MicroKernel::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2Fma => {
+            MicroKernel::Avx2Fma => {
                 std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("fma")
             }
-            Kernel::Portable => true,
+            MicroKernel::Portable => true,
             #[allow(unreachable_patterns)]
             _ => false,
         }
     }
 
     /// The kernel named by `avx512`, `avx2` or `portable`.
-    pub fn parse(text: &str) -> Option<Kernel> {
+    pub fn parse(text: &str) -> Option<MicroKernel> {
         match text.trim() {
-            "avx512" => Some(Kernel::Avx512),
-            "avx2" | "avx2-fma" => Some(Kernel::Avx2Fma),
-            "portable" => Some(Kernel::Portable),
+            "avx512" => Some(MicroKernel::Avx512),
+            "avx2" | "avx2-fma" => Some(MicroKernel::Avx2Fma),
+            "portable" => Some(MicroKernel::Portable),
             _ => None,
         }
     }
@@ -245,7 +245,7 @@ impl Blocking {
     /// The rule of the module doc from the per-core L1d, L2 and the L3 share of a core, in
     /// bytes (0 when the inventory lacks a level: 32 KiB, 512 KiB and 4 × L2 are assumed), for
     /// elements of type T.
-    pub fn from_sizes<T: Element>(l1d: u64, l2: u64, l3_share: u64, kernel: Kernel) -> Blocking {
+    pub fn from_sizes<T: Element>(l1d: u64, l2: u64, l3_share: u64, kernel: MicroKernel) -> Blocking {
         let (mr, nr) = (kernel.mr::<T>(), kernel.nr());
         let s = std::mem::size_of::<T>();
         let l1d = if l1d == 0 { 32 << 10 } else { l1d } as usize;
@@ -262,7 +262,7 @@ impl Blocking {
     }
 
     /// The rule applied to the caches of the inventory.
-    pub fn from_caches<T: Element>(caches: &[Cache], kernel: Kernel) -> Blocking {
+    pub fn from_caches<T: Element>(caches: &[Cache], kernel: MicroKernel) -> Blocking {
         let size = |level: u32, per_core: bool| {
             caches
                 .iter()
@@ -284,7 +284,7 @@ impl Blocking {
 /// A configured GEMM of elements T: the micro-kernel and the blocking.
 #[derive(Clone, Debug)]
 pub struct BuiltinGemm<T> {
-    pub kernel: Kernel,
+    pub kernel: MicroKernel,
     pub blocking: Blocking,
     /// Why a faster kernel the CPU has is not used (a failed self-check), if so.
     pub fallback: Option<String>,
@@ -303,7 +303,7 @@ impl<T: Element> BuiltinGemm<T> {
     pub fn for_host(caches: &[Cache]) -> Result<BuiltinGemm<T>> {
         let env = T::KERNEL_ENV;
         let forced = match std::env::var(env) {
-            Ok(text) if !text.trim().is_empty() => match Kernel::parse(&text) {
+            Ok(text) if !text.trim().is_empty() => match MicroKernel::parse(&text) {
                 Some(k) if k.available() => Some(k),
                 Some(k) => bail!(
                     "{env}={text}: this CPU cannot run the {} kernel; unset it or choose one it has",
@@ -317,8 +317,8 @@ impl<T: Element> BuiltinGemm<T> {
         let kernel = match forced {
             Some(k) => k,
             None => {
-                let mut chosen = Kernel::Portable;
-                for k in [Kernel::Avx512, Kernel::Avx2Fma] {
+                let mut chosen = MicroKernel::Portable;
+                for k in [MicroKernel::Avx512, MicroKernel::Avx2Fma] {
                     if !k.available() {
                         continue;
                     }
@@ -358,7 +358,7 @@ impl<T: Element> BuiltinGemm<T> {
     }
 
     /// A given kernel with a given blocking (tests).
-    pub fn with(kernel: Kernel, blocking: Blocking) -> BuiltinGemm<T> {
+    pub fn with(kernel: MicroKernel, blocking: Blocking) -> BuiltinGemm<T> {
         BuiltinGemm {
             kernel,
             blocking,
@@ -386,8 +386,8 @@ impl<T: Element> BuiltinGemm<T> {
         }
         Self::global(&[]).unwrap_or_else(|e| {
             T::global().get_or_init(|| BuiltinGemm {
-                kernel: Kernel::Portable,
-                blocking: Blocking::from_sizes::<T>(0, 0, 0, Kernel::Portable),
+                kernel: MicroKernel::Portable,
+                blocking: Blocking::from_sizes::<T>(0, 0, 0, MicroKernel::Portable),
                 fallback: Some(format!("{e:#}")),
                 element: std::marker::PhantomData,
             })
@@ -544,7 +544,7 @@ impl<T: Element> BuiltinGemm<T> {
                     // packed panels hold kb × MR and kb × NR values; tiles of different ic
                     // blocks are disjoint, so the threads never write the same element; `tile`
                     // is the kernel this GEMM was configured with, which this CPU can run
-                    // (`Kernel::available`).
+                    // (`MicroKernel::available`).
                     unsafe {
                         tile(
                             kb,
@@ -612,7 +612,7 @@ unsafe impl<T> Sync for SendPtr<T> {}
 /// Runs `kernel` and the portable kernel on a 37 × 29 × 41 product (edges in every
 /// direction for every tile size, α and β not 1) and compares them within the forward error
 /// bound of the dot products.
-pub fn self_check<T: Element>(kernel: Kernel) -> Result<()> {
+pub fn self_check<T: Element>(kernel: MicroKernel) -> Result<()> {
     let (m, n, k) = (37, 29, 41);
     let mut rng = crate::rng::Rng::new(31);
     let mut fill = |len: usize| {
@@ -638,7 +638,7 @@ pub fn self_check<T: Element>(kernel: Kernel) -> Result<()> {
         false,
     );
     let mut want = c0.clone();
-    BuiltinGemm::<T>::with(Kernel::Portable, blocking).gemm(
+    BuiltinGemm::<T>::with(MicroKernel::Portable, blocking).gemm(
         (m, n, k),
         alpha,
         (&a, m),
@@ -703,8 +703,8 @@ mod tests {
         (want, bounds)
     }
 
-    fn kernels<T: Element>() -> Vec<Kernel> {
-        [Kernel::Avx512, Kernel::Avx2Fma, Kernel::Portable]
+    fn kernels<T: Element>() -> Vec<MicroKernel> {
+        [MicroKernel::Avx512, MicroKernel::Avx2Fma, MicroKernel::Portable]
             .into_iter()
             .filter(|k| {
                 if !k.available() {
@@ -838,7 +838,7 @@ mod tests {
     #[test]
     fn one_and_two_threads_give_the_same_product() {
         let d = Dgemm::with(
-            Kernel::Portable,
+            MicroKernel::Portable,
             Blocking {
                 mc: 8,
                 kc: 16,
@@ -872,18 +872,18 @@ mod tests {
     #[test]
     fn the_blocking_follows_the_caches() {
         // Zen 3: 32 KiB L1d, 512 KiB L2, 32 MiB L3 over 8 cores.
-        let b = Blocking::from_sizes::<f64>(32 << 10, 512 << 10, 4 << 20, Kernel::Avx2Fma);
+        let b = Blocking::from_sizes::<f64>(32 << 10, 512 << 10, 4 << 20, MicroKernel::Avx2Fma);
         assert_eq!(b.kc, 336);
         assert_eq!(b.mc, 96);
         assert_eq!(b.nc, 780);
         // Sapphire Rapids: 48 KiB L1d, 2 MiB L2.
-        let b = Blocking::from_sizes::<f64>(48 << 10, 2 << 20, 0, Kernel::Avx512);
+        let b = Blocking::from_sizes::<f64>(48 << 10, 2 << 20, 0, MicroKernel::Avx512);
         assert_eq!((b.kc, b.mc), (256, 512));
         assert_eq!(b.nc % 12, 0);
         assert!(b.kc * b.nc * 8 <= 4 * (2 << 20));
         // f32 on Zen 3: half the bytes per element, so KC reaches its cap of 512 and MC is a
         // multiple of the 16 rows of the f32 tile.
-        let s = Blocking::from_sizes::<f32>(32 << 10, 512 << 10, 4 << 20, Kernel::Avx2Fma);
+        let s = Blocking::from_sizes::<f32>(32 << 10, 512 << 10, 4 << 20, MicroKernel::Avx2Fma);
         assert_eq!((s.kc, s.mc), (512, 128));
         assert_eq!(s.nc % 6, 0);
         assert!(s.kc * s.nc * 4 <= 2 << 20);
@@ -891,36 +891,36 @@ mod tests {
 
     #[test]
     fn the_kernel_names_and_parse() {
-        assert_eq!(Kernel::Avx2Fma.name::<f64>(), "avx2-fma 8x6");
-        assert_eq!(Kernel::Avx512.name::<f64>(), "avx512 16x12");
-        assert_eq!(Kernel::Avx2Fma.name::<f32>(), "avx2-fma 16x6");
-        assert_eq!(Kernel::Avx512.name::<f32>(), "avx512 32x12");
-        assert_eq!(Kernel::Portable.name::<f32>(), "portable 4x4");
-        assert_eq!(Kernel::parse("avx2"), Some(Kernel::Avx2Fma));
-        assert_eq!(Kernel::parse("sse"), None);
+        assert_eq!(MicroKernel::Avx2Fma.name::<f64>(), "avx2-fma 8x6");
+        assert_eq!(MicroKernel::Avx512.name::<f64>(), "avx512 16x12");
+        assert_eq!(MicroKernel::Avx2Fma.name::<f32>(), "avx2-fma 16x6");
+        assert_eq!(MicroKernel::Avx512.name::<f32>(), "avx512 32x12");
+        assert_eq!(MicroKernel::Portable.name::<f32>(), "portable 4x4");
+        assert_eq!(MicroKernel::parse("avx2"), Some(MicroKernel::Avx2Fma));
+        assert_eq!(MicroKernel::parse("sse"), None);
     }
 
-    /// The table of [`Kernel::mr`] and [`Kernel::nr`] that packs the panels must be the tile
+    /// The table of [`MicroKernel::mr`] and [`MicroKernel::nr`] that packs the panels must be the tile
     /// each instantiation of the macro computes.
     #[test]
     fn the_kernel_table_is_the_tile_each_macro_instance_computes() {
         // A kernel, then the (MR, NR) of its f64 and f32 instances.
         type Tile = (usize, usize);
-        let pairs: Vec<(Kernel, Tile, Tile)> = vec![
+        let pairs: Vec<(MicroKernel, Tile, Tile)> = vec![
             #[cfg(target_arch = "x86_64")]
             (
-                Kernel::Avx512,
+                MicroKernel::Avx512,
                 (micro::avx512::double::MR, micro::avx512::double::NR),
                 (micro::avx512::single::MR, micro::avx512::single::NR),
             ),
             #[cfg(target_arch = "x86_64")]
             (
-                Kernel::Avx2Fma,
+                MicroKernel::Avx2Fma,
                 (micro::avx2::double::MR, micro::avx2::double::NR),
                 (micro::avx2::single::MR, micro::avx2::single::NR),
             ),
             (
-                Kernel::Portable,
+                MicroKernel::Portable,
                 (micro::portable::double::MR, micro::portable::double::NR),
                 (micro::portable::single::MR, micro::portable::single::NR),
             ),

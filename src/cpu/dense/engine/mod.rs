@@ -19,7 +19,7 @@ use super::builtin::dgemm::{BuiltinGemm, Element};
 use super::builtin::lu::{self, LuElement};
 use crate::error::usage;
 use crate::runner;
-use blas::{Blas, BlasElement, Engine, Solver};
+use blas::{Blas, BlasElement, DenseEngine, Solver};
 
 /// The stack of the thread that calls the BLAS or LAPACK: OpenBLAS's recursive LU overflows the
 /// 2 MiB a Rust thread gets by default, and dies of a segmentation fault.
@@ -48,13 +48,13 @@ pub fn check_fits(n: u64, needed: u64, available: u64) -> Result<()> {
 /// Loads the engine's library, or none for the built-in engine. Called on the case's own
 /// thread, which is not pinned: OpenBLAS starts its worker threads when it is loaded, and they
 /// would inherit a pinned thread's single CPU.
-pub fn open(engine: Engine) -> Result<Option<&'static Blas>> {
+pub fn open(engine: DenseEngine) -> Result<Option<&'static Blas>> {
     match engine {
-        Engine::Builtin => Ok(None),
-        Engine::Library(vendor) => blas::open(vendor)
+        DenseEngine::Builtin => Ok(None),
+        DenseEngine::Library(vendor) => blas::open(vendor)
             .map(Some)
             .map_err(|why| anyhow!("{}: {why}", vendor.name())),
-        Engine::File(path) => blas::open_file(path).map(Some),
+        DenseEngine::File(path) => blas::open_file(path).map(Some),
     }
 }
 
@@ -109,8 +109,8 @@ pub fn run_on_threads<T: Send>(
 /// its own.
 pub fn engine_suffix(solver: Solver) -> String {
     match solver {
-        Solver::Fixed(Engine::Library(vendor)) => format!("-{}", vendor.name().to_lowercase()),
-        Solver::Fixed(Engine::File(path)) => {
+        Solver::Fixed(DenseEngine::Library(vendor)) => format!("-{}", vendor.name().to_lowercase()),
+        Solver::Fixed(DenseEngine::File(path)) => {
             let file = std::path::Path::new(path)
                 .file_name()
                 .map_or(path.into(), |f| f.to_string_lossy());
@@ -131,9 +131,9 @@ pub fn engine_suffix(solver: Solver) -> String {
 pub fn engine_name(solver: Solver) -> Option<String> {
     match solver {
         Solver::Auto => None,
-        Solver::Fixed(Engine::Builtin) => Some("builtin".into()),
-        Solver::Fixed(Engine::Library(vendor)) => Some(vendor.name().to_lowercase()),
-        Solver::Fixed(Engine::File(path)) => Some(path.into()),
+        Solver::Fixed(DenseEngine::Builtin) => Some("builtin".into()),
+        Solver::Fixed(DenseEngine::Library(vendor)) => Some(vendor.name().to_lowercase()),
+        Solver::Fixed(DenseEngine::File(path)) => Some(path.into()),
     }
 }
 
@@ -141,7 +141,7 @@ pub fn engine_name(solver: Solver) -> Option<String> {
 pub fn solver_label(solver: Solver, builtin: &str) -> String {
     match solver {
         Solver::Auto => "auto (the fastest engine present, probed when the case runs)".into(),
-        Solver::Fixed(Engine::Builtin) => builtin.into(),
+        Solver::Fixed(DenseEngine::Builtin) => builtin.into(),
         Solver::Fixed(engine) => engine.name().into(),
     }
 }
@@ -154,9 +154,9 @@ pub fn engine_ran(library: Option<&Blas>) -> String {
 
 /// How `dense_engine_choice` states a forced engine: "forced by --blas", with the path when
 /// `--blas PATH` gave one.
-pub fn forced_text(engine: Engine) -> String {
+pub fn forced_text(engine: DenseEngine) -> String {
     match engine {
-        Engine::File(path) => format!("forced by --blas {path}"),
+        DenseEngine::File(path) => format!("forced by --blas {path}"),
         _ => "forced by --blas".into(),
     }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::blas::{self, Blas, BlasElement, Engine, Solver};
+use super::blas::{self, Blas, BlasElement, DenseEngine, Solver};
 use super::product::{self, random_matrix};
 use super::{forced_text, open, run_on_threads};
 
@@ -40,13 +40,13 @@ pub fn resolve<T: BlasElement>(
     order: u64,
     threads: usize,
     pin: bool,
-) -> Result<(Engine, String)> {
+) -> Result<(DenseEngine, String)> {
     if let Solver::Fixed(engine) = solver {
         return Ok((engine, forced_text(engine)));
     }
     let engines = blas::present();
     if engines.len() == 1 {
-        return Ok((Engine::Builtin, "auto: no BLAS library installed".into()));
+        return Ok((DenseEngine::Builtin, "auto: no BLAS library installed".into()));
     }
     let n = probe_order(order, threads);
     let mut rng = crate::rng::Rng::new(99);
@@ -57,7 +57,7 @@ pub fn resolve<T: BlasElement>(
     let (engine, _) = rates
         .iter()
         .copied()
-        .fold((Engine::Builtin, f64::MIN), |best, e| {
+        .fold((DenseEngine::Builtin, f64::MIN), |best, e| {
             if e.1 > best.1 { e } else { best }
         });
     let mut why = format!(
@@ -78,8 +78,8 @@ pub fn resolve<T: BlasElement>(
 /// The engines that open and have T's GEMM, each with its library (`None`: the built-in
 /// engine); and why each of the others was left out.
 fn open_each<T: BlasElement>(
-    engines: Vec<Engine>,
-) -> (Vec<(Engine, Option<&'static Blas>)>, Vec<String>) {
+    engines: Vec<DenseEngine>,
+) -> (Vec<(DenseEngine, Option<&'static Blas>)>, Vec<String>) {
     let mut opened = Vec::new();
     let mut left_out = Vec::new();
     for engine in engines {
@@ -104,12 +104,12 @@ fn open_each<T: BlasElement>(
 /// siblings) those spinning threads halved the next library's rate. Taking turns multiply by
 /// multiply read MKL at 180 GFLOP/s against its 812 in a case of its own.
 fn measure<T: BlasElement>(
-    opened: &[(Engine, Option<&'static Blas>)],
+    opened: &[(DenseEngine, Option<&'static Blas>)],
     n: usize,
     (a, b): (&[T], &[T]),
     threads: usize,
     pin: bool,
-) -> Result<Vec<(Engine, f64)>> {
+) -> Result<Vec<(DenseEngine, f64)>> {
     let mut rates = Vec::new();
     let mut c = vec![T::ZERO; n * n];
     for (i, &(engine, library)) in opened.iter().enumerate() {

@@ -295,7 +295,7 @@ pub fn open_file(path: &str) -> Result<&'static Blas> {
 
 /// An engine that multiplies and solves: built into peakbench, or a library's BLAS and LAPACK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Engine {
+pub enum DenseEngine {
     /// peakbench's own DGEMM and SGEMM ([`crate::cpu::dense::builtin::dgemm`]); for Linpack,
     /// its own LU ([`crate::cpu::dense::builtin::lu`]) over the DGEMM.
     Builtin,
@@ -304,13 +304,13 @@ pub enum Engine {
     File(&'static str),
 }
 
-impl Engine {
+impl DenseEngine {
     /// "builtin", "OpenBLAS", …, or the path of a file.
     pub fn name(self) -> &'static str {
         match self {
-            Engine::Builtin => "builtin",
-            Engine::Library(vendor) => vendor.name(),
-            Engine::File(path) => path,
+            DenseEngine::Builtin => "builtin",
+            DenseEngine::Library(vendor) => vendor.name(),
+            DenseEngine::File(path) => path,
         }
     }
 }
@@ -319,17 +319,17 @@ impl Engine {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Solver {
     Auto,
-    Fixed(Engine),
+    Fixed(DenseEngine),
 }
 
 /// The engines present: the built-in one and every installed library (by its files).
-pub fn present() -> Vec<Engine> {
-    std::iter::once(Engine::Builtin)
+pub fn present() -> Vec<DenseEngine> {
+    std::iter::once(DenseEngine::Builtin)
         .chain(
             Vendor::ALL
                 .into_iter()
                 .filter(|v| v.installed())
-                .map(Engine::Library),
+                .map(DenseEngine::Library),
         )
         .collect()
 }
@@ -348,11 +348,11 @@ pub fn choose(flag: &BlasFlag) -> Result<Vec<Solver>> {
                     BlasChoice::choices()
                 ))
             })?;
-            return Ok(vec![Solver::Fixed(Engine::File(intern(path)))]);
+            return Ok(vec![Solver::Fixed(DenseEngine::File(intern(path)))]);
         }
     };
     let vendor = match choice {
-        BlasChoice::Builtin => return Ok(vec![Solver::Fixed(Engine::Builtin)]),
+        BlasChoice::Builtin => return Ok(vec![Solver::Fixed(DenseEngine::Builtin)]),
         BlasChoice::Auto => return Ok(vec![Solver::Auto]),
         BlasChoice::All => return Ok(present().into_iter().map(Solver::Fixed).collect()),
         BlasChoice::Openblas => Vendor::OpenBlas,
@@ -368,7 +368,7 @@ pub fn choose(flag: &BlasFlag) -> Result<Vec<Solver>> {
             vendor.install()
         )));
     }
-    Ok(vec![Solver::Fixed(Engine::Library(vendor))])
+    Ok(vec![Solver::Fixed(DenseEngine::Library(vendor))])
 }
 
 /// Why the file at `path` cannot be a shared library, read from its ELF header without
@@ -406,7 +406,7 @@ fn check_library_file(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// `path` as a string that lives as long as the process (an [`Engine`] is `Copy`); each
+/// `path` as a string that lives as long as the process (an [`DenseEngine`] is `Copy`); each
 /// distinct path is kept once.
 fn intern(path: &str) -> &'static str {
     static PATHS: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
@@ -753,10 +753,10 @@ mod tests {
     fn faer_needs_no_library_and_a_missing_one_is_not_opened() {
         assert_eq!(
             choose(&BlasFlag::Named(BlasChoice::Builtin)).unwrap(),
-            [Solver::Fixed(Engine::Builtin)]
+            [Solver::Fixed(DenseEngine::Builtin)]
         );
         let all = choose(&BlasFlag::Named(BlasChoice::All)).unwrap();
-        assert_eq!(all[0], Solver::Fixed(Engine::Builtin));
+        assert_eq!(all[0], Solver::Fixed(DenseEngine::Builtin));
         assert_eq!(all.len(), present().len());
         // The loader's search cannot find a library of a made-up name.
         assert!(open_first(&["libpeakbench-no-such-blas.so.9"]).is_err());
@@ -830,7 +830,7 @@ mod tests {
         let path = intern(&path);
         assert_eq!(
             choose(&BlasFlag::File(path.into())).unwrap(),
-            [Solver::Fixed(Engine::File(path))]
+            [Solver::Fixed(DenseEngine::File(path))]
         );
         let blas = open_file(path).unwrap();
         assert_eq!(blas.vendor, Some(Vendor::OpenBlas));
