@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`peakbench check` under imposed slowdowns: does every real slowdown fail, naming its cause,
-and does a quiet machine pass? (issue 46's targets)
+and does a quiet machine pass?
 
 In a temporary directory with its own history (PEAKBENCH_DB) and disk directory:
 

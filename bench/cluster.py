@@ -23,19 +23,19 @@ core), and measures in alternating rounds, the order flipped every round:
   python that has it, e.g. a venv with mpi4py built from PyPI against the system's Open MPI).
 
 It prints the median of each figure, the ratio of the medians and the median of the rounds' own
-ratios with its distribution-free confidence interval (bench/pair.py), against the issue's
-targets: latency <= 1.05 x, bandwidth >= 0.95 x, TCP >= 0.97 x iperf3 each way (issue 47; the
-receiver sleeps on both sides, and each TCP row says which host received). Against the C loop the
-counting is the same (best and median batch). hpcc counts otherwise: the best of 10 batches of
-8 round trips for its latency and the best of 4 single round trips for its bandwidth, which
-on this path reads far above any sustained ping-pong (see the comment at the table); its rows
-are printed against the same targets, and docs/cluster.md explains the gap.
+ratios with its distribution-free confidence interval (bench/pair.py), against the targets: latency
+<= 1.05 x, bandwidth >= 0.95 x, TCP >= 0.97 x iperf3 each way (the receiver sleeps on both sides,
+and each TCP row says which host received). Against the C loop the counting is the same (best and
+median batch). hpcc counts otherwise: the best of 10 batches of 8 round trips for its latency and
+the best of 4 single round trips for its bandwidth, which on this path reads far above any sustained
+ping-pong (see the comment at the table); its rows are printed against the same targets, and
+docs/cluster.md explains the gap.
 
     cargo build --release --features mpi
     python3 bench/cluster.py --rounds 10         # as root: namespaces, bridge, cgroups
 
-`--scale 2,4,8,16` measures instead how a run grows with the hosts (issue #34, item 3): the
-namespace cluster with the most hosts asked (not pinned: 16 hosts on this machine's CPUs), and
+`--scale 2,4,8,16` measures instead how a run grows with the hosts: the namespace cluster with
+the most hosts asked (not pinned: 16 hosts on this machine's CPUs), and
 in alternating rounds (the order of the host counts reversed every round) `peakbench cluster
 run --phases matrix,collectives --matrix-duration 300ms --collective-max-bytes 1MiB -r 1` on
 the first N hosts with the default matrix plan, and with `--matrix sample:K` (`--scale-sample
@@ -377,7 +377,7 @@ def one_round(lab, index, args, exe):
         if args.mpi4py:
             ref.update(mpi4py_run(lab, args.mpi4py))
     if args.only == "tcp":
-        # Issue 47's rows alone: peakbench's matrix and iperf3 both ways, alternating.
+        # The TCP rows alone: peakbench's matrix and iperf3 both ways, alternating.
         b = {}
         if index % 2 == 0:
             a = ours()
@@ -538,7 +538,7 @@ def main():
     # trips of 2,000,000 B (2 measurements, both directions). On this path a lone round trip
     # reads well above a sustained one (the C loop with hpcc's counting reads about 3.4-4.1
     # GB/s at 2,000,000 B, with peakbench's 2.6-2.7), so the bandwidth row against hpcc
-    # compares two different things; it is printed with the issue's target all the same.
+    # compares two different things; it is printed with the 0.95 target all the same.
     cases = [
         ("MPI latency 8 B, best (us)", "lat_best", "c_lat_best", "C MPI_Send/Recv loop", "lower", 1.05),
         ("MPI latency 8 B, median (us)", "lat", "c_lat", "C MPI_Send/Recv loop", "lower", 1.05),
@@ -557,7 +557,7 @@ def main():
         ("MPI latency 8 B, median (us)", "lat", "m4_lat", "mpi4py.bench pingpong", "lower", 1.05),
         ("MPI bw 2 MiB, median (GB/s)", "bw2m", "m4_bw2m", "mpi4py.bench pingpong", "higher", 0.95),
         ("MPI bw 4 MiB, median (GB/s)", "bw", "m4_bw", "mpi4py.bench pingpong", "higher", 0.95),
-        # Issue 47: each way at least 0.97 x iperf3, the receiver asleep on both sides (the
+        # Target: each way at least 0.97 x iperf3, the receiver asleep on both sides (the
         # matrix's receivers always sleep; iperf3's does): h1 receives forward, h0 with -R.
         ("TCP h0->h1 (Mb/s)", "tcp", "tcp", "iperf3; h1 receives", "higher", 0.97),
         ("TCP h1->h0 (Mb/s)", "tcp_rev", "tcp_rev", "iperf3 -R; h0 receives", "higher", 0.97),

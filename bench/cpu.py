@@ -6,12 +6,12 @@ prints the median of each, the ratio of the medians, peakbench's CV, and its eff
 the peak at the clock the cores actually ran at (measured by peakbench's add-chain probe).
 
 DGEMM and Linpack run with `--blas all`: every engine present (peakbench's built-in engine,
-OpenBLAS, BLIS, MKL) in the same round, each with the fraction of peak its result states, then
-the default (`auto`, the engine a probe picks) and hpcc's HPL, alternating round by round. The
-targets of issue #32: DGEMM n=4000 >= 0.85 of peak at 1 and all cores, Linpack n=10000 all
-cores >= 0.70 with CV < 3 %, and the default never slower than the best engine present.
-`--gemm-precision f64,f32` measures SGEMM the same way, against the f32 peak, and
-`--linpack-precision f64,f32` sgesv beside dgesv (hpcc's HPL is f64 only).
+OpenBLAS, BLIS, MKL) in the same round, each with the fraction of peak its result states, then the
+default (`auto`, the engine a probe picks) and hpcc's HPL, alternating round by round. The targets:
+DGEMM n=4000 >= 0.85 of peak at 1 and all cores, Linpack n=10000 all cores >= 0.70 with CV < 3 %,
+and the default never slower than the best engine present. `--gemm-precision f64,f32` measures SGEMM
+the same way, against the f32 peak, and `--linpack-precision f64,f32` sgesv beside dgesv (hpcc's HPL
+is f64 only).
 
     apt-get install -y likwid hpcc openmpi-bin libopenblas0-pthread   # reference tools (optional)
     cargo build --release

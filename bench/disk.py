@@ -42,7 +42,7 @@ sys.path.insert(0, HERE)
 from pair import ci_note, median_ci, paired_text  # noqa: E402
 PEAKBENCH = os.environ.get("PEAKBENCH", os.path.join(HERE, "..", "target", "release", "peakbench"))
 
-# (op, block, queue depth, headline): the performance targets.
+# (op, block, queue depth, headline): the cases compared with fio, each by its headline figure.
 CASES = [
     ("seqread", "1MiB", 1, "MB/s"),
     ("seqread", "1MiB", 8, "MB/s"),

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# A fuzzing campaign over every target of fuzz/ (issue 33, item 8), one after another, each
-# niced (the machine is shared), each until it has run EXECS inputs or SECONDS_PER seconds,
-# whichever comes first. Prints, per target: executions, coverage (libFuzzer's `cov` edges and
-# `ft` features), corpus size, and findings (crash-/timeout-/oom- files in fuzz/artifacts/).
+# A fuzzing campaign over every target of fuzz/, one after another, each niced (the machine is
+# shared), each until it has run EXECS inputs or SECONDS_PER seconds, whichever comes first. Prints,
+# per target: executions, coverage (libFuzzer's `cov` edges and `ft` features), corpus size, and
+# findings (crash-/timeout-/oom- files in fuzz/artifacts/).
 #
 #   bench/fuzz.sh                      # 10^7 executions per target, at most 2 h each
 #   EXECS=100000 SECONDS_PER=60 bench/fuzz.sh options config   # a short run of two targets

@@ -14,7 +14,7 @@
        test slot (a short test is accepted beside them at once) and are closed within 3 s.
 
     cargo build --release
-    python3 bench/hostile.py --runs 5            # the "5 times: 8 figures every time"
+    python3 bench/hostile.py --runs 5            # the target: 8 figures every time, 5 times
     python3 bench/hostile.py --runs 1 --quick    # a quick end-to-end check
 
 It measures correctness, not speed: figures are pass/fail and seconds to compare with a bound.

@@ -4,7 +4,7 @@
 Each round runs every case once with `--reference`: peakbench measures with its loopback
 server (a child process), then runs the standard tool with the same protocol, message size, streams and duration
 (its server started on a free loopback port and stopped after). Rounds interleave the two tools
-in time; the script prints the median of each, the ratio of the medians against the issue's
+in time; the script prints the median of each, the ratio of the medians against the case's
 target, peakbench's CV, and for UDP the loss each reported.
 
     apt-get install -y iperf3 sockperf   # reference tools
@@ -29,11 +29,11 @@ PEAKBENCH = os.environ.get("PEAKBENCH", os.path.join(HERE, "..", "target", "rele
 
 # (label, peakbench args, direction of the target ("info": none), target ratio)
 CASES = [
-    # The default spins on loopback (the threads fit the CPUs); issue 47 keeps it >= 1.10 x.
+    # The default spins on loopback (the threads fit the CPUs); its target is >= 1.10 x iperf3.
     ("tcp 128KiB x1", ["--proto", "tcp", "--mode", "throughput", "--msg", "128KiB", "--streams", "1"], "higher", 1.10),
     # The same stream with the receiver sleeping on an empty socket, as iperf3's does: the
     # like-for-like figure beside the default (a spinning receiver where the threads fit the
-    # CPUs), in both directions (-R: this side receives, the loopback server sends). Issue 47:
+    # CPUs), in both directions (-R: this side receives, the loopback server sends). Target:
     # at least 0.97 x iperf3.
     ("tcp 128KiB x1 sleep", ["--proto", "tcp", "--mode", "throughput", "--msg", "128KiB", "--streams", "1",
                              "--receiver-wait", "sleep"], "higher", 0.97),

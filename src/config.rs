@@ -374,8 +374,8 @@ mod tests {
         assert_eq!(entries[0].argv, ["cpu", "--pin_me"]);
     }
 
-    /// Issue 33, item 8 (the config target's property test hit it first): a boolean inside a
-    /// list reached `unreachable!` (exit 101); it is refused naming the key.
+    /// A boolean inside a list is refused naming the key, not a panic: it once reached
+    /// `unreachable!` (exit 101), as the config fuzz target's property test found first.
     #[test]
     fn a_boolean_in_a_list_is_refused_not_a_panic() {
         let e = parse("[[cpu]]\nthreads = [1, true]\n", "cfg").unwrap_err();
@@ -471,7 +471,7 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
-    /// Issue 35: the roofline is in the standard and full matrices, not in the quick one.
+    /// The roofline is in the standard and full matrices, not in the quick one.
     #[test]
     fn the_standard_and_full_presets_draw_the_roofline_and_quick_does_not() {
         let dir = tempfile::tempdir().unwrap();

@@ -382,8 +382,8 @@ impl Drop for Group {
 mod tests {
     use super::*;
 
-    /// Issue 33, item 7: the second Ctrl-C removes a temporary file only while its name is
-    /// still the file peakbench created.
+    /// The second Ctrl-C removes a temporary file only while its name is still the file
+    /// peakbench created.
     #[test]
     fn a_temporary_file_is_removed_only_while_its_name_is_the_one_created() {
         let dir = tempfile::tempdir().unwrap();

@@ -446,7 +446,7 @@ mod tests {
         assert_eq!(unique(&[1, 2, 1, 4, 2]), vec![1, 2, 4]);
     }
 
-    /// Issue 30, item 6: the rates iperf3's users type, in bits per second, decimal.
+    /// A rate parses as iperf3's users type it: in bits per second, with decimal prefixes.
     #[test]
     fn rates_take_what_iperf3_users_type() {
         for (text, bits) in [

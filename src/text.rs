@@ -2,13 +2,13 @@
 //! `compare`; and [`printable`] and [`terminal`], which make text from elsewhere safe to print
 //! on a terminal.
 //!
-//! Issue 33, item 4: a document's strings are escaped where they are printed, not refused on
-//! the way in. A document is the record of a run (a tool's output or a process name with a
-//! control character in it is what the machine said) and `import` keeps it as it came; what
-//! must not happen is that a byte of it drives the terminal. So every text renderer for a
-//! terminal escapes each string of a document with [`printable`] where it puts it in a line
-//! (every [`Table`] cell, every header and list line), and passes the whole text through
-//! [`terminal`] before returning it, a net for any string a later change forgets.
+//! A document's strings are escaped where they are printed, not refused on the way in. A document
+//! is the record of a run (a tool's output or a process name with a control character in it is what
+//! the machine said) and `import` keeps it as it came; what must not happen is that a byte of it
+//! drives the terminal. So every text renderer for a terminal escapes each string of a document
+//! with [`printable`] where it puts it in a line (every [`Table`] cell, every header and list
+//! line), and passes the whole text through [`terminal`] before returning it, a net for any string
+//! a later change forgets.
 
 /// Text that came from elsewhere (a peer, a document, another process's command name), made
 /// safe to print on a terminal: control characters (ESC and the C1 range included, so no

@@ -55,8 +55,8 @@ fn sysinfo_table_names_sources() {
     assert!(text.contains("Caches"));
 }
 
-/// Issue 20 item 3: a base and turbo clock given by flags reach the peaks table, the JSON and
-/// each CPU result as a pair, each with its source, the measured clock beside them.
+/// A base and turbo clock given by flags reach the peaks table, the JSON and each CPU result as
+/// a pair, each with its source, the measured clock beside them.
 #[test]
 fn a_flag_given_clock_pair_reaches_the_peaks_and_the_results() {
     let flags = ["--cpu-ghz", "2", "--cpu-turbo-ghz", "3", "--fma-units", "2"];
@@ -119,7 +119,7 @@ fn bad_input_exits_2_with_one_line_naming_the_flag() {
         (&["cpu", "--threads", "1,,2"], "--threads"),
         (&["cpu", "--duration", "0"], "--duration"),
         (&["cpu", "--duration", "ten"], "--duration"),
-        // Issue 18, item 9: 1e20 s overflowed a Duration and panicked (exit 101).
+        // 1e20 s overflows a Duration (it once panicked, exit 101).
         (&["cpu", "--duration", "1e20"], "--duration"),
         (&["cpu", "--duration", "3000years"], "--duration"),
         (&["cpu", "--warmup", "1e300"], "--warmup"),
@@ -139,7 +139,7 @@ fn bad_input_exits_2_with_one_line_naming_the_flag() {
         (&["cpu", "linpack", "--blas", "atlas"], "--blas"),
         (&["cpu", "linpack", "-p", "f16"], "--precision"),
         (&["sysinfo", "--cpu-ghz", "-1"], "--cpu-ghz"),
-        // Issue 18, item 8: 1e308 GHz made an infinite peak, stored as null.
+        // 1e308 GHz would make an infinite peak, stored as null.
         (&["sysinfo", "--cpu-ghz", "1e308"], "--cpu-ghz"),
         (&["sysinfo", "--fma-units", "1e300"], "--fma-units"),
         (&["sysinfo", "--nic-gbps", "1e308"], "--nic-gbps"),
@@ -599,7 +599,8 @@ fn cluster_without_mpi_says_in_one_line_how_to_build_it() {
     }
 }
 
-/// Issue 18, item 9: clap answered `--threads -1` with "unexpected argument '-1'", naming no flag.
+/// A negative number is refused naming its flag in every command (clap answered `--threads -1`
+/// with "unexpected argument '-1'", naming no flag).
 #[test]
 fn a_negative_number_is_refused_naming_its_flag_in_every_command() {
     let cases: &[(&[&str], &str)] = &[
@@ -627,7 +628,8 @@ fn a_negative_number_is_refused_naming_its_flag_in_every_command() {
     }
 }
 
-/// Issue 18, item 9: a Duration product overflowed in the plan's estimate (exit 101).
+/// Huge work and repetitions are estimated without overflow (a Duration product overflowed in
+/// the plan's estimate, exit 101).
 #[test]
 fn huge_work_and_repetitions_are_estimated_without_overflow() {
     let max = u64::MAX.to_string();
@@ -650,8 +652,8 @@ fn huge_work_and_repetitions_are_estimated_without_overflow() {
     }
 }
 
-/// Issue 18, item 9: results were written through `FILE.peakbench-partial`, a name anyone
-/// could predict and plant a symbolic link at.
+/// Output never follows a link planted at a predictable name: results were once written through
+/// `FILE.peakbench-partial`, a name anyone could predict and plant a symbolic link at.
 #[test]
 fn output_never_follows_a_link_planted_at_a_predictable_name() {
     let dir = tempfile::tempdir().unwrap();
@@ -690,10 +692,10 @@ fn output_never_follows_a_link_planted_at_a_predictable_name() {
     assert!(left.is_empty(), "temporary files left: {left:?}");
 }
 
-/// Issue 18, item 10: peakbench killed by SIGKILL runs none of its code, yet nothing a tool
-/// started outlives it. The tool here (a stand-in `likwid-bench` first on PATH) starts a child
-/// in a process group of its own, as mpirun does with its ranks; the kernel kills the tool
-/// (PR_SET_PDEATHSIG) and peakbench's guard kills the rest of the tool's session.
+/// peakbench killed by SIGKILL runs none of its code, yet nothing a tool started outlives it. The
+/// tool here (a stand-in `likwid-bench` first on PATH) starts a child in a process group of its
+/// own, as mpirun does with its ranks; the kernel kills the tool (PR_SET_PDEATHSIG) and peakbench's
+/// guard kills the rest of the tool's session.
 #[test]
 fn a_peakbench_killed_by_sigkill_leaves_nothing_its_tools_started() {
     use std::os::unix::fs::PermissionsExt;

@@ -172,9 +172,9 @@ fn each_dgemm_micro_kernel_forced_multiplies_and_factors_right() {
     }
 }
 
-/// Issue 32 item 3: SGEMM is its own case of `cpu gemm` (`-p f32`), beside DGEMM, with its own
-/// id, its own peak (the f32 FMA row: twice the f64 one), and its entries checked against dot
-/// products within f32's bound; n = 1, 2 and 127 are below or not a multiple of any block.
+/// SGEMM is its own case of `cpu gemm` (`-p f32`), beside DGEMM, with its own id, its own peak (the
+/// f32 FMA row: twice the f64 one), and its entries checked against dot products within f32's
+/// bound; n = 1, 2 and 127 are below or not a multiple of any block.
 #[test]
 fn sgemm_is_its_own_case_with_its_own_peak_and_check() {
     let doc = peakbench_json(&[
@@ -265,8 +265,8 @@ fn each_sgemm_micro_kernel_forced_multiplies_right() {
     }
 }
 
-/// Issue 32 item 2: `--blas PATH` forces the library at that path; what it is comes from its
-/// symbols, and the result names the path.
+/// `--blas PATH` forces the library at that path; what it is comes from its symbols, and the
+/// result names the path.
 #[test]
 fn blas_path_forces_the_library_at_that_path() {
     if !Path::new(OPENBLAS).exists() {

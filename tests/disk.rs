@@ -698,10 +698,10 @@ fn write_device(dev: &str) -> Output {
     ])
 }
 
-/// Issue 18, item 7: a blank, unmounted device that another program holds (as md, dm or
-/// btrfs hold theirs) passed every check of /proc and /sys and was written. peakbench now opens
-/// it with O_EXCL, which the kernel refuses: exit 2, device unchanged. A mounted one (an ext4
-/// mounted read-only, so that nothing else writes to it) is refused the same way.
+/// A blank, unmounted device that another program holds (as md, dm or btrfs hold theirs) passes
+/// every check of /proc and /sys, and was once written. peakbench opens it with O_EXCL, which the
+/// kernel refuses: exit 2, device unchanged. A mounted one (an ext4 mounted read-only, so that
+/// nothing else writes to it) is refused the same way.
 #[test]
 fn a_device_held_or_mounted_is_refused_and_left_unchanged() {
     let dir = tempfile::tempdir().unwrap();
@@ -765,9 +765,9 @@ fn a_device_held_or_mounted_is_refused_and_left_unchanged() {
     assert_eq!(std::fs::read(&image).unwrap(), formatted, "changed");
 }
 
-/// Issue 18, item 7: signatures were looked for in the first 256 KiB only, so a device whose
-/// start was wiped but that still holds a GPT backup header in its last sector, or an md 1.0
-/// RAID member (its superblock 8 KiB from the end), was written. libblkid (wipefs) finds both.
+/// A device whose start was wiped but that still holds a GPT backup header in its last sector,
+/// or an md 1.0 RAID member (its superblock 8 KiB from the end), is refused and left unchanged:
+/// libblkid (wipefs) finds both signatures, which a look at the first 256 KiB alone missed.
 #[test]
 fn a_signature_at_the_end_of_a_device_is_refused_and_left_unchanged() {
     if !common::prerequisite(common::on_path("sfdisk").map(|_| ())) {
@@ -825,9 +825,9 @@ fn a_signature_at_the_end_of_a_device_is_refused_and_left_unchanged() {
     }
 }
 
-/// Issue 18, item 2: fio reads `--filename` as a `:`-separated list, so a `--dir` with a colon
-/// in its name (an ISO time) made fio write `<parent>/run` and `./2026-…/peakbench-N.tmp`,
-/// files peakbench never checked. Real fio writes the checked file only.
+/// fio reads `--filename` as a `:`-separated list, so a `--dir` with a colon in its name (an
+/// ISO time) once made fio write `<parent>/run` and `./2026-…/peakbench-N.tmp`, files peakbench
+/// never checked. Real fio writes the checked file only.
 #[test]
 fn a_colon_in_dir_reaches_fio_as_the_one_checked_file() {
     if !common::prerequisite(common::on_path("fio").map(|_| ())) {
@@ -925,8 +925,8 @@ fn a_count_based_run_does_exactly_its_ios_at_every_thread_count() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
-/// Issue 18, item 6: a fill cut short by Ctrl-C was kept with --keep and labelled complete, and
-/// every later --keep run failed on it. It is removed now, --keep or not.
+/// A fill cut short by Ctrl-C is removed, --keep or not (kept with --keep and labelled complete,
+/// it failed every later --keep run).
 #[test]
 fn an_unfinished_fill_is_removed_even_with_keep() {
     let dir = tempfile::tempdir().unwrap();
@@ -967,8 +967,8 @@ fn kept_file(dir: &Path) -> (std::path::PathBuf, Vec<u8>) {
 
 const KEEP: [&str; 3] = ["--op", "seqread", "--keep"];
 
-/// Issue 18, item 6: a symbolic link planted at a kept file's name is never followed, neither
-/// found by `--keep` nor opened when named with `--file`; its target is left byte for byte.
+/// A symbolic link planted at a kept file's name is never followed, neither found by `--keep`
+/// nor opened when named with `--file`; its target is left byte for byte.
 #[test]
 fn a_symlink_planted_as_a_kept_file_is_not_followed() {
     let elsewhere = tempfile::tempdir().unwrap();
@@ -998,8 +998,8 @@ fn a_symlink_planted_as_a_kept_file_is_not_followed() {
     );
 }
 
-/// Issue 18, item 6: a kept file with a second hard link (which writes would reach) is refused
-/// with exit 2 and left byte for byte; so is one another user owns.
+/// A kept file with a second hard link (which writes would reach) is refused with exit 2 and
+/// left byte for byte; so is one another user owns.
 #[test]
 fn a_hard_linked_or_foreign_owned_kept_file_is_refused_and_left_alone() {
     let dir = tempfile::tempdir().unwrap();
@@ -1026,8 +1026,8 @@ fn a_hard_linked_or_foreign_owned_kept_file_is_refused_and_left_alone() {
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
-/// Issue 20 item 10: a read case is rated by --disk-read-*, a write case by --disk-write-*, a mix
-/// by the harmonic mean weighted by its reads; --disk-mbps alone rates both.
+/// A read case is rated by --disk-read-*, a write case by --disk-write-*, a mix by the harmonic
+/// mean weighted by its reads; --disk-mbps alone rates both.
 #[test]
 fn per_op_ratings_reach_the_cases_they_rate() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,8 +1,8 @@
-//! The fuzz targets of `fuzz/` (issue 33, item 8) as property tests on stable: each target's
-//! function in `peakbench::fuzzing` fed a seeded, deterministic stream of inputs (the seeds
-//! below and the committed corpus in `fuzz/corpus/<target>`, mutated: bytes flipped, inserted,
-//! deleted, spliced, copied), a few seconds per target, so a regression of anything a campaign
-//! found fails `cargo test`. Each crash a campaign finds is also a named case here.
+//! The fuzz targets of `fuzz/` as property tests on stable: each target's function in
+//! `peakbench::fuzzing` fed a seeded, deterministic stream of inputs (the seeds below and the
+//! committed corpus in `fuzz/corpus/<target>`, mutated: bytes flipped, inserted, deleted, spliced,
+//! copied), a few seconds per target, so a regression of anything a campaign found fails
+//! `cargo test`. Each crash a campaign finds is also a named case here.
 
 use std::path::Path;
 

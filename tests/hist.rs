@@ -470,8 +470,8 @@ fn the_html_report_renders_in_headless_chromium_without_console_errors() {
     );
 }
 
-/// Issue 18, item 1: SQLite took a block device (fstat size 0) for an empty database and wrote
-/// a schema over its first pages, even from the read-only `history`.
+/// A block device at --db is refused and left unchanged: SQLite took one (fstat size 0) for an
+/// empty database and wrote a schema over its first pages, even from the read-only `history`.
 #[test]
 fn a_block_device_at_db_is_refused_and_left_unchanged() {
     let device = common::LoopDevice::with_gpt(4);
@@ -575,9 +575,9 @@ fn two_runs_share_the_charts_each_in_its_style_with_the_compare_verdicts() {
     assert!(charts(&text).iter().all(|c| c.contains("class=\"point\"")));
 }
 
-/// Issue 18, item 9: an imported document with values a few units apart near 1e17 (below the
-/// spacing of floats there) made a chart's axis add a step that never moved its tick, until
-/// memory ran out. The report now finishes at once.
+/// An imported document with values a few units apart near 1e17 (below the spacing of floats
+/// there) is reported at once; it made a chart's axis add a step that never moved its tick,
+/// until memory ran out.
 #[test]
 fn a_crafted_document_with_absurd_ranges_reports_quickly() {
     let dir = tempfile::tempdir().unwrap();
@@ -619,9 +619,8 @@ fn a_crafted_document_with_absurd_ranges_reports_quickly() {
     assert!(text.contains("<svg"), "the report has its charts");
 }
 
-/// Issue 18, item 8: a writer killed mid-transaction leaves a hot journal; the history was then
-/// refused as "not an SQLite database" for good. SQLite now rolls it back, and the committed
-/// runs are all there.
+/// A writer killed mid-transaction leaves a hot journal, which SQLite rolls back: the committed
+/// runs are all there (the history was once refused as "not an SQLite database" for good).
 #[test]
 fn a_hot_journal_after_a_crash_is_recovered() {
     let dir = tempfile::tempdir().unwrap();
@@ -665,9 +664,9 @@ fn a_hot_journal_after_a_crash_is_recovered() {
     assert!(shown.contains("GFLOP/s"), "{shown}");
 }
 
-/// Issue 18, item 8: processes creating the same new history at once all succeed, and the
-/// file has one schema (creation and migration take the write lock first, BEGIN IMMEDIATE,
-/// and read the version inside the transaction).
+/// Processes creating the same new history at once all succeed, and the file has one schema
+/// (creation and migration take the write lock first, BEGIN IMMEDIATE, and read the version inside
+/// the transaction).
 #[test]
 fn processes_creating_one_history_at_once_all_succeed() {
     for round in 0..4 {

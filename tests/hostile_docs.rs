@@ -1,8 +1,7 @@
-//! Issue 33, items 4 and 5: a document from outside (imported, or named as a FILE) can neither
-//! crash peakbench nor drive the terminal. Crafted documents are refused with exit 2 naming
-//! the field, or read and shown with every string escaped: no byte below 0x20 but `\n` and
-//! `\t`, no DEL, no C1 control (CSI U+009B among them) on stdout or stderr of `history`,
-//! `show`, `compare`, `explain` and `report`.
+//! A document from outside (imported, or named as a FILE) can neither crash peakbench nor drive the
+//! terminal. Crafted documents are refused with exit 2 naming the field, or read and shown with
+//! every string escaped: no byte below 0x20 but `\n` and `\t`, no DEL, no C1 control (CSI U+009B
+//! among them) on stdout or stderr of `history`, `show`, `compare`, `explain` and `report`.
 
 mod common;
 
@@ -16,9 +15,9 @@ const FIXTURES: [&str; 2] = [
     concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/findings.json"),
 ];
 
-/// Terminal sequences of the kinds the issue names: OSC 52 (the clipboard), a screen clear,
-/// a CSI in its one-character C1 form, DEL, a carriage return that rewrites a line, a newline
-/// that forges one, and a right-to-left override.
+/// Terminal sequences a hostile document may carry: OSC 52 (the clipboard), a screen clear, a CSI
+/// in its one-character C1 form, DEL, a carriage return that rewrites a line, a newline that forges
+/// one, and a right-to-left override.
 const HOSTILE: &str =
     "\u{1b}]52;c;cGVha2JlbmNo\u{7}\u{1b}[2J\u{9b}31m\u{7f}\r\nforged | row <b>x</b>\u{202e}";
 
@@ -171,8 +170,8 @@ fn cluster_doc(dir: &Path, name: &str, matrix: serde_json::Value) -> String {
     file.to_str().unwrap().to_string()
 }
 
-/// Issue 33, item 5: a matrix row wider than its host list panicked `report --html` (exit 101).
-/// Every command that reads a document refuses it with exit 2 naming the field.
+/// A matrix row wider than its host list (which once panicked `report --html`, exit 101) is
+/// refused by every command that reads a document, with exit 2 naming the field.
 #[test]
 fn a_malformed_matrix_is_refused_naming_the_field_by_every_reader() {
     let dir = tempfile::tempdir().unwrap();

@@ -226,9 +226,9 @@ fn a_missing_sysroot_is_refused_naming_the_flag() {
     );
 }
 
-/// The 16-vCPU Emerald Rapids guest's kernels at 16 threads do half of 16 × their one-thread
-/// rate: `explain` names the shared cores for the run, and the kernels its document judged
-/// against the table of its day (no add-only pipes) above their peaks as a wrong model.
+/// On a 16-vCPU KVM guest of an Emerald Rapids Xeon the kernels at 16 threads do half of 16 × their
+/// one-thread rate: `explain` names the shared cores for the run, and the kernels its document
+/// judged against the table of its day (no add-only pipes) above their peaks as a wrong model.
 #[test]
 fn explain_names_the_shared_cores_and_the_wrong_model_of_a_real_run() {
     let file = folder("emeraldrapids-kvm-16vcpu").join("peakbench-cpu-all.json");

@@ -192,7 +192,7 @@ fn the_default_plan_is_quick() {
     assert!(doc["estimate_s"].as_f64().unwrap() < 25.0);
 }
 
-/// Issue 20 item 7: the loaded-latency flags refuse bad values naming the flag.
+/// The loaded-latency flags refuse bad values naming the flag.
 #[test]
 fn loaded_latency_bad_input_exits_2_naming_the_flag() {
     let base = ["mem", "latency", "--sizes", "1MiB", "-d", "10ms"];
@@ -221,8 +221,8 @@ fn loaded_latency_bad_input_exits_2_naming_the_flag() {
     }
 }
 
-/// Issue 20 item 7: a tiny loaded sweep gives one point per level (no load first), each with a
-/// latency and the load threads' bandwidth; the unpaced load moves more than the most paced.
+/// A tiny loaded sweep gives one point per level (no load first), each with a latency and the
+/// load threads' bandwidth; the unpaced load moves more than the most paced.
 #[test]
 fn loaded_latency_is_a_curve_of_latency_against_load_bandwidth() {
     for op in ["read", "copy"] {

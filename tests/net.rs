@@ -205,8 +205,8 @@ fn the_tcp_receiver_spins_or_sleeps_as_asked_and_says_which() {
             udp["params"]["other"].get("receiver_wait").is_none(),
             "{udp}"
         );
-        // Issue 47: the receiving threads' wake-ups per MB, the findings' evidence for a
-        // sleeping receiver; TCP only.
+        // The receiving threads' wake-ups per MB, the findings' evidence for a sleeping
+        // receiver; TCP only.
         let woke = extra(tcp, "receiver_wakeups");
         assert!(woke["value"].as_f64().unwrap() >= 0.0, "{tcp}");
         assert_eq!(woke["unit"], "per MB", "{tcp}");
@@ -236,9 +236,9 @@ fn the_tcp_receiver_spins_or_sleeps_as_asked_and_says_which() {
     }
 }
 
-/// Issue 30, item 5: a loopback network run alone has a peak. Its throughput results take the
-/// memory copy bandwidth that net measured itself (once for the plan, before the first of them)
-/// × 8000, with a source saying what was copied; latency results have none.
+/// A loopback network run alone has a peak. Its throughput results take the memory copy bandwidth
+/// that net measured itself (once for the plan, before the first of them) × 8000, with a source
+/// saying what was copied; latency results have none.
 #[test]
 fn a_loopback_throughput_result_of_a_net_run_alone_has_the_memory_copy_as_its_peak() {
     let doc = net(&["--proto", "tcp,udp", "--mode", "throughput"]);
@@ -486,9 +486,9 @@ fn bad_input_is_exit_2_naming_the_flag() {
             "--count",
         ),
         (vec!["net", "--server", "no.such.host.invalid"], "--server"),
-        // Issue 18, item 4: 1 bit/s put the sender to sleep for hours per datagram.
+        // 1 bit/s would put the sender to sleep for hours per datagram.
         (vec!["net", "--proto", "udp", "--rate", "1"], "--rate"),
-        // Issue 18, item 9: refused at the flag, not at run time after earlier cases ran.
+        // Refused at the flag, not at run time after earlier cases ran.
         (vec!["net", "--duration", "601s"], "--duration"),
         (vec!["net", "--receiver-wait", "nap"], "--receiver-wait"),
         (
@@ -520,8 +520,8 @@ fn reference_tools_run_beside_when_installed() {
     }
 }
 
-/// Issue 20, item 14: ICMP ping beside sockperf on every round-trip case, to the address the
-/// client targets, its payload the message where ICMP allows it.
+/// ICMP ping runs beside sockperf on every round-trip case, to the address the client targets,
+/// its payload the message where ICMP allows it.
 #[test]
 fn ping_is_the_icmp_reference_beside_the_round_trip() {
     if !common::prerequisite(common::on_path("ping").map(|_| ())) {
@@ -627,8 +627,8 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap()
 }
 
-/// Issue 18, item 3: the duplicate bitmap grew to the sequence number a datagram claimed, so
-/// one datagram with sequence 2^32 − 1 made the server allocate 512 MiB.
+/// A datagram's claimed sequence number leaves the server's memory alone: when the duplicate
+/// bitmap grew to it, one datagram with sequence 2^32 − 1 made the server allocate 512 MiB.
 #[test]
 fn a_crafted_sequence_number_leaves_the_server_memory_alone() {
     let server = Server::start();
@@ -666,8 +666,8 @@ fn a_crafted_sequence_number_leaves_the_server_memory_alone() {
     assert_eq!(last["udp"][0]["received"], 3, "{last}");
 }
 
-/// Issue 18, item 5: `net serve --key FILE` serves only clients given the same key; the client
-/// without it is told which flag to give (exit 2).
+/// `net serve --key FILE` serves only clients given the same key; the client without it is told
+/// which flag to give (exit 2).
 #[test]
 fn a_server_with_a_key_serves_its_holders_only() {
     let dir = tempfile::tempdir().unwrap();
@@ -765,8 +765,8 @@ fn tcp_test(streams: u32, duration_ms: u64) -> serde_json::Value {
         "omit_ms": 0, "duration_ms": duration_ms, "reverse": false, "rate_bps": null})
 }
 
-/// Issue 18, item 5: the startup line says what is open and how to close it; --allow closes
-/// the port to everyone else, before a single byte is sent.
+/// The startup line says what is open and how to close it; --allow closes the port to everyone
+/// else, before a single byte is sent.
 #[test]
 fn the_server_says_what_is_open_and_allow_closes_it() {
     let (_open, said) = serve_logged(&[], None);
@@ -793,7 +793,7 @@ fn the_server_says_what_is_open_and_allow_closes_it() {
     assert_eq!(reply["type"], "accepted", "{reply}");
 }
 
-/// Issue 18, item 5: the operator's caps and the per-address limit.
+/// The operator's caps and the per-address limit refuse a test with the reason.
 #[test]
 fn the_operators_caps_and_per_address_limit_refuse_with_the_reason() {
     let (server, said) = serve_logged(
@@ -832,7 +832,7 @@ fn the_operators_caps_and_per_address_limit_refuse_with_the_reason() {
         assert!(reply["error"].as_str().unwrap().contains(why), "{reply}");
     }
     // Two accepted tests whose data connections never come hold this address's two slots
-    // (for the server's 5 s wait for them); idle connections hold none (issue 33, item 3).
+    // (for the server's 5 s wait for them); idle connections hold none.
     let idle: Vec<RawClient> = (0..4).map(|_| RawClient::connect(server.port)).collect();
     let held: Vec<RawClient> = (0..2)
         .map(|_| {
@@ -853,8 +853,8 @@ fn the_operators_caps_and_per_address_limit_refuse_with_the_reason() {
     drop((held, idle));
 }
 
-/// Issue 18, item 5: the open-file soft limit is raised to the hard one at start, and a test
-/// whose sockets would not fit under it is refused (instead of failing half-way).
+/// The open-file soft limit is raised to the hard one at start, and a test whose sockets would not
+/// fit under it is refused (instead of failing half-way).
 #[test]
 fn the_open_file_limit_is_raised_and_a_test_beyond_it_refused() {
     let (server, said) = serve_logged(&[], Some((64, 160)));
@@ -982,9 +982,10 @@ fn a_rate_list_paces_udp_throughput_only_and_latency_runs_once() {
     assert_eq!(names.len(), 5, "{names:?}");
 }
 
-/// Issue 18: the server's log used eprintln!, which panics when stderr cannot be written
-/// (a full device), and a reader of the log that went away (`2>&1 | head -1`) killed it with
-/// SIGPIPE. Each way of losing stderr, then one loopback test against the server, which lives on.
+/// The server outlives its stderr. Its log once used eprintln!, which panics when stderr cannot
+/// be written (a full device), and a reader of the log that went away (`2>&1 | head -1`) killed
+/// it with SIGPIPE. Each way of losing stderr, then one loopback test against the server, which
+/// lives on.
 #[test]
 fn the_server_outlives_its_stderr() {
     let full = || {

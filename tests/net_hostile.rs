@@ -1,7 +1,7 @@
-//! Hostile and unlucky clients against a real `peakbench net serve` on loopback (issue 33):
-//! an echo never read, a client killed mid-test, silent connections before the key, eight
-//! clients of one host at once, strangers on a test's data port, the server's budgets, and
-//! peer text on its way to a log or a terminal. Each test stops by itself within seconds.
+//! Hostile and unlucky clients against a real `peakbench net serve` on loopback: an echo never
+//! read, a client killed mid-test, silent connections before the key, eight clients of one host at
+//! once, strangers on a test's data port, the server's budgets, and peer text on its way to a log
+//! or a terminal. Each test stops by itself within seconds.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -128,9 +128,9 @@ fn probe_until_accepted(port: u16, within: Duration) -> Result<Duration, String>
     }
 }
 
-/// Issue 33, item 1: a latency client that sends but never reads its echo held the server's
-/// slot for good (the echo blocked in `write_all` on a zero window). Its slot is now back
-/// within the test's length plus the margin, while the client still holds every connection.
+/// A latency client that sends but never reads its echo gets its slot back within the test's
+/// length plus the margin, while the client still holds every connection (the echo once blocked
+/// in `write_all` on a zero window and held the server's slot for good).
 #[test]
 fn a_client_that_never_reads_its_echo_gets_its_slot_back_within_length_and_margin() {
     let server = Server::start(&["--max-per-address", "1"]);
@@ -176,8 +176,8 @@ fn a_client_that_never_reads_its_echo_gets_its_slot_back_within_length_and_margi
     drop((data, hostile));
 }
 
-/// Issue 33, targets: a client killed mid-test (throughput, then latency) gives its slot back
-/// within the test's length and the margin.
+/// A client killed mid-test (throughput, then latency) gives its slot back within the test's
+/// length and the margin.
 #[test]
 fn a_client_killed_mid_test_gives_its_slot_back() {
     let server = Server::start(&["--max-per-address", "1"]);
@@ -211,9 +211,9 @@ fn a_client_killed_mid_test_gives_its_slot_back() {
     }
 }
 
-/// Issue 33, item 3: with `--key`, connections that never answer the challenge hold no test
-/// slot (a keyed client is served at once beside them, with one slot per address), and are
-/// dropped after the short hello deadline (3 s).
+/// With `--key`, connections that never answer the challenge hold no test slot (a keyed client is
+/// served at once beside them, with one slot per address), and are dropped after the short hello
+/// deadline (3 s).
 #[test]
 fn silent_connections_before_the_key_take_no_test_slot_and_are_dropped_soon() {
     let dir = tempfile::tempdir().unwrap();
@@ -270,9 +270,9 @@ fn silent_connections_before_the_key_take_no_test_slot_and_are_dropped_soon() {
     }
 }
 
-/// Issue 33, item 2: eight `peakbench net --server` clients at once from one host, three
-/// repetitions each of throughput and latency, against one default `net serve`: every client
-/// gets its figures (one was refused "busy … --max-per-address").
+/// Eight `peakbench net --server` clients at once from one host, three repetitions each of
+/// throughput and latency, against one default `net serve`: every client gets its figures (one
+/// was once refused "busy … --max-per-address").
 #[test]
 fn eight_clients_three_repetitions_from_one_address_all_get_figures() {
     let server = Server::start(&[]);
@@ -347,9 +347,9 @@ fn connect_from_127_0_0_2(port: u16) -> TcpStream {
     }
 }
 
-/// Issue 33, item 6: a test's data port closes connections from other addresses unread, and
-/// silent connections (from anywhere) delay nobody: each silent one cost the test up to 1 s of
-/// a serial read before, so twenty of them failed it.
+/// A test's data port closes connections from other addresses unread, and silent connections
+/// (from anywhere) delay nobody: when they were read one after another, each silent one cost the
+/// test up to 1 s, so twenty of them failed it.
 #[test]
 fn data_ports_drop_strangers_and_silent_connections_without_delay() {
     let server = Server::start(&[]);
@@ -378,9 +378,8 @@ fn data_ports_drop_strangers_and_silent_connections_without_delay() {
     drop((data, silent, client));
 }
 
-/// Issue 33, item 6: the streams and buffers of all the tests are budgets of the server,
-/// refused `busy` with the reason; a client refused `busy` retries, and is served once the
-/// room is back.
+/// The streams and buffers of all the tests are budgets of the server, refused `busy` with the
+/// reason; a client refused `busy` retries, and is served once the room is back.
 #[test]
 fn the_servers_budgets_refuse_with_a_clear_reason_and_clients_retry() {
     let server = Server::start(&["--max-total-streams", "3", "--max-buffers", "1MiB"]);
@@ -432,8 +431,8 @@ fn the_servers_budgets_refuse_with_a_clear_reason_and_clients_retry() {
     drop(holder);
 }
 
-/// Issue 33, item 4: peer text reaches the server's log escaped (serde quoted an unknown
-/// field's name as it came), every line bounded, and a flood from one address rate-limited.
+/// Peer text reaches the server's log escaped (serde quotes an unknown field's name as it
+/// came), every line bounded, and a flood from one address rate-limited.
 #[test]
 fn peer_text_reaches_the_log_escaped_bounded_and_rate_limited() {
     let server = Server::start(&[]);
@@ -461,8 +460,8 @@ fn peer_text_reaches_the_log_escaped_bounded_and_rate_limited() {
     }
 }
 
-/// Issue 33, item 4: a hostile server's text reaches the client's terminal escaped: a
-/// challenge whose type is a terminal sequence, and a refusal that carries one.
+/// A hostile server's text reaches the client's terminal escaped: a challenge whose type is a
+/// terminal sequence, and a refusal that carries one.
 #[test]
 fn a_hostile_servers_text_reaches_the_terminal_escaped() {
     for reply in [

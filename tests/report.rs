@@ -335,10 +335,10 @@ duration = "60ms"
     );
 }
 
-/// Issue 31: the report of a document with findings opens with them. Rendered from a real
-/// run's document with hand-made findings of every verdict (tests/fixtures/make_findings.py),
-/// loaded in Chromium: the Findings section comes before the run table, the summary and the
-/// first results table, every verdict has its badge, and the page logs nothing.
+/// The report of a document with findings opens with them. Rendered from a real run's document with
+/// hand-made findings of every verdict (tests/fixtures/make_findings.py), loaded in Chromium: the
+/// Findings section comes before the run table, the summary and the first results table, every
+/// verdict has its badge, and the page logs nothing.
 #[test]
 fn the_report_of_a_judged_run_opens_with_its_findings() {
     let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/findings.json");

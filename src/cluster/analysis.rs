@@ -518,8 +518,8 @@ mod tests {
         assert_eq!(groups[0].machine_id.as_deref(), Some("m1"));
     }
 
-    /// Issue 34: a sampled matrix of many hosts is kept as its links (`cells`), its JSON grows
-    /// with the hosts, not their square, and its slow link and slow host are still found.
+    /// A sampled matrix of many hosts is kept as its links (`cells`), its JSON grows with the
+    /// hosts, not their square, and its slow link and slow host are still found.
     #[test]
     fn a_sampled_matrix_of_many_hosts_is_kept_as_links_and_still_judged() {
         let bytes = |n: usize| {

@@ -195,8 +195,8 @@ pub struct CpuArgs {
 mod tests {
     use super::*;
 
-    /// Issue 30 item 4: every element type parses as a choice under its own name and stands for
-    /// itself; the widths are the only other names.
+    /// Every element type parses as a choice under its own name and stands for itself; the
+    /// widths are the only other names.
     #[test]
     fn every_precision_name_is_a_choice_for_itself() {
         for &precision in Precision::ALL {

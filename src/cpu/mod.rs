@@ -791,8 +791,8 @@ mod tests {
         );
     }
 
-    /// Issue 20 item 3: --int-units sets the vector integer units of the widest ISA, named as
-    /// the source of the integer peaks there.
+    /// `--int-units` sets the vector integer units of the widest ISA, named as the source of the
+    /// integer peaks there.
     #[test]
     fn int_units_flag_sets_the_widest_integer_pipes() {
         let ctx = Context::fixture();

@@ -486,8 +486,8 @@ mod tests {
         Some(loops)
     }
 
-    /// Issue 18, item 7: the device is held with O_EXCL (nothing else can claim it), and a
-    /// name that refers to another device by the time of the fill is refused.
+    /// The device is held with O_EXCL (nothing else can claim it), and a name that refers to
+    /// another device by the time of the fill is refused.
     #[test]
     fn a_held_device_is_exclusive_and_a_name_moved_to_another_is_refused() {
         let dir = tempfile::tempdir().unwrap();

@@ -317,10 +317,10 @@ mod tests {
         assert_eq!(fio_filename(Path::new("/d/x\\y/f")), "/d/x\\y/f");
     }
 
-    /// Issue 18, items 2 and 6: fio opened the test file by its name, so a name swapped for a
-    /// symbolic link after peakbench's checks sent fio's writes to the link's target. fio now
-    /// opens the descriptor peakbench checked: the victim is untouched and the checked inode
-    /// holds fio's writes.
+    /// fio writes through the descriptor peakbench checked, not the name. When fio opened the
+    /// test file by its name, a name swapped for a symbolic link after peakbench's checks sent
+    /// fio's writes to the link's target; through the descriptor the victim is untouched and the
+    /// checked inode holds fio's writes.
     #[test]
     fn fio_writes_through_the_checked_descriptor_not_the_name() {
         use crate::disk::file::{self, Place, TargetSpec};

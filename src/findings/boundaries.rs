@@ -1,9 +1,9 @@
 //! Where a run's own latency curve says the caches end, against the sizes sysinfo read.
 //!
-//! A guest often sees its host's caches: a KVM guest of a Xeon was told of a 480 MiB L3 while
-//! its `mem latency` stepped from 46.8 ns at 8 MiB to 259 ns at 256 MiB. A working set of
-//! 256 MiB is then in memory, whatever sysinfo says, and a bandwidth result there is judged as
-//! one of memory, with a run-wide finding that says why.
+//! A guest often sees its host's caches: a 2-vCPU KVM guest of a Golden Cove server Xeon was told
+//! of a 480 MiB L3 while its `mem latency` stepped from 46.8 ns at 8 MiB to 259 ns at 256 MiB. A
+//! working set of 256 MiB is then in memory, whatever sysinfo says, and a bandwidth result there is
+//! judged as one of memory, with a run-wide finding that says why.
 
 use crate::result::{BenchResult, Cause, Evidence, Report, Subsystem};
 use crate::sysinfo::SysInfo;
@@ -38,12 +38,12 @@ impl MeasuredEdge {
     }
 }
 
-/// How far apart in size, at most, two points of a latency curve that are not neighbours may
-/// be for [`memory_step`] to compare them. With working sets ×2 apart a cache's edge spreads
-/// over two intervals, as about half the loads still hit at twice its size: a KVM guest read
-/// 47 ns at 16 MiB, 103 ns at 32 MiB and 157 ns at 64 MiB with huge pages, no interval ×2.5.
-/// Over ×4, the growth inside a cache from TLB misses (a page walk the cache serves adds at
-/// most one more cache latency) stays under [`MEMORY_STEP`].
+/// How far apart in size, at most, two points of a latency curve that are not neighbours may be for
+/// [`memory_step`] to compare them. With working sets ×2 apart a cache's edge spreads over two
+/// intervals, as about half the loads still hit at twice its size: a 2-vCPU KVM guest of a Golden
+/// Cove server Xeon read 47 ns at 16 MiB, 103 ns at 32 MiB and 157 ns at 64 MiB with huge pages, no
+/// interval ×2.5. Over ×4, the growth inside a cache from TLB misses (a page walk the cache serves
+/// adds at most one more cache latency) stays under [`MEMORY_STEP`].
 pub const STEP_SPAN: u64 = 4;
 
 /// Where a latency curve steps from a cache to memory before the last-level cache ends: the

@@ -243,7 +243,7 @@ mod tests {
         assert!(limits::check_msg(Proto::Tcp, true, 1_000_001).is_err());
         assert!(limits::check_msg(Proto::Udp, true, 65_507).is_ok());
         assert!(limits::check_msg(Proto::Udp, true, 65_508).is_err());
-        // Throughput datagrams under the sequence header go without one (issue 20, item 12).
+        // Throughput datagrams shorter than the sequence header go without one.
         assert!(limits::check_msg(Proto::Udp, true, 1).is_ok());
         assert!(limits::check_msg(Proto::Udp, true, 0).is_err());
         assert!(limits::check_msg(Proto::Udp, false, 1).is_ok());

@@ -313,7 +313,7 @@ impl Control {
 mod tests {
     use super::*;
 
-    /// Issue 18, item 5: bytes from a peer reach a log or an error line escaped.
+    /// Bytes from a peer reach a log or an error line escaped.
     #[test]
     fn peer_text_is_escaped_before_it_is_shown() {
         assert_eq!(escaped("busy, try later"), "busy, try later");
@@ -324,8 +324,8 @@ mod tests {
         assert_eq!(escaped(&"y".repeat(500)).chars().count(), 201);
     }
 
-    /// Issue 33, item 4: serde's error quotes the peer's field and variant names; the error
-    /// of a malformed line holds no control character and stays short, whatever the line.
+    /// serde's error quotes the peer's field and variant names, so the error of a malformed line
+    /// is escaped: it holds no control character and stays short, whatever the line.
     #[test]
     fn a_malformed_lines_error_is_escaped_and_bounded() {
         let field = format!(r"\u001b]52;c;{}\u0007\u001b[2J", "A".repeat(3000));

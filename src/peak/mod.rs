@@ -172,8 +172,8 @@ mod tests {
         }
     }
 
-    /// Issue 45 item 1: chains that disagree leave the clock unknown, the peaks on the base
-    /// clock with a warning; a unit count is read only from a rate near a whole number.
+    /// Chains that disagree leave the clock unknown, the peaks on the base clock with a warning;
+    /// a unit count is read only from a rate near a whole number.
     #[test]
     fn a_disagreeing_clock_falls_back_to_the_base_clock_with_a_warning() {
         let host = fixture_host();
@@ -275,7 +275,7 @@ mod tests {
         assert!(near(ghz, 2.7), "{ghz}");
     }
 
-    /// Issue 20 item 3: a model of the users' reports, seen without cpufreq, gets its base
+    /// A model that users reported from (a Xeon E5-2670 v3), seen without cpufreq, gets its base
     /// clock from the model name and its turbo from the table of known models.
     #[test]
     fn a_known_model_gives_the_pair_with_both_sources() {
@@ -388,8 +388,9 @@ mod tests {
         assert!(fine.check().is_ok());
     }
 
-    /// Issue 30 item 7: on Zen 5 (the fixture's host, family 26) `cpu -p HP` printed no peak
-    /// for `vdpbf16ps` and `vpdpwssd`: the table had no dot-product pipes for it.
+    /// Zen 5's bf16, i16 and i8 dot products have a peak: on Zen 5 (the fixture's host, family
+    /// 26) `cpu -p HP` once printed no peak for `vdpbf16ps` and `vpdpwssd`, as the table had no
+    /// dot-product pipes for it.
     #[test]
     fn zen5_dot_products_have_a_peak() {
         let mut host = fixture_host();

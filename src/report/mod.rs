@@ -164,9 +164,9 @@ mod snapshots {
         insta::assert_snapshot!(render_markdown_tables(&fixture()));
     }
 
-    /// Issue 20 item 4: a memory block case's access time (the extra the case records) is a
-    /// column of the table, the Markdown, the pasted tables and the CSV; other subsystems' tables
-    /// do not get the column.
+    /// A memory block case's access time (the extra the case records) is a column of the table,
+    /// the Markdown, the pasted tables and the CSV; other subsystems' tables do not get the
+    /// column.
     #[test]
     fn access_time_is_a_column_where_a_result_has_one() {
         let mut report = fixture();

@@ -1,9 +1,8 @@
-//! The one check of a document read from outside (issue 33, item 5): `import`, `report FILE`,
-//! `compare FILE`, `explain FILE` and every stored document pass through [`Report::parse`],
-//! which calls [`check_json`] on the parsed JSON and [`check_shapes`] on the typed document.
-//! A refusal names the field (`results[3].samples[2]: not a finite number`), so the renderers
-//! can rely on what is checked here: sizes bounded, numbers finite, a matrix as wide and as tall
-//! as its host list.
+//! The one check of a document read from outside: `import`, `report FILE`, `compare FILE`,
+//! `explain FILE` and every stored document pass through [`Report::parse`], which calls
+//! [`check_json`] on the parsed JSON and [`check_shapes`] on the typed document. A refusal names
+//! the field (`results[3].samples[2]: not a finite number`), so the renderers can rely on what is
+//! checked here: sizes bounded, numbers finite, a matrix as wide and as tall as its host list.
 //!
 //! [`Report::parse`]: super::Report::parse
 

@@ -6,14 +6,14 @@
 //! last-level cache of the whole machine, at least 256 MiB and at most a quarter of the memory
 //! available, split among the threads. The sizes chosen are printed and kept in every result.
 //!
-//! A guest may be shown its host's whole L3 (a KVM guest of a Xeon was told of 480 MiB, and its
-//! pointer chase read 45 ns at 8 MiB but 160 ns at 32 MiB): an L3 set sized from sysinfo is then
-//! in memory. Where the latency probe ([`super::probe`]) finds such a step before sysinfo's L3
-//! ends, the L3 set is the largest working set the chase still found in the cache ([`CacheEdge`]),
-//! all the threads' together, as a shared cache's. L1 and L2, private to a core, are taken as
-//! sysinfo reads them; a smaller L1 or L2 than reported is not corrected here: its roof and
-//! plateau are measured as they are, and the model warns when the plateau is not flat or not
-//! distinct from the next level.
+//! A guest may be shown its host's whole L3 (a 2-vCPU KVM guest of a Golden Cove server Xeon was
+//! told of 480 MiB, and its pointer chase read 45 ns at 8 MiB but 160 ns at 32 MiB): an L3 set
+//! sized from sysinfo is then in memory. Where the latency probe ([`super::probe`]) finds such a
+//! step before sysinfo's L3 ends, the L3 set is the largest working set the chase still found in
+//! the cache ([`CacheEdge`]), all the threads' together, as a shared cache's. L1 and L2, private to
+//! a core, are taken as sysinfo reads them; a smaller L1 or L2 than reported is not corrected here:
+//! its roof and plateau are measured as they are, and the model warns when the plateau is not flat
+//! or not distinct from the next level.
 
 use crate::sysinfo::SysInfo;
 use crate::units::format_size_approx;
@@ -172,8 +172,9 @@ mod tests {
         assert_eq!(given.last().unwrap().per_thread(1), 64 << 20);
     }
 
-    /// The guest shown its host's 480 MiB L3, whose chase stepped from 8 MiB to 16 MiB: its L3
-    /// set is the 8 MiB still in the cache, split among the threads, and says where it came from.
+    /// A 2-vCPU KVM guest of a Golden Cove server Xeon, shown its host's 480 MiB L3, whose chase
+    /// stepped from 8 MiB to 16 MiB: its L3 set is the 8 MiB still in the cache, split among the
+    /// threads, and says where it came from.
     #[test]
     fn a_measured_edge_sizes_the_l3_as_a_shared_set() {
         let mut host = Context::fixture().host;

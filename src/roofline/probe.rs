@@ -1,12 +1,12 @@
 //! The latency probe that finds where this machine's L3 really ends, before the roofline plans
 //! its L3 level.
 //!
-//! A guest may be shown its host's whole L3: a KVM guest of a Xeon was told of 480 MiB while its
-//! pointer chase (huge pages) read ~45 ns at 8 MiB, ~160 ns at 32 MiB and ~184 ns at 256 MiB, so
-//! an L3 roof sized from sysinfo (120 MiB) read the DRAM figure. The probe chases pointers
-//! ([`crate::memory::latency::chase_ns`]) over working sets from 2 × the L2 up to sysinfo's
-//! last level, ×2 each, [`PER_SIZE`] of chasing at each, and stops at the first step to memory
-//! by the rule the run-wide finding uses ([`crate::findings::memory_step`]), or when
+//! A guest may be shown its host's whole L3: a 2-vCPU KVM guest of a Golden Cove server Xeon was
+//! told of 480 MiB while its pointer chase (huge pages) read ~45 ns at 8 MiB, ~160 ns at 32 MiB and
+//! ~184 ns at 256 MiB, so an L3 roof sized from sysinfo (120 MiB) read the DRAM figure. The probe
+//! chases pointers ([`crate::memory::latency::chase_ns`]) over working sets from 2 × the L2 up to
+//! sysinfo's last level, ×2 each, [`PER_SIZE`] of chasing at each, and stops at the first step to
+//! memory by the rule the run-wide finding uses ([`crate::findings::memory_step`]), or when
 //! [`BUDGET`] is spent. It runs once per process, only when a run is about to start (never in
 //! a dry run), and only when the plan has an L3 level.
 

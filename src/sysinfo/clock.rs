@@ -118,9 +118,9 @@ pub fn measure_ghz() -> Option<f64> {
 /// the fastest of nine timed after 2 ms of adds, the two alternating so that a host's clock
 /// drifting between them moves both alike. A core that lowers its clock for wide vector work
 /// (the AVX-512 and AMX frequency licences of Intel's server cores) keeps the lower clock for
-/// milliseconds after the last such instruction, so the chain runs at it: on a Sapphire
-/// Rapids-class guest a chain read 4.09 GHz after plain adds or 256-bit FMAs and 3.79-3.81 GHz
-/// after 512-bit FMAs (docs/cpu.md). `None` off x86-64.
+/// milliseconds after the last such instruction, so the chain runs at it: on a 2-vCPU KVM guest
+/// of a Golden Cove server core (a Sapphire Rapids-class Xeon) a chain read 4.09 GHz after plain
+/// adds or 256-bit FMAs and 3.79-3.81 GHz after 512-bit FMAs (docs/cpu.md). `None` off x86-64.
 pub fn ratio_after(burst: &mut dyn FnMut()) -> Option<f64> {
     #[cfg(target_arch = "x86_64")]
     {

@@ -23,7 +23,7 @@ pub(super) const POLL: Duration = Duration::from_micros(500);
 /// another: the server of a pair's TCP tests, a host idle while the others measure. Probing
 /// every [`POLL`] there, 2,000 wake-ups a second took that CPU from the TCP receiver beside
 /// it, which read 0.84 x iperf3 pinned to it; waking at most 100 times a second, 1.05 x
-/// (issue 47, bench/cluster.py --only tcp).
+/// (measured with bench/cluster.py --only tcp).
 pub(super) const POLL_IDLE: Duration = Duration::from_millis(10);
 
 /// Sleeps between two probes of a wait that began at `since`: [`POLL`] at first, then a tenth

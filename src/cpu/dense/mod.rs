@@ -27,8 +27,8 @@ mod tests {
     use crate::plan::Context;
     use crate::workload::plan_for;
 
-    /// Issue 32 items 2 and 3: `cpu gemm -p f64,f32` plans a case per precision (f64's ids as
-    /// before), only f64 and f32 are taken, and `--blas PATH` is checked before anything opens.
+    /// `cpu gemm -p f64,f32` plans a case per precision (f64's ids as with f64 alone), only f64
+    /// and f32 are taken, and `--blas PATH` is checked before anything opens.
     #[test]
     fn gemm_plans_each_precision_and_checks_a_blas_path() {
         let ctx = Context::fixture();

@@ -318,9 +318,9 @@ mod tests {
         }
     }
 
-    /// Issue 30 item 7: every kernel has an entry (a count, or 0 where its ISA is absent) on
-    /// every microarchitecture of the table, so that no measured kernel goes without a peak on
-    /// a CPU the table knows.
+    /// Every kernel has an entry (a count, or 0 where its ISA is absent) on every
+    /// microarchitecture of the table, so that no measured kernel goes without a peak on a CPU
+    /// the table knows.
     #[test]
     fn every_kernel_has_an_entry_on_every_microarchitecture() {
         use crate::peak::Pipe;

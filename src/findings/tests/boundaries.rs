@@ -2,8 +2,9 @@
 
 use super::*;
 
-/// The quick run of the Xeon guest that sysinfo tells of its host's 480 MiB L3: its latency
-/// steps ×5.5 from 8 MiB to 256 MiB, so 256 MiB is memory.
+/// The quick run of a 2-vCPU KVM guest of a Golden Cove server Xeon (its hypervisor presents
+/// model 0xA7), which sysinfo tells of its host's 480 MiB L3: its latency steps ×5.5 from 8 MiB
+/// to 256 MiB, so 256 MiB is memory.
 fn xeon_guest() -> Report {
     Report::parse(include_str!(
         "../../../tests/fixtures/machines/xeon-amx-kvm-2vcpu/peakbench-quick.json"
@@ -103,8 +104,9 @@ fn the_step_rule_finds_an_early_step_where_the_curve_leaves_the_cache() {
     assert_eq!(memory_step(&curve, 2 * MIB, 480 * MIB), Some((1, 2)));
 }
 
-/// This KVM guest's curve as the roofline's probe reads it, ×2 apart: the edge spreads over two
-/// intervals (×2.2, then ×1.5), and the step is read over ×4, from 16 MiB to 64 MiB.
+/// The curve of the same Golden Cove server Xeon's KVM guest as the roofline's probe reads it,
+/// sets ×2 apart: the edge spreads over two intervals (×2.2, then ×1.5), and the step is read
+/// over ×4, from 16 MiB to 64 MiB.
 #[test]
 fn the_step_rule_reads_a_step_spread_over_two_intervals() {
     let curve = [
@@ -157,9 +159,10 @@ fn the_step_rule_ignores_a_step_inside_the_private_caches() {
     assert_eq!(memory_step(&curve, MIB, 32 * MIB), None);
 }
 
-/// Issue 45's target on the Golden Cove guest: a first quick run (the preset with the memory
-/// hierarchy's levels and the chase over huge pages) judges at least 60 % of its results, none
-/// above its limit, and every bandwidth in a private cache gets a verdict from the cache model.
+/// On a 2-vCPU KVM guest of a Golden Cove server Xeon, a first quick run (the preset with the
+/// memory hierarchy's levels and the chase over huge pages) judges at least 60 % of its results,
+/// none above its limit, and every bandwidth in a private cache gets a verdict from the cache
+/// model.
 #[test]
 fn a_first_quick_run_on_the_xeon_guest_judges_most_of_its_results() {
     let report = Report::parse(include_str!(

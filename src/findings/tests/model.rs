@@ -71,8 +71,8 @@ fn a_clock_that_moved_after_the_peak_was_measured_explains_a_figure_over_or_unde
     assert!(f.causes.iter().all(|c| c.kind != "clock-moved"), "{f:#?}");
 }
 
-/// Issue 45 item 5: a kernel above its peak at its own clock proves the model wrong, and the
-/// line says so instead of praising the hardware.
+/// A kernel above its peak at its own clock proves the model wrong, and the line says so instead
+/// of praising the hardware.
 #[test]
 fn a_kernel_over_its_peak_at_its_own_clock_says_the_model_is_wrong() {
     let mut report = document();
@@ -218,9 +218,9 @@ fn far_chase(report: &Report, set: u64, ns: f64, share: Option<f64>) -> BenchRes
     r
 }
 
-/// Issue 45 item 4: the shared L3 and DRAM are judged by the row's bands in ns, over huge
-/// pages only (over 4 KiB pages each load also walks the page tables), with DRAM where the
-/// run's own curve says memory begins, whatever sysinfo's L3.
+/// The shared L3 and DRAM are judged by the row's bands in ns, over huge pages only (over 4 KiB
+/// pages each load also walks the page tables), with DRAM where the run's own curve says memory
+/// begins, whatever sysinfo's L3.
 #[test]
 fn the_l3_and_dram_latencies_are_judged_by_the_rows_bands_over_huge_pages() {
     let mut report = document();
@@ -267,8 +267,8 @@ fn the_l3_and_dram_latencies_are_judged_by_the_rows_bands_over_huge_pages() {
     }
 }
 
-/// Issue 45 item 4: a bandwidth result whose working set each core holds in its L1 or L2 is
-/// judged against the ports' peak the run gave it, in the cache-bandwidth band.
+/// A bandwidth result whose working set each core holds in its L1 or L2 is judged against the
+/// ports' peak the run gave it, in the cache-bandwidth band.
 #[test]
 fn a_bandwidth_in_a_private_cache_is_judged_in_the_cache_band() {
     let mut report = document();

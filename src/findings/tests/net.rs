@@ -1,5 +1,5 @@
 //! TCP receivers: a window too small for the round trip, and a sleeping receiver named as a
-//! cause only on its wake-ups per MB (issue 47).
+//! cause only on its wake-ups per MB.
 
 use super::*;
 
@@ -29,8 +29,8 @@ fn a_receive_window_too_small_for_the_round_trip_is_named() {
     assert!((c.bound.unwrap() - 419.430_4).abs() < 1e-3, "{c:#?}");
 }
 
-/// Issue 47: a TCP result whose receiver slept, at 0.85 of iperf3's figure, with its receiving
-/// threads woken `per_mb` times per MB (`None`: not counted, as an older peakbench).
+/// A TCP result whose receiver slept, at 0.85 of iperf3's figure, with its receiving threads woken
+/// `per_mb` times per MB (`None`: not counted, as an older peakbench).
 fn slept_below_iperf3(report: &Report, per_mb: Option<f64>, spun: bool) -> BenchResult {
     let mut r = tcp(report, 15_600.0);
     r.params

@@ -225,8 +225,8 @@ mod tests {
     use super::*;
     use std::net::TcpListener;
 
-    /// Issue 33, item 1: a client that sends but never reads its echo; the echo thread still
-    /// ends by its deadline (it blocked in `write_all` on a zero window for good).
+    /// A client that sends but never reads its echo: the echo thread still ends by its deadline
+    /// (it once blocked in `write_all` on a zero window for good).
     #[test]
     fn an_echo_that_is_never_read_ends_by_its_deadline() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -197,9 +197,10 @@ fn sleep_until(when: Instant, gone: &impl Fn() -> bool) {
 /// deadline of [`POLL`] (SO_RCVTIMEO) to look at the flags. A spinning one (`spin`) reads
 /// non-blocking and on an empty socket reads on for up to [`SPIN`] since the last data, then
 /// sleeps in poll(2) (see [`receiver_spins`]). Why a blocking read and not poll(2) then a
-/// non-blocking read when it sleeps: on a 2-vCPU Intel guest one loopback stream read about 7 %
-/// more with the blocking read, with as many wake-ups per MB (issue 47, docs/net.md); on a Zen
-/// 4 guest poll(2) had read 3-5 % more, so the choice is the machine's, not a law.
+/// non-blocking read when it sleeps: on a 2-vCPU KVM guest of a Golden Cove server Xeon one
+/// loopback stream read about 7 % more with the blocking read, with as many wake-ups per MB
+/// (docs/net.md, "A sleeping receiver against iperf3's"); on a 2-vCPU KVM guest of an AMD EPYC
+/// Zen 4 poll(2) had read 3-5 % more, so the choice is the machine's, not a law.
 fn receive_tcp(stream: &TcpStream, index: usize, counters: &Counters, spin: bool) -> Result<()> {
     // SAFETY: gettid has no preconditions.
     counters.tids[index].store(unsafe { libc::gettid() }, Ordering::Release);
@@ -386,7 +387,7 @@ mod tests {
         (rx, tx)
     }
 
-    /// Issue 47: a thread's wake-ups are read from /proc, and a sleep is one more.
+    /// A thread's wake-ups are read from /proc, and a sleep is one more.
     #[test]
     fn a_threads_wakeups_are_read_and_a_sleep_adds_one() {
         // SAFETY: gettid has no preconditions.

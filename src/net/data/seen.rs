@@ -116,8 +116,8 @@ mod tests {
         assert_eq!(s.insert(1000 + SEEN_WINDOW), Seen::Duplicate);
     }
 
-    /// Issue 33, item 6: a forward jump clears whole words; it forgets exactly the numbers
-    /// the bit-by-bit version forgot, for jumps that start and end anywhere in a word and wrap.
+    /// A forward jump clears whole words; it forgets exactly the numbers the bit-by-bit version
+    /// forgot, for jumps that start and end anywhere in a word and wrap.
     #[test]
     fn forgetting_by_words_clears_exactly_the_skipped_slots() {
         let mut rng = 0x2545_f491_4f6c_dd1d_u64;
@@ -146,7 +146,7 @@ mod tests {
         }
     }
 
-    /// Issue 18, item 3: a datagram's sequence number never sizes the receiver's memory.
+    /// A datagram's sequence number never sizes the receiver's memory.
     #[test]
     fn a_huge_sequence_number_keeps_the_seen_set_at_its_size() {
         let mut s = SeenSet::default();

@@ -153,7 +153,8 @@ mod tests {
     use super::super::threads::FAIL_SPAWN;
     use super::*;
 
-    /// Issue 18, item 4: a tiny rate put the sender to sleep for hours, deaf to stop.
+    /// A sender at a tiny rate still stops within its poll (such a rate once put it to sleep
+    /// for hours, deaf to stop).
     #[test]
     fn a_slow_sender_still_stops_within_its_poll() {
         let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -201,8 +202,8 @@ mod tests {
         );
     }
 
-    /// Issue 18, item 5: a thread the system refuses fails the test (no panic), and the
-    /// streams already started are stopped and joined.
+    /// A thread the system refuses fails the test (no panic), and the streams already started
+    /// are stopped and joined.
     #[test]
     fn a_refused_thread_stops_the_started_streams_and_is_an_error() {
         let socks: Vec<UdpSocket> = (0..4)

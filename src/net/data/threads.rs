@@ -47,17 +47,17 @@ impl DataThreads {
     }
 }
 
-/// Whether the TCP receiver of a test spins on its empty sockets ([`SPIN`]) instead of sleeping
-/// in a blocking read at once. A sleeping receiver is woken by the kernel on the sender's side
-/// for every burst of data, and on a VM that wake-up (an interrupt to a halted vCPU) costs the sending CPU
-/// more than the receiver's copy: one loopback stream read 31 Gb/s with a spinning receiver and
-/// 22 with a sleeping one on a 2-vCPU Zen 4 guest. Spinning costs a CPU per receiving thread,
-/// so `auto` spins only where this host runs both ends (`loopback`) and the `streams`' sending
-/// and receiving threads all fit in the `cpus` this process may use: a spinning thread on a
-/// shared CPU would take it from a sender. A remote sender's CPUs, or another network
-/// namespace's on this host, are not known here, so its receiver sleeps unless asked to spin.
-/// UDP receivers always sleep: their figure is the loss at a rate, which a spinning receiver
-/// would hide.
+/// Whether the TCP receiver of a test spins on its empty sockets ([`SPIN`]) instead of sleeping in
+/// a blocking read at once. A sleeping receiver is woken by the kernel on the sender's side for
+/// every burst of data, and on a VM that wake-up (an interrupt to a halted vCPU) costs the sending
+/// CPU more than the receiver's copy: one loopback stream read 31 Gb/s with a spinning receiver and
+/// 22 with a sleeping one on a 2-vCPU KVM guest of an AMD EPYC Zen 4. Spinning costs a CPU per
+/// receiving thread, so `auto` spins only where this host runs both ends (`loopback`) and the
+/// `streams`' sending and receiving threads all fit in the `cpus` this process may use: a spinning
+/// thread on a shared CPU would take it from a sender. A remote sender's CPUs, or another network
+/// namespace's on this host, are not known here, so its receiver sleeps unless asked to spin. UDP
+/// receivers always sleep: their figure is the loss at a rate, which a spinning receiver would
+/// hide.
 pub fn receiver_spins(
     wait: ReceiverWait,
     proto: Proto,

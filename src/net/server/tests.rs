@@ -95,7 +95,7 @@ fn policy(per_address: usize) -> Policy {
     }
 }
 
-/// Issue 18, item 5: a handler that panics gives its slot back (it leaked for good).
+/// A handler that panics gives its slot back (the slot once leaked for good).
 #[test]
 fn a_slot_is_given_back_even_when_its_handler_panics() {
     let slots = Arc::new(Slots::default());
@@ -120,8 +120,8 @@ fn a_slot_is_given_back_even_when_its_handler_panics() {
     assert_eq!(slots.running(), (0, 0, Need::default()));
 }
 
-/// Issue 33, item 3: IPv6 clients are counted per /64, tests and handshakes alike; an
-/// IPv4-mapped address counts as its IPv4 address.
+/// IPv6 clients are counted per /64, tests and handshakes alike; an IPv4-mapped address counts
+/// as its IPv4 address.
 #[test]
 fn ipv6_clients_are_counted_per_64() {
     let slots = Arc::new(Slots::default());
@@ -152,8 +152,8 @@ fn ipv6_clients_are_counted_per_64() {
     drop((a, b, places));
 }
 
-/// Issue 33, items 3 and 6: handshakes do not take test slots; the server's streams and
-/// buffers are budgets over all its tests, refused `busy` with the reason and given back.
+/// Handshakes do not take test slots; the server's streams and buffers are budgets over all its
+/// tests, refused `busy` with the reason and given back.
 #[test]
 fn the_whole_servers_budgets_refuse_with_the_reason() {
     let slots = Arc::new(Slots::default());
@@ -193,9 +193,9 @@ fn the_whole_servers_budgets_refuse_with_the_reason() {
     assert!(Slots::test(&slots, ip, &spec(3, 1_000_000), &tight).is_ok());
 }
 
-/// Issue 33, item 6: the open-file check reserves each test's descriptors under the lock:
-/// two tests that each fit, but not both, are not both admitted (each read the same count
-/// of open files before either opened its sockets).
+/// The open-file check reserves each test's descriptors under the lock: two tests that each
+/// fit, but not both, are not both admitted (when each only read the count of open files, both
+/// read the same count before either opened its sockets).
 #[test]
 fn descriptors_are_reserved_per_test() {
     let open = std::fs::read_dir("/proc/self/fd").unwrap().count() as u64;
@@ -228,8 +228,8 @@ fn descriptors_are_reserved_per_test() {
     assert!(Slots::test(&slots, ip, &spec(streams, 1), &lots).is_ok());
 }
 
-/// Issue 33, item 6: a failing accept (EMFILE) waits 10 ms doubling to 1 s, and is logged
-/// once per period, not every 10 ms.
+/// A failing accept (EMFILE) waits 10 ms doubling to 1 s, and is logged once per period, not
+/// every 10 ms.
 #[test]
 fn a_failing_accept_backs_off_and_is_logged_once_per_period() {
     let mut backoff = AcceptBackoff::default();
@@ -251,8 +251,8 @@ fn a_failing_accept_backs_off_and_is_logged_once_per_period() {
     assert_eq!(backoff.failed(now).0, Duration::from_millis(10));
 }
 
-/// Issue 33, item 4: lines one address block causes are rate-limited per block, the
-/// dropped ones counted on the next line; log lines are printable and bounded.
+/// Lines one address block causes are rate-limited per block, the dropped ones counted on the
+/// next line; log lines are printable and bounded.
 #[test]
 fn log_lines_are_escaped_bounded_and_rate_limited_per_block() {
     let log = Log::new(true);

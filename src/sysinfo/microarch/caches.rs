@@ -17,9 +17,10 @@ pub struct LoadLatency {
 /// The load-to-use latencies of the row `name`: the vendors' optimisation guides (Intel 64 and
 /// IA-32 Architectures Optimization Reference Manual, cache tables per microarchitecture; AMD
 /// Software Optimization Guides for families 17h, 19h and 1Ah), checked where this project ran
-/// the core (`mem latency`: 4.95 cycles at 16 KiB on the Golden Cove server guest of the
-/// fixtures). The shared L3 and DRAM have no cycle count a table can give: their latency is the
-/// mesh's or the fabric's and the memory's, banded in nanoseconds by [`far_latency`].
+/// the core (`mem latency`: 4.95 cycles at 16 KiB on a 2-vCPU KVM guest of a Golden Cove server
+/// Xeon, tests/fixtures/machines/xeon-amx-kvm-2vcpu). The shared L3 and DRAM have no cycle count
+/// a table can give: their latency is the mesh's or the fabric's and the memory's, banded in
+/// nanoseconds by [`far_latency`].
 pub fn load_latency(name: &str) -> Option<LoadLatency> {
     const INTEL: &str = "Intel optimization manual, load-to-use latency";
     const AMD: &str = "AMD software optimization guide, load-to-use latency";

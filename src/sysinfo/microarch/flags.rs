@@ -77,8 +77,9 @@ mod tests {
         list.split_whitespace().map(str::to_string).collect()
     }
 
-    /// Issue 45 item 2: the Xeon guest whose hypervisor presents Rocket Lake's model 0xA7 with
-    /// AMX and AVX512-FP16 is the Golden Cove server class, and says the model was overridden.
+    /// A 2-vCPU KVM guest of a Golden Cove server Xeon, whose hypervisor presents Rocket Lake's
+    /// model 0xA7 with AMX and AVX512-FP16, is identified as the Golden Cove server class, and
+    /// the source says the model was overridden.
     #[test]
     fn a_false_model_is_overridden_by_the_flags() {
         let xeon =

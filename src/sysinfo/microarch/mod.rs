@@ -233,10 +233,10 @@ const TABLE: &[Microarch] = &[
     // - VNNI: "VNNIs execute in the first two pipes" (FP0, FP1), 512 bit wide: 2 per cycle.
     // - BF16 `vdpbf16ps`: on FP2/FP3 in LLVM's Znver5 model: 2 per cycle. Unverified against
     //   the guide's own latency table.
-    // Measured: 540 GFLOP/s `vdpbf16ps` and 541 GIOP/s `vpdpwssd` on the 2 cores of a Zen 5
-    // guest (family 26 model 2): 270 G ops/s per core, 64 ops per instruction, so about 1.55
-    // per cycle at the 2.7 GHz that guest's clock probe reads (tests/fixtures/report.json),
-    // more than one pipe can give. No AVX512-FP16, no AMX.
+    // Measured: 540 GFLOP/s `vdpbf16ps` and 541 GIOP/s `vpdpwssd` on the 2 cores of a 2-vCPU KVM
+    // guest of an AMD Zen 5 EPYC (family 26 model 2): 270 G ops/s per core, 64 ops per instruction,
+    // so about 1.55 per cycle at the 2.7 GHz that guest's clock probe reads
+    // (tests/fixtures/report.json), more than one pipe can give. No AVX512-FP16, no AMX.
     row(
         "zen5",
         Amd(0x1A, &[0..=u32::MAX]),
@@ -616,7 +616,7 @@ mod tests {
         }
     }
 
-    /// Zen 5's dot products have a peak (issue 30 item 7): two 512-bit pipes each.
+    /// Zen 5's dot products have a peak: two 512-bit pipes each for VNNI and BF16.
     #[test]
     fn zen5_has_its_dot_products() {
         let (core, _) = resources("zen5", "AMD EPYC").unwrap();
@@ -698,8 +698,8 @@ mod tests {
         assert!((4.0 * 3.4 * per_cycle - 217.6).abs() < 1e-9);
     }
 
-    /// Issue 20 item 3: the CPUs of the users' reports, Sandy Bridge and Ivy Bridge, have
-    /// integer (and float) pipes in the table.
+    /// Sandy Bridge and Ivy Bridge, CPUs that users reported from, are identified by their CPUID
+    /// models and have integer (and float) pipes in the table.
     #[test]
     fn sandy_and_ivy_bridge_have_integer_pipes() {
         let intel = |model| {

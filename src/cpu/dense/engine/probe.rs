@@ -19,11 +19,11 @@ pub const PROBE_N: usize = 1000;
 /// the spin of the previous library's idle workers.
 const PROBE_SETTLE: Duration = Duration::from_millis(250);
 
-/// The order of the probe multiply for a case of `order` on `threads`: [`PROBE_N`] × ∛threads
-/// (the same work per thread, 2 GFLOP), at most the case's own order, a multiple of 8. At
-/// n = 1000 on 16 threads each thread's share is too small for a library's threading to pay:
-/// on a 16-core Emerald Rapids guest the probe picked OpenBLAS (500 GFLOP/s at n = 4000) over
-/// MKL (812).
+/// The order of the probe multiply for a case of `order` on `threads`: [`PROBE_N`] × ∛threads (the
+/// same work per thread, 2 GFLOP), at most the case's own order, a multiple of 8. At n = 1000 on 16
+/// threads each thread's share is too small for a library's threading to pay: on a 16-vCPU KVM
+/// guest of an Emerald Rapids Xeon the probe picked OpenBLAS (500 GFLOP/s at n = 4000) over MKL
+/// (812).
 pub fn probe_order(order: u64, threads: usize) -> usize {
     let scaled = PROBE_N as f64 * (threads.max(1) as f64).cbrt();
     let n = ((scaled / 8.0).round() * 8.0) as usize;

@@ -1,11 +1,12 @@
 //! The machine's own BLAS and LAPACK, loaded at run time.
 //!
-//! HPL's speed is its BLAS's speed: on a 2-core Zen 4 guest OpenBLAS's Cooper Lake DGEMM reads
-//! 0.9–1.3 × faer's matrix multiply (see `docs/cpu.md`), so a Linpack on faer alone reads a
-//! third below HPL. peakbench therefore opens the BLAS the machine has (OpenBLAS, BLIS or MKL)
-//! with `dlopen` when it runs; the binary neither links nor needs any of them, and `--blas
-//! builtin` (alias `faer`; or a machine with none) uses peakbench's own DGEMM and LU. A library is opened once per process
-//! and never closed: OpenBLAS starts its worker threads when it is loaded.
+//! HPL's speed is its BLAS's speed: on a 2-vCPU KVM guest of an AMD EPYC Zen 4, OpenBLAS's Cooper
+//! Lake DGEMM reads 0.9–1.3 × faer's matrix multiply (see `docs/cpu.md`), so a Linpack on faer
+//! alone reads a third below HPL. peakbench therefore opens the BLAS the machine has (OpenBLAS,
+//! BLIS or MKL) with `dlopen` when it runs; the binary neither links nor needs any of them, and
+//! `--blas builtin` (alias `faer`; or a machine with none) uses peakbench's own DGEMM and LU. A
+//! library is opened once per process and never closed: OpenBLAS starts its worker threads when it
+//! is loaded.
 //!
 //! Only the Fortran interface is used (`dgemm_`, `sgemm_`, `dgetrf_`, `dgetrs_`, 32-bit
 //! integers: the LP64 interface every one of these libraries has), plus each library's calls

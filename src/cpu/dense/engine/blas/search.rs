@@ -148,8 +148,8 @@ mod tests {
         assert!(parse_linker_cache(listing, "libblis.so.4").is_empty());
     }
 
-    /// Issue 44 item 8: MKL from `pip install mkl` sits in the Python prefix's lib/, and a
-    /// library in a directory of `LD_LIBRARY_PATH` is found by its file name.
+    /// MKL from `pip install mkl` is looked for in the Python prefix's lib/, and a library in a
+    /// directory of `LD_LIBRARY_PATH` is found by its file name.
     #[test]
     fn a_blas_is_looked_for_where_users_install_it() {
         let mkl = Vendor::Mkl.candidates();
