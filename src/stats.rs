@@ -554,7 +554,7 @@ mod tests {
     use super::*;
 
     #[test]
-        fn the_interval_is_reproducible_and_follows_the_direction() {
+    fn the_interval_is_reproducible_and_follows_the_direction() {
         let a = [10.0, 11.0, 12.0];
         let b = [20.0, 21.0, 22.0];
         let up = ratio_interval(&a, &b, true, "x").unwrap();

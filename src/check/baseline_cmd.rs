@@ -9,10 +9,10 @@ use clap::{Args, Subcommand};
 
 use crate::error::UsageError;
 use crate::history::baseline::{self, Baseline, DEFAULT_RUNS};
-use crate::sysinfo::Fingerprint;
 use crate::history::store::Store;
 use crate::options::{DbArgs, Json};
 use crate::result::Report;
+use crate::sysinfo::Fingerprint;
 
 /// What `peakbench baseline` does.
 #[derive(Subcommand, Debug)]

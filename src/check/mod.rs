@@ -19,12 +19,12 @@ use clap::Args;
 use crate::config::{self, Entry, Preset, ServerArg, TableSource};
 use crate::error::{Exit, UsageError};
 use crate::history::baseline::{self, Baseline};
-use crate::sysinfo::Fingerprint;
 use crate::options::{DbArgs, Json, OutputArgs, PeakArgs, RunnerArgs, StoreArgs, positive_u32};
 use crate::plan::{Context, LatencyProbe};
 use crate::session::{self, HtmlReport, Session};
+use crate::sysinfo::Fingerprint;
 use gate::{CaseVerdict, Gate, Status};
-use verdict::{CheckStatus, CheckOutcome};
+use verdict::{CheckOutcome, CheckStatus};
 
 /// The default tolerance: a case fails only beyond 20 % slower (docs/check.md says why).
 pub const DEFAULT_TOLERANCE: f64 = 0.20;

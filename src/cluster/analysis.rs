@@ -21,8 +21,8 @@ use crate::result::{
 };
 use crate::sysinfo::SysInfo;
 
-use crate::stats::median;
 pub use crate::result::higher_is_better;
+use crate::stats::median;
 
 /// A value's performance relative to the median: below 1 is slower, whichever way the metric
 /// points.

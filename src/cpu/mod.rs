@@ -144,10 +144,8 @@ pub fn probe() -> MeasuredFactors {
     let amx_clock_ratio = under(Precision::Bf16, false, Form::Tile);
     // The FMA rate per cycle at the clock the core holds while it runs them.
     let fma_ghz = match (widest.map(|k| k.isa), avx512_clock_ratio, ghz) {
-        (Some(Isa::Avx512), Some(ratio), Some(rest))
-            if 1.0 - ratio > crate::sysinfo::clock::LICENCE =>
-        {
-            Some(rest * ratio)
+        (Some(Isa::Avx512), Some(ratio), Some(rest)) => {
+            crate::sysinfo::clock::licence_clock(rest, ratio).or(ghz)
         }
         _ => ghz,
     };

@@ -9,7 +9,7 @@ use anyhow::Result;
 use super::engine::{DiskWorker, ThreadIo};
 use super::file::TestFile;
 use super::fio;
-use super::settings::{IoEngine, IOPS_HEADLINE_BELOW, Op, Stopping};
+use super::settings::{IOPS_HEADLINE_BELOW, IoEngine, Op, Stopping};
 use super::target::DiskTarget;
 use crate::peak::PeakRef;
 use crate::plan::{Case, CaseSpec, Context, guess};

@@ -125,7 +125,9 @@ impl DiskWorker {
             IoEngine::Sync => 1,
         };
         let ring = match job.engine {
-            IoEngine::IoUring => Some(new_ring(job.qd).map_err(|e| anyhow!("io_uring setup: {e}"))?),
+            IoEngine::IoUring => {
+                Some(new_ring(job.qd).map_err(|e| anyhow!("io_uring setup: {e}"))?)
+            }
             IoEngine::Sync => None,
         };
         let mut rng = Rng::for_thread(Rng::from_clock().next_u64(), index);

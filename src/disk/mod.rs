@@ -34,7 +34,7 @@ pub use args::DiskArgs;
 pub use case::DiskCase;
 pub use plan::{DiskOptions, plan};
 pub use settings::{
-    DirectChoice, IoEngine, IoEngineChoice, IOPS_HEADLINE_BELOW, MAX_BLOCK, Op, Stopping,
+    DirectChoice, IOPS_HEADLINE_BELOW, IoEngine, IoEngineChoice, MAX_BLOCK, Op, Stopping,
 };
 
 /// `peakbench disk`.

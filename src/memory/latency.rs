@@ -257,6 +257,22 @@ impl Worker for ChaseWorker {
     }
 }
 
+impl LatencyCase {
+    /// How a chase is counted, as its result states it.
+    fn counting(&self) -> String {
+        format!(
+            "the thread's CPU time / dependent loads (time descheduled is not counted; the \
+             wall-clock value is extra latency_wall); one 8-byte load per 64-byte node, nodes in a random \
+             single cycle (Sattolo); {} pages",
+            if self.huge_pages {
+                "transparent huge"
+            } else {
+                "4 KiB"
+            }
+        )
+    }
+}
+
 impl Case for LatencyCase {
     fn spec(&self) -> CaseSpec {
         let size = self.size as usize / NODE * NODE;
@@ -328,23 +344,13 @@ impl Case for LatencyCase {
             .iter()
             .map(|r| r.wall.as_secs_f64() * 1e9 / r.units as f64)
             .collect();
-        let counting = format!(
-            "the thread's CPU time / dependent loads (time descheduled is not counted; the \
-             wall-clock value is extra latency_wall); one 8-byte load per 64-byte node, nodes in a random \
-             single cycle (Sattolo); {} pages",
-            if self.huge_pages {
-                "transparent huge"
-            } else {
-                "4 KiB"
-            }
-        );
         let mut result = self
             .spec()
             .measured(
                 &ctx.host.hostname,
                 "latency",
                 "ns",
-                counting,
+                self.counting(),
                 samples.clone(),
             )?
             .walls(reps.iter().map(|r| r.wall))

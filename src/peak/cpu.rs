@@ -187,14 +187,11 @@ fn licence_factor(ratio: Option<f64>, measured: &Factor, what: &str) -> Factor {
         "a dependent add chain timed right after 2 ms of {what} ran at {ratio:.3} of its rate \
          right after 2 ms of plain adds (the fastest of 9 each, alternating)"
     );
-    if 1.0 - ratio > crate::sysinfo::clock::LICENCE {
+    if let Some(ghz) = crate::sysinfo::clock::licence_clock(rest, ratio) {
         Factor::known(
-            rest * ratio,
+            ghz,
             "measured",
-            format!(
-                "{reading}: the core's clock for them, {:.3} GHz at the measured {rest:.3}",
-                rest * ratio
-            ),
+            format!("{reading}: the core's clock for them, {ghz:.3} GHz at the measured {rest:.3}"),
         )
     } else {
         Factor::unknown(format!(

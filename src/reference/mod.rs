@@ -319,7 +319,12 @@ impl<'a> Invocation<'a> {
     }
 
     /// Sets up, runs and parses; `name` is the program's name for notes.
-    fn attempt(self, program: &Path, name: &str, stop: &dyn StopSignal) -> Result<Reading, NoValue> {
+    fn attempt(
+        self,
+        program: &Path,
+        name: &str,
+        stop: &dyn StopSignal,
+    ) -> Result<Reading, NoValue> {
         let needs_dir = !self.files.is_empty() || matches!(self.source, Source::File(_));
         let dir = if needs_dir {
             let dir = tempfile::tempdir()

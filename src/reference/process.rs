@@ -250,7 +250,11 @@ pub(super) fn run_bounded(
 /// whole run, and on a VM a periodic timer on the CPU where a thread waits for I/O changes how
 /// fast that thread wakes (docs/disk.md), so it would change what fio measures at QD 1.
 /// Kernels without pidfd_open (before 5.3) get the 20 ms look instead.
-fn wait_until(group: &mut Group, deadline: Instant, stop: &dyn StopSignal) -> std::io::Result<bool> {
+fn wait_until(
+    group: &mut Group,
+    deadline: Instant,
+    stop: &dyn StopSignal,
+) -> std::io::Result<bool> {
     let leader = group.child().id() as libc::pid_t;
     // SAFETY: pidfd_open takes a pid and flags; a non-negative result is a descriptor we own.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, leader, 0) };

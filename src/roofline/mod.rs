@@ -293,7 +293,13 @@ impl Builder {
 
     /// Step 3, the intensity sweep: each FLOP count at each level's working set, on the most
     /// threads, pinned unless asked otherwise. Returns the code the sweep runs.
-    fn sweep(&mut self, levels: &[MemoryLevel], flops: &[u64], threads: usize, pin: bool) -> SweepIsa {
+    fn sweep(
+        &mut self,
+        levels: &[MemoryLevel],
+        flops: &[u64],
+        threads: usize,
+        pin: bool,
+    ) -> SweepIsa {
         let isa = SweepIsa::detect();
         for level in levels {
             let slice_elements =

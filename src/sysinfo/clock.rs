@@ -25,6 +25,13 @@ pub const AGREEMENT: f64 = 0.05;
 /// reading on a quiet core is well under this.
 pub const LICENCE: f64 = 0.02;
 
+/// The clock a core holds under some instructions (its frequency licence for them): the clock
+/// at rest × `ratio` from [`ratio_after`], where the ratio lies more than [`LICENCE`] below 1;
+/// `None` where it does not (the instructions keep the clock at rest).
+pub fn licence_clock(rest_ghz: f64, ratio: f64) -> Option<f64> {
+    (1.0 - ratio > LICENCE).then_some(rest_ghz * ratio)
+}
+
 /// How the reason a disagreeing reading is no clock begins ([`ClockReading::agreed`]): the
 /// peaks' warning looks for it.
 pub const DISAGREEMENT: &str = "the add chain read";

@@ -124,4 +124,3 @@ impl Fingerprint {
         format!("{hash:016x}")
     }
 }
-

@@ -390,7 +390,11 @@ pub(super) fn collectives(
     stuck: &mut dyn FnMut(Vec<usize>, String, String) -> Never,
 ) -> Vec<Result<BenchResult>> {
     let mut out = Vec::new();
-    for op in [CollectiveOp::Reduce, CollectiveOp::Gather, CollectiveOp::ToAll] {
+    for op in [
+        CollectiveOp::Reduce,
+        CollectiveOp::Gather,
+        CollectiveOp::ToAll,
+    ] {
         let step = format!("collective {}", op.name());
         let start = Instant::now();
         if comm.rank == 0 {

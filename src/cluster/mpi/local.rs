@@ -54,7 +54,8 @@ impl Leader<'_> {
                 comm.send(0, TAG, &RankOutcome { result }, far());
                 continue;
             }
-            let (outcomes, missing) = comm.gather::<RankOutcome>(&others, Instant::now() + deadline);
+            let (outcomes, missing) =
+                comm.gather::<RankOutcome>(&others, Instant::now() + deadline);
             if crate::interrupt::requested() {
                 // The job is being ended: the case was cut short on every host that still
                 // runs; what matters is which host did not answer the stop.

@@ -17,7 +17,7 @@ use super::pingpong::{ping_pong, pingpong_results};
 use super::transport::{TAG, TAG_PAIR, far};
 use crate::net::proto::{ReceiverWait, TestSpec};
 use crate::net::server::LocalServer;
-use crate::net::{Mode, NetCase, Proto, NetTarget};
+use crate::net::{Mode, NetCase, NetTarget, Proto};
 use crate::plan::{Case, Context};
 use crate::result::{BenchResult, Failure, Matrix};
 

@@ -149,6 +149,7 @@ impl Operation for Linpack {
         let measured = case
             .measured(ctx, counting, &rounds)?
             .param("scaled_residual_max", residual_max)
+            .warn(runner::oversubscription_warning(case.threads))
             .warn(case.waiting_warning(&rounds));
         let mut result = case::with_engine::<T>(measured, library, why, true);
         // HPL solves in f64 only: an f32 solve has no reference to stand beside.

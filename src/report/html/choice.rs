@@ -401,8 +401,7 @@ fn time_series(r: &BenchResult) -> String {
     let mut values: Vec<f64> = r.series.iter().map(|p| p.value).collect();
     values.sort_by(f64::total_cmp);
     let quantile = |q: f64| crate::stats::nearest_rank(&values, q);
-    let (Some(q1), Some(median), Some(q3)) = (quantile(0.25), quantile(0.5), quantile(0.75))
-    else {
+    let (Some(q1), Some(median), Some(q3)) = (quantile(0.25), quantile(0.5), quantile(0.75)) else {
         return String::new();
     };
     line_chart(&LineChart {

@@ -245,7 +245,12 @@ impl Blocking {
     /// The rule of the module doc from the per-core L1d, L2 and the L3 share of a core, in
     /// bytes (0 when the inventory lacks a level: 32 KiB, 512 KiB and 4 × L2 are assumed), for
     /// elements of type T.
-    pub fn from_sizes<T: Element>(l1d: u64, l2: u64, l3_share: u64, kernel: MicroKernel) -> Blocking {
+    pub fn from_sizes<T: Element>(
+        l1d: u64,
+        l2: u64,
+        l3_share: u64,
+        kernel: MicroKernel,
+    ) -> Blocking {
         let (mr, nr) = (kernel.mr::<T>(), kernel.nr());
         let s = std::mem::size_of::<T>();
         let l1d = if l1d == 0 { 32 << 10 } else { l1d } as usize;
@@ -704,15 +709,19 @@ mod tests {
     }
 
     fn kernels<T: Element>() -> Vec<MicroKernel> {
-        [MicroKernel::Avx512, MicroKernel::Avx2Fma, MicroKernel::Portable]
-            .into_iter()
-            .filter(|k| {
-                if !k.available() {
-                    eprintln!("skipped: this CPU cannot run the {} kernel", k.name::<T>());
-                }
-                k.available()
-            })
-            .collect()
+        [
+            MicroKernel::Avx512,
+            MicroKernel::Avx2Fma,
+            MicroKernel::Portable,
+        ]
+        .into_iter()
+        .filter(|k| {
+            if !k.available() {
+                eprintln!("skipped: this CPU cannot run the {} kernel", k.name::<T>());
+            }
+            k.available()
+        })
+        .collect()
     }
 
     /// One product at the given shape, leading dimensions `pad` above the rows, against the

@@ -46,7 +46,10 @@ pub fn resolve<T: BlasElement>(
     }
     let engines = blas::present();
     if engines.len() == 1 {
-        return Ok((DenseEngine::Builtin, "auto: no BLAS library installed".into()));
+        return Ok((
+            DenseEngine::Builtin,
+            "auto: no BLAS library installed".into(),
+        ));
     }
     let n = probe_order(order, threads);
     let mut rng = crate::rng::Rng::new(99);

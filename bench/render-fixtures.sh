@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Renders every saved results document and machine of tests/fixtures/ through every output a
+# reader sees (the text table, JSON, Markdown, the HTML report, `explain`, `compare`, and
+# `sysinfo` replayed from a machine's files), one file each, into OUTDIR.
+#
+# A change that must not move a byte of output (a refactor of the exporters) is checked by
+# rendering with the binary before and after it and comparing the two folders:
+#
+#   bench/render-fixtures.sh /tmp/before/peakbench /tmp/r-before
+#   bench/render-fixtures.sh target/release/peakbench /tmp/r-after
+#   diff -r /tmp/r-before /tmp/r-after && echo identical
+#
+# The history it imports into is a temporary database, never the user's.
+set -euo pipefail
+bin=$(realpath "${1:?usage: bench/render-fixtures.sh PEAKBENCH OUTDIR}")
+out=${2:?usage: bench/render-fixtures.sh PEAKBENCH OUTDIR}
+cd "$(dirname "$0")/.."
+mkdir -p "$out"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export PEAKBENCH_DB="$work/history.db" NO_COLOR=1 COLUMNS=100
+
+docs=(tests/fixtures/*.json tests/fixtures/machines/*/peakbench-*.json)
+for doc in "${docs[@]}"; do
+    case "$doc" in */peakbench-sysinfo.json) continue ;; esac
+    name=$(echo "${doc#tests/fixtures/}" | tr '/' '_')
+    name=${name%.json}
+    "$bin" import "$doc" >/dev/null
+    "$bin" show latest >"$out/$name.txt" 2>&1 || true
+    "$bin" show latest --json >"$out/$name.json" 2>&1 || true
+    "$bin" explain latest >"$out/$name.explain.txt" 2>&1 || true
+    "$bin" explain latest --json >"$out/$name.explain.json" 2>&1 || true
+    "$bin" report latest --html "$out/$name.html" --markdown "$out/$name.md" >/dev/null 2>&1 || true
+    "$bin" compare previous latest >"$out/$name.compare.txt" 2>&1 || true
+done
+for machine in tests/fixtures/machines/*/; do
+    name=$(basename "$machine")
+    "$bin" sysinfo --sysroot "$machine" >"$out/$name.sysinfo.txt" 2>&1 || true
+    "$bin" sysinfo --sysroot "$machine" --json >"$out/$name.sysinfo.json" 2>&1 || true
+done
+echo "rendered ${#docs[@]} documents into $out" >&2
