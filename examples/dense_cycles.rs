@@ -150,7 +150,7 @@ fn main() {
     let mut piv = vec![0; nl];
     let mut ipiv = vec![0; nl];
     for library in &libraries {
-        let name = library.map_or(lu::describe::<f64>(lu::NB), |l| {
+        let name = library.map_or(lu::engine_text::<f64>(lu::NB), |l| {
             format!("{} dgetrf", l.describe())
         });
         let (cycle, wall) = pool.install(|| {

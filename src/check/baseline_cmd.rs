@@ -210,7 +210,7 @@ fn load_saved(db: &DbArgs, name: &str) -> Result<Baseline> {
         ))
         .into());
     }
-    baseline::read(&file).map_err(|why| UsageError(format!("NAME: {why}")).into())
+    baseline::read_file(&file).map_err(|why| UsageError(format!("NAME: {why}")).into())
 }
 
 fn export(args: &BaselineExportArgs) -> Result<()> {
@@ -231,7 +231,8 @@ fn export(args: &BaselineExportArgs) -> Result<()> {
 }
 
 fn import(args: &BaselineImportArgs) -> Result<()> {
-    let mut b = baseline::read(&args.file).map_err(|why| UsageError(format!("FILE: {why}")))?;
+    let mut b =
+        baseline::read_file(&args.file).map_err(|why| UsageError(format!("FILE: {why}")))?;
     if let Some(name) = &args.name {
         b.name = checked_name(name, "--name")?.to_string();
     } else {
@@ -281,7 +282,7 @@ fn show(args: &BaselineShowArgs) -> Result<()> {
         || args.baseline.ends_with(".json")
         || Path::new(&args.baseline).is_file()
     {
-        baseline::read(Path::new(&args.baseline))
+        baseline::read_file(Path::new(&args.baseline))
             .map_err(|why| UsageError(format!("BASELINE: {why}")))?
     } else {
         load_saved(&args.db, &args.baseline)?

@@ -143,7 +143,7 @@ pub fn locate(
 fn find(arg: Option<&str>, db: &DbArgs, fp: &Fingerprint) -> Result<Option<LocatedBaseline>> {
     let bad = |why: String| UsageError(format!("--baseline: {why}; give a valid baseline file"));
     let read = |file: &Path, origin: String| -> Result<Option<LocatedBaseline>> {
-        let baseline = baseline::read(file).map_err(bad)?;
+        let baseline = baseline::read_file(file).map_err(bad)?;
         Ok(Some(LocatedBaseline { baseline, origin }))
     };
     let saved = baseline::saved_dir(&crate::history::db_path(db)?);

@@ -386,7 +386,11 @@ fn bandwidth_near_hpcc(results: &[BenchResult], largest: bool) -> Option<(f64, u
 /// the fastest and the slowest link against hpcc's `Min`/`MaxPingPong…`. hpcc counts each
 /// pair's best measurement (its minimal time); so does the comparison: each link's best timed
 /// batch (the links' headline values in the matrix are their medians).
-pub fn compare(results: &[BenchResult], hpcc: &Hpcc, mpi4py: Mpi4py) -> Vec<ClusterReference> {
+pub fn against_tools(
+    results: &[BenchResult],
+    hpcc: &Hpcc,
+    mpi4py: Mpi4py,
+) -> Vec<ClusterReference> {
     let mut out = hpcc_rows(results, hpcc);
     out.extend(mpi4py_rows(results, mpi4py));
     out
@@ -629,7 +633,7 @@ mod tests {
         let mut bw = link.clone();
         bw.op = "mpi-pingpong-bandwidth".into();
         (bw.value, bw.stats.min, bw.stats.max) = (6.9, 6.8, 7.0);
-        let rows = compare(
+        let rows = against_tools(
             &[link, slow, bw],
             &hpcc,
             Mpi4py::absent(MPI4PY.failed("", "none")),
@@ -686,7 +690,7 @@ mod tests {
                 .collect(),
             pair: Some(("a".into(), "b".into())),
         };
-        let refs = compare(&[other, lat, bw], &hpcc, run);
+        let refs = against_tools(&[other, lat, bw], &hpcc, run);
         let (latency, bandwidth) = (&refs[5], &refs[6]);
         assert!(latency.metric.contains("a–b"), "{}", latency.metric);
         assert_eq!(latency.value, Some(7.0));

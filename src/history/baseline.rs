@@ -21,7 +21,7 @@ use crate::sysinfo::Fingerprint;
 /// What the `format` field of a baseline file holds.
 pub const FORMAT: &str = "peakbench-baseline";
 /// The version of the file this build writes and reads.
-pub const VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 1;
 /// The largest baseline file read: a few hundred cases of a few hundred samples fit in 1 MB.
 pub const MAX_BYTES: u64 = 16 << 20;
 /// The most cases of one baseline.
@@ -51,7 +51,7 @@ pub struct BaselineCase {
 pub struct Baseline {
     /// Always [`FORMAT`].
     pub format: String,
-    /// The file's version, [`VERSION`].
+    /// The file's version, [`FORMAT_VERSION`].
     pub version: u32,
     pub name: String,
     /// When it was saved (RFC 3339).
@@ -104,7 +104,7 @@ impl Baseline {
         }
         Baseline {
             format: FORMAT.into(),
-            version: VERSION,
+            version: FORMAT_VERSION,
             name: name.into(),
             created_at: crate::result::now_rfc3339(),
             tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -141,10 +141,10 @@ impl Baseline {
             }
         }
         match value.get("version").and_then(|v| v.as_u64()) {
-            Some(v) if v == u64::from(VERSION) => {}
+            Some(v) if v == u64::from(FORMAT_VERSION) => {}
             Some(v) => {
                 return Err(format!(
-                    "version: {v}, this peakbench reads baselines of version {VERSION}: use \
+                    "version: {v}, this peakbench reads baselines of version {FORMAT_VERSION}: use \
                      the peakbench that wrote it"
                 ));
             }
@@ -295,7 +295,7 @@ fn check_text(field: &str, text: &str) -> Result<(), String> {
 }
 
 /// Reads a baseline file; the error names the file and the field.
-pub fn read(path: &Path) -> Result<Baseline, String> {
+pub fn read_file(path: &Path) -> Result<Baseline, String> {
     let shown = path.display();
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
     if !meta.is_file() {
@@ -340,7 +340,7 @@ pub fn saved(dir: &Path) -> Vec<Result<Baseline, String>> {
         .collect();
     files.sort();
     files.truncate(MAX_CASES);
-    files.iter().map(|f| read(f)).collect()
+    files.iter().map(|f| read_file(f)).collect()
 }
 
 #[cfg(test)]

@@ -60,7 +60,7 @@ const MIN_LOAD_BYTES: u64 = 2 * CHUNK_BYTES as u64;
 const MAX_PACE: Duration = Duration::from_secs(1);
 
 /// The default chase working set under load: 256 MiB (DRAM), or 1/4 of the memory available.
-pub fn default_size(ctx: &Context) -> u64 {
+pub fn default_loaded_size(ctx: &Context) -> u64 {
     let available = ctx.host.memory.available_bytes;
     if available > 0 {
         (256u64 << 20).min(available / 4).max(1 << 20)

@@ -108,7 +108,7 @@ impl Benchmark for MemLatency {
                 bytes: args.load_size.unwrap_or(loaded::DEFAULT_LOAD_BYTES),
             };
             if args.sizes.is_none() {
-                options.sizes = vec![loaded::default_size(ctx)];
+                options.sizes = vec![loaded::default_loaded_size(ctx)];
             }
             let cases = loaded::plan(&options, load, ctx)?;
             return Ok(Plan::new(cases, Vec::new(), &options)?.with_summary(loaded::curve));

@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use super::auth::{Key, Nonce};
 use super::data::{self, PingPong, Sockets, StreamCpus};
 use super::proto::{
-    Control, Mode, Msg, Proto, TestSpec, UdpCounts, VERSION, Window, hello_message,
+    Control, Mode, Msg, PROTOCOL_VERSION, Proto, TestSpec, UdpCounts, Window, hello_message,
 };
 use crate::evidence::PeerEvidence;
 
@@ -83,12 +83,12 @@ pub fn handshake(
         .recv(Instant::now() + Duration::from_secs(10))
         .with_context(|| {
             format!(
-                "waiting for the server's challenge (a peakbench server older than protocol v{VERSION} sends none: use the same peakbench on both sides)"
+                "waiting for the server's challenge (a peakbench server older than protocol v{PROTOCOL_VERSION} sends none: use the same peakbench on both sides)"
             )
         })?;
     match challenge {
-        Msg::Challenge { version, .. } if version != VERSION => bail!(
-            "the server at {server} speaks protocol v{version}, this peakbench v{VERSION}: use the same peakbench on both sides"
+        Msg::Challenge { version, .. } if version != PROTOCOL_VERSION => bail!(
+            "the server at {server} speaks protocol v{version}, this peakbench v{PROTOCOL_VERSION}: use the same peakbench on both sides"
         ),
         Msg::Challenge { key: false, .. } => Ok(None),
         Msg::Challenge {
@@ -186,7 +186,7 @@ fn request(
 ) -> Result<(Vec<u16>, u64)> {
     let auth = handshake(control, server, spec, key)?;
     control.send(&Msg::Hello {
-        peakbench: VERSION,
+        peakbench: PROTOCOL_VERSION,
         test: spec.clone(),
         auth,
     })?;

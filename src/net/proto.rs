@@ -22,7 +22,7 @@ use crate::evidence::PeerEvidence;
 use crate::names::named_enum;
 
 /// Version of the control protocol; a server refuses any other. Version 2 added the challenge.
-pub const VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 2;
 /// Longest control line accepted, newline included.
 pub const MAX_LINE: usize = 4096;
 

@@ -239,8 +239,11 @@ impl Leader<'_> {
         };
         match run() {
             Ok((hpcc, mpi4py)) => {
-                let rows =
-                    super::super::reference::compare(&self.session().report.results, &hpcc, mpi4py);
+                let rows = super::super::reference::against_tools(
+                    &self.session().report.results,
+                    &hpcc,
+                    mpi4py,
+                );
                 self.cluster().references = rows;
             }
             Err(e) => eprintln!("peakbench cluster: --reference: {e:#}"),

@@ -143,7 +143,7 @@ impl Operation for Linpack {
                     T::GETRF.trim_end_matches('_'),
                     T::GETRS.trim_end_matches('_')
                 ),
-                None => lu::describe::<T>(lu::NB),
+                None => lu::engine_text::<T>(lu::NB),
             }
         );
         let measured = case
@@ -169,7 +169,7 @@ pub fn random_system<T: LuElement>(n: usize, seed: u64) -> (Mat<T>, Mat<T>) {
 }
 
 /// Solves Ax = b by LU with partial pivoting.
-pub fn solve(a: &Mat<f64>, b: &Mat<f64>) -> Mat<f64> {
+pub fn faer_solve(a: &Mat<f64>, b: &Mat<f64>) -> Mat<f64> {
     let lu = a.partial_piv_lu();
     lu.solve(b)
 }
@@ -287,7 +287,7 @@ mod tests {
     fn a_small_solve_passes_the_residual_check() {
         for n in [1, 7, 64, 200] {
             let (a, b) = random_system(n, 7);
-            let x = solve(&a, &b);
+            let x = faer_solve(&a, &b);
             let residual = scaled_residual(&a, &x, &b);
             assert!(residual < RESIDUAL_THRESHOLD, "n={n}: {residual}");
         }
@@ -296,7 +296,7 @@ mod tests {
     #[test]
     fn a_wrong_solution_fails_the_residual_check() {
         let (a, b) = random_system(100, 3);
-        let mut x = solve(&a, &b);
+        let mut x = faer_solve(&a, &b);
         x[(17, 0)] += 1e-6;
         assert!(scaled_residual(&a, &x, &b) > RESIDUAL_THRESHOLD);
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::super::auth::Key;
 use super::super::limits::{MAX_STREAMS, MAX_TEST};
-use super::super::proto::{TestSpec, VERSION};
+use super::super::proto::{PROTOCOL_VERSION, TestSpec};
 use super::{
     DEFAULT_BUFFER_BYTES, DEFAULT_TOTAL_STREAMS, HANDSHAKE_FILES, HANDSHAKES_PER_BLOCK,
     MAX_HANDSHAKES, MAX_TESTS, SPARE_FILES, STREAM_BUFFER, open_file_limit,
@@ -73,7 +73,7 @@ impl Policy {
             None => String::new(),
         };
         format!(
-            "listening on {addr} (protocol v{VERSION}), {who}, {key}; tests up to {} s and {} streams, {} at once per address (IPv6: per /64), {MAX_TESTS} in all, {} streams and {} MiB of buffers in all{rate}. Restrict with --allow CIDR, --key FILE, --max-duration, --max-streams, --max-rate, --max-per-address, --max-total-streams, --max-buffers; stop with Ctrl-C",
+            "listening on {addr} (protocol v{PROTOCOL_VERSION}), {who}, {key}; tests up to {} s and {} streams, {} at once per address (IPv6: per /64), {MAX_TESTS} in all, {} streams and {} MiB of buffers in all{rate}. Restrict with --allow CIDR, --key FILE, --max-duration, --max-streams, --max-rate, --max-per-address, --max-total-streams, --max-buffers; stop with Ctrl-C",
             self.max_test.as_secs(),
             self.max_streams,
             self.per_address,

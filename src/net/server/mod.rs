@@ -10,8 +10,8 @@
 //! refused with `busy: …` and the reason; clients retry `busy` for a while.
 //!
 //! Every read and write has a deadline: the hello within [`HELLO`], data connections within
-//! [`STEP`], and the test within its own length plus [`MARGIN`]; a slot is given back within
-//! [`STEP`] + length + [`MARGIN`] + 2 s (a forward test's drain) of its hello, whatever the
+//! [`OPEN_STREAMS`], and the test within its own length plus [`MARGIN`]; a slot is given back within
+//! [`OPEN_STREAMS`] + length + [`MARGIN`] + 2 s (a forward test's drain) of its hello, whatever the
 //! client does (`docs/security.md`). A test's slot is given back before its last message is
 //! sent, so the client's next repetition finds it free. A malformed line is answered with
 //! `refused` and the connection closed; each event is logged on stderr, peer text escaped,
@@ -30,7 +30,7 @@ use anyhow::{Context, Result, bail};
 use super::auth::{Key, Nonce};
 use super::data::{self, Sockets};
 use super::limits;
-use super::proto::{self, Control, Mode, Msg, Proto, TestSpec, VERSION};
+use super::proto::{self, Control, Mode, Msg, PROTOCOL_VERSION, Proto, TestSpec};
 use crate::evidence::{CaseWatch, PeerEvidence};
 
 mod admission;
@@ -52,7 +52,7 @@ pub const HANDSHAKES_PER_BLOCK: usize = 16;
 /// Time a client has, after the challenge, to send its hello (and prove the key).
 pub const HELLO: Duration = Duration::from_secs(3);
 /// Time a client has to open its data connections.
-pub const STEP: Duration = Duration::from_secs(5);
+pub const OPEN_STREAMS: Duration = Duration::from_secs(5);
 /// Time a test is served beyond its own length (the final counts, a late client).
 pub const MARGIN: Duration = Duration::from_secs(10);
 /// Streams of all the tests running, unless `--max-total-streams` says otherwise (each is a
@@ -255,7 +255,7 @@ fn handle(
     let token = random_token();
     let (ports, pending) = open_data(&spec, local)?;
     control.send(&Msg::Accepted {
-        version: VERSION,
+        version: PROTOCOL_VERSION,
         ports,
         token,
     })?;
@@ -286,7 +286,7 @@ fn handle(
 fn admit(control: &mut Control, policy: &Policy) -> Result<TestSpec> {
     let nonce = Nonce::random();
     control.send(&Msg::Challenge {
-        version: VERSION,
+        version: PROTOCOL_VERSION,
         nonce: nonce.to_hex(),
         key: policy.key.is_some(),
     })?;
@@ -321,10 +321,10 @@ pub fn judge_hello(
             peakbench,
             test,
             auth,
-        }) if peakbench == VERSION => (test, auth),
+        }) if peakbench == PROTOCOL_VERSION => (test, auth),
         Ok(Msg::Hello { peakbench, .. }) => {
             return Err(format!(
-                "protocol version {peakbench} is not {VERSION}: use the same peakbench on both sides"
+                "protocol version {peakbench} is not {PROTOCOL_VERSION}: use the same peakbench on both sides"
             ));
         }
         Ok(other) => return Err(format!("expected hello, got {}", kind(&other))),
@@ -523,12 +523,12 @@ struct Joining {
 }
 
 /// Waits for every data connection (TCP: token and stream index first; UDP: the token in a
-/// first datagram, acknowledged), at most [`STEP`]. Connections from any address other than
+/// first datagram, acknowledged), at most [`OPEN_STREAMS`]. Connections from any address other than
 /// the control connection's are closed at once, unread; those with a wrong token are closed.
 /// The TCP ones are read without blocking, side by side, so a connection that sends nothing
 /// (or a flood of them) delays nobody else's.
 fn collect_data(pending: Pending, spec: &TestSpec, token: u64, client: IpAddr) -> Result<Sockets> {
-    let deadline = Instant::now() + STEP;
+    let deadline = Instant::now() + OPEN_STREAMS;
     let n = spec.streams as usize;
     let client = canonical(client);
     match pending {
@@ -550,7 +550,7 @@ fn collect_tcp(
     let mut joining: Vec<Joining> = Vec::new();
     while streams.iter().any(Option::is_none) {
         if Instant::now() >= deadline {
-            bail!("the client opened fewer than {n} data connections within {STEP:?}");
+            bail!("the client opened fewer than {n} data connections within {OPEN_STREAMS:?}");
         }
         wait_any(listener, &joining, 50);
         accept_joining(listener, &mut joining, client, 2 * n + 16)?;
@@ -640,7 +640,7 @@ fn collect_udp(
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                bail!("the client's UDP data streams did not arrive within {STEP:?}");
+                bail!("the client's UDP data streams did not arrive within {OPEN_STREAMS:?}");
             }
             s.set_read_timeout(Some(left))?;
             match s.recv_from(&mut buf) {

@@ -51,7 +51,7 @@ pub const LEAF: usize = 8;
 pub const NB: usize = 256;
 
 /// What the engine says of itself in results, factoring elements T.
-pub fn describe<T: Element>(nb: usize) -> String {
+pub fn engine_text<T: Element>(nb: usize) -> String {
     format!(
         "peakbench LU {} (right-looking, NB={nb}, recursive panel, look-ahead 1); trailing updates by {}; panel and triangular solves by faer {}",
         env!("CARGO_PKG_VERSION"),

@@ -192,7 +192,7 @@ pub fn library_params<T: Element>(
                 ("library_version", FAER_VERSION.into()),
             ];
             if with_lu {
-                params.push(("lu_engine", lu::describe::<T>(lu::NB).into()));
+                params.push(("lu_engine", lu::engine_text::<T>(lu::NB).into()));
             }
             params.extend([
                 ("gemm_engine", gemm.describe().into()),
