@@ -49,12 +49,6 @@ pub fn requested() -> bool {
     REQUESTED.load(Ordering::Relaxed)
 }
 
-/// Asks the run to stop, as Ctrl-C does (also used by tests and time limits).
-pub fn request() {
-    REQUESTED.store(true, Ordering::SeqCst);
-    wake_waiters();
-}
-
 /// An eventfd that is readable once the run has been asked to stop (it stays readable), or
 /// `None` where the kernel gives none; waiters then fall back to looking at [`requested`].
 pub fn wake_fd() -> Option<RawFd> {

@@ -101,10 +101,6 @@ impl Table {
         self.rows.push(cells);
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
     pub fn render(&self) -> String {
         let width = |s: &str| s.chars().count();
         let mut widths: Vec<usize> = self.columns.iter().map(|(h, _)| width(h)).collect();

@@ -138,23 +138,6 @@ pub fn parse_count(text: &str) -> Result<u64, UnitError> {
         })
 }
 
-/// Splits a comma-separated list and parses each element, rejecting an empty list or element.
-pub fn parse_list<T>(
-    text: &str,
-    parse: impl Fn(&str) -> Result<T, UnitError>,
-) -> Result<Vec<T>, UnitError> {
-    let mut values = Vec::new();
-    for item in text.split(',') {
-        if item.trim().is_empty() {
-            return Err(UnitError(format!(
-                "'{text}' has an empty element: separate values with single commas, e.g. 1,2,4"
-            )));
-        }
-        values.push(parse(item)?);
-    }
-    Ok(values)
-}
-
 /// Formats a byte count exactly, in the base that represents it without a fraction
 /// (`8 KB`, `4 KiB`, `1 GiB`, `1500 B`), preferring the larger unit.
 pub fn format_size(bytes: u64) -> String {
@@ -303,20 +286,6 @@ mod tests {
         assert!(parse_count("20000000T").is_err(), "beyond 64 bits");
         assert!(parse_count("1.5").is_err());
         assert!(parse_count("x").is_err());
-    }
-
-    #[test]
-    fn lists() {
-        assert_eq!(
-            parse_list("1,2,4,8", parse_count).unwrap(),
-            vec![1, 2, 4, 8]
-        );
-        assert_eq!(
-            parse_list("8B,8KB,8MB,80MB", parse_size).unwrap(),
-            vec![8, 8_000, 8_000_000, 80_000_000]
-        );
-        assert!(parse_list("1,,2", parse_count).is_err());
-        assert!(parse_list("", parse_count).is_err());
     }
 
     #[test]

@@ -26,9 +26,6 @@ use crate::sysinfo::Fingerprint;
 use gate::{CaseVerdict, Gate, Status};
 use verdict::{CheckOutcome, CheckStatus};
 
-/// The default tolerance: a case fails only beyond 20 % slower (docs/check.md says why).
-pub const DEFAULT_TOLERANCE: f64 = 0.20;
-
 #[derive(Args, Debug)]
 pub struct CheckArgs {
     /// The baseline: a saved name (`peakbench baseline list`), a baseline file, or a directory

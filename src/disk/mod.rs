@@ -32,7 +32,7 @@ use crate::plan::{Context, Plan};
 use crate::workload::Benchmark;
 pub use args::DiskArgs;
 pub use case::DiskCase;
-pub use plan::{DiskOptions, plan};
+pub use plan::DiskOptions;
 pub use settings::{
     DirectChoice, IOPS_HEADLINE_BELOW, IoEngine, IoEngineChoice, MAX_BLOCK, Op, Stopping,
 };

@@ -80,12 +80,8 @@ impl DiskOptions {
     }
 }
 
-/// Checks the target and expands the options into cases; nothing is created yet.
-pub fn plan(opts: &DiskOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
-    plan_with_notes(opts, ctx).map(|(cases, _)| cases)
-}
-
-/// [`plan`], with the notes (e.g. an engine fallback) also put in each result's warnings.
+/// Checks the target and expands the options into cases (nothing is created yet), with the
+/// notes (e.g. an engine fallback) also put in each result's warnings.
 pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<String>)> {
     let mut notes = Vec::new();
     let fitted = fit_size(opts)?;

@@ -21,7 +21,6 @@ pub use crate::result::significance::{Significance, significance};
 /// One shared result.
 #[derive(Debug, Clone)]
 pub struct Change {
-    pub id: String,
     pub label: String,
     pub unit: String,
     pub a: f64,
@@ -53,7 +52,6 @@ pub fn compare(a: &Report, b: &Report) -> (Vec<Change>, usize, usize) {
             String::new()
         };
         changes.push(Change {
-            id: ra.id.clone(),
             label: format!(
                 "{} {} {}{on}",
                 ra.subsystem.name(),
@@ -202,7 +200,6 @@ mod tests {
     #[test]
     fn the_closing_line_states_the_rule_and_the_fix_for_too_few_repetitions() {
         let change = |significance| Change {
-            id: "cpu-f64".into(),
             label: "cpu f64".into(),
             unit: "GFLOP/s".into(),
             a: 1.0,

@@ -21,10 +21,12 @@ pub const SLOWEST_DATAGRAM: Duration = Duration::from_millis(100);
 
 /// Whether `rate_bps` sends at least one `msg`-byte datagram per [`SLOWEST_DATAGRAM`].
 pub fn check_rate(msg: u64, rate_bps: u64) -> Result<(), String> {
-    let least = msg.saturating_mul(8).saturating_mul(10);
+    let per_second = 1000 / SLOWEST_DATAGRAM.as_millis() as u64;
+    let least = msg.saturating_mul(8).saturating_mul(per_second);
     if rate_bps < least {
         return Err(format!(
-            "{rate_bps} bit/s sends less than one {msg}-byte datagram per 100 ms: give at least {least} bit/s"
+            "{rate_bps} bit/s sends less than one {msg}-byte datagram per {} ms: give at least {least} bit/s",
+            SLOWEST_DATAGRAM.as_millis()
         ));
     }
     Ok(())

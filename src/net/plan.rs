@@ -39,26 +39,6 @@ pub struct NetOptions {
     pub key: Option<Key>,
 }
 
-impl NetOptions {
-    /// Loopback, TCP and UDP, both modes, short runs.
-    pub fn quick() -> NetOptions {
-        NetOptions {
-            server: None,
-            protos: vec![Proto::Tcp, Proto::Udp],
-            modes: vec![Mode::Throughput, Mode::Latency],
-            msgs: None,
-            streams: vec![1],
-            duration: Duration::from_millis(500),
-            count: None,
-            reverse: false,
-            rates_bps: Vec::new(),
-            omit: Duration::from_millis(200),
-            receiver_wait: ReceiverWait::Auto,
-            key: None,
-        }
-    }
-}
-
 fn default_msg(proto: Proto, mode: Mode) -> u64 {
     match (proto, mode) {
         (Proto::Tcp, Mode::Throughput) => 128 * 1024,
