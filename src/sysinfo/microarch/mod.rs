@@ -249,6 +249,12 @@ const TABLE: &[Microarch] = &[
     ),
 ];
 
+/// The names of the table's rows, as [`identify`] gives them (the tests walk every row).
+#[cfg(test)]
+pub fn names() -> impl Iterator<Item = &'static str> {
+    TABLE.iter().map(|row| row.name)
+}
+
 /// Cycles one AMX tile multiply (`tdpbssd`, `tdpbf16ps`, 16 × 16 results) occupies the TMUL
 /// unit on Sapphire Rapids and its successors: 16 (Intel 64 and IA-32 Architectures
 /// Optimization Reference Manual, AMX chapter). 16 × 16 results × 64 int8 pairs / 16 cycles =
