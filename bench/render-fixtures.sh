@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Renders every saved results document and machine of tests/fixtures/ through every output a
-# reader sees (the text table, JSON, Markdown, the HTML report, `explain`, `compare`, and
-# `sysinfo` replayed from a machine's files), one file each, into OUTDIR.
+# reader sees (the text table, JSON, Markdown, the HTML report with its charts and roofline,
+# `explain`, and `sysinfo` replayed from a machine's files), one file each, into OUTDIR. Each
+# document is imported alone into a history of its own, so that what is rendered is the
+# document itself, not which other fixtures count as its past.
 #
 # A change that must not move a byte of output (a refactor of the exporters) is checked by
 # rendering with the binary before and after it and comparing the two folders:
@@ -18,13 +20,14 @@ cd "$(dirname "$0")/.."
 mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-export PEAKBENCH_DB="$work/history.db" NO_COLOR=1 COLUMNS=100
+export NO_COLOR=1 COLUMNS=100
 
 docs=(tests/fixtures/*.json tests/fixtures/machines/*/peakbench-*.json)
 for doc in "${docs[@]}"; do
     case "$doc" in */peakbench-sysinfo.json) continue ;; esac
     name=$(echo "${doc#tests/fixtures/}" | tr '/' '_')
     name=${name%.json}
+    export PEAKBENCH_DB="$work/$name.db"
     "$bin" import "$doc" >/dev/null 2>&1
     "$bin" show latest >"$out/$name.txt" 2>&1 || true
     "$bin" show latest --json >"$out/$name.json" 2>&1 || true
@@ -32,9 +35,6 @@ for doc in "${docs[@]}"; do
     # The time the judging took is the one figure that differs between two renders.
     "$bin" explain latest --json 2>&1 | grep -v '"judged_in_s"' >"$out/$name.explain.json" || true
     "$bin" report latest --html "$out/$name.html" --markdown "$out/$name.md" >/dev/null 2>&1 || true
-    if [ "$doc" != "${docs[0]}" ]; then
-        "$bin" compare previous latest >"$out/$name.compare.txt" 2>&1 || true
-    fi
 done
 for machine in tests/fixtures/machines/*/; do
     name=$(basename "$machine")
