@@ -15,8 +15,9 @@
 //! it** (`tests/architecture.rs` checks every `crate::` path of every file against this order,
 //! so no import cycle can form and no lower layer reaches up):
 //!
-//! 1. foundation: errors and exit codes, names of enum values, units, text tables, statistics,
-//!    the interrupt flag, the random generator, the shared option groups and value parsers;
+//! 1. foundation: errors and exit codes, names of enum values, units, text tables, the random
+//!    generator, statistics (whose bootstrap resamples with it), the interrupt flag, the shared
+//!    option groups and value parsers;
 //! 2. the machine: its inventory ([`sysinfo`]), what it imposes on a run ([`evidence`]: cgroup
 //!    limits, qdiscs, the CPU time of other processes) and its theoretical peaks ([`peak`]);
 //! 3. the results document ([`result`]), with the roofline's model, which is built from it;
@@ -41,8 +42,8 @@ pub mod error;
 pub mod names;
 pub mod units;
 pub mod text;
-pub mod stats;
 pub mod rng;
+pub mod stats;
 pub mod options;
 
 pub mod sysinfo;

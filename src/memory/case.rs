@@ -199,10 +199,12 @@ impl Case for BandwidthCase {
             params
                 .other
                 .insert("ops_per_repetition".into(), units.into());
-            params.other.insert(
-                "bytes_per_repetition".into(),
-                (units * self.bytes_per_unit()).into(),
-            );
+            // Past 2^64 bytes (--ops near u64::MAX) the count is a float, never a wrapped one.
+            let bytes = match units.checked_mul(self.bytes_per_unit()) {
+                Some(bytes) => bytes.into(),
+                None => (units as f64 * self.bytes_per_unit() as f64).into(),
+            };
+            params.other.insert("bytes_per_repetition".into(), bytes);
         }
         params.other.insert("nt".into(), self.nt.into());
         params.other.insert(
