@@ -93,7 +93,7 @@ pub struct StoreArgs {
 }
 
 /// Factors of the theoretical peaks that the machine does not tell (or tells wrongly).
-#[derive(Args, Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Args, Debug, Clone, Default)]
 #[command(next_help_heading = "Peak factors")]
 pub struct PeakArgs {
     /// Nominal (base) CPU clock in GHz for the peak (e.g. 2.5)
@@ -102,7 +102,6 @@ pub struct PeakArgs {
     /// Turbo CPU clock in GHz (the max turbo of the spec sheet, or the all-core turbo if you
     /// know it), for the peak at turbo beside the one at the base clock (e.g. 3.1)
     #[arg(long, allow_negative_numbers = true, value_name = "GHZ", value_parser = peak_factor)]
-    #[serde(default)]
     pub cpu_turbo_ghz: Option<f64>,
     /// Physical cores for the peak
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = positive_u32)]
@@ -113,7 +112,6 @@ pub struct PeakArgs {
     /// Vector integer add units per core at the widest vector ISA (scalar ALUs on a CPU
     /// without vectors), e.g. 2 on Sandy Bridge at 128 bit
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = peak_factor)]
-    #[serde(default)]
     pub int_units: Option<f64>,
     /// Populated memory channels
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = positive_u32)]
@@ -132,26 +130,74 @@ pub struct PeakArgs {
     pub disk_iops: Option<f64>,
     /// Rated disk read throughput in MB/s (for read cases; else --disk-mbps)
     #[arg(long, allow_negative_numbers = true, value_name = "MBPS", value_parser = peak_factor)]
-    #[serde(default)]
     pub disk_read_mbps: Option<f64>,
     /// Rated disk write throughput in MB/s (for write cases; else --disk-mbps)
     #[arg(long, allow_negative_numbers = true, value_name = "MBPS", value_parser = peak_factor)]
-    #[serde(default)]
     pub disk_write_mbps: Option<f64>,
     /// Rated disk read IOPS (for read cases; else --disk-iops)
     #[arg(long, allow_negative_numbers = true, value_name = "IOPS", value_parser = peak_factor)]
-    #[serde(default)]
     pub disk_read_iops: Option<f64>,
     /// Rated disk write IOPS (for write cases; else --disk-iops)
     #[arg(long, allow_negative_numbers = true, value_name = "IOPS", value_parser = peak_factor)]
-    #[serde(default)]
     pub disk_write_iops: Option<f64>,
 }
 
-impl PeakArgs {
-    /// What the flags say together that each alone cannot: a turbo clock below the base one.
-    pub fn check(&self) -> Result<(), crate::error::UsageError> {
-        if let (Some(base), Some(turbo)) = (self.cpu_ghz, self.cpu_turbo_ghz)
+/// The factors of the theoretical peaks the user gave, as the peaks see them: built once from
+/// [`PeakArgs`], which refuses what the flags say together that each alone cannot.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PeakOverrides {
+    /// Nominal (base) CPU clock in GHz.
+    pub cpu_ghz: Option<f64>,
+    /// Turbo CPU clock in GHz, not below the base one.
+    pub cpu_turbo_ghz: Option<f64>,
+    /// Physical cores.
+    pub cores: Option<u32>,
+    /// FMA units per core at the widest vector ISA.
+    pub fma_units: Option<f64>,
+    /// Vector integer add units per core at the widest vector ISA.
+    pub int_units: Option<f64>,
+    /// Populated memory channels.
+    pub mem_channels: Option<u32>,
+    /// Memory transfer rate in MT/s.
+    pub mem_mts: Option<u32>,
+    /// NIC link speed in Gb/s.
+    pub nic_gbps: Option<f64>,
+    /// Rated disk throughput in MB/s.
+    pub disk_mbps: Option<f64>,
+    /// Rated disk IOPS.
+    pub disk_iops: Option<f64>,
+    /// Rated disk read throughput in MB/s.
+    pub disk_read_mbps: Option<f64>,
+    /// Rated disk write throughput in MB/s.
+    pub disk_write_mbps: Option<f64>,
+    /// Rated disk read IOPS.
+    pub disk_read_iops: Option<f64>,
+    /// Rated disk write IOPS.
+    pub disk_write_iops: Option<f64>,
+}
+
+impl TryFrom<&PeakArgs> for PeakOverrides {
+    type Error = crate::error::UsageError;
+
+    /// The flags as given, unless the turbo clock is below the base one.
+    fn try_from(args: &PeakArgs) -> Result<Self, Self::Error> {
+        let PeakArgs {
+            cpu_ghz,
+            cpu_turbo_ghz,
+            cores,
+            fma_units,
+            int_units,
+            mem_channels,
+            mem_mts,
+            nic_gbps,
+            disk_mbps,
+            disk_iops,
+            disk_read_mbps,
+            disk_write_mbps,
+            disk_read_iops,
+            disk_write_iops,
+        } = *args;
+        if let (Some(base), Some(turbo)) = (cpu_ghz, cpu_turbo_ghz)
             && turbo < base
         {
             return Err(crate::error::UsageError(format!(
@@ -159,7 +205,22 @@ impl PeakArgs {
                  higher one; give the two the other way round"
             )));
         }
-        Ok(())
+        Ok(PeakOverrides {
+            cpu_ghz,
+            cpu_turbo_ghz,
+            cores,
+            fma_units,
+            int_units,
+            mem_channels,
+            mem_mts,
+            nic_gbps,
+            disk_mbps,
+            disk_iops,
+            disk_read_mbps,
+            disk_write_mbps,
+            disk_read_iops,
+            disk_write_iops,
+        })
     }
 }
 
@@ -439,6 +500,27 @@ mod tests {
         assert!(positive_f64("-1").is_err());
         assert_eq!(percent("100"), Ok(100));
         assert!(percent("101").is_err());
+    }
+
+    #[test]
+    fn a_turbo_below_the_base_is_refused_naming_both_flags() {
+        let flags = PeakArgs {
+            cpu_ghz: Some(3.0),
+            cpu_turbo_ghz: Some(2.0),
+            ..PeakArgs::default()
+        };
+        let e = PeakOverrides::try_from(&flags).unwrap_err().0;
+        assert!(
+            e.contains("--cpu-turbo-ghz") && e.contains("--cpu-ghz"),
+            "{e}"
+        );
+        let fine = PeakArgs {
+            cpu_ghz: Some(2.0),
+            cpu_turbo_ghz: Some(2.0),
+            ..PeakArgs::default()
+        };
+        let given = PeakOverrides::try_from(&fine).unwrap();
+        assert_eq!((given.cpu_ghz, given.cpu_turbo_ghz), (Some(2.0), Some(2.0)));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use crate::options::{PeakArgs, RunnerArgs};
+use crate::options::{PeakOverrides, RunnerArgs};
 use crate::peak::{MeasuredFactors, PeakRef, Peaks};
 use crate::result::Reference;
 use crate::result::{BenchResult, Extra, Params, Subsystem, TimePoint};
@@ -76,7 +76,7 @@ impl Context {
     /// tests give a fixture).
     pub fn new(
         host: SysInfo,
-        peak: &PeakArgs,
+        peak: &PeakOverrides,
         probes: &MeasuredFactors,
         runner: RunnerArgs,
     ) -> Context {
@@ -106,7 +106,12 @@ impl Context {
             ghz_detail: None,
             ..MeasuredFactors::default()
         };
-        Context::new(host, &PeakArgs::default(), &probes, RunnerArgs::default())
+        Context::new(
+            host,
+            &PeakOverrides::default(),
+            &probes,
+            RunnerArgs::default(),
+        )
     }
 }
 

@@ -19,7 +19,9 @@ use clap::Args;
 use crate::config::{self, Entry, Preset, ServerArg, TableSource};
 use crate::error::{Exit, UsageError};
 use crate::history::baseline::{self, Baseline};
-use crate::options::{DbArgs, Json, OutputArgs, PeakArgs, RunnerArgs, StoreArgs, positive_u32};
+use crate::options::{
+    DbArgs, Json, OutputArgs, PeakArgs, PeakOverrides, RunnerArgs, StoreArgs, positive_u32,
+};
 use crate::plan::{Context, LatencyProbe};
 use crate::session::{self, HtmlReport, Session};
 use crate::sysinfo::Fingerprint;
@@ -196,7 +198,7 @@ fn newest_saved(dir: &Path, fp: &Fingerprint) -> Option<LocatedBaseline> {
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     // The budget counts from here: the machine's probes and the planning are the check's time.
     let started = std::time::Instant::now();
-    args.peak.check()?;
+    let peak = PeakOverrides::try_from(&args.peak)?;
     let (origin, entries) = entries(args)?;
     let parsed = entries
         .iter()
@@ -206,7 +208,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         repetitions: args.repetitions,
         ..RunnerArgs::default()
     };
-    let mut ctx = session::context(&runner, &args.peak, &crate::registry::probe());
+    let mut ctx = session::context(&runner, &peak, &crate::registry::probe());
     if !args.dry_run {
         ctx.latency_probe = LatencyProbe::live();
     }
