@@ -10,7 +10,7 @@ use clap::error::ErrorKind;
 use crate::cli::{self, CompletionsArgs, ManArgs, Parsed, RunArgs, SysinfoArgs, TopCommand};
 use crate::config;
 use crate::error::{self, Exit, UsageError};
-use crate::options::{OutputArgs, PeakArgs, PeakOverrides, RunnerArgs};
+use crate::options::{OutputArgs, PeakArgs, PeakOverrides, RunnerArgs, RunnerOptions};
 use crate::plan::LatencyProbe;
 use crate::result::{SCHEMA_VERSION, Tool};
 use crate::session::{self, HtmlReport};
@@ -104,10 +104,10 @@ fn one_line(error: &clap::Error) -> String {
 fn run(matches: &clap::ArgMatches) -> Result<ExitCode> {
     match cli::parse(matches)? {
         Parsed::Workload(workload, matches) => {
-            let runner = RunnerArgs::from_matches(matches)?;
+            let runner = RunnerOptions::from(&RunnerArgs::from_matches(matches)?);
             let output = OutputArgs::from_matches(matches)?;
             let peak = PeakOverrides::try_from(&PeakArgs::from_matches(matches)?)?;
-            let mut ctx = session::context(&runner, &peak, &crate::registry::probe());
+            let mut ctx = session::context(runner, &peak, &crate::registry::probe());
             if !output.dry_run {
                 ctx.latency_probe = LatencyProbe::live();
             }
@@ -233,7 +233,8 @@ fn run_matrix(args: &RunArgs) -> Result<ExitCode> {
         .iter()
         .map(|entry| config::parse_entry(entry, &origin))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut ctx = session::context(&args.runner, &peak, &crate::registry::probe());
+    let runner = RunnerOptions::from(&args.runner);
+    let mut ctx = session::context(runner, &peak, &crate::registry::probe());
     if !args.output.dry_run {
         ctx.latency_probe = LatencyProbe::live();
     }

@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::names::Named;
 use crate::units::{parse_count, parse_duration, parse_size};
 
 /// How each case is repeated.
-#[derive(Args, Debug, Clone, Serialize, Deserialize)]
+#[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Repetitions")]
 pub struct RunnerArgs {
     /// Measured repetitions per case (the value is their median)
@@ -35,13 +35,46 @@ pub struct RunnerArgs {
     pub reference: bool,
 }
 
-impl Default for RunnerArgs {
+/// How every case of a run is repeated, as the runner and the cases see it: built once from
+/// [`RunnerArgs`], or from a command's own flags (`check --repetitions`) over the defaults.
+/// A results document carries it as the `runner` of its configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunnerOptions {
+    /// Measured repetitions per case.
+    pub repetitions: u32,
+    /// Unmeasured warm-up before the repetitions; zero skips it.
+    pub warmup: Duration,
+    /// Pin thread i to the i-th CPU.
+    pub pin: bool,
+    /// Also run the standard tool of the field on each case.
+    pub reference: bool,
+}
+
+impl Default for RunnerOptions {
+    /// What [`RunnerArgs`] holds when no flag of it is given.
     fn default() -> Self {
-        RunnerArgs {
+        RunnerOptions {
             repetitions: 3,
             warmup: Duration::from_millis(200),
             pin: false,
             reference: false,
+        }
+    }
+}
+
+impl From<&RunnerArgs> for RunnerOptions {
+    fn from(args: &RunnerArgs) -> Self {
+        let RunnerArgs {
+            repetitions,
+            warmup,
+            pin,
+            reference,
+        } = *args;
+        RunnerOptions {
+            repetitions,
+            warmup,
+            pin,
+            reference,
         }
     }
 }
@@ -500,6 +533,15 @@ mod tests {
         assert!(positive_f64("-1").is_err());
         assert_eq!(percent("100"), Ok(100));
         assert!(percent("101").is_err());
+    }
+
+    /// With no flag of the group, the runner's options are their defaults.
+    #[test]
+    fn no_runner_flag_gives_the_default_options() {
+        let cmd = RunnerArgs::augment_args(clap::Command::new("t"));
+        let matches = cmd.try_get_matches_from(["t"]).unwrap();
+        let args = <RunnerArgs as clap::FromArgMatches>::from_arg_matches(&matches).unwrap();
+        assert_eq!(RunnerOptions::from(&args), RunnerOptions::default());
     }
 
     #[test]

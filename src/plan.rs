@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use crate::options::{PeakOverrides, RunnerArgs};
+use crate::options::{PeakOverrides, RunnerOptions};
 use crate::peak::{MeasuredFactors, PeakRef, Peaks};
 use crate::result::Reference;
 use crate::result::{BenchResult, Extra, Params, Subsystem, TimePoint};
@@ -28,7 +28,7 @@ pub struct Context {
     pub host: SysInfo,
     pub peaks: Peaks,
     /// Repetitions, warm-up, pinning and `--reference` (threads and stop are per case).
-    pub runner: RunnerArgs,
+    pub runner: RunnerOptions,
     /// The latency curve a plan may ask for (off unless a run is about to start).
     pub latency_probe: LatencyProbe,
 }
@@ -78,7 +78,7 @@ impl Context {
         host: SysInfo,
         peak: &PeakOverrides,
         probes: &MeasuredFactors,
-        runner: RunnerArgs,
+        runner: RunnerOptions,
     ) -> Context {
         let peaks = Peaks::compute(&host, peak, probes);
         Context {
@@ -110,7 +110,7 @@ impl Context {
             host,
             &PeakOverrides::default(),
             &probes,
-            RunnerArgs::default(),
+            RunnerOptions::default(),
         )
     }
 }

@@ -20,7 +20,7 @@ use crate::config::{self, Entry, Preset, ServerArg, TableSource};
 use crate::error::{Exit, UsageError};
 use crate::history::baseline::{self, Baseline};
 use crate::options::{
-    DbArgs, Json, OutputArgs, PeakArgs, PeakOverrides, RunnerArgs, StoreArgs, positive_u32,
+    DbArgs, Json, OutputArgs, PeakArgs, PeakOverrides, RunnerOptions, StoreArgs, positive_u32,
 };
 use crate::plan::{Context, LatencyProbe};
 use crate::session::{self, HtmlReport, Session};
@@ -204,11 +204,11 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         .iter()
         .map(|entry| config::parse_entry(entry, &origin))
         .collect::<Result<Vec<_>, _>>()?;
-    let runner = RunnerArgs {
+    let runner = RunnerOptions {
         repetitions: args.repetitions,
-        ..RunnerArgs::default()
+        ..RunnerOptions::default()
     };
-    let mut ctx = session::context(&runner, &peak, &crate::registry::probe());
+    let mut ctx = session::context(runner, &peak, &crate::registry::probe());
     if !args.dry_run {
         ctx.latency_probe = LatencyProbe::live();
     }
@@ -351,7 +351,7 @@ fn measure_again(session: &mut Session, rerun: &Rerun, ids: &[String]) -> Result
     let ctx = Context {
         host: rerun.ctx.host.clone(),
         peaks: rerun.ctx.peaks.clone(),
-        runner: RunnerArgs {
+        runner: RunnerOptions {
             repetitions: rerun.repetitions,
             ..rerun.ctx.runner.clone()
         },

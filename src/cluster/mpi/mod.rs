@@ -33,7 +33,7 @@ use mpi::traits::*;
 
 use super::{ClusterRunArgs, plan_local};
 use crate::error::UsageError;
-use crate::options::PeakOverrides;
+use crate::options::{PeakOverrides, RunnerOptions};
 use crate::result::ClusterHost;
 use crate::session;
 use collective::{collective_deadline, collectives};
@@ -105,7 +105,8 @@ fn job(universe: &Universe, args: &ClusterRunArgs, peak: &PeakOverrides) -> Resu
             crate::sysinfo::format_cpu_list(&before)
         );
     }
-    let mut ctx = session::context(&args.runner, peak, &crate::registry::probe());
+    let runner = RunnerOptions::from(&args.runner);
+    let mut ctx = session::context(runner, peak, &crate::registry::probe());
     // Each host's measuring rank plans for its own host, so a probe measures that host.
     ctx.latency_probe = crate::plan::LatencyProbe::live();
     let plan = plan_local(args, &ctx)?;
