@@ -10,7 +10,7 @@ use clap::error::ErrorKind;
 use crate::cli::{self, CompletionsArgs, ManArgs, Parsed, RunArgs, SysinfoArgs, TopCommand};
 use crate::config;
 use crate::error::{self, Exit, UsageError};
-use crate::options::{OutputArgs, PeakArgs, RunnerArgs};
+use crate::options::{OutputArgs, PeakArgs, PeakOverrides, RunnerArgs, RunnerOptions};
 use crate::plan::LatencyProbe;
 use crate::result::{SCHEMA_VERSION, Tool};
 use crate::session::{self, HtmlReport};
@@ -104,11 +104,10 @@ fn one_line(error: &clap::Error) -> String {
 fn run(matches: &clap::ArgMatches) -> Result<ExitCode> {
     match cli::parse(matches)? {
         Parsed::Workload(workload, matches) => {
-            let runner = RunnerArgs::from_matches(matches)?;
+            let runner = RunnerOptions::from(&RunnerArgs::from_matches(matches)?);
             let output = OutputArgs::from_matches(matches)?;
-            let peak = PeakArgs::from_matches(matches)?;
-            peak.check()?;
-            let mut ctx = session::context(&runner, &peak, &crate::registry::probe());
+            let peak = PeakOverrides::try_from(&PeakArgs::from_matches(matches)?)?;
+            let mut ctx = session::context(runner, &peak, &crate::registry::probe());
             if !output.dry_run {
                 ctx.latency_probe = LatencyProbe::live();
             }
@@ -178,7 +177,7 @@ impl<T: clap::FromArgMatches> FromMatches for T {
 }
 
 fn sysinfo(args: &SysinfoArgs) -> Result<ExitCode> {
-    args.peak.check()?;
+    let peak = PeakOverrides::try_from(&args.peak)?;
     let (host, probes) = match &args.sysroot {
         None => (crate::sysinfo::collect(), crate::registry::probe()),
         Some(dir) => {
@@ -187,7 +186,7 @@ fn sysinfo(args: &SysinfoArgs) -> Result<ExitCode> {
             (host, replayed_probes(dir))
         }
     };
-    let peaks = crate::peak::Peaks::compute(&host, &args.peak, &probes);
+    let peaks = crate::peak::Peaks::compute(&host, &peak, &probes);
     if args.json.on {
         let doc = serde_json::json!({
             "schema_version": SCHEMA_VERSION,
@@ -225,7 +224,7 @@ fn replayed_probes(dir: &std::path::Path) -> crate::peak::MeasuredFactors {
 
 /// `peakbench run`: every table of a preset or config file, in one session.
 fn run_matrix(args: &RunArgs) -> Result<ExitCode> {
-    args.peak.check()?;
+    let peak = PeakOverrides::try_from(&args.peak)?;
     let (origin, mut entries) = args.suite.entries()?;
     // The run-wide server applies to every network table that does not name its own.
     args.net.apply(&mut entries);
@@ -234,7 +233,8 @@ fn run_matrix(args: &RunArgs) -> Result<ExitCode> {
         .iter()
         .map(|entry| config::parse_entry(entry, &origin))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut ctx = session::context(&args.runner, &args.peak, &crate::registry::probe());
+    let runner = RunnerOptions::from(&args.runner);
+    let mut ctx = session::context(runner, &peak, &crate::registry::probe());
     if !args.output.dry_run {
         ctx.latency_probe = LatencyProbe::live();
     }

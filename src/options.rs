@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::names::Named;
 use crate::units::{parse_count, parse_duration, parse_size};
 
 /// How each case is repeated.
-#[derive(Args, Debug, Clone, Serialize, Deserialize)]
+#[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Repetitions")]
 pub struct RunnerArgs {
     /// Measured repetitions per case (the value is their median)
@@ -35,13 +35,46 @@ pub struct RunnerArgs {
     pub reference: bool,
 }
 
-impl Default for RunnerArgs {
+/// How every case of a run is repeated, as the runner and the cases see it: built once from
+/// [`RunnerArgs`], or from a command's own flags (`check --repetitions`) over the defaults.
+/// A results document carries it as the `runner` of its configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunnerOptions {
+    /// Measured repetitions per case.
+    pub repetitions: u32,
+    /// Unmeasured warm-up before the repetitions; zero skips it.
+    pub warmup: Duration,
+    /// Pin thread i to the i-th CPU.
+    pub pin: bool,
+    /// Also run the standard tool of the field on each case.
+    pub reference: bool,
+}
+
+impl Default for RunnerOptions {
+    /// What [`RunnerArgs`] holds when no flag of it is given.
     fn default() -> Self {
-        RunnerArgs {
+        RunnerOptions {
             repetitions: 3,
             warmup: Duration::from_millis(200),
             pin: false,
             reference: false,
+        }
+    }
+}
+
+impl From<&RunnerArgs> for RunnerOptions {
+    fn from(args: &RunnerArgs) -> Self {
+        let RunnerArgs {
+            repetitions,
+            warmup,
+            pin,
+            reference,
+        } = *args;
+        RunnerOptions {
+            repetitions,
+            warmup,
+            pin,
+            reference,
         }
     }
 }
@@ -93,7 +126,7 @@ pub struct StoreArgs {
 }
 
 /// Factors of the theoretical peaks that the machine does not tell (or tells wrongly).
-#[derive(Args, Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Args, Debug, Clone, Default)]
 #[command(next_help_heading = "Peak factors")]
 pub struct PeakArgs {
     /// Nominal (base) CPU clock in GHz for the peak (e.g. 2.5)
@@ -102,7 +135,6 @@ pub struct PeakArgs {
     /// Turbo CPU clock in GHz (the max turbo of the spec sheet, or the all-core turbo if you
     /// know it), for the peak at turbo beside the one at the base clock (e.g. 3.1)
     #[arg(long, allow_negative_numbers = true, value_name = "GHZ", value_parser = peak_factor)]
-    #[serde(default)]
     pub cpu_turbo_ghz: Option<f64>,
     /// Physical cores for the peak
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = positive_u32)]
@@ -113,7 +145,6 @@ pub struct PeakArgs {
     /// Vector integer add units per core at the widest vector ISA (scalar ALUs on a CPU
     /// without vectors), e.g. 2 on Sandy Bridge at 128 bit
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = peak_factor)]
-    #[serde(default)]
     pub int_units: Option<f64>,
     /// Populated memory channels
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = positive_u32)]
@@ -132,26 +163,74 @@ pub struct PeakArgs {
     pub disk_iops: Option<f64>,
     /// Rated disk read throughput in MB/s (for read cases; else --disk-mbps)
     #[arg(long, allow_negative_numbers = true, value_name = "MBPS", value_parser = peak_factor)]
-    #[serde(default)]
     pub disk_read_mbps: Option<f64>,
     /// Rated disk write throughput in MB/s (for write cases; else --disk-mbps)
     #[arg(long, allow_negative_numbers = true, value_name = "MBPS", value_parser = peak_factor)]
-    #[serde(default)]
     pub disk_write_mbps: Option<f64>,
     /// Rated disk read IOPS (for read cases; else --disk-iops)
     #[arg(long, allow_negative_numbers = true, value_name = "IOPS", value_parser = peak_factor)]
-    #[serde(default)]
     pub disk_read_iops: Option<f64>,
     /// Rated disk write IOPS (for write cases; else --disk-iops)
     #[arg(long, allow_negative_numbers = true, value_name = "IOPS", value_parser = peak_factor)]
-    #[serde(default)]
     pub disk_write_iops: Option<f64>,
 }
 
-impl PeakArgs {
-    /// What the flags say together that each alone cannot: a turbo clock below the base one.
-    pub fn check(&self) -> Result<(), crate::error::UsageError> {
-        if let (Some(base), Some(turbo)) = (self.cpu_ghz, self.cpu_turbo_ghz)
+/// The factors of the theoretical peaks the user gave, as the peaks see them: built once from
+/// [`PeakArgs`], which refuses what the flags say together that each alone cannot.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PeakOverrides {
+    /// Nominal (base) CPU clock in GHz.
+    pub cpu_ghz: Option<f64>,
+    /// Turbo CPU clock in GHz, not below the base one.
+    pub cpu_turbo_ghz: Option<f64>,
+    /// Physical cores.
+    pub cores: Option<u32>,
+    /// FMA units per core at the widest vector ISA.
+    pub fma_units: Option<f64>,
+    /// Vector integer add units per core at the widest vector ISA.
+    pub int_units: Option<f64>,
+    /// Populated memory channels.
+    pub mem_channels: Option<u32>,
+    /// Memory transfer rate in MT/s.
+    pub mem_mts: Option<u32>,
+    /// NIC link speed in Gb/s.
+    pub nic_gbps: Option<f64>,
+    /// Rated disk throughput in MB/s.
+    pub disk_mbps: Option<f64>,
+    /// Rated disk IOPS.
+    pub disk_iops: Option<f64>,
+    /// Rated disk read throughput in MB/s.
+    pub disk_read_mbps: Option<f64>,
+    /// Rated disk write throughput in MB/s.
+    pub disk_write_mbps: Option<f64>,
+    /// Rated disk read IOPS.
+    pub disk_read_iops: Option<f64>,
+    /// Rated disk write IOPS.
+    pub disk_write_iops: Option<f64>,
+}
+
+impl TryFrom<&PeakArgs> for PeakOverrides {
+    type Error = crate::error::UsageError;
+
+    /// The flags as given, unless the turbo clock is below the base one.
+    fn try_from(args: &PeakArgs) -> Result<Self, Self::Error> {
+        let PeakArgs {
+            cpu_ghz,
+            cpu_turbo_ghz,
+            cores,
+            fma_units,
+            int_units,
+            mem_channels,
+            mem_mts,
+            nic_gbps,
+            disk_mbps,
+            disk_iops,
+            disk_read_mbps,
+            disk_write_mbps,
+            disk_read_iops,
+            disk_write_iops,
+        } = *args;
+        if let (Some(base), Some(turbo)) = (cpu_ghz, cpu_turbo_ghz)
             && turbo < base
         {
             return Err(crate::error::UsageError(format!(
@@ -159,7 +238,22 @@ impl PeakArgs {
                  higher one; give the two the other way round"
             )));
         }
-        Ok(())
+        Ok(PeakOverrides {
+            cpu_ghz,
+            cpu_turbo_ghz,
+            cores,
+            fma_units,
+            int_units,
+            mem_channels,
+            mem_mts,
+            nic_gbps,
+            disk_mbps,
+            disk_iops,
+            disk_read_mbps,
+            disk_write_mbps,
+            disk_read_iops,
+            disk_write_iops,
+        })
     }
 }
 
@@ -439,6 +533,36 @@ mod tests {
         assert!(positive_f64("-1").is_err());
         assert_eq!(percent("100"), Ok(100));
         assert!(percent("101").is_err());
+    }
+
+    /// With no flag of the group, the runner's options are their defaults.
+    #[test]
+    fn no_runner_flag_gives_the_default_options() {
+        let cmd = RunnerArgs::augment_args(clap::Command::new("t"));
+        let matches = cmd.try_get_matches_from(["t"]).unwrap();
+        let args = <RunnerArgs as clap::FromArgMatches>::from_arg_matches(&matches).unwrap();
+        assert_eq!(RunnerOptions::from(&args), RunnerOptions::default());
+    }
+
+    #[test]
+    fn a_turbo_below_the_base_is_refused_naming_both_flags() {
+        let flags = PeakArgs {
+            cpu_ghz: Some(3.0),
+            cpu_turbo_ghz: Some(2.0),
+            ..PeakArgs::default()
+        };
+        let e = PeakOverrides::try_from(&flags).unwrap_err().0;
+        assert!(
+            e.contains("--cpu-turbo-ghz") && e.contains("--cpu-ghz"),
+            "{e}"
+        );
+        let fine = PeakArgs {
+            cpu_ghz: Some(2.0),
+            cpu_turbo_ghz: Some(2.0),
+            ..PeakArgs::default()
+        };
+        let given = PeakOverrides::try_from(&fine).unwrap();
+        assert_eq!((given.cpu_ghz, given.cpu_turbo_ghz), (Some(2.0), Some(2.0)));
     }
 
     #[test]

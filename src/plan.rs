@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use crate::options::{PeakArgs, RunnerArgs};
+use crate::options::{PeakOverrides, RunnerOptions};
 use crate::peak::{MeasuredFactors, PeakRef, Peaks};
 use crate::result::Reference;
 use crate::result::{BenchResult, Extra, Params, Subsystem, TimePoint};
@@ -28,7 +28,7 @@ pub struct Context {
     pub host: SysInfo,
     pub peaks: Peaks,
     /// Repetitions, warm-up, pinning and `--reference` (threads and stop are per case).
-    pub runner: RunnerArgs,
+    pub runner: RunnerOptions,
     /// The latency curve a plan may ask for (off unless a run is about to start).
     pub latency_probe: LatencyProbe,
 }
@@ -76,9 +76,9 @@ impl Context {
     /// tests give a fixture).
     pub fn new(
         host: SysInfo,
-        peak: &PeakArgs,
+        peak: &PeakOverrides,
         probes: &MeasuredFactors,
-        runner: RunnerArgs,
+        runner: RunnerOptions,
     ) -> Context {
         let peaks = Peaks::compute(&host, peak, probes);
         Context {
@@ -106,7 +106,12 @@ impl Context {
             ghz_detail: None,
             ..MeasuredFactors::default()
         };
-        Context::new(host, &PeakArgs::default(), &probes, RunnerArgs::default())
+        Context::new(
+            host,
+            &PeakOverrides::default(),
+            &probes,
+            RunnerOptions::default(),
+        )
     }
 }
 

@@ -21,7 +21,7 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::interrupt;
 use crate::names::named_enum;
-use crate::options::RunnerArgs;
+use crate::options::RunnerOptions;
 use crate::stats::LatencyHistogram;
 use crate::stats::UNSTABLE_CV;
 use crate::sysinfo::clock::thread_cpu_ns;
@@ -134,7 +134,7 @@ pub struct RunSettings {
 impl RunSettings {
     /// The settings of a case on `threads` threads that stops at `stop`, with the run's
     /// repetitions, warm-up and pinning.
-    pub fn new(runner: &RunnerArgs, threads: usize, stop: Stop) -> RunSettings {
+    pub fn new(runner: &RunnerOptions, threads: usize, stop: Stop) -> RunSettings {
         RunSettings {
             threads,
             stop,
@@ -611,7 +611,7 @@ pub struct Timed<T> {
 /// `--pin`, Ctrl-C and the variation warnings ([`repetition_warnings`] over each round's wall
 /// time) mean the same for every case.
 pub fn repeat<T>(
-    runner: &RunnerArgs,
+    runner: &RunnerOptions,
     repetitions: u32,
     mut test: impl FnMut(Round) -> Result<T>,
 ) -> Result<Vec<Timed<T>>> {

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::error::{Exit, UsageError};
 use crate::interrupt;
-use crate::options::{OutputArgs, PeakArgs, RunnerArgs};
+use crate::options::{OutputArgs, PeakOverrides, RunnerOptions};
 use crate::peak::MeasuredFactors;
 use crate::plan::{Case, CaseSpec, Context, Plan};
 use crate::report::{Format, OutputFile};
@@ -27,8 +27,8 @@ use crate::units::format_duration;
 /// The context of a run on this machine: its inventory, the peaks, and the `probes` the caller
 /// ran (the clock of one core and the FMA instructions it retires per cycle, which the CPU
 /// workload measures: the session names no workload).
-pub fn context(runner: &RunnerArgs, peak: &PeakArgs, probes: &MeasuredFactors) -> Context {
-    Context::new(crate::sysinfo::collect(), peak, probes, runner.clone())
+pub fn context(runner: RunnerOptions, peak: &PeakOverrides, probes: &MeasuredFactors) -> Context {
+    Context::new(crate::sysinfo::collect(), peak, probes, runner)
 }
 
 /// Warnings about the machine as a whole, each with what to do.

@@ -19,7 +19,9 @@ use clap::Args;
 use crate::config::{self, Entry, Preset, ServerArg, TableSource};
 use crate::error::{Exit, UsageError};
 use crate::history::baseline::{self, Baseline};
-use crate::options::{DbArgs, Json, OutputArgs, PeakArgs, RunnerArgs, StoreArgs, positive_u32};
+use crate::options::{
+    DbArgs, Json, OutputArgs, PeakArgs, PeakOverrides, RunnerOptions, StoreArgs, positive_u32,
+};
 use crate::plan::{Context, LatencyProbe};
 use crate::session::{self, HtmlReport, Session};
 use crate::sysinfo::Fingerprint;
@@ -193,17 +195,17 @@ fn newest_saved(dir: &Path, fp: &Fingerprint) -> Option<LocatedBaseline> {
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     // The budget counts from here: the machine's probes and the planning are the check's time.
     let started = std::time::Instant::now();
-    args.peak.check()?;
+    let peak = PeakOverrides::try_from(&args.peak)?;
     let (origin, entries) = entries(args)?;
     let parsed = entries
         .iter()
         .map(|entry| config::parse_entry(entry, &origin))
         .collect::<Result<Vec<_>, _>>()?;
-    let runner = RunnerArgs {
+    let runner = RunnerOptions {
         repetitions: args.repetitions,
-        ..RunnerArgs::default()
+        ..RunnerOptions::default()
     };
-    let mut ctx = session::context(&runner, &args.peak, &crate::registry::probe());
+    let mut ctx = session::context(runner, &peak, &crate::registry::probe());
     if !args.dry_run {
         ctx.latency_probe = LatencyProbe::live();
     }
@@ -346,7 +348,7 @@ fn measure_again(session: &mut Session, rerun: &Rerun, ids: &[String]) -> Result
     let ctx = Context {
         host: rerun.ctx.host.clone(),
         peaks: rerun.ctx.peaks.clone(),
-        runner: RunnerArgs {
+        runner: RunnerOptions {
             repetitions: rerun.repetitions,
             ..rerun.ctx.runner.clone()
         },

@@ -25,7 +25,7 @@ use clap::{Args, Subcommand};
 use crate::config::{self, SuiteArgs};
 use crate::error::UsageError;
 use crate::names::named_enum;
-use crate::options::{OutputArgs, PeakArgs, RunnerArgs, duration};
+use crate::options::{OutputArgs, PeakArgs, PeakOverrides, RunnerArgs, duration};
 use crate::plan::{Context, Plan};
 use schedule::MatrixPlan;
 
@@ -127,8 +127,8 @@ pub fn run(args: &ClusterArgs) -> Result<ExitCode> {
     }
     match &args.command {
         Some(ClusterCommand::Run(run)) => {
-            run.peak.check()?;
-            run_job(run)
+            let peak = PeakOverrides::try_from(&run.peak)?;
+            run_job(run, &peak)
         }
         None => Err(UsageError(
             "cluster: give a command: 'peakbench cluster run' under mpirun or srun (see --help)"
@@ -139,12 +139,12 @@ pub fn run(args: &ClusterArgs) -> Result<ExitCode> {
 }
 
 #[cfg(feature = "mpi")]
-fn run_job(args: &ClusterRunArgs) -> Result<ExitCode> {
-    mpi::run(args)
+fn run_job(args: &ClusterRunArgs, peak: &PeakOverrides) -> Result<ExitCode> {
+    mpi::run(args, peak)
 }
 
 #[cfg(not(feature = "mpi"))]
-fn run_job(_: &ClusterRunArgs) -> Result<ExitCode> {
+fn run_job(_: &ClusterRunArgs, _: &PeakOverrides) -> Result<ExitCode> {
     Err(UsageError(BUILD_HINT.into()).into())
 }
 

@@ -795,7 +795,7 @@ mod tests {
     fn int_units_flag_sets_the_widest_integer_pipes() {
         let ctx = Context::fixture();
         let widest = *crate::peak::isas_of(&ctx.host).last().unwrap();
-        let flags = crate::options::PeakArgs {
+        let flags = crate::options::PeakOverrides {
             int_units: Some(3.0),
             ..Default::default()
         };

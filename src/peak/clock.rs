@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{CpuFactors, Factor, Form, Isa, MeasuredFactors, Precision, trim_float};
-use crate::options::PeakArgs;
+use crate::options::PeakOverrides;
 use crate::sysinfo::SysInfo;
 use crate::sysinfo::clocks;
 
@@ -50,7 +50,11 @@ impl ClockPair {
     }
 }
 
-pub(super) fn clock_factor(info: &SysInfo, flags: &PeakArgs, probes: &MeasuredFactors) -> Factor {
+pub(super) fn clock_factor(
+    info: &SysInfo,
+    flags: &PeakOverrides,
+    probes: &MeasuredFactors,
+) -> Factor {
     if let Some(ghz) = flags.cpu_ghz {
         return Factor::known(ghz, "flag", "--cpu-ghz");
     }
@@ -98,7 +102,7 @@ pub(super) fn clock_factor(info: &SysInfo, flags: &PeakArgs, probes: &MeasuredFa
 
 /// The turbo clock: the flag, else cpufreq's highest clock (when above the base one), else
 /// the table of known models.
-pub(super) fn turbo_factor(info: &SysInfo, flags: &PeakArgs, base: &Factor) -> Factor {
+pub(super) fn turbo_factor(info: &SysInfo, flags: &PeakOverrides, base: &Factor) -> Factor {
     if let Some(ghz) = flags.cpu_turbo_ghz {
         return Factor::known(ghz, "flag", "--cpu-turbo-ghz");
     }

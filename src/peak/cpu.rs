@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::clock::{clock_factor, turbo_factor};
 use super::instruction::width_index;
 use super::{Factor, Form, Isa, PeakRef, Precision, trim_float};
-use crate::options::PeakArgs;
+use crate::options::PeakOverrides;
 use crate::sysinfo::SysInfo;
 use crate::sysinfo::microarch::{self, CoreResources};
 
@@ -118,7 +118,11 @@ pub fn isas_of(info: &SysInfo) -> Vec<Isa> {
     isas
 }
 
-pub(super) fn cpu_peaks(info: &SysInfo, flags: &PeakArgs, probes: &MeasuredFactors) -> CpuPeaks {
+pub(super) fn cpu_peaks(
+    info: &SysInfo,
+    flags: &PeakOverrides,
+    probes: &MeasuredFactors,
+) -> CpuPeaks {
     let isas = isas_of(info);
     let factors = cpu_factors(info, flags, probes, &isas);
     let table = peak_rows(info, &factors, &isas);
@@ -132,7 +136,7 @@ pub(super) fn cpu_peaks(info: &SysInfo, flags: &PeakArgs, probes: &MeasuredFacto
 /// The factors every row shares: the cores, the clocks and the pipes.
 fn cpu_factors(
     info: &SysInfo,
-    flags: &PeakArgs,
+    flags: &PeakOverrides,
     probes: &MeasuredFactors,
     isas: &[Isa],
 ) -> CpuFactors {
@@ -216,7 +220,7 @@ struct PipeFactors {
 /// widest ISA's, and the FMA probe's count where the table has none.
 fn pipe_factors(
     info: &SysInfo,
-    flags: &PeakArgs,
+    flags: &PeakOverrides,
     probes: &MeasuredFactors,
     isas: &[Isa],
 ) -> PipeFactors {
@@ -290,7 +294,7 @@ fn pipe_factors(
 /// the width the FMA probe ran, the count read from the probe's rate.
 fn fma_units(
     mut units: [Factor; 3],
-    flags: &PeakArgs,
+    flags: &PeakOverrides,
     probes: &MeasuredFactors,
     isas: &[Isa],
 ) -> [Factor; 3] {

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Factor, PeakRef, flag_or_unknown, trim_float};
-use crate::options::PeakArgs;
+use crate::options::PeakOverrides;
 use crate::sysinfo::SysInfo;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -43,7 +43,7 @@ pub struct DiskPeak {
 }
 
 impl DiskPeak {
-    pub(super) fn from_flags(flags: &PeakArgs) -> DiskPeak {
+    pub(super) fn from_flags(flags: &PeakOverrides) -> DiskPeak {
         let per_op = |own: Option<f64>, own_flag: &str, both: Option<f64>, both_flag: &str| match (
             own, both,
         ) {
@@ -144,7 +144,7 @@ fn with_fix(reason: Option<&str>, fix: &str) -> String {
     }
 }
 
-pub(super) fn memory_peak(info: &SysInfo, flags: &PeakArgs) -> MemoryPeak {
+pub(super) fn memory_peak(info: &SysInfo, flags: &PeakOverrides) -> MemoryPeak {
     let mem = &info.memory;
     let channels = match (flags.mem_channels, &mem.channels) {
         (Some(c), _) => Factor::known(c as f64, "flag", "--mem-channels"),
@@ -195,7 +195,7 @@ impl MemoryPeak {
     }
 }
 
-pub(super) fn nic_peaks(info: &SysInfo, flags: &PeakArgs) -> Vec<NicPeak> {
+pub(super) fn nic_peaks(info: &SysInfo, flags: &PeakOverrides) -> Vec<NicPeak> {
     info.nics
         .iter()
         .map(|nic| {

@@ -33,6 +33,7 @@ use mpi::traits::*;
 
 use super::{ClusterRunArgs, plan_local};
 use crate::error::UsageError;
+use crate::options::{PeakOverrides, RunnerOptions};
 use crate::result::ClusterHost;
 use crate::session;
 use collective::{collective_deadline, collectives};
@@ -51,7 +52,7 @@ fn host_name() -> String {
 }
 
 /// `peakbench cluster run`, on every rank.
-pub fn run(args: &ClusterRunArgs) -> Result<ExitCode> {
+pub fn run(args: &ClusterRunArgs, peak: &PeakOverrides) -> Result<ExitCode> {
     if args.output.dry_run {
         return Err(UsageError(
             "--dry-run: a cluster run has no dry run; see the node-local plan with 'peakbench \
@@ -62,12 +63,12 @@ pub fn run(args: &ClusterRunArgs) -> Result<ExitCode> {
     }
     let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)
         .ok_or_else(|| anyhow!("MPI was already initialised"))?;
-    let code = job(&universe, args);
+    let code = job(&universe, args, peak);
     drop(universe);
     code
 }
 
-fn job(universe: &Universe, args: &ClusterRunArgs) -> Result<ExitCode> {
+fn job(universe: &Universe, args: &ClusterRunArgs, peak: &PeakOverrides) -> Result<ExitCode> {
     let world = universe.world();
     let comm = Comm {
         rank: world.rank() as usize,
@@ -104,7 +105,8 @@ fn job(universe: &Universe, args: &ClusterRunArgs) -> Result<ExitCode> {
             crate::sysinfo::format_cpu_list(&before)
         );
     }
-    let mut ctx = session::context(&args.runner, &args.peak, &crate::registry::probe());
+    let runner = RunnerOptions::from(&args.runner);
+    let mut ctx = session::context(runner, peak, &crate::registry::probe());
     // Each host's measuring rank plans for its own host, so a probe measures that host.
     ctx.latency_probe = crate::plan::LatencyProbe::live();
     let plan = plan_local(args, &ctx)?;
