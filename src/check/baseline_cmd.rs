@@ -288,7 +288,8 @@ fn show(args: &BaselineShowArgs) -> Result<()> {
         load_saved(&args.db, &args.baseline)?
     };
     if args.json.on {
-        println!("{}", crate::text::json_for_terminal(&b.to_json()));
+        let json = serde_json::to_string_pretty(&b.show_json())?;
+        println!("{}", crate::text::json_for_terminal(&json));
     } else {
         print!("{}", b.render());
     }

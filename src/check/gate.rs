@@ -1,19 +1,28 @@
 //! The gate: whether one case of a check failed, from the findings' judgement of it against
 //! the baseline.
 //!
-//! A case fails only when both hold: the findings' Mann–Whitney U test of its repetitions
-//! against the baseline's rejects at p < [`ALPHA`] with the median on the slow side, and the
-//! ratio of medians is below 1 − tolerance. A case whose repetitions are unstable is reported as
-//! unstable with its spread, not failed, unless `--strict`; unless the findings found it held
-//! by a limit the machine imposed (a quota, a throttle, a shaper): then the spread is that
-//! limit's doing and the case fails with it; or unless even the upper end of the ratio's 95 %
-//! interval is beyond the tolerance: a spread cannot account for such a gap. The ratio's 95 % interval is a bootstrap of the
-//! ratio of medians (both samples resampled), reported with each verdict.
+//! What a gate compares is the spread between runs, not the repetitions of one run: a case
+//! fails only when the findings' Mann–Whitney U test of its repetitions against the baseline's
+//! rejects at p < [`ALPHA`] with the median on the slow side, *and* its median is below the
+//! slowest of the baseline's learning runs by more than the tolerance (in the direction of
+//! performance). A case whose runs fell into two regimes is thus learned with both as normal.
+//! A case whose slowest learning run, less the tolerance, is below half its runs' median could
+//! not be caught even at half its speed: it is [`Status::Ungateable`], never failed.
+//!
+//! Where the findings found the case held by a limit the machine imposed (a quota, a throttle,
+//! a shaper), that limit is its cause, whatever the baseline's runs spread over: it is judged by
+//! the fixed tolerance against the baseline's pooled median, as is every case of a baseline
+//! saved before run medians were kept.
+//!
+//! A case whose repetitions are unstable is reported as unstable with its spread, not failed,
+//! unless `--strict`, or the limit imposed, or even the upper end of the ratio's 95 % interval
+//! is beyond the tolerance: a spread cannot account for such a gap. The ratio's 95 % interval
+//! is a bootstrap of the ratio of medians (both samples resampled), reported with each verdict.
 
 use serde::Serialize;
 
 use crate::findings::ALPHA;
-use crate::history::baseline::BaselineCase;
+use crate::history::baseline::{BaselineCase, RunSpread};
 use crate::result::{Against, BenchResult, Cause, Finding, Verdict, higher_is_better};
 use crate::stats::Summary;
 use crate::units::format_value;
@@ -37,9 +46,26 @@ pub enum Status {
     Fail,
     /// Its repetitions spread too much to judge.
     Unstable,
+    /// The baseline's own runs spread so far that no slowdown short of more than halving could
+    /// fail it at this tolerance: reported with that spread, never failed (unless a limit the
+    /// machine imposed holds it).
+    Ungateable,
     /// Nothing to judge it against: the baseline has no such case, or its samples cannot be
     /// compared.
     Unjudged,
+}
+
+impl Status {
+    /// Its name, as the JSON and the Prometheus label write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Unstable => "unstable",
+            Status::Ungateable => "ungateable",
+            Status::Unjudged => "unjudged",
+        }
+    }
 }
 
 /// The baseline's figures for a case.
@@ -50,6 +76,22 @@ pub struct BaselineFigures {
     pub cv: Option<f64>,
     pub samples: usize,
     pub runs: Vec<i64>,
+    /// What its learning runs' medians spread over; absent for a baseline saved before they
+    /// were kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spread: Option<RunSpread>,
+}
+
+/// Which rule judged a case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// Beyond the tolerance below the slowest learning run.
+    LearnedSpread,
+    /// Beyond the tolerance below the pooled median: a baseline without run medians.
+    PooledMedian,
+    /// Beyond the tolerance below the pooled median: a limit the machine imposed holds it.
+    Imposed,
 }
 
 /// The gate's verdict on one case.
@@ -70,12 +112,18 @@ pub struct CaseVerdict {
     /// Performance against the baseline's median (below 1 is slower; a latency's is inverted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio: Option<f64>,
+    /// Performance against the slowest learning run's median.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slowest_ratio: Option<f64>,
     /// 95 % bootstrap interval of `ratio`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interval: Option<[f64; 2]>,
     /// Two-sided p of the Mann–Whitney U test against the baseline's samples.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub p: Option<f64>,
+    /// The rule that judged it; absent when it was not judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<Rule>,
     /// Whether the case was measured a second time, with more repetitions, before this verdict.
     pub remeasured: bool,
     /// The causes the findings name, with their evidence and remedy.
@@ -107,8 +155,10 @@ pub fn gate_case(
         repetitions: r.samples.len(),
         baseline: None,
         ratio: None,
+        slowest_ratio: None,
         interval: None,
         p: None,
+        rule: None,
         remeasured: false,
         causes: finding.map(|f| f.causes.clone()).unwrap_or_default(),
         line: String::new(),
@@ -130,42 +180,68 @@ pub fn gate_case(
         return v;
     };
     let p = past.test.as_ref().map_or(1.0, |t| t.p);
+    let spread = base.spread();
+    let up = higher_is_better(&r.metric, &r.unit);
+    v.slowest_ratio = spread.as_ref().map(|s| {
+        if up {
+            v.value / s.slowest
+        } else {
+            s.slowest / v.value
+        }
+    });
     v.baseline = Some(BaselineFigures {
         median: summary.median,
         cv: summary.cv,
         samples: base.samples.len(),
         runs: base.runs.clone(),
+        spread,
     });
     v.ratio = Some(past.ratio);
     v.p = Some(p);
-    v.interval = crate::stats::ratio_interval(
-        &r.samples,
-        &base.samples,
-        higher_is_better(&r.metric, &r.unit),
-        &r.id,
-    );
-    let slower = p < ALPHA && past.ratio < 1.0 - gate.tolerance;
-    let unstable = finding.is_some_and(|f| f.verdict == Verdict::Unstable);
-    let imposed =
-        finding.is_some_and(|f| f.expectations.iter().any(|e| e.against == Against::Imposed));
-    // However spread its repetitions, a case whose whole 95 % interval lies beyond the
-    // tolerance is slower than the baseline: its spread cannot account for the gap.
-    let beyond_spread = v
-        .interval
-        .is_some_and(|[_, high]| high < 1.0 - gate.tolerance);
-    v.status = if slower && (!unstable || gate.strict || imposed || beyond_spread) {
-        Status::Fail
-    } else if unstable {
-        Status::Unstable
-    } else {
-        Status::Pass
-    };
-    v.line = line(&v);
+    v.interval = crate::stats::ratio_interval(&r.samples, &base.samples, up, &r.id);
+    let (status, rule) = judge(&v, finding, gate);
+    v.status = status;
+    v.rule = Some(rule);
+    v.line = line(&v, gate);
     v
 }
 
+/// The status of a case whose figures against the baseline `v` holds, and the rule that gave
+/// it (the module's doc says why).
+fn judge(v: &CaseVerdict, finding: Option<&Finding>, gate: Gate) -> (Status, Rule) {
+    let unstable = finding.is_some_and(|f| f.verdict == Verdict::Unstable);
+    let imposed =
+        finding.is_some_and(|f| f.expectations.iter().any(|e| e.against == Against::Imposed));
+    let limit = 1.0 - gate.tolerance;
+    let ratio = v.ratio.unwrap_or(1.0);
+    let spread = v.baseline.as_ref().and_then(|b| b.spread.as_ref());
+    let significant = v.p.unwrap_or(1.0) < ALPHA && ratio < 1.0;
+    // `scale` takes a ratio to the pooled median to one to the slowest run.
+    let (rule, against, scale) = match v.slowest_ratio {
+        Some(slowest) if !imposed && ratio > 0.0 => (Rule::LearnedSpread, slowest, slowest / ratio),
+        _ if imposed => (Rule::Imposed, ratio, 1.0),
+        _ => (Rule::PooledMedian, ratio, 1.0),
+    };
+    let slower = significant && against < limit;
+    let ungateable = spread.is_some_and(|s| s.ungateable(gate.tolerance));
+    // However spread its repetitions, a case whose whole 95 % interval lies beyond the
+    // tolerance is slower than the baseline: its spread cannot account for the gap.
+    let beyond_spread = v.interval.is_some_and(|[_, high]| high * scale < limit);
+    let status =
+        if slower && (imposed || (!ungateable && (!unstable || gate.strict || beyond_spread))) {
+            Status::Fail
+        } else if ungateable {
+            Status::Ungateable
+        } else if unstable {
+            Status::Unstable
+        } else {
+            Status::Pass
+        };
+    (status, rule)
+}
+
 /// The verdict in one line (no line break), as a drain reason or a CI log shows it.
-fn line(v: &CaseVerdict) -> String {
+fn line(v: &CaseVerdict, gate: Gate) -> String {
     let Some(base) = &v.baseline else {
         return v.line.clone();
     };
@@ -178,34 +254,66 @@ fn line(v: &CaseVerdict) -> String {
         .map(|[lo, hi]| format!(" [95 % CI {lo:.2}-{hi:.2}]"))
         .unwrap_or_default();
     let figures = format!(
-        "{:.2} of the baseline's median {} {} ({}, {} samples){interval}, Mann-Whitney p = {}",
+        "{:.2} of the baseline's median {} {} ({}, {} samples){interval}, Mann-Whitney p = {}{}",
         v.ratio.unwrap_or(f64::NAN),
         format_value(base.median),
         v.unit,
         pct(base.cv),
         base.samples,
         format_p(v.p.unwrap_or(1.0)),
+        rule_words(v),
     );
     let cause = v
         .causes
         .first()
         .map(|c| format!("; cause: {}", short_cause(c)))
         .unwrap_or_else(|| "; no cause found on this machine".into());
-    let head = match v.status {
-        Status::Fail => "FAIL",
-        Status::Unstable => "UNSTABLE",
-        Status::Pass => "ok",
-        Status::Unjudged => "unjudged",
-    };
-    match v.status {
-        Status::Fail => format!("{head} {}: {figures}{cause}", v.id),
-        Status::Unstable => format!(
-            "{head} {}: repetitions spread ({} over {}); {figures}",
+    match (v.status, &base.spread) {
+        (Status::Fail, _) => format!("FAIL {}: {figures}{cause}", v.id),
+        (Status::Unstable, _) => format!(
+            "UNSTABLE {}: repetitions spread ({} over {}); {figures}",
             v.id,
             pct(v.cv),
             v.repetitions
         ),
-        _ => format!("{head} {}: {figures}", v.id),
+        (Status::Ungateable, Some(s)) => format!(
+            "UNGATEABLE {}: its {} learning runs spread from {} to {} {} (the slowest {:.2} of \
+             their median): at a tolerance of {:.0} % not even a halving would fail it; \
+             {figures}",
+            v.id,
+            s.runs,
+            format_value(s.slowest),
+            format_value(s.fastest),
+            v.unit,
+            s.slowest_share,
+            gate.tolerance * 100.0,
+        ),
+        (Status::Pass, _) => format!("ok {}: {figures}", v.id),
+        (Status::Ungateable, None) => format!("UNGATEABLE {}: {figures}", v.id),
+        (Status::Unjudged, _) => format!("unjudged {}: {figures}", v.id),
+    }
+}
+
+/// How the rule that judged the case shows in its line.
+fn rule_words(v: &CaseVerdict) -> String {
+    let runs = v
+        .baseline
+        .as_ref()
+        .and_then(|b| b.spread.as_ref())
+        .map_or(0, |s| s.runs);
+    match (v.rule, v.slowest_ratio) {
+        (Some(Rule::LearnedSpread), Some(slowest)) => {
+            format!(", {slowest:.2} of the slowest of its {runs} learning runs")
+        }
+        (Some(Rule::Imposed), _) => {
+            "; judged by the pooled median: the machine imposes a limit on it".into()
+        }
+        (Some(Rule::PooledMedian), _) => {
+            "; judged by the pooled median: the baseline predates learned spreads (save it \
+             again)"
+                .into()
+        }
+        _ => String::new(),
     }
 }
 

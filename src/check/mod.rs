@@ -35,11 +35,12 @@ pub struct CheckArgs {
     /// this machine's fingerprint
     #[arg(long, value_name = "NAME|FILE|DIR")]
     pub baseline: Option<String>,
-    /// Slower than the baseline's median by more than this share fails (with a significant
-    /// test): 0.2 or 20%
+    /// Slower than the slowest of the baseline's learning runs by more than this share fails
+    /// (with a significant test): 0.2 or 20%
     #[arg(long, default_value = "0.2", value_name = "FRACTION", value_parser = tolerance)]
     pub tolerance: f64,
-    /// Fail unstable cases too (by default they are reported as unstable with their spread)
+    /// Fail unstable cases too (by default they are reported as unstable with their spread;
+    /// an ungateable case is never failed)
     #[arg(long)]
     pub strict: bool,
     /// Exit 0, not 3, when there is no baseline for this hardware
@@ -234,6 +235,13 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         &fp,
         args.any_hardware,
     )?;
+    if let Some(found) = found.as_ref().filter(|f| !f.baseline.learned_spreads()) {
+        eprintln!(
+            "warning: {} predates learned spreads (its cases have no run medians): judged by \
+             pooled medians alone; save the baseline again",
+            found.origin
+        );
+    }
     for note in &plan.notes {
         eprintln!("note: {note}");
     }

@@ -36,6 +36,9 @@ pub struct BaselineRef {
     pub fingerprint: String,
     pub created_at: String,
     pub host: String,
+    /// Whether its cases carry their learning runs' medians; a baseline saved before they were
+    /// kept is judged by its pooled samples alone (save it again).
+    pub learned_spreads: bool,
 }
 
 /// The whole verdict of a check.
@@ -81,6 +84,7 @@ impl CheckOutcome {
                 fingerprint: f.baseline.fingerprint.key(),
                 created_at: f.baseline.created_at.clone(),
                 host: f.baseline.host.clone(),
+                learned_spreads: f.baseline.learned_spreads(),
             }),
             tolerance: gate.tolerance,
             strict: gate.strict,
@@ -92,15 +96,16 @@ impl CheckOutcome {
         verdict
     }
 
-    /// The text output: a line per failing and unstable case, the causes of the failures with
+    /// The text output: a line per failing, unstable and ungateable case, the causes of the failures with
     /// their evidence and remedy, and a summary line.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        for c in self
-            .cases
-            .iter()
-            .filter(|c| matches!(c.status, Status::Fail | Status::Unstable))
-        {
+        for c in self.cases.iter().filter(|c| {
+            matches!(
+                c.status,
+                Status::Fail | Status::Unstable | Status::Ungateable
+            )
+        }) {
             out.push_str(&crate::text::printable(&c.line));
             out.push('\n');
         }
@@ -129,6 +134,11 @@ impl CheckOutcome {
     pub fn summary(&self) -> String {
         let count = |s: Status| self.cases.iter().filter(|c| c.status == s).count();
         let against = match &self.baseline {
+            Some(b) if !b.learned_spreads => format!(
+                "against {}, which predates learned spreads: judged by pooled medians; save the \
+                 baseline again",
+                b.origin
+            ),
             Some(b) => format!("against {}", b.origin),
             None => format!(
                 "no baseline for this hardware (fingerprint {}): nothing judged; run checks with \
@@ -142,12 +152,13 @@ impl CheckOutcome {
             CheckStatus::NoBaseline => "no baseline",
         };
         format!(
-            "peakbench check: {status}: {} cases, {} pass, {} fail, {} unstable, {} unjudged, \
-             {against} (tolerance {:.0} %{})",
+            "peakbench check: {status}: {} cases, {} pass, {} fail, {} unstable, {} ungateable, \
+             {} unjudged, {against} (tolerance {:.0} %{})",
             self.cases.len(),
             count(Status::Pass),
             count(Status::Fail),
             count(Status::Unstable),
+            count(Status::Ungateable),
             count(Status::Unjudged),
             self.tolerance * 100.0,
             if self.strict { ", strict" } else { "" }
@@ -239,8 +250,8 @@ pub fn write_junit(path: &Path, v: &CheckOutcome) -> anyhow::Result<()> {
 
 /// The verdict as JUnit XML: one testsuite, one testcase per case (classname its subsystem),
 /// a failure per failing case with its line as the message and its causes as the text; an
-/// unstable case is a failure with `--strict`, otherwise skipped with its line; no baseline
-/// is one skipped testcase.
+/// unstable case is a failure with `--strict`, otherwise skipped with its line, as are an
+/// ungateable and an unjudged one; no baseline is one skipped testcase.
 pub fn junit(v: &CheckOutcome) -> String {
     let count = |s: Status| v.cases.iter().filter(|c| c.status == s).count();
     let no_baseline = v.status == CheckStatus::NoBaseline && v.cases.is_empty();
@@ -249,7 +260,10 @@ pub fn junit(v: &CheckOutcome) -> String {
          check\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n",
         v.cases.len().max(usize::from(no_baseline)),
         count(Status::Fail),
-        count(Status::Unstable) + count(Status::Unjudged) + usize::from(no_baseline),
+        count(Status::Unstable)
+            + count(Status::Ungateable)
+            + count(Status::Unjudged)
+            + usize::from(no_baseline),
     );
     if no_baseline {
         out.push_str(&format!(
@@ -269,7 +283,7 @@ pub fn junit(v: &CheckOutcome) -> String {
                 xml(&c.line),
                 xml(&details(c))
             )),
-            Status::Unstable | Status::Unjudged => {
+            Status::Unstable | Status::Ungateable | Status::Unjudged => {
                 out.push_str(&format!("<skipped message=\"{}\"/>", xml(&c.line)))
             }
             Status::Pass => out.push_str(&format!("<system-out>{}</system-out>", xml(&c.line))),

@@ -28,8 +28,17 @@ pub const MAX_BYTES: u64 = 16 << 20;
 pub const MAX_CASES: usize = 4096;
 /// The most samples of one case.
 pub const MAX_SAMPLES: usize = 65_536;
+/// The fewest learning runs of a case `baseline save` keeps it from. A regime that a fraction p
+/// of the runs fall into is missed by n runs with chance (1 − p)^n: 33 % for a fifth of the
+/// runs and 5 runs, 7 % for 12 (3 % for a quarter); and the false failures an unseen regime
+/// causes, p (1 − p)^n, are at most 1 / (e (n + 1)) of all checks whatever p is: 6.7 % at 5
+/// runs, 2.9 % at 12. Each run is a check of about 30 s, so 12 cost about 6 minutes once.
+pub const MIN_RUNS: usize = 12;
 /// How many runs of each case `baseline save` keeps by default.
 pub const DEFAULT_RUNS: usize = 5;
+/// The gate must be able to catch a halving: a case whose slowest learning run, less the
+/// tolerance, is below this share of its runs' median is too noisy to gate.
+pub const GATEABLE_SHARE: f64 = 0.5;
 
 /// The samples of one case in a baseline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -44,6 +53,90 @@ pub struct BaselineCase {
     pub runs: Vec<i64>,
     /// Every repetition of those runs.
     pub samples: Vec<f64>,
+    /// Each run's median of the case, in the order of `runs`: what the runs spread over,
+    /// which the gate judges by. Empty in a baseline saved before they were kept (such a case
+    /// is judged by its pooled samples alone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub run_medians: Vec<f64>,
+}
+
+/// What the learning runs of a case spread over, from their medians, in the direction of
+/// performance (a latency's slowest run is its highest).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunSpread {
+    /// How many runs.
+    pub runs: usize,
+    /// The slowest run's median, in the case's unit.
+    pub slowest: f64,
+    /// The fastest run's median, in the case's unit.
+    pub fastest: f64,
+    /// The median of the runs' medians, in the case's unit.
+    pub typical: f64,
+    /// The slowest run's performance against `typical` (at most 1).
+    pub slowest_share: f64,
+    /// The largest tolerance at which the gate still catches a halving of `typical`
+    /// (at or below 0: none).
+    pub max_tolerance: f64,
+    /// Two regimes among the runs' medians (`stats::regimes`), when there are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regimes: Option<RunRegimes>,
+}
+
+/// Two regimes of a case's learning runs: the runs' medians fell into two tight groups far
+/// apart (two placements of the vCPUs, two paths).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunRegimes {
+    /// The lower group's median, in the case's unit, and how many runs it holds.
+    pub low: f64,
+    pub low_runs: usize,
+    /// The upper group's median and how many runs it holds.
+    pub high: f64,
+    pub high_runs: usize,
+}
+
+impl RunSpread {
+    /// Whether a gate at `tolerance` could not even catch a halving: the slowest run less the
+    /// tolerance is below [`GATEABLE_SHARE`] of the runs' median.
+    pub fn ungateable(&self, tolerance: f64) -> bool {
+        self.slowest_share * (1.0 - tolerance) < GATEABLE_SHARE
+    }
+}
+
+impl BaselineCase {
+    /// Whether a higher figure is better (not a latency).
+    pub fn higher_is_better(&self) -> bool {
+        crate::result::higher_is_better(&self.metric, &self.unit)
+    }
+
+    /// What its learning runs spread over; `None` for a baseline without run medians.
+    pub fn spread(&self) -> Option<RunSpread> {
+        let perf = |v: f64| if self.higher_is_better() { v } else { 1.0 / v };
+        let slowest = *self
+            .run_medians
+            .iter()
+            .min_by(|a, b| perf(**a).total_cmp(&perf(**b)))?;
+        let fastest = *self
+            .run_medians
+            .iter()
+            .max_by(|a, b| perf(**a).total_cmp(&perf(**b)))?;
+        let typical = crate::stats::median(&self.run_medians)?;
+        let slowest_share = perf(slowest) / perf(typical);
+        let regimes = crate::stats::regimes(&self.run_medians).map(|r| RunRegimes {
+            low: r.low_median,
+            low_runs: r.low.len(),
+            high: r.high_median,
+            high_runs: r.high.len(),
+        });
+        Some(RunSpread {
+            runs: self.run_medians.len(),
+            slowest,
+            fastest,
+            typical,
+            slowest_share,
+            max_tolerance: 1.0 - GATEABLE_SHARE / slowest_share,
+            regimes,
+        })
+    }
 }
 
 /// A baseline: what is normal for one hardware fingerprint.
@@ -95,10 +188,13 @@ impl Baseline {
                         unit: r.unit.clone(),
                         runs: Vec::new(),
                         samples: Vec::new(),
+                        run_medians: Vec::new(),
                     });
                 if case.runs.len() < last && !case.runs.contains(id) {
                     case.runs.push(*id);
                     case.samples.extend_from_slice(&r.samples);
+                    case.run_medians
+                        .push(crate::stats::median(&r.samples).expect("finite samples"));
                 }
             }
         }
@@ -112,6 +208,20 @@ impl Baseline {
             host,
             cases: cases.into_values().collect(),
         }
+    }
+
+    /// Whether its cases carry their runs' medians (saved since the gate learns spreads).
+    pub fn learned_spreads(&self) -> bool {
+        self.cases.iter().any(|c| !c.run_medians.is_empty())
+    }
+
+    /// Leaves out the cases learned from fewer than `min` runs; returns their ids.
+    pub fn keep_learned_from(&mut self, min: usize) -> Vec<String> {
+        let (kept, left): (Vec<_>, Vec<_>) = std::mem::take(&mut self.cases)
+            .into_iter()
+            .partition(|c| c.runs.len() >= min);
+        self.cases = kept;
+        left.into_iter().map(|c| c.id).collect()
     }
 
     /// The samples of case `id` in `unit`, if the baseline has it.
@@ -205,7 +315,7 @@ impl Baseline {
 
     /// What `baseline show` prints: the fingerprint, then one line per case.
     pub fn render(&self) -> String {
-        use crate::text::{Align, Table, printable};
+        use crate::text::printable;
         let fp = &self.fingerprint;
         let mut out = format!(
             "baseline {} (fingerprint {}), learned on {} at {} by peakbench {}\n  cpu {} ({}), \
@@ -223,21 +333,36 @@ impl Baseline {
             printable(&fp.disks.join(",")),
             printable(&fp.nics.join(",")),
         );
+        out.push_str(&self.cases_table());
+        for note in self.notes() {
+            out.push_str(&format!("note: {note}\n"));
+        }
+        crate::text::terminal(&out)
+    }
+
+    /// Each case's pooled median and spread, and what its runs spread over.
+    fn cases_table(&self) -> String {
+        use crate::text::{Align, Table};
+        use crate::units::format_value;
         let mut table = Table::new(&[
             ("case", Align::Left),
             ("median", Align::Right),
             ("unit", Align::Left),
             ("CV", Align::Right),
             ("samples", Align::Right),
-            ("runs", Align::Left),
+            ("runs", Align::Right),
+            ("slowest run", Align::Right),
+            ("max tolerance", Align::Right),
+            ("regimes", Align::Left),
         ]);
         for c in &self.cases {
             let summary = crate::stats::Summary::of(&c.samples);
+            let spread = c.spread();
             table.row([
                 c.id.clone(),
                 summary
                     .as_ref()
-                    .map(|s| crate::units::format_value(s.median))
+                    .map(|s| format_value(s.median))
                     .unwrap_or_default(),
                 c.unit.clone(),
                 summary
@@ -245,15 +370,80 @@ impl Baseline {
                     .map(|cv| format!("{:.1} %", cv * 100.0))
                     .unwrap_or_default(),
                 c.samples.len().to_string(),
-                c.runs
-                    .iter()
-                    .map(i64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(","),
+                c.runs.len().to_string(),
+                spread
+                    .as_ref()
+                    .map(|s| format!("{:.2}", s.slowest_share))
+                    .unwrap_or_else(|| "n/a".into()),
+                spread
+                    .as_ref()
+                    .map(|s| match s.max_tolerance {
+                        t if t > 0.0 => format!("{:.0} %", (t * 100.0).floor()),
+                        _ => "none".into(),
+                    })
+                    .unwrap_or_else(|| "n/a".into()),
+                spread
+                    .and_then(|s| s.regimes)
+                    .map(|r| format!("{} | {}", format_value(r.low), format_value(r.high)))
+                    .unwrap_or_default(),
             ]);
         }
-        out.push_str(&table.render());
-        crate::text::terminal(&out)
+        table.render()
+    }
+
+    /// What `show` and `save` say of the baseline beside its table: that it predates learned
+    /// spreads, the cases whose runs fell into two regimes, the cases learned from too few runs.
+    pub fn notes(&self) -> Vec<String> {
+        use crate::units::format_value;
+        let mut notes = Vec::new();
+        if !self.learned_spreads() {
+            notes.push(
+                "this baseline predates learned spreads (no run medians): check judges it by \
+                 its pooled samples alone; save the baseline again"
+                    .into(),
+            );
+        }
+        for c in &self.cases {
+            let Some(spread) = c.spread() else { continue };
+            if let Some(r) = &spread.regimes {
+                notes.push(format!(
+                    "{}: its runs fell into two regimes, about {} {unit} ({} runs) and {} {unit} \
+                     ({} runs): both are learned as normal, and a slowdown fails only below the \
+                     slowest run by the tolerance",
+                    c.id,
+                    format_value(r.low),
+                    r.low_runs,
+                    format_value(r.high),
+                    r.high_runs,
+                    unit = c.unit,
+                ));
+            }
+            if spread.runs < MIN_RUNS {
+                notes.push(format!(
+                    "{}: learned from {} runs, fewer than {MIN_RUNS}: a regime its runs missed \
+                     would fail a healthy check",
+                    c.id, spread.runs
+                ));
+            }
+        }
+        notes
+    }
+
+    /// What `baseline show --json` prints: the file, with `learned_spreads` and each case's
+    /// `spread` (its runs' slowest, fastest and typical median, the largest tolerance that
+    /// still catches a halving, and two regimes where its runs show them).
+    pub fn show_json(&self) -> serde_json::Value {
+        let mut value = serde_json::to_value(self).expect("a baseline serialises");
+        value["learned_spreads"] = self.learned_spreads().into();
+        if let Some(cases) = value["cases"].as_array_mut() {
+            for (shown, case) in cases.iter_mut().zip(&self.cases) {
+                if let Some(spread) = case.spread() {
+                    shown["spread"] = serde_json::to_value(spread).expect("a spread serialises");
+                }
+            }
+        }
+        value["notes"] = self.notes().into();
+        value
     }
 }
 
@@ -276,6 +466,37 @@ fn check_samples(i: usize, case: &BaselineCase) -> Result<(), String> {
     }
     if case.runs.len() > MAX_SAMPLES {
         return Err(format!("cases[{i}].runs: more than {MAX_SAMPLES}"));
+    }
+    check_run_medians(i, case)
+}
+
+/// A case's run medians: none (a baseline saved before they were kept), or one per run, each
+/// within its samples' range (a median of some of them cannot lie outside it).
+fn check_run_medians(i: usize, case: &BaselineCase) -> Result<(), String> {
+    if case.run_medians.is_empty() {
+        return Ok(());
+    }
+    if case.run_medians.len() != case.runs.len() {
+        return Err(format!(
+            "cases[{i}].run_medians: {} values for {} runs: give one per run, or none",
+            case.run_medians.len(),
+            case.runs.len()
+        ));
+    }
+    let low = case.samples.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = case
+        .samples
+        .iter()
+        .copied()
+        .fold(f64::NEG_INFINITY, f64::max);
+    if let Some(j) = case
+        .run_medians
+        .iter()
+        .position(|m| !(m.is_finite() && *m >= low && *m <= high))
+    {
+        return Err(format!(
+            "cases[{i}].run_medians[{j}]: not a median of its samples (outside {low} to {high})"
+        ));
     }
     Ok(())
 }

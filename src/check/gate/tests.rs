@@ -1,6 +1,7 @@
 use super::*;
 use crate::history::baseline::BaselineCase;
 use crate::result::Report;
+use crate::result::{Against, Verdict};
 
 /// A one-result document from the fixture, its result's repetitions `here`.
 fn report(here: &[f64]) -> Report {
@@ -16,18 +17,11 @@ fn report(here: &[f64]) -> Report {
     report
 }
 
-/// The gate's verdict on `here` against a baseline of `base`, judged as `check` judges.
-fn verdict(here: &[f64], base: &[f64], tolerance: f64, strict: bool) -> CaseVerdict {
+/// The gate's verdict on `here` against the baseline case `case`, judged as `check` judges;
+/// `imposed`: the findings found a limit the machine imposed holding it.
+fn judged(here: &[f64], case: &BaselineCase, gate: Gate, imposed: bool) -> CaseVerdict {
     let report = report(here);
     let r = &report.results[0];
-    let case = BaselineCase {
-        id: r.id.clone(),
-        label: String::new(),
-        metric: r.metric.clone(),
-        unit: r.unit.clone(),
-        runs: vec![5, 4, 3, 2, 1],
-        samples: base.to_vec(),
-    };
     let index = crate::findings::PastIndex::from_samples(
         [(
             case.id.as_str(),
@@ -35,11 +29,180 @@ fn verdict(here: &[f64], base: &[f64], tolerance: f64, strict: bool) -> CaseVerd
             case.runs.as_slice(),
             case.samples.as_slice(),
         )],
-        1.0 - tolerance,
+        1.0 - gate.tolerance,
     );
-    let findings = crate::findings::judge_with(&report, &index);
-    let gate = Gate { tolerance, strict };
-    gate_case(r, Some(&case), findings.results.first(), gate)
+    let mut findings = crate::findings::judge_with(&report, &index);
+    if imposed {
+        findings.results[0]
+            .expectations
+            .push(crate::result::Expectation {
+                against: Against::Imposed,
+                verdict: Verdict::Below,
+                expected: here[0],
+                ratio: 0.5,
+                class: None,
+                band: None,
+                source: "cpu-quota: the cgroup's CPU quota".into(),
+                test: None,
+            });
+    }
+    gate_case(r, Some(case), findings.results.first(), gate)
+}
+
+/// A baseline case of the fixture's result: runs of 5 repetitions each, `runs` long, newest
+/// first, with their medians kept (`learned`) or not (a baseline saved before they were).
+fn case_of(runs: &[Vec<f64>], learned: bool) -> BaselineCase {
+    let report = report(&[1.0]);
+    let r = &report.results[0];
+    BaselineCase {
+        id: r.id.clone(),
+        label: String::new(),
+        metric: r.metric.clone(),
+        unit: r.unit.clone(),
+        runs: (1..=runs.len() as i64).rev().collect(),
+        samples: runs.concat(),
+        run_medians: if learned {
+            runs.iter()
+                .map(|run| crate::stats::median(run).unwrap())
+                .collect()
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+/// Five repetitions within 1 % of `around`.
+fn run_at(around: f64) -> Vec<f64> {
+    [-1.0, -0.5, 0.0, 0.5, 1.0]
+        .iter()
+        .map(|d| around * (1.0 + d / 100.0))
+        .collect()
+}
+
+/// The gate's verdict on `here` against a baseline of `base` in runs of five, judged as
+/// `check` judges.
+fn verdict(here: &[f64], base: &[f64], tolerance: f64, strict: bool) -> CaseVerdict {
+    let runs: Vec<Vec<f64>> = base.chunks(5).map(<[f64]>::to_vec).collect();
+    judged(
+        here,
+        &case_of(&runs, true),
+        Gate { tolerance, strict },
+        false,
+    )
+}
+
+const GATE: Gate = Gate {
+    tolerance: 0.2,
+    strict: false,
+};
+
+/// 12 learning runs of a case the hypervisor puts in two regimes: 8 at 67, 4 at 44.
+fn bimodal() -> Vec<Vec<f64>> {
+    [
+        67.0, 44.0, 67.5, 66.0, 44.5, 68.0, 67.0, 43.5, 66.5, 67.2, 44.2, 66.8,
+    ]
+    .iter()
+    .map(|m| run_at(*m))
+    .collect()
+}
+
+/// The false failure this rule exists for: a check that landed in the regime the baseline saw
+/// less often fails against the pooled median (0.65 of it), but not against the slowest run.
+#[test]
+fn a_bimodal_case_learned_with_both_regimes_passes_a_check_in_either() {
+    let case = case_of(&bimodal(), true);
+    let spread = case.spread().unwrap();
+    let regimes = spread.regimes.clone().expect("two regimes");
+    assert_eq!((regimes.low_runs, regimes.high_runs), (4, 8));
+    assert!(!spread.ungateable(0.2), "{spread:?}");
+    for here in [run_at(43.8), run_at(67.1)] {
+        let v = judged(&here, &case, GATE, false);
+        assert_eq!(v.status, Status::Pass, "{}", v.line);
+        assert_eq!(v.rule, Some(Rule::LearnedSpread));
+    }
+    let low = judged(&run_at(43.8), &case, GATE, false);
+    assert!(
+        low.ratio.unwrap() < 0.7 && low.p.unwrap() < 0.05,
+        "{}",
+        low.line
+    );
+}
+
+#[test]
+fn a_check_below_the_slowest_learning_run_by_more_than_the_tolerance_fails() {
+    let case = case_of(&bimodal(), true);
+    let v = judged(&run_at(33.0), &case, GATE, false);
+    assert_eq!(v.status, Status::Fail, "{}", v.line);
+    let slowest = v.slowest_ratio.unwrap();
+    assert!((slowest - 33.0 / 43.5).abs() < 0.01, "{slowest}");
+    assert!(
+        v.line.contains(&format!(
+            "{slowest:.2} of the slowest of its 12 learning runs"
+        )),
+        "{}",
+        v.line
+    );
+    // Within the tolerance of the slowest run: not failed, however far below the median.
+    let v = judged(&run_at(37.0), &case, GATE, false);
+    assert_eq!(v.status, Status::Pass, "{}", v.line);
+}
+
+/// Runs spread from 30 to 105: at 20 % the gate could not catch even a halving.
+fn too_noisy() -> BaselineCase {
+    let medians = [
+        100.0, 95.0, 30.0, 105.0, 98.0, 35.0, 102.0, 40.0, 97.0, 101.0, 99.0, 103.0,
+    ];
+    case_of(&medians.map(run_at), true)
+}
+
+#[test]
+fn an_ungateable_case_is_never_failed_unless_a_limit_imposed_holds_it() {
+    let case = too_noisy();
+    assert!(case.spread().unwrap().ungateable(0.2));
+    let here = run_at(15.0);
+    for gate in [
+        GATE,
+        Gate {
+            strict: true,
+            ..GATE
+        },
+    ] {
+        let v = judged(&here, &case, gate, false);
+        assert_eq!(v.status, Status::Ungateable, "{}", v.line);
+        assert!(v.line.starts_with("UNGATEABLE "), "{}", v.line);
+        assert!(
+            v.line.contains("learning runs spread from 30"),
+            "{}",
+            v.line
+        );
+    }
+    let v = judged(&here, &case, GATE, true);
+    assert_eq!(v.status, Status::Fail, "{}", v.line);
+    assert_eq!(v.rule, Some(Rule::Imposed));
+    // No tolerance catches a halving of runs that reach down to 0.3 of their median; one that
+    // reaches 0.6 is gated at 10 %, not at 20 %.
+    assert!(case.spread().unwrap().max_tolerance <= 0.0);
+    let medians = [
+        100.0, 99.0, 60.0, 101.0, 100.5, 98.0, 100.0, 99.5, 102.0, 101.0, 99.0, 100.0,
+    ];
+    let spread = case_of(&medians.map(run_at), true).spread().unwrap();
+    assert!(
+        spread.ungateable(0.2) && !spread.ungateable(0.1),
+        "{spread:?}"
+    );
+}
+
+#[test]
+fn a_baseline_without_run_medians_is_judged_by_its_pooled_median() {
+    let old = case_of(&bimodal(), false);
+    assert!(old.spread().is_none());
+    let v = judged(&run_at(43.8), &old, GATE, false);
+    assert_eq!(v.status, Status::Fail, "{}", v.line);
+    assert_eq!(v.rule, Some(Rule::PooledMedian));
+    assert!(v.line.contains("predates learned spreads"), "{}", v.line);
+    assert_eq!(v.slowest_ratio, None);
+    let v = judged(&run_at(66.0), &old, GATE, false);
+    assert_eq!(v.status, Status::Pass, "{}", v.line);
 }
 
 /// 25 repetitions around 100 (five runs of five), spread about 1 %.

@@ -13,8 +13,10 @@ fn case(id: &str, status: Status, ratio: f64) -> CaseVerdict {
         repetitions: 10,
         baseline: None,
         ratio: Some(ratio),
+        slowest_ratio: None,
         interval: Some([ratio - 0.02, ratio + 0.02]),
         p: Some(0.0001),
+        rule: None,
         remeasured: true,
         causes: vec![Cause {
             kind: "cpu-quota".into(),
@@ -123,4 +125,45 @@ fn junit_has_a_testcase_per_case_and_escapes_its_text() {
     assert!(xml.contains("&lt;&amp;&gt;"));
     assert!(xml.contains("remedy: run outside the cgroup"));
     assert!(!xml.contains('\u{1b}'));
+}
+
+#[test]
+fn an_ungateable_case_is_shown_and_counted_but_never_a_failure() {
+    let mut noisy = case("n", Status::Ungateable, 0.3);
+    noisy.line = "UNGATEABLE n: its 12 learning runs spread from 30 to 105".into();
+    let v = verdict(vec![case("a", Status::Pass, 1.0), noisy]);
+    assert_eq!(v.status, CheckStatus::Healthy);
+    assert_eq!(v.reason, None);
+    let text = v.render();
+    assert!(text.starts_with("UNGATEABLE n: "), "{text}");
+    assert!(
+        text.contains("healthy: 2 cases, 1 pass, 0 fail, 0 unstable, 1 ungateable, 0 unjudged"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("cpu-quota"),
+        "causes are shown for failures only: {text}"
+    );
+    let xml = junit(&v);
+    assert!(
+        xml.contains("failures=\"0\" errors=\"0\" skipped=\"1\""),
+        "{xml}"
+    );
+    assert!(xml.contains("<skipped message=\"UNGATEABLE n: "), "{xml}");
+    let json = serde_json::to_value(&v).unwrap();
+    assert_eq!(json["cases"][1]["status"], "ungateable");
+}
+
+#[test]
+fn a_baseline_without_run_medians_says_so_in_the_summary() {
+    let mut v = verdict(vec![case("a", Status::Pass, 1.0)]);
+    assert!(!v.summary().contains("predates"), "{}", v.summary());
+    v.baseline.as_mut().unwrap().learned_spreads = false;
+    assert!(
+        v.summary().contains(
+            "which predates learned spreads: judged by pooled medians; save the baseline again"
+        ),
+        "{}",
+        v.summary()
+    );
 }

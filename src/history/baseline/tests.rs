@@ -85,3 +85,111 @@ fn names_of_saved_baselines_are_plain_file_names() {
         assert!(!valid_name(bad), "{bad}");
     }
 }
+
+#[test]
+fn a_baseline_keeps_each_runs_median_beside_its_id() {
+    let report = fixture();
+    let fp = Fingerprint::of(&report.host);
+    let mut slower = report.clone();
+    for r in &mut slower.results {
+        for s in &mut r.samples {
+            *s /= 2.0;
+        }
+    }
+    let b = Baseline::from_runs("node", fp, &[(8, slower), (7, report.clone())], 5);
+    let case = &b.cases[0];
+    assert_eq!(case.runs, vec![8, 7]);
+    let one = report.results.iter().find(|r| r.id == case.id).unwrap();
+    let median = crate::stats::median(&one.samples).unwrap();
+    assert_eq!(case.run_medians, vec![median / 2.0, median]);
+    assert!(b.learned_spreads());
+}
+
+#[test]
+fn a_baseline_saved_before_run_medians_reads_as_before() {
+    let mut b = sample();
+    for case in &mut b.cases {
+        case.run_medians.clear();
+    }
+    let text = b.to_json();
+    assert!(!text.contains("run_medians"));
+    let read = Baseline::parse(&text).unwrap();
+    assert!(!read.learned_spreads());
+    assert!(read.cases.iter().all(|c| c.spread().is_none()));
+    assert!(read.render().contains("predates learned spreads"));
+    assert_eq!(read.show_json()["learned_spreads"], false);
+}
+
+#[test]
+fn run_medians_that_do_not_fit_their_runs_or_samples_are_refused() {
+    let mut b = sample();
+    b.cases[0].run_medians.pop();
+    let why = Baseline::parse(&b.to_json()).unwrap_err();
+    assert!(
+        why.starts_with("cases[0].run_medians: 1 values for 2 runs"),
+        "{why}"
+    );
+    let mut b = sample();
+    b.cases[0].run_medians[1] = 1e12;
+    let why = Baseline::parse(&b.to_json()).unwrap_err();
+    assert!(
+        why.starts_with("cases[0].run_medians[1]: not a median"),
+        "{why}"
+    );
+}
+
+/// A case of 12 runs whose medians are `medians`, five repetitions each.
+fn case_with(medians: &[f64]) -> BaselineCase {
+    let runs: Vec<Vec<f64>> = medians
+        .iter()
+        .map(|m| vec![m * 0.99, m * 0.995, *m, m * 1.005, m * 1.01])
+        .collect();
+    BaselineCase {
+        id: "net-tcp-throughput-m131072-s1".into(),
+        label: String::new(),
+        metric: "throughput".into(),
+        unit: "Mb/s".into(),
+        runs: (1..=medians.len() as i64).rev().collect(),
+        samples: runs.concat(),
+        run_medians: medians.to_vec(),
+    }
+}
+
+#[test]
+fn runs_in_two_regimes_are_named_with_how_many_runs_each_holds() {
+    let medians = [
+        67e3, 42e3, 67.5e3, 66e3, 42.5e3, 68e3, 67e3, 41.5e3, 66.5e3, 67.2e3, 42.2e3, 66.8e3,
+    ];
+    let case = case_with(&medians);
+    let spread = case.spread().unwrap();
+    assert_eq!(spread.runs, 12);
+    assert_eq!(spread.slowest, 41.5e3);
+    assert_eq!(spread.fastest, 68e3);
+    let regimes = spread.regimes.clone().unwrap();
+    assert_eq!((regimes.low_runs, regimes.high_runs), (4, 8));
+    let mut b = sample();
+    b.cases = vec![case];
+    let notes = b.notes();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("two regimes, about 42100 Mb/s (4 runs)")),
+        "{notes:?}"
+    );
+    assert!(b.render().contains("two regimes"));
+    let json = b.show_json();
+    assert_eq!(json["cases"][0]["spread"]["regimes"]["high_runs"], 8);
+    assert_eq!(json["learned_spreads"], true);
+    // One regime: none named.
+    assert!(case_with(&[100.0; 12]).spread().unwrap().regimes.is_none());
+}
+
+#[test]
+fn a_latency_runs_slowest_is_its_highest() {
+    let mut case = case_with(&[100.0, 120.0, 95.0, 100.0]);
+    case.metric = "latency".into();
+    case.unit = "ns".into();
+    let spread = case.spread().unwrap();
+    assert_eq!((spread.slowest, spread.fastest), (120.0, 95.0));
+    assert!((spread.slowest_share - 100.0 / 120.0).abs() < 1e-12);
+}
