@@ -1,12 +1,15 @@
 //! `peakbench check` and `peakbench baseline` through the real binary, on a temporary history,
 //! with a one-case plan of 50 ms repetitions. The verdicts are made deterministic by the
-//! baselines: one learned from the machine's own runs, then edited to be far faster or far
-//! slower than any machine measures.
+//! baselines: one learned from the machine's own runs (`check --learn`), then edited to be far
+//! faster or far slower than any machine measures.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod common;
+
+/// The fewest learning runs `baseline save` takes (`history::baseline::MIN_RUNS`).
+const LEARN: usize = 12;
 
 /// One single-thread FMA case, as short as a case goes.
 const PLAN: &str =
@@ -52,12 +55,10 @@ impl Lab {
         self.run(&all)
     }
 
-    /// A saved baseline 'node' learned from two checks of this machine.
+    /// A saved baseline 'node' learned from the fewest checks of this machine a baseline is
+    /// learned from, in one command.
     fn learned(&self) -> serde_json::Value {
-        for _ in 0..2 {
-            assert_eq!(self.check(&["--no-baseline-ok"]).status.code(), Some(0));
-        }
-        let out = self.run(&["baseline", "save", "node"]);
+        let out = self.check(&["--learn", &LEARN.to_string()]);
         assert!(out.status.success(), "{}", text(&out.stderr));
         let file = self.saved("node");
         serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
@@ -122,10 +123,10 @@ fn a_learned_baseline_passes_a_faster_machine_and_fails_a_slower_one_naming_the_
     let learned = lab.learned();
     assert_eq!(learned["format"], "peakbench-baseline");
     let case = learned["cases"][0]["id"].as_str().unwrap().to_string();
-    assert_eq!(learned["cases"][0]["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(learned["cases"][0]["runs"].as_array().unwrap().len(), LEARN);
     assert_eq!(
         learned["cases"][0]["run_medians"].as_array().unwrap().len(),
-        2
+        LEARN
     );
 
     // Against a baseline 1000 times slower than this machine: healthy.
@@ -310,6 +311,65 @@ fn listing(dir: &Path) -> Vec<(String, u64, std::time::SystemTime)> {
         .collect();
     out.sort();
     out
+}
+
+#[test]
+fn a_baseline_is_learned_from_enough_runs_and_says_how_many_more_it_needs() {
+    let lab = Lab::new();
+    for _ in 0..2 {
+        assert_eq!(lab.check(&["--no-baseline-ok"]).status.code(), Some(0));
+    }
+    let out = lab.run(&["baseline", "save", "node"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("2 runs of this hardware") && err.contains("run 10 more checks"),
+        "{err}"
+    );
+    for (args, flag) in [
+        (
+            vec!["baseline", "save", "node", "--last", "5"],
+            "--last: 5 runs",
+        ),
+        (
+            vec!["baseline", "save", "node", "--runs", "1,2"],
+            "--runs: 2 runs",
+        ),
+    ] {
+        let out = lab.run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(text(&out.stderr).contains(flag), "{}", text(&out.stderr));
+    }
+    let out = lab.check(&["--learn", "5"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("--learn: 5 runs are too few") && err.contains("--learn 12"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("learning check"),
+        "refused before measuring: {err}"
+    );
+
+    // Learned in one command: a progress line per check, what was saved on stdout.
+    let out = lab.check(&["--learn", &LEARN.to_string(), "--save-as", "rack1"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert_eq!(err.matches("learning check ").count(), LEARN, "{err}");
+    assert!(err.contains("saved baseline 'rack1'"), "{err}");
+    assert!(text(&out.stdout).starts_with("baseline rack1 "));
+    let out = lab.check(&["--learn", &LEARN.to_string(), "--save-as", "rack1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--force"),
+        "{}",
+        text(&out.stderr)
+    );
+    // The history now holds enough checks for `baseline save` too.
+    let out = lab.run(&["baseline", "save", "node"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
 }
 
 #[test]

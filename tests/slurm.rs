@@ -644,7 +644,7 @@ fn cpu_quota(pid: u32, cpus: f64) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-/// A baseline of this machine learned from three checks of the health check's plan, run in
+/// A baseline of this machine learned from twelve checks of the health check's plan, run in
 /// the network namespace of the lab's first host (where slurmd runs the health check).
 fn learn_baseline(lab: &Slurm) -> PathBuf {
     let db = lab.path("learn/history.db");
@@ -658,17 +658,16 @@ fn learn_baseline(lab: &Slurm) -> PathBuf {
         let out = cmd.output().unwrap();
         assert!(out.status.success(), "{extra:?}: {}", text(&out));
     };
-    for _ in 0..3 {
-        check(&[
-            "check",
-            "--no-baseline-ok",
-            "--config",
-            plan.to_str().unwrap(),
-            "-r",
-            "5",
-        ]);
-    }
-    check(&["baseline", "save", "node"]);
+    // The fewest learning checks a baseline is learned from, in one command.
+    check(&[
+        "check",
+        "--learn",
+        "12",
+        "--config",
+        plan.to_str().unwrap(),
+        "-r",
+        "5",
+    ]);
     let file = lab.path("learned.json");
     check(&["baseline", "export", "node", file.to_str().unwrap()]);
     file

@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result};
 use clap::{Args, Subcommand};
 
 use crate::error::UsageError;
-use crate::history::baseline::{self, Baseline, DEFAULT_RUNS};
+use crate::history::baseline::{self, Baseline, DEFAULT_RUNS, MIN_RUNS};
 use crate::history::store::Store;
 use crate::options::{DbArgs, Json};
 use crate::result::Report;
@@ -36,7 +36,7 @@ pub struct BaselineSaveArgs {
     /// The runs to keep, by id (default: the latest runs of this machine's fingerprint)
     #[arg(long, value_delimiter = ',', value_name = "IDS")]
     pub runs: Vec<i64>,
-    /// How many runs of each case to keep
+    /// How many runs of each case to keep (at least 12: docs/check.md says why)
     #[arg(long, default_value_t = DEFAULT_RUNS as u32, value_name = "N", value_parser = crate::options::positive_u32)]
     pub last: u32,
     /// Replace a saved baseline of that name
@@ -101,7 +101,7 @@ fn saved_dir(db: &DbArgs) -> Result<PathBuf> {
     Ok(baseline::saved_dir(&crate::history::db_path(db)?))
 }
 
-fn checked_name<'a>(name: &'a str, flag: &str) -> Result<&'a str> {
+pub fn checked_name<'a>(name: &'a str, flag: &str) -> Result<&'a str> {
     if baseline::valid_name(name) {
         Ok(name)
     } else {
@@ -151,13 +151,45 @@ fn runs(store: &Store, chosen: &[i64], fp: &Fingerprint) -> Result<Vec<(i64, Rep
     Ok(runs)
 }
 
+/// The default `--tolerance` of `check`, which `save` warns of the cases it cannot gate at.
+const DEFAULT_TOLERANCE: f64 = 0.2;
+
 fn save(args: &BaselineSaveArgs) -> Result<()> {
     let name = checked_name(&args.name, "NAME")?;
-    let store = Store::open(&crate::history::db_path(&args.db)?, false)?;
+    let learning = Learning {
+        db: &args.db,
+        runs: &args.runs,
+        last: args.last as usize,
+        force: args.force,
+        tolerance: DEFAULT_TOLERANCE,
+    };
+    save_learned(name, &learning).map(drop)
+}
+
+/// What a baseline is saved from: the history, the runs to keep (chosen ones, or the latest of
+/// this hardware), how many of each case, whether it replaces one of the same name, and the
+/// tolerance the warnings of cases too noisy to gate are for.
+pub struct Learning<'a> {
+    pub db: &'a DbArgs,
+    pub runs: &'a [i64],
+    pub last: usize,
+    pub force: bool,
+    pub tolerance: f64,
+}
+
+/// Saves the baseline `name` from the history's runs, keeping the cases learned from at least
+/// [`MIN_RUNS`] runs and refusing (exit 2) when none is; says what it saved and warns of the
+/// cases whose runs fell into two regimes or spread too far to gate.
+pub fn save_learned(name: &str, how: &Learning) -> Result<(Baseline, PathBuf)> {
+    too_few(how.last, "--last", "give --last 12 or more")?;
+    if !how.runs.is_empty() {
+        too_few(how.runs.len(), "--runs", "name more runs")?;
+    }
+    let store = Store::open(&crate::history::db_path(how.db)?, false)?;
     let here = Fingerprint::of(&crate::sysinfo::collect());
-    let runs = runs(&store, &args.runs, &here)?;
+    let runs = runs(&store, how.runs, &here)?;
     let fp = match runs.first() {
-        Some((_, first)) if !args.runs.is_empty() => Fingerprint::of(&first.host),
+        Some((_, first)) if !how.runs.is_empty() => Fingerprint::of(&first.host),
         _ => here,
     };
     if let Some((id, _)) = runs
@@ -173,31 +205,87 @@ fn save(args: &BaselineSaveArgs) -> Result<()> {
         ))
         .into());
     }
-    let b = Baseline::from_runs(name, fp, &runs, args.last as usize);
+    let mut b = Baseline::from_runs(name, fp, &runs, how.last);
     if b.cases.is_empty() {
         return Err(UsageError(format!(
-            "NAME: no run of this hardware (fingerprint {}) in {}: run 'peakbench check \
-             --no-baseline-ok' a few times first, or give --runs",
+            "NAME: no run of this hardware (fingerprint {}) in {}: learn one with 'peakbench \
+             check --learn {MIN_RUNS}', or give --runs",
             b.fingerprint.key(),
             store.path().display()
         ))
         .into());
     }
-    let file = keep(&args.db, &b, args.force)?;
+    let most = b.cases.iter().map(|c| c.runs.len()).max().unwrap_or(0);
+    if most < MIN_RUNS {
+        let flag = if how.runs.is_empty() {
+            "--last"
+        } else {
+            "--runs"
+        };
+        return Err(UsageError(format!(
+            "{flag}: {most} runs of this hardware in {}, and the gate learns from at least \
+             {MIN_RUNS}: run {} more checks ('peakbench check --no-baseline-ok'), or learn \
+             anew with 'peakbench check --learn {MIN_RUNS}'",
+            store.path().display(),
+            MIN_RUNS - most
+        ))
+        .into());
+    }
+    let left_out = b.keep_learned_from(MIN_RUNS);
+    let file = keep(how.db, &b, how.force)?;
+    report_saved(&b, &file, &left_out, how.tolerance);
+    Ok((b, file))
+}
+
+/// Refuses `n` runs, fewer than the gate learns from (one line naming `flag` and `fix`).
+pub fn too_few(n: usize, flag: &str, fix: &str) -> Result<()> {
+    if n >= MIN_RUNS {
+        return Ok(());
+    }
+    Err(UsageError(format!(
+        "{flag}: {n} runs are too few to learn from: the gate needs at least {MIN_RUNS} (a \
+         regime a fifth of the runs fall into is missed by {n} runs with chance {:.0} %, by \
+         {MIN_RUNS} with {:.0} %); {fix}",
+        100.0 * 0.8f64.powi(n as i32),
+        100.0 * 0.8f64.powi(MIN_RUNS as i32),
+    ))
+    .into())
+}
+
+/// Says what `save` kept in one line, then the cases left out, the regimes and the cases too
+/// noisy to gate at `tolerance`, each on a line of its own.
+fn report_saved(b: &Baseline, file: &Path, left_out: &[String], tolerance: f64) {
     let fewest = b.cases.iter().map(|c| c.runs.len()).min().unwrap_or(0);
     eprintln!(
-        "saved baseline '{name}' of {} cases (at least {fewest} runs each, fingerprint {}) in {}",
+        "saved baseline '{}' of {} cases (at least {fewest} runs each, fingerprint {}) in {}",
+        b.name,
         b.cases.len(),
         b.fingerprint.key(),
         file.display()
     );
-    if fewest < args.last as usize {
+    if !left_out.is_empty() {
         eprintln!(
-            "note: some cases have fewer than {} runs: the test has less power; save again after more checks",
-            args.last
+            "note: left out {} cases seen in fewer than {MIN_RUNS} runs (check reports them \
+             unjudged): {}",
+            left_out.len(),
+            left_out.join(", ")
         );
     }
-    Ok(())
+    for note in b.notes() {
+        eprintln!("warning: {note}");
+    }
+    for c in &b.cases {
+        let Some(spread) = c.spread().filter(|s| s.ungateable(tolerance)) else {
+            continue;
+        };
+        eprintln!(
+            "warning: {}: its runs spread too far to gate at a tolerance of {:.0} % (the \
+             slowest {:.2} of their median): check reports it UNGATEABLE, never failed",
+            c.id,
+            tolerance * 100.0,
+            spread.slowest_share
+        );
+    }
 }
 
 /// A saved baseline by name.

@@ -3,11 +3,13 @@
 //! before it fails; and `peakbench baseline`, which makes, moves and shows baselines.
 //!
 //! The gate's rule is in [`gate`], the outputs (text, drain reason, JUnit, JSON) in [`verdict`],
-//! the exit codes in `docs/check.md`: 0 healthy, 1 a regression (or a measurement that
-//! failed), 2 bad input, 3 no baseline for this hardware (0 with `--no-baseline-ok`).
+//! learning a baseline in one command (`--learn`) in [`learn`], the exit codes in
+//! `docs/check.md`: 0 healthy, 1 a regression (or a measurement that failed), 2 bad input, 3 no
+//! baseline for this hardware (0 with `--no-baseline-ok`).
 
 pub mod baseline_cmd;
 pub mod gate;
+pub mod learn;
 pub mod verdict;
 
 use std::path::{Path, PathBuf};
@@ -22,7 +24,7 @@ use crate::history::baseline::{self, Baseline};
 use crate::options::{
     DbArgs, Json, OutputArgs, PeakArgs, PeakOverrides, RunnerOptions, StoreArgs, positive_u32,
 };
-use crate::plan::{Context, LatencyProbe};
+use crate::plan::{Context, LatencyProbe, Plan};
 use crate::session::{self, HtmlReport, Session};
 use crate::sysinfo::Fingerprint;
 use gate::{CaseVerdict, Gate, Status};
@@ -56,6 +58,21 @@ pub struct CheckArgs {
     /// Write a JUnit XML report: one testcase per case, failures with their message
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Run N learning checks (each stored in the history like any check), then save them as
+    /// a baseline; N is at least 12 (docs/check.md says why)
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = positive_u32,
+        conflicts_with_all = ["baseline", "reason", "junit", "dry_run", "strict", "any_hardware", "no_history"]
+    )]
+    pub learn: Option<u32>,
+    /// The name --learn saves the baseline under
+    #[arg(long, value_name = "NAME", default_value = "node", requires = "learn")]
+    pub save_as: String,
+    /// With --learn: replace a saved baseline of that name
+    #[arg(long, requires = "learn")]
+    pub force: bool,
     #[command(flatten)]
     pub json: Json,
     /// Print the plan and its estimated duration, run nothing
@@ -95,11 +112,58 @@ pub fn tolerance(text: &str) -> Result<f64, String> {
     }
 }
 
-/// The plan's tables: `--config`, else the check preset, with the run-wide targets applied.
-fn entries(args: &CheckArgs) -> Result<(String, Vec<Entry>)> {
-    let (origin, mut entries) = args.tables.entries(Preset::Check)?;
-    args.net.apply(&mut entries);
-    Ok((origin, entries))
+/// The check's plan made from the flags once: its tables and the machine's context. Each
+/// measurement (a check, a learning check, a case measured again) plans from it.
+pub struct Prepared {
+    entries: Vec<Entry>,
+    parsed: Vec<(&'static dyn crate::workload::Workload, clap::ArgMatches)>,
+    origin: String,
+    ctx: Context,
+}
+
+impl Prepared {
+    /// The plan's tables (`--config`, else the check preset, with the run-wide targets
+    /// applied), checked, and the machine read.
+    pub fn new(args: &CheckArgs) -> Result<Prepared> {
+        let peak = PeakOverrides::try_from(&args.peak)?;
+        let (origin, mut entries) = args.tables.entries(Preset::Check)?;
+        args.net.apply(&mut entries);
+        let parsed = entries
+            .iter()
+            .map(|entry| config::parse_entry(entry, &origin))
+            .collect::<Result<Vec<_>, _>>()?;
+        let runner = RunnerOptions {
+            repetitions: args.repetitions,
+            ..RunnerOptions::default()
+        };
+        let mut ctx = session::context(runner, &peak, &crate::registry::probe());
+        if !args.dry_run {
+            ctx.latency_probe = LatencyProbe::live();
+        }
+        Ok(Prepared {
+            entries,
+            parsed,
+            origin,
+            ctx,
+        })
+    }
+
+    /// The plan, its configuration saying it is a check with `args`' gate.
+    pub fn plan(&self, args: &CheckArgs) -> Result<Plan> {
+        let (mut plan, experiments) =
+            config::plan(&self.entries, &self.parsed, &self.ctx, &self.origin)?;
+        plan.config = serde_json::json!({
+            "experiments": experiments,
+            "runner": self.ctx.runner,
+            "preset": "check",
+            "check": { "tolerance": args.tolerance, "strict": args.strict },
+        });
+        Ok(plan)
+    }
+
+    pub fn ctx(&self) -> &Context {
+        &self.ctx
+    }
 }
 
 /// Where the baseline came from, for messages.
@@ -196,39 +260,23 @@ fn newest_saved(dir: &Path, fp: &Fingerprint) -> Option<LocatedBaseline> {
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     // The budget counts from here: the machine's probes and the planning are the check's time.
     let started = std::time::Instant::now();
-    let peak = PeakOverrides::try_from(&args.peak)?;
-    let (origin, entries) = entries(args)?;
-    let parsed = entries
-        .iter()
-        .map(|entry| config::parse_entry(entry, &origin))
-        .collect::<Result<Vec<_>, _>>()?;
-    let runner = RunnerOptions {
-        repetitions: args.repetitions,
-        ..RunnerOptions::default()
-    };
-    let mut ctx = session::context(runner, &peak, &crate::registry::probe());
-    if !args.dry_run {
-        ctx.latency_probe = LatencyProbe::live();
+    let prepared = Prepared::new(args)?;
+    if let Some(n) = args.learn {
+        return learn::run(args, &prepared, n);
     }
-    let (mut plan, experiments) = config::plan(&entries, &parsed, &ctx, &origin)?;
-    plan.config = serde_json::json!({
-        "experiments": experiments,
-        "runner": ctx.runner,
-        "preset": "check",
-        "check": { "tolerance": args.tolerance, "strict": args.strict },
-    });
+    let plan = prepared.plan(args)?;
     if args.dry_run {
         let output = OutputArgs {
             json: args.json,
             dry_run: true,
             ..OutputArgs::default()
         };
-        return session::execute(plan, &ctx, &output, HtmlReport::None);
+        return session::execute(plan, &prepared.ctx, &output, HtmlReport::None);
     }
     if let Some(file) = &args.junit {
         verdict::probe_writable(file, "--junit")?;
     }
-    let fp = Fingerprint::of(&ctx.host);
+    let fp = Fingerprint::of(&prepared.ctx.host);
     let found = locate(
         args.baseline.as_deref(),
         &args.history.db,
@@ -245,8 +293,8 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     for note in &plan.notes {
         eprintln!("note: {note}");
     }
-    let mut session = Session::start(&ctx, plan.config, plan.notes, None)?;
-    let ending = session.run(plan.cases, &ctx)?;
+    let mut session = Session::start(&prepared.ctx, plan.config, plan.notes, None)?;
+    let ending = session.run(plan.cases, &prepared.ctx)?;
     let gate = Gate {
         tolerance: args.tolerance,
         strict: args.strict,
@@ -254,10 +302,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let cases = match &found {
         Some(found) => {
             let rerun = Rerun {
-                entries: &entries,
-                parsed: &parsed,
-                origin: &origin,
-                ctx: &ctx,
+                prepared: &prepared,
                 repetitions: args.remeasure,
                 left: args.budget.saturating_sub(started.elapsed()),
             };
@@ -275,10 +320,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
 
 /// What measuring a case again needs: the plan's tables and the machine.
 struct Rerun<'a> {
-    entries: &'a [Entry],
-    parsed: &'a [(&'static dyn crate::workload::Workload, clap::ArgMatches)],
-    origin: &'a str,
-    ctx: &'a Context,
+    prepared: &'a Prepared,
     /// Repetitions of a case measured again.
     repetitions: u32,
     /// What is left of the check's time budget.
@@ -353,16 +395,18 @@ fn gate_all(session: &mut Session, baseline: &Baseline, gate: Gate) -> Vec<CaseV
 /// the first one, while each case's estimate fits in what is left of the budget; returns the
 /// ids measured again.
 fn measure_again(session: &mut Session, rerun: &Rerun, ids: &[String]) -> Result<Vec<String>> {
+    let base = &rerun.prepared.ctx;
     let ctx = Context {
-        host: rerun.ctx.host.clone(),
-        peaks: rerun.ctx.peaks.clone(),
+        host: base.host.clone(),
+        peaks: base.peaks.clone(),
         runner: RunnerOptions {
             repetitions: rerun.repetitions,
-            ..rerun.ctx.runner.clone()
+            ..base.runner.clone()
         },
-        latency_probe: rerun.ctx.latency_probe.clone(),
+        latency_probe: base.latency_probe.clone(),
     };
-    let (plan, _) = config::plan(rerun.entries, rerun.parsed, &ctx, rerun.origin)?;
+    let p = rerun.prepared;
+    let (plan, _) = config::plan(&p.entries, &p.parsed, &ctx, &p.origin)?;
     let mut cases: Vec<_> = plan
         .cases
         .into_iter()
@@ -394,6 +438,16 @@ fn measure_again(session: &mut Session, rerun: &Rerun, ids: &[String]) -> Result
 
 /// Prints the verdict as asked, writes the JUnit file, and returns the exit code.
 fn finish(args: &CheckArgs, verdict: &CheckOutcome, ending: session::Ending) -> Result<ExitCode> {
+    let exit = if ending == session::Ending::Interrupted {
+        Exit::Interrupted
+    } else {
+        match verdict.status {
+            CheckStatus::Healthy => Exit::Done,
+            CheckStatus::Regression => Exit::Failed,
+            CheckStatus::NoBaseline if args.no_baseline_ok => Exit::Done,
+            CheckStatus::NoBaseline => Exit::NoBaseline,
+        }
+    };
     if let Some(file) = &args.junit {
         verdict::write_junit(file, verdict)?;
     }
@@ -406,14 +460,8 @@ fn finish(args: &CheckArgs, verdict: &CheckOutcome, ending: session::Ending) -> 
     } else {
         print!("{}", verdict.render());
     }
-    if ending == session::Ending::Interrupted {
+    if exit == Exit::Interrupted {
         eprintln!("interrupted: the verdict above covers the cases measured before it");
-        return Ok(Exit::Interrupted.into());
     }
-    Ok(match verdict.status {
-        CheckStatus::Healthy => ExitCode::SUCCESS,
-        CheckStatus::Regression => Exit::Failed.into(),
-        CheckStatus::NoBaseline if args.no_baseline_ok => ExitCode::SUCCESS,
-        CheckStatus::NoBaseline => Exit::NoBaseline.into(),
-    })
+    Ok(exit.into())
 }

@@ -141,9 +141,10 @@ impl CheckOutcome {
             ),
             Some(b) => format!("against {}", b.origin),
             None => format!(
-                "no baseline for this hardware (fingerprint {}): nothing judged; run checks with \
-                 --no-baseline-ok, then 'peakbench baseline save NAME'",
-                self.fingerprint_key
+                "no baseline for this hardware (fingerprint {}): nothing judged; learn one with \
+                 'peakbench check --learn {}'",
+                self.fingerprint_key,
+                crate::history::baseline::MIN_RUNS
             ),
         };
         let status = match self.status {

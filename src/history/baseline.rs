@@ -35,7 +35,7 @@ pub const MAX_SAMPLES: usize = 65_536;
 /// runs, 2.9 % at 12. Each run is a check of about 30 s, so 12 cost about 6 minutes once.
 pub const MIN_RUNS: usize = 12;
 /// How many runs of each case `baseline save` keeps by default.
-pub const DEFAULT_RUNS: usize = 5;
+pub const DEFAULT_RUNS: usize = MIN_RUNS;
 /// The gate must be able to catch a halving: a case whose slowest learning run, less the
 /// tolerance, is below this share of its runs' median is too noisy to gate.
 pub const GATEABLE_SHARE: f64 = 0.5;
@@ -397,11 +397,11 @@ impl Baseline {
         use crate::units::format_value;
         let mut notes = Vec::new();
         if !self.learned_spreads() {
-            notes.push(
+            notes.push(format!(
                 "this baseline predates learned spreads (no run medians): check judges it by \
-                 its pooled samples alone; save the baseline again"
-                    .into(),
-            );
+                 its pooled samples alone; save the baseline again (peakbench check --learn \
+                 {MIN_RUNS})"
+            ));
         }
         for c in &self.cases {
             let Some(spread) = c.spread() else { continue };
