@@ -397,6 +397,24 @@ fn a_baseline_saved_before_run_medians_is_judged_by_its_pooled_median_and_says_s
     assert_eq!(v["learned_spreads"], false);
 }
 
+/// The alert rule docs/check.md shows: the YAML block of its Prometheus section.
+fn alert_rule() -> String {
+    let page = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/check.md"))
+        .unwrap();
+    let section = page
+        .split("\n## Prometheus\n")
+        .nth(1)
+        .expect("docs/check.md has a Prometheus section");
+    section
+        .split("```yaml\n")
+        .nth(1)
+        .expect("the section shows an alert rule in YAML")
+        .split("```")
+        .next()
+        .unwrap()
+        .to_string()
+}
+
 /// A baseline of this machine's case scaled by `factor` whose first run fell to 0.3 of the
 /// others: no tolerance of 20 % could catch a halving of it.
 fn too_noisy(lab: &Lab, learned: &serde_json::Value, factor: f64, name: &str) -> PathBuf {
@@ -423,11 +441,14 @@ fn a_case_too_noisy_to_gate_is_ungateable_and_never_fails_the_check() {
     // Against runs far slower than this machine: ungateable whatever the machine does now.
     let noisy = too_noisy(&lab, &learned, 1e-3, "noisy.json");
     let junit = lab.path("junit.xml");
+    let prom = lab.path("peakbench.prom");
     let out = lab.check(&[
         "--baseline",
         noisy.to_str().unwrap(),
         "--junit",
         junit.to_str().unwrap(),
+        "--prometheus",
+        prom.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
@@ -437,6 +458,12 @@ fn a_case_too_noisy_to_gate_is_ungateable_and_never_fails_the_check() {
         std::fs::read_to_string(&junit)
             .unwrap()
             .contains("<skipped message=\"UNGATEABLE")
+    );
+    let metrics = std::fs::read_to_string(&prom).unwrap();
+    assert!(metrics.contains(",status=\"ungateable\"} 1\n"), "{metrics}");
+    assert!(
+        metrics.contains("peakbench_check_exit_code 0\n"),
+        "{metrics}"
     );
     let out = lab.check(&["--baseline", noisy.to_str().unwrap(), "--reason"]);
     assert_eq!(out.status.code(), Some(0));
@@ -466,4 +493,67 @@ fn a_case_too_noisy_to_gate_is_ungateable_and_never_fails_the_check() {
         assert_eq!(case["status"], "ungateable", "{case}");
         assert_eq!(out.status.code(), Some(0));
     }
+}
+
+#[test]
+fn the_prometheus_file_is_valid_exposition_text_and_a_bad_path_fails_first() {
+    let lab = Lab::new();
+    let learned = lab.learned();
+    let fast = lab.scaled(&learned, 1e3, "fast.json");
+    let prom = lab.path("textfile/peakbench.prom");
+    std::fs::create_dir(lab.path("textfile")).unwrap();
+    let out = lab.check(&[
+        "--baseline",
+        fast.to_str().unwrap(),
+        "--prometheus",
+        prom.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let metrics = std::fs::read_to_string(&prom).unwrap();
+    assert!(
+        metrics.contains("peakbench_check_exit_code 1\n"),
+        "{metrics}"
+    );
+    assert!(metrics.contains(",status=\"fail\"} 1\n"), "{metrics}");
+    assert_eq!(
+        std::fs::read_dir(lab.path("textfile")).unwrap().count(),
+        1,
+        "only the .prom file is left"
+    );
+    if common::prerequisite(common::on_path("promtool").map(drop)) {
+        let check = std::process::Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(std::fs::File::open(&prom).unwrap())
+            .output()
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "promtool: {}{}\n{metrics}",
+            text(&check.stdout),
+            text(&check.stderr)
+        );
+        let rules = lab.path("rules.yml");
+        std::fs::write(&rules, alert_rule()).unwrap();
+        let check = std::process::Command::new("promtool")
+            .args(["check", "rules"])
+            .arg(&rules)
+            .output()
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "promtool: {}{}",
+            text(&check.stdout),
+            text(&check.stderr)
+        );
+    }
+
+    let bad = lab.path("no/such/dir/x.prom");
+    let out = lab.check(&["--no-baseline-ok", "--prometheus", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("--prometheus: cannot write"), "{err}");
+    assert!(
+        !err.contains("stored as run"),
+        "refused before measuring: {err}"
+    );
 }

@@ -3,13 +3,15 @@
 //! before it fails; and `peakbench baseline`, which makes, moves and shows baselines.
 //!
 //! The gate's rule is in [`gate`], the outputs (text, drain reason, JUnit, JSON) in [`verdict`],
-//! learning a baseline in one command (`--learn`) in [`learn`], the exit codes in
-//! `docs/check.md`: 0 healthy, 1 a regression (or a measurement that failed), 2 bad input, 3 no
-//! baseline for this hardware (0 with `--no-baseline-ok`).
+//! the Prometheus textfile in [`prometheus`], learning a baseline in one command (`--learn`)
+//! in [`learn`], the exit codes in `docs/check.md`: 0 healthy, 1 a regression (or a
+//! measurement that failed), 2 bad input, 3 no baseline for this hardware (0 with
+//! `--no-baseline-ok`).
 
 pub mod baseline_cmd;
 pub mod gate;
 pub mod learn;
+pub mod prometheus;
 pub mod verdict;
 
 use std::path::{Path, PathBuf};
@@ -58,13 +60,17 @@ pub struct CheckArgs {
     /// Write a JUnit XML report: one testcase per case, failures with their message
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Write the result for Prometheus' node_exporter (textfile collector) to FILE, replaced
+    /// atomically: each case's ratio and status, the exit code, the duration, a timestamp
+    #[arg(long, value_name = "FILE.prom")]
+    pub prometheus: Option<PathBuf>,
     /// Run N learning checks (each stored in the history like any check), then save them as
     /// a baseline; N is at least 12 (docs/check.md says why)
     #[arg(
         long,
         value_name = "N",
         value_parser = positive_u32,
-        conflicts_with_all = ["baseline", "reason", "junit", "dry_run", "strict", "any_hardware", "no_history"]
+        conflicts_with_all = ["baseline", "reason", "junit", "prometheus", "dry_run", "strict", "any_hardware", "no_history"]
     )]
     pub learn: Option<u32>,
     /// The name --learn saves the baseline under
@@ -276,6 +282,9 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     if let Some(file) = &args.junit {
         verdict::probe_writable(file, "--junit")?;
     }
+    if let Some(file) = &args.prometheus {
+        prometheus::probe(file)?;
+    }
     let fp = Fingerprint::of(&prepared.ctx.host);
     let found = locate(
         args.baseline.as_deref(),
@@ -315,7 +324,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     };
     let run_id = crate::history::store_run(&args.history, &session.report);
     let verdict = CheckOutcome::new(found.as_ref(), &fp, gate, cases, run_id);
-    finish(args, &verdict, ending)
+    finish(args, &verdict, ending, started)
 }
 
 /// What measuring a case again needs: the plan's tables and the machine.
@@ -436,8 +445,14 @@ fn measure_again(session: &mut Session, rerun: &Rerun, ids: &[String]) -> Result
     Ok(again)
 }
 
-/// Prints the verdict as asked, writes the JUnit file, and returns the exit code.
-fn finish(args: &CheckArgs, verdict: &CheckOutcome, ending: session::Ending) -> Result<ExitCode> {
+/// Prints the verdict as asked, writes the JUnit and Prometheus files, and returns the exit
+/// code.
+fn finish(
+    args: &CheckArgs,
+    verdict: &CheckOutcome,
+    ending: session::Ending,
+    started: std::time::Instant,
+) -> Result<ExitCode> {
     let exit = if ending == session::Ending::Interrupted {
         Exit::Interrupted
     } else {
@@ -450,6 +465,17 @@ fn finish(args: &CheckArgs, verdict: &CheckOutcome, ending: session::Ending) -> 
     };
     if let Some(file) = &args.junit {
         verdict::write_junit(file, verdict)?;
+    }
+    if let Some(file) = &args.prometheus {
+        let text = prometheus::text(&prometheus::Metrics {
+            verdict,
+            exit: exit as u8,
+            duration_s: started.elapsed().as_secs_f64(),
+            timestamp_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+        });
+        prometheus::write(file, &text)?;
     }
     if args.json.on {
         println!("{}", serde_json::to_string_pretty(verdict)?);
