@@ -4,8 +4,9 @@ and does a quiet machine pass?
 
 In a temporary directory with its own history (PEAKBENCH_DB) and disk directory:
 
-1. learns a loopback baseline from LEARN checks (`check --no-baseline-ok`, then `baseline
-   save`), and runs QUIET checks against it: each one that fails is a false failure;
+1. learns a loopback baseline from LEARN checks (`check --learn LEARN`, 12 by default, the
+   fewest a baseline is learned from), and runs QUIET checks against it: each one that fails
+   is a false failure (a case reported ungateable is not one, and is counted apart);
 2. runs TRIES checks under each imposed slowdown, each one set up before the check and taken
    away after it:
    - quota: a cgroup v1 CPU quota of 60 % of the CPUs (cpu.cfs_quota_us), the check inside it;
@@ -21,7 +22,7 @@ In a temporary directory with its own history (PEAKBENCH_DB) and disk directory:
    upper bound (Clopper-Pearson, 0 of n: 1 - 0.025^(1/n)).
 
     cargo build --release
-    python3 bench/check.py --tries 10 --quiet 5      # as root; about 35 minutes on 2 cores
+    python3 bench/check.py --tries 10 --quiet 5      # as root; about 45 minutes on 2 cores
 
 Measure on a quiet machine: a build beside it makes the baseline itself slow. Everything it
 creates (cgroups, the namespace, the veths, the server, the spinners, the temporary directory)
@@ -78,14 +79,18 @@ class Lab:
         return out.returncode, took, verdict
 
     def learn(self, name, count, *args):
-        for i in range(count):
-            code, took, _ = self.check("--no-baseline-ok", *args)
-            print(f"  learning {name} {i + 1}/{count}: exit {code}, {took:.1f} s", flush=True)
-        subprocess.run([self.binary, "baseline", "save", name, "--last", str(count)],
-                       env=self.env, check=True, capture_output=True)
-        shown = subprocess.run([self.binary, "baseline", "show", name, "--json"], env=self.env,
-                               check=True, capture_output=True, text=True)
-        return json.loads(shown.stdout)
+        """`check --learn count`: its progress lines pass through; returns the saved baseline
+        as `baseline show --json` gives it."""
+        cmd = [self.binary, "check", "--dir", self.disk, "--learn", str(count), "--save-as",
+               name, "--json", *args]
+        start = time.monotonic()
+        out = subprocess.run(cmd, env=self.env, stdout=subprocess.PIPE, text=True)
+        if out.returncode != 0:
+            raise SystemExit(f"learning {name}: exit {out.returncode}")
+        baseline = json.loads(out.stdout)
+        print(f"  learned {name} from {count} checks in {time.monotonic() - start:.0f} s; notes: "
+              f"{baseline.get('notes') or 'none'}", flush=True)
+        return baseline
 
     def cgroup(self, controller, name, files):
         path = os.path.join(CGROUP, controller, name)
@@ -136,6 +141,12 @@ def disk_of(path):
     return majmin
 
 
+def ungateable(verdict):
+    """Ids of the cases the check reported too noisy to gate."""
+    return [c["id"] for c in (verdict or {}).get("cases", [])
+            if str(c.get("status", "")).lower() == "ungateable"]
+
+
 def failures(verdict):
     """(case id, ratio, [cause kind value unit]) of each failing case."""
     out = []
@@ -167,8 +178,9 @@ def trial(lab, name, tries, setup, args=(), cgroup=None):
                 kind = cause.split()[0]
                 named.setdefault(kind, []).append(cause)
         shown = "; ".join(f"{cid} {ratio:.2f}x [{', '.join(c)}]" for cid, ratio, c in fails)
-        print(f"  {name} {i + 1}/{tries}: exit {code}, {took:.1f} s: {shown or 'no failure'}",
-              flush=True)
+        noisy = ", ".join(ungateable(verdict))
+        print(f"  {name} {i + 1}/{tries}: exit {code}, {took:.1f} s: {shown or 'no failure'}"
+              f"{'; ungateable: ' + noisy if noisy else ''}", flush=True)
     failed = sum(1 for c in codes if c == 1)
     print(f"{name}: {failed} of {tries} failed (target: all); exit codes {codes}; check time "
           f"median {statistics.median(times):.1f} s (min {min(times):.1f}, max {max(times):.1f}; "
@@ -216,7 +228,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--binary", default="target/release/peakbench")
     ap.add_argument("--tries", type=int, default=10)
-    ap.add_argument("--learn", type=int, default=5)
+    ap.add_argument("--learn", type=int, default=12)
     ap.add_argument("--quiet", type=int, default=5, help="quiet checks against the baseline")
     ap.add_argument("--faults", default="quota,blkio,spin,tbf")
     args = ap.parse_args()
