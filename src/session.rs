@@ -20,7 +20,7 @@ use crate::interrupt;
 use crate::options::{OutputArgs, PeakArgs, RunnerArgs};
 use crate::peak::MeasuredFactors;
 use crate::plan::{Case, CaseSpec, Context, Plan};
-use crate::report::{Format, OutputFile};
+use crate::report::{Exporter, Html, OutputFile};
 use crate::result::{BenchResult, Report, RunStatus, SCHEMA_VERSION, Tool, now_rfc3339};
 use crate::units::format_duration;
 
@@ -231,11 +231,11 @@ impl Session {
         self.save()
     }
 
-    /// Prints the document on stdout in `format`.
-    pub fn print(&self, format: Format) -> Result<()> {
+    /// Prints the document on stdout as `exporter` writes it.
+    pub fn print(&self, exporter: &dyn Exporter) -> Result<()> {
         use std::io::Write;
         let mut stdout = std::io::stdout().lock();
-        stdout.write_all(&format.render(&self.report))?;
+        stdout.write_all(&exporter.export(&self.report))?;
         stdout.flush()?;
         Ok(())
     }
@@ -275,13 +275,13 @@ pub fn output_file(args: &OutputArgs) -> Result<Option<OutputFile>> {
     let Some(path) = &args.output else {
         return Ok(None);
     };
-    let format = Format::from_path(path).ok_or_else(|| {
+    let exporter = crate::report::by_extension(path).ok_or_else(|| {
         UsageError(format!(
             "--output: '{}' has no known extension: use .json, .csv, .md or .txt",
             path.display()
         ))
     })?;
-    OutputFile::create(path, format)
+    OutputFile::create(path, exporter)
         .map(Some)
         .map_err(|e| UsageError(format!("--output: {e:#}; choose a writable path")).into())
 }
@@ -306,18 +306,11 @@ pub fn execute(
     let mut warnings = machine_warnings(ctx);
     warnings.extend(plan.notes);
     let mut session = Session::start(ctx, plan.config, warnings, file)?;
-    let stdout_format = if output.json.on {
-        Format::Json
-    } else if output.csv {
-        Format::Csv
-    } else {
-        Format::Table
-    };
     let outcome = session.run(plan.cases, ctx);
     if let Err(error) = session.add_findings(&output.history.db) {
         eprintln!("warning: the findings were not written to the output file: {error:#}");
     }
-    let printed = session.print(stdout_format);
+    let printed = session.print(crate::report::for_stdout(output));
     if let Some(path) = session.output_path() {
         eprintln!("results written to {}", path.display());
     }
@@ -370,7 +363,10 @@ pub fn write_html_report(
             return;
         }
     };
-    let text = crate::report::html::render(run_id.unwrap_or(0), report);
+    let text = Html {
+        run: run_id.unwrap_or(0),
+    }
+    .export(report);
     let written = path
         .parent()
         .filter(|dir| !dir.as_os_str().is_empty())
