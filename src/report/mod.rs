@@ -21,8 +21,10 @@ mod cluster;
 mod csv;
 pub mod findings;
 pub mod html;
+pub mod inventory;
 mod json;
 mod markdown_tables;
+pub mod peaks;
 pub mod roofline;
 mod table;
 

@@ -13,7 +13,7 @@ use crate::report::cells::{
     change_cell, describe_params, escape, other_reference_line, paste_row, ratio_cell,
     reference_cell, shared_params, subsystems, subsystems_of_runs,
 };
-use crate::report::cluster;
+use crate::report::{cluster, inventory, peaks};
 use crate::result::{BenchResult, Report, Subsystem};
 use crate::units::format_value;
 
@@ -66,9 +66,9 @@ pub fn render_runs(runs: &[(i64, &Report)]) -> String {
             String::new()
         };
         let _ = writeln!(out, "<h2>Machine{}</h2>", escape(&whose));
-        text_tables(&mut out, &crate::sysinfo::render(&report.host));
+        text_tables(&mut out, &inventory::render(&report.host));
         let _ = writeln!(out, "<h2>Theoretical peaks{}</h2>", escape(&whose));
-        text_tables(&mut out, &crate::peak::render(&report.peaks));
+        text_tables(&mut out, &peaks::render(&report.peaks));
     }
     for subsystem in subsystems_of_runs(runs) {
         section(&mut out, subsystem, &items_of(runs, subsystem), runs);
