@@ -42,8 +42,8 @@ pub mod error;
 pub mod names;
 pub mod units;
 pub mod text;
-pub mod stats;
 pub mod rng;
+pub mod stats;
 pub mod options;
 
 pub mod sysinfo;
