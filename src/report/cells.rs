@@ -3,8 +3,7 @@
 //! standard tool's and the access time's cells, one run against another ([`change_cell`]), how
 //! a run ended, and the lists the tables are built from (the subsystems, the warnings). Also how
 //! a document's text is made safe in each format's cell: [`escape`] for HTML and SVG,
-//! [`markdown_text`] and [`markdown_cell`] for Markdown (the terminal's is
-//! [`printable`](crate::text::printable)).
+//! [`markdown_text`] and [`markdown_cell`] for Markdown (the terminal's is [`printable`]).
 //!
 //! Every function is pure and formats what the document holds; the exporters lay the cells
 //! out.

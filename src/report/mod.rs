@@ -8,12 +8,11 @@
 //! stored in the run's `model` result or built there from its roofline results.
 //!
 //! The human table and Markdown open with the run's [`findings`] where the document has them,
-//! then show one row per result; JSON is the whole document (the
-//! schema of `docs/schema.md`); CSV has one row per result with every parameter and statistic
-//! in its own column. What a cell says, and how a document's text is escaped in each format,
-//! is in [`cells`], for every format alike. [`OutputFile`] is created before a run (so a bad
-//! path fails at once) and rewritten atomically after every case, so an interrupted run leaves
-//! a complete, valid file.
+//! then show one row per result; JSON is the whole document (the schema of `docs/schema.md`);
+//! CSV has one row per result with every parameter and statistic in its own column. What a cell
+//! says, and how a document's text is escaped in each format, is in [`cells`], for every format
+//! alike. [`OutputFile`] is created before a run (so a bad path fails at once) and rewritten
+//! atomically after every case, so an interrupted run leaves a complete, valid file.
 
 pub mod cells;
 pub mod charts;
@@ -147,6 +146,26 @@ mod snapshots {
 
     fn text(exporter: &dyn Exporter) -> String {
         String::from_utf8(exporter.export(&fixture())).expect("exporters write UTF-8")
+    }
+
+    /// `--output` picks its format by the file's extension, in any case; a name without one
+    /// it knows (the HTML report is `--html`'s) picks none.
+    #[test]
+    fn a_file_name_picks_its_format_by_its_extension() {
+        let picked = |name: &str| by_extension(Path::new(name)).map(|e| format!("{e:?}"));
+        for (name, format) in [
+            ("r.json", "Json"),
+            ("r.CSV", "Csv"),
+            ("r.md", "Markdown"),
+            ("r.markdown", "Markdown"),
+            ("dir.d/r.txt", "Table"),
+            ("r.Text", "Table"),
+        ] {
+            assert_eq!(picked(name).as_deref(), Some(format), "{name}");
+        }
+        for name in ["r.html", "results", "r.json.gz"] {
+            assert_eq!(picked(name), None, "{name}");
+        }
     }
 
     #[test]
