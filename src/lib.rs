@@ -22,8 +22,9 @@
 //!    limits, qdiscs, the CPU time of other processes) and its theoretical peaks ([`peak`]);
 //! 3. the results document ([`result`]), with the roofline's model, which is built from it;
 //! 4. measuring: the [`runner`] and the standard tools ([`reference`]);
-//! 5. output and storage: the exporters ([`report`]) and the [`history`]; the [`findings`],
-//!    which judge a document with its evidence (read by [`evidence`], layer 2) and its past;
+//! 5. output and storage: the exporters ([`report`], which also write the inventory and the
+//!    peaks as text) and the [`history`]; the [`findings`], which judge a document with its
+//!    evidence (read by [`evidence`], layer 2) and its past;
 //! 6. planning and running: the [`plan`] types, the [`workload`] trait and the [`session`],
 //!    which runs any plan and names no workload (the caller hands it the clock probe);
 //! 7. the workloads: [`cpu`], [`memory`], [`disk`], [`net`], each one folder, and the

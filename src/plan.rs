@@ -10,6 +10,7 @@
 //! roofline's cache edge), and only where the context allows it (not in a dry run or a test).
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -191,6 +192,20 @@ pub trait Case: Send {
     fn estimate(&self, ctx: &Context) -> Duration;
     /// Measures the case.
     fn run(&self, ctx: &Context) -> Result<BenchResult>;
+    /// The files drawn from this case's `result` that its flags asked for (the roofline's
+    /// `--svg` chart), none by default. The session writes them once the case has run: a case
+    /// hands back what it drew and writes no file itself.
+    fn files(&self, _result: &BenchResult) -> Result<Vec<CaseFile>> {
+        Ok(Vec::new())
+    }
+}
+
+/// A file a case hands back with its result, for the session to write.
+pub struct CaseFile {
+    /// The flag that named the file (`--svg`): a write that fails names it.
+    pub flag: &'static str,
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
 }
 
 /// Lines to print after a run from the results of one plan (e.g. where the latency curve steps

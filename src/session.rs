@@ -2,16 +2,18 @@
 //!
 //! The session builds the [`Context`] (the inventory, the clock probe, the peaks), prints the
 //! plan's notes, and runs the cases: a progress bar with ETA on stderr (hidden when stderr is
-//! not a terminal), the output file rewritten after every case, Ctrl-C honoured between and
-//! within cases, and the results so far kept whatever happens. Each case is dropped as soon as
-//! it has run, so what cases share (the disk test file, the loopback server) goes away after the
-//! last case that uses it, not at the end of the run. Then the results are printed, stored in
-//! the history, and, for `peakbench run`, written as an HTML report.
+//! not a terminal), the output file rewritten after every case, the files a case hands back
+//! with its result written as soon as it has run (the roofline's `--svg` chart: a case writes
+//! none itself), Ctrl-C honoured between and within cases, and the results so far kept
+//! whatever happens. Each case is dropped as soon as it has run, so what cases share (the disk
+//! test file, the loopback server) goes away after the last case that uses it, not at the end
+//! of the run. Then the results are printed, stored in the history, and, for `peakbench run`,
+//! written as an HTML report.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -20,7 +22,7 @@ use crate::interrupt;
 use crate::options::{OutputArgs, PeakOverrides, RunnerOptions};
 use crate::peak::MeasuredFactors;
 use crate::plan::{Case, CaseSpec, Context, Plan};
-use crate::report::{Format, OutputFile};
+use crate::report::{Exporter, Html, OutputFile};
 use crate::result::{BenchResult, Report, RunStatus, SCHEMA_VERSION, Tool, now_rfc3339};
 use crate::units::format_duration;
 
@@ -231,11 +233,11 @@ impl Session {
         self.save()
     }
 
-    /// Prints the document on stdout in `format`.
-    pub fn print(&self, format: Format) -> Result<()> {
+    /// Prints the document on stdout as `exporter` writes it.
+    pub fn print(&self, exporter: &dyn Exporter) -> Result<()> {
         use std::io::Write;
         let mut stdout = std::io::stdout().lock();
-        stdout.write_all(&format.render(&self.report))?;
+        stdout.write_all(&exporter.export(&self.report))?;
         stdout.flush()?;
         Ok(())
     }
@@ -246,12 +248,19 @@ impl Session {
 }
 
 /// Runs one case with the machine watched around it (the CPU time of this process and the
-/// others, steal, throttling), and drops it; the result carries what was seen.
+/// others, steal, throttling), writes the files it hands back, and drops it; the result
+/// carries what was seen. A file that cannot be written fails the case.
 pub fn run_case(case: Box<dyn Case>, ctx: &Context) -> Result<BenchResult> {
     let watch = crate::evidence::CaseWatch::start();
-    let outcome = case.run(ctx);
+    let outcome = case
+        .run(ctx)
+        .and_then(|result| Ok((case.files(&result)?, result)));
     drop(case);
-    let mut result = outcome?;
+    let (files, mut result) = outcome?;
+    for file in files {
+        std::fs::write(&file.path, &file.bytes)
+            .with_context(|| format!("{}: cannot write {}", file.flag, file.path.display()))?;
+    }
     // A network case brings what its server read on the far side; this side adds its own.
     let peer = result.evidence.take().and_then(|e| e.peer);
     let mut evidence = watched(watch, &result);
@@ -275,13 +284,13 @@ pub fn output_file(args: &OutputArgs) -> Result<Option<OutputFile>> {
     let Some(path) = &args.output else {
         return Ok(None);
     };
-    let format = Format::from_path(path).ok_or_else(|| {
+    let exporter = crate::report::by_extension(path).ok_or_else(|| {
         UsageError(format!(
             "--output: '{}' has no known extension: use .json, .csv, .md or .txt",
             path.display()
         ))
     })?;
-    OutputFile::create(path, format)
+    OutputFile::create(path, exporter)
         .map(Some)
         .map_err(|e| UsageError(format!("--output: {e:#}; choose a writable path")).into())
 }
@@ -306,18 +315,11 @@ pub fn execute(
     let mut warnings = machine_warnings(ctx);
     warnings.extend(plan.notes);
     let mut session = Session::start(ctx, plan.config, warnings, file)?;
-    let stdout_format = if output.json.on {
-        Format::Json
-    } else if output.csv {
-        Format::Csv
-    } else {
-        Format::Table
-    };
     let outcome = session.run(plan.cases, ctx);
     if let Err(error) = session.add_findings(&output.history.db) {
         eprintln!("warning: the findings were not written to the output file: {error:#}");
     }
-    let printed = session.print(stdout_format);
+    let printed = session.print(crate::report::for_stdout(output));
     if let Some(path) = session.output_path() {
         eprintln!("results written to {}", path.display());
     }
@@ -370,7 +372,10 @@ pub fn write_html_report(
             return;
         }
     };
-    let text = crate::report::html::render(run_id.unwrap_or(0), report);
+    let text = Html {
+        run: run_id.unwrap_or(0),
+    }
+    .export(report);
     let written = path
         .parent()
         .filter(|dir| !dir.as_os_str().is_empty())
@@ -383,5 +388,69 @@ pub fn write_html_report(
             "warning: the HTML report was not written to {}: {e}",
             path.display()
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::CaseFile;
+    use crate::result::Subsystem;
+
+    /// A case that hands back a file at `path`.
+    struct Drawing {
+        path: PathBuf,
+    }
+
+    impl Case for Drawing {
+        fn spec(&self) -> CaseSpec {
+            CaseSpec {
+                id: "drawing".into(),
+                label: "a case that draws".into(),
+                subsystem: Subsystem::Roofline,
+                op: "model".into(),
+                params: Default::default(),
+            }
+        }
+
+        fn estimate(&self, _: &Context) -> std::time::Duration {
+            std::time::Duration::ZERO
+        }
+
+        fn run(&self, ctx: &Context) -> Result<BenchResult> {
+            let measured =
+                self.spec()
+                    .measured(&ctx.host.hostname, "x", "1", "nothing".into(), vec![1.0])?;
+            Ok(measured.finish())
+        }
+
+        fn files(&self, _: &BenchResult) -> Result<Vec<CaseFile>> {
+            Ok(vec![CaseFile {
+                flag: "--svg",
+                path: self.path.clone(),
+                bytes: b"<svg/>".to_vec(),
+            }])
+        }
+    }
+
+    /// The session writes what a case hands back; a file it cannot write fails the case with
+    /// the flag that named it.
+    #[test]
+    fn the_files_a_case_hands_back_are_written_and_a_failed_write_names_the_flag() {
+        let ctx = Context::fixture();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chart.svg");
+        run_case(Box::new(Drawing { path: path.clone() }), &ctx).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"<svg/>");
+        let nowhere = dir.path().join("gone").join("chart.svg");
+        let error = run_case(
+            Box::new(Drawing {
+                path: nowhere.clone(),
+            }),
+            &ctx,
+        )
+        .unwrap_err();
+        let expected = format!("--svg: cannot write {}: ", nowhere.display());
+        assert!(format!("{error:#}").starts_with(&expected), "{error:#}");
     }
 }

@@ -127,7 +127,11 @@ fn judge_result(report: &Report, r: &BenchResult, past: &past::Index) -> Finding
         id: r.id.clone(),
         host: r.host.clone(),
         subsystem: r.subsystem,
-        label: format!("{} {}", r.op, crate::report::describe_params(&r.params)),
+        label: format!(
+            "{} {}",
+            r.op,
+            crate::report::cells::describe_params(&r.params)
+        ),
         value: r.value,
         unit: r.unit.clone(),
         verdict,

@@ -90,7 +90,11 @@ impl Baseline {
                     .entry((r.id.clone(), r.unit.clone()))
                     .or_insert_with(|| BaselineCase {
                         id: r.id.clone(),
-                        label: format!("{} {}", r.op, crate::report::describe_params(&r.params)),
+                        label: format!(
+                            "{} {}",
+                            r.op,
+                            crate::report::cells::describe_params(&r.params)
+                        ),
                         metric: r.metric.clone(),
                         unit: r.unit.clone(),
                         runs: Vec::new(),

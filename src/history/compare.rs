@@ -10,7 +10,7 @@
 //! 4 against 4 can show a change only when no repetition of one run comes near the other's; 5
 //! against 5 tolerates some overlap.
 
-use crate::report::describe_params;
+use crate::report::cells::describe_params;
 use crate::result::{BenchResult, Report};
 use crate::sysinfo::Fingerprint;
 use crate::text::{Align, Table, printable};

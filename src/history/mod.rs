@@ -10,6 +10,7 @@ pub mod baseline;
 pub mod compare;
 pub mod store;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -18,6 +19,7 @@ use clap::{Args, Subcommand};
 
 use crate::error::UsageError;
 use crate::options::{DbArgs, Json, StoreArgs};
+use crate::report::{Exporter, Html, MarkdownTables};
 use crate::result::{Report, SCHEMA_VERSION};
 use crate::text::{Align, Table, printable};
 use crate::units::format_value;
@@ -226,7 +228,7 @@ fn show(args: &HistoryShowArgs) -> Result<ExitCode> {
             "run {id}: {}\n",
             printable(&short_command(&report.command.join(" ")))
         );
-        print!("{}", crate::report::render_table(&report));
+        std::io::stdout().write_all(&crate::report::Table.export(&report))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -324,26 +326,15 @@ fn report(args: &ReportArgs) -> Result<ExitCode> {
     }
     let id = runs[0].0;
     let shown: Vec<(i64, &Report)> = runs.iter().map(|(id, r)| (*id, r)).collect();
-    let outputs = [
-        (
-            &args.html,
-            "--html",
-            args.html
-                .as_ref()
-                .map(|_| crate::report::html::render_runs(&shown))
-                .unwrap_or_default(),
-        ),
-        (
-            &args.markdown,
-            "--markdown",
-            args.markdown
-                .as_ref()
-                .map(|_| crate::report::render_markdown_runs(&shown))
-                .unwrap_or_default(),
-        ),
+    let outputs: [(&Option<PathBuf>, &str, &dyn Exporter); 2] = [
+        (&args.html, "--html", &Html { run: id }),
+        (&args.markdown, "--markdown", &MarkdownTables),
     ];
-    for (path, flag, text) in outputs {
+    for (path, flag, exporter) in outputs {
         let Some(path) = path else { continue };
+        let text = exporter
+            .export_runs(&shown)
+            .expect("the HTML report and the Markdown tables hold several runs");
         std::fs::write(path, text).map_err(|e| {
             UsageError(format!(
                 "{flag}: cannot write {}: {e}; choose a writable path",

@@ -9,6 +9,7 @@
 
 use std::fmt::Write;
 
+use super::cells::escape;
 use crate::units::{format_bitrate, format_size_approx, format_value};
 
 /// How an axis maps values.
@@ -185,22 +186,6 @@ const PLOT_RIGHT: f64 = 720.0;
 const PLOT_TOP: f64 = 40.0;
 const PLOT_BOTTOM: f64 = 300.0;
 const LEGEND_LINE: f64 = 18.0;
-
-/// Escapes text for HTML and SVG content and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
 
 struct Axis {
     scale: Scale,

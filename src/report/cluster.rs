@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::charts::escape;
+use super::cells::escape;
 use crate::result::{Cluster, Matrix, Report};
 
 /// Appends the cluster section of `report`, if it is a cluster run's.

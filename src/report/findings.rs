@@ -7,6 +7,7 @@
 //! sequence gets through), the Markdown through [`markdown_text`] (no cell break, no HTML).
 //! Each verdict line is the one `findings` wrote (`Finding.line`); nothing here judges again.
 
+use super::cells::markdown_text;
 use crate::result::{Cause, Finding, Findings, Verdict};
 use crate::text::printable;
 use crate::units::format_value;
@@ -347,25 +348,6 @@ fn cause_details(cause: &Cause, indent: &str, out: &mut String) {
     }
 }
 
-/// Text from a document as Markdown that stays in its table cell or list item and carries no
-/// HTML: `|` and `\` escaped, line breaks as spaces, `<`, `>` and `&` as entities, control
-/// characters as visible escapes.
-pub fn markdown_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '|' => out.push_str("\\|"),
-            '\\' => out.push_str("\\\\"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '\n' | '\r' => out.push(' '),
-            c => out.push_str(&printable(c.encode_utf8(&mut [0; 4]))),
-        }
-    }
-    out
-}
-
 /// The findings in Markdown under `heading` (e.g. `## Findings`): the summary as a list, what
 /// concerns the run as a whole, then a table of every result not at its limit (verdict, case,
 /// value, what it was judged against, the causes, the remedies) and the tally.
@@ -467,7 +449,13 @@ pub fn cause_brief(cause: &Cause) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::report::{Exporter, Markdown, MarkdownTables, Table};
     use crate::result::{Against, Evidence, Expectation, Subsystem};
+
+    /// What `exporter` writes for `report`, as text.
+    fn exported(exporter: &dyn Exporter, report: &crate::result::Report) -> String {
+        String::from_utf8(exporter.export(report)).expect("exporters write UTF-8")
+    }
 
     fn finding(verdict: Verdict, label: &str) -> Finding {
         Finding {
@@ -700,7 +688,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_text_output_opens_with_the_findings_and_names_each_cause_with_its_value() {
-        let text = crate::report::render_table(&fixture());
+        let text = exported(&Table, &fixture());
         let findings = text.find("\nFindings:\n").expect("a findings section");
         let table = text.find("\ncase ").expect("the results table");
         assert!(findings < table, "{text}");
@@ -720,7 +708,7 @@ pub(crate) mod tests {
             ),
             "{text}"
         );
-        let planted = crate::report::render_table(&planted());
+        let planted = exported(&Table, &planted());
         assert!(!planted.contains('\u{1b}'), "{planted}");
         assert!(planted.contains("50000\\u{1b}[2J"), "{planted}");
     }
@@ -729,8 +717,8 @@ pub(crate) mod tests {
     fn the_markdown_reports_open_with_the_findings_escaped() {
         let report = planted();
         for markdown in [
-            crate::report::render_markdown(&report),
-            crate::report::render_markdown_tables(&report),
+            exported(&Markdown, &report),
+            exported(&MarkdownTables, &report),
         ] {
             let findings = markdown
                 .find("\n## Findings\n")
@@ -760,7 +748,8 @@ pub(crate) mod tests {
         let with = fixture();
         let mut without = fixture();
         without.findings = None;
-        let markdown = crate::report::render_markdown_runs(&[(3, &with), (4, &without)]);
+        let runs = MarkdownTables.export_runs(&[(3, &with), (4, &without)]);
+        let markdown = String::from_utf8(runs.unwrap()).unwrap();
         assert_eq!(markdown.matches("\n## Findings\n").count(), 1, "{markdown}");
         assert!(
             markdown.contains("\n### run 3 (fixture-host)\n"),
@@ -773,14 +762,10 @@ pub(crate) mod tests {
     fn a_document_without_findings_shows_no_findings_section() {
         let mut report = fixture();
         report.findings = None;
-        for format in [
-            crate::report::Format::Table,
-            crate::report::Format::Markdown,
-        ] {
-            let text = String::from_utf8(format.render(&report)).unwrap();
+        for exporter in [&Table as &dyn Exporter, &Markdown, &MarkdownTables] {
+            let text = exported(exporter, &report);
             assert!(!text.contains("Findings"), "{text}");
         }
-        assert!(!crate::report::render_markdown_tables(&report).contains("Findings"));
     }
 
     #[test]

@@ -15,13 +15,11 @@ mod memory;
 pub mod microarch;
 mod os;
 mod root;
-mod table;
 
 pub use collect::{collect, replay};
 pub use cpu::{format_cpu_list, parse_cpu_list};
 pub use fingerprint::Fingerprint;
 pub use memory::run_for_at_most;
-pub use table::render;
 
 use serde::{Deserialize, Serialize};
 

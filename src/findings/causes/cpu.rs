@@ -634,7 +634,7 @@ fn wide_clock(s: &Scene, out: &mut Vec<Candidate>) {
             format!(
                 "the run's {} {}",
                 narrow.op,
-                crate::report::describe_params(&narrow.params)
+                crate::report::cells::describe_params(&narrow.params)
             ),
             format!("{:.2} of its peak", narrow_eff),
         )],

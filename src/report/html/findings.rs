@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use crate::report::charts::escape;
+use crate::report::cells::escape;
 use crate::report::findings::{
     NO_CAUSE, case_name, cause_line, ratio, reason, several_hosts, shown, tally, test_note,
     wants_causes,
@@ -397,7 +397,7 @@ mod tests {
             findings.results.insert(unknown + k, twin);
         }
         let page = render(1, &report);
-        let said = crate::report::charts::escape(&missing);
+        let said = crate::report::cells::escape(&missing);
         assert_eq!(page.matches(said.as_str()).count(), 1, "{page}");
         assert!(page.contains(&format!(
             "<td rowspan=\"4\"><div>to judge these 4: {said}</div></td>"

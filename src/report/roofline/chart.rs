@@ -9,7 +9,8 @@
 
 use std::fmt::Write;
 
-use crate::report::charts::{PALETTE, escape};
+use crate::report::cells::escape;
+use crate::report::charts::PALETTE;
 use crate::result::roofline::{LEVELS, Model, TOLERANCE, level_rank, percent};
 use crate::units::{format_size_approx, format_value};
 

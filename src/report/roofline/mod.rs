@@ -8,7 +8,7 @@ mod chart;
 
 use std::fmt::Write;
 
-use crate::report::charts::escape;
+use crate::report::cells::escape;
 use crate::result::Report;
 use crate::result::roofline::{COUNTING, Model, TOLERANCE, model_of, percent};
 use crate::units::{format_size_approx, format_value};
