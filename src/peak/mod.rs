@@ -104,7 +104,9 @@ impl Factor {
         }
     }
 
-    fn describe(&self, name: &str) -> String {
+    /// The factor as "name value (source: detail)", or "name unknown (detail)": how to supply
+    /// it.
+    pub fn describe(&self, name: &str) -> String {
         match self.value {
             Some(v) => format!(
                 "{name} {} ({}: {})",
@@ -117,7 +119,8 @@ impl Factor {
     }
 }
 
-fn trim_float(v: f64) -> String {
+/// A number with at most four decimals and no trailing zeros, as the peaks write them.
+pub fn trim_float(v: f64) -> String {
     let s = format!("{v:.4}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }

@@ -2,26 +2,7 @@
 //! sources, the CPU table, then memory, NICs and disk. `peakbench sysinfo` prints it and the
 //! HTML report embeds it.
 
-use crate::peak::{CpuFactors, CpuPeak, Factor, Form, Peaks};
-
-/// A number with at most four decimals and no trailing zeros, as the peaks write them.
-fn trim_float(v: f64) -> String {
-    let s = format!("{v:.4}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-/// A factor as "name value (source: detail)", or "name unknown (detail)": how to supply it.
-fn described(factor: &Factor, name: &str) -> String {
-    match factor.value {
-        Some(v) => format!(
-            "{name} {} ({}: {})",
-            trim_float(v),
-            factor.source,
-            factor.detail
-        ),
-        None => format!("{name} unknown ({})", factor.detail),
-    }
-}
+use crate::peak::{CpuFactors, CpuPeak, Factor, Form, Peaks, trim_float};
 
 /// What the pair of clocks is: both with their sources and the measured one beside them, or
 /// which one is unknown.
@@ -70,16 +51,13 @@ pub fn render(peaks: &Peaks) -> String {
 
 /// The factors every CPU row shares, with their sources.
 fn factor_lines(f: &CpuFactors, out: &mut String) {
-    out.push_str(&format!("  {}\n", described(&f.cores, "cores")));
-    out.push_str(&format!("  {}\n", described(&f.ghz, "clock GHz")));
-    out.push_str(&format!(
-        "  {}\n",
-        described(&f.measured_ghz, "measured GHz")
-    ));
-    out.push_str(&format!("  {}\n", described(&f.turbo_ghz, "turbo GHz")));
+    out.push_str(&format!("  {}\n", &f.cores.describe("cores")));
+    out.push_str(&format!("  {}\n", &f.ghz.describe("clock GHz")));
+    out.push_str(&format!("  {}\n", &f.measured_ghz.describe("measured GHz")));
+    out.push_str(&format!("  {}\n", &f.turbo_ghz.describe("turbo GHz")));
     out.push_str(&format!(
         "  peaks below use {}\n",
-        described(f.effective_clock(), "clock GHz")
+        f.effective_clock().describe("clock GHz")
     ));
     for (licence, name) in [
         (&f.avx512_ghz, "512-bit floating point and dot products"),
@@ -88,7 +66,7 @@ fn factor_lines(f: &CpuFactors, out: &mut String) {
         if *licence != Factor::default() {
             out.push_str(&format!(
                 "  {}\n",
-                described(licence, &format!("clock GHz of {name}"))
+                licence.describe(&format!("clock GHz of {name}"))
             ));
         }
     }
@@ -96,7 +74,7 @@ fn factor_lines(f: &CpuFactors, out: &mut String) {
     for (i, width) in ["128", "256", "512"].iter().enumerate() {
         out.push_str(&format!(
             "  {}\n",
-            described(&f.fma_units[i], &format!("FMA units at {width} bit"))
+            &f.fma_units[i].describe(&format!("FMA units at {width} bit"))
         ));
     }
 }
@@ -164,13 +142,13 @@ fn device_lines(peaks: &Peaks, out: &mut String) {
             Some(v) => format!(
                 "{} GB/s = {} × {} × 8 B",
                 trim_float(v),
-                described(&m.channels, "channels"),
-                described(&m.mts, "MT/s")
+                &m.channels.describe("channels"),
+                &m.mts.describe("MT/s")
             ),
             None => format!(
                 "unknown: {}; {}",
-                described(&m.channels, "channels"),
-                described(&m.mts, "MT/s")
+                &m.channels.describe("channels"),
+                &m.mts.describe("MT/s")
             ),
         }
     ));
@@ -178,17 +156,17 @@ fn device_lines(peaks: &Peaks, out: &mut String) {
         out.push_str(&format!(
             "  nic {}: {}\n",
             nic.interface,
-            described(&nic.gbps, "Gb/s")
+            &nic.gbps.describe("Gb/s")
         ));
     }
     let (read_mbps, write_mbps) = peaks.disk.ratings(false);
     let (read_iops, write_iops) = peaks.disk.ratings(true);
     out.push_str(&format!(
         "  disk read: {}; {}\n  disk write: {}; {}\n",
-        described(read_mbps, "MB/s"),
-        described(read_iops, "IOPS"),
-        described(write_mbps, "MB/s"),
-        described(write_iops, "IOPS")
+        read_mbps.describe("MB/s"),
+        read_iops.describe("IOPS"),
+        write_mbps.describe("MB/s"),
+        write_iops.describe("IOPS")
     ));
 }
 
