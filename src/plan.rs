@@ -132,11 +132,11 @@ pub struct CaseSpec {
 /// Arithmetic for estimates. An estimate is computed from any accepted input (2^64 − 1 I/Os,
 /// 2^32 − 1 repetitions), so it saturates at `Duration::MAX` instead of overflowing (a
 /// `Duration` product panics, a float beyond `u64::MAX` seconds too).
-pub mod guess {
+pub(crate) mod guess {
     use std::time::Duration;
 
     /// `seconds` as a Duration: NaN and negatives are zero, beyond the range is `Duration::MAX`.
-    pub fn secs(seconds: f64) -> Duration {
+    pub(crate) fn secs(seconds: f64) -> Duration {
         if seconds.is_nan() || seconds <= 0.0 {
             return Duration::ZERO;
         }
@@ -144,7 +144,7 @@ pub mod guess {
     }
 
     /// `d × n`, saturating.
-    pub fn times(d: Duration, n: u64) -> Duration {
+    pub(crate) fn times(d: Duration, n: u64) -> Duration {
         u32::try_from(n)
             .ok()
             .and_then(|n| d.checked_mul(n))
@@ -156,7 +156,7 @@ pub mod guess {
     }
 
     /// The sum, saturating.
-    pub fn sum(parts: impl IntoIterator<Item = Duration>) -> Duration {
+    pub(crate) fn sum(parts: impl IntoIterator<Item = Duration>) -> Duration {
         parts
             .into_iter()
             .fold(Duration::ZERO, Duration::saturating_add)
@@ -182,7 +182,7 @@ pub mod guess {
 }
 
 /// The cases of a plan, in the order they run.
-pub type Cases = Vec<Box<dyn Case>>;
+pub(crate) type Cases = Vec<Box<dyn Case>>;
 
 /// One concrete experiment of a plan.
 pub trait Case: Send {
@@ -210,7 +210,7 @@ pub struct CaseFile {
 
 /// Lines to print after a run from the results of one plan (e.g. where the latency curve steps
 /// up, next to the cache sizes).
-pub type Summarize = fn(&Context, &[&BenchResult]) -> Vec<String>;
+pub(crate) type Summarize = fn(&Context, &[&BenchResult]) -> Vec<String>;
 
 /// The cases of one workload (or of a whole `peakbench run`), the notes on what was left out
 /// or changed and why, and the effective configuration for the record.

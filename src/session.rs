@@ -29,7 +29,11 @@ use crate::units::format_duration;
 /// The context of a run on this machine: its inventory, the peaks, and the `probes` the caller
 /// ran (the clock of one core and the FMA instructions it retires per cycle, which the CPU
 /// workload measures: the session names no workload).
-pub fn context(runner: RunnerOptions, peak: &PeakOverrides, probes: &MeasuredFactors) -> Context {
+pub(crate) fn context(
+    runner: RunnerOptions,
+    peak: &PeakOverrides,
+    probes: &MeasuredFactors,
+) -> Context {
     Context::new(crate::sysinfo::collect(), peak, probes, runner)
 }
 
@@ -106,7 +110,7 @@ fn print_plan(plan: &Plan, ctx: &Context, json: bool) {
 }
 
 /// Where `run` writes its HTML report.
-pub enum HtmlReport {
+pub(crate) enum HtmlReport {
     /// Single commands write none (`peakbench report` makes one from the history).
     None,
     /// Next to the history, named after the run: `<data dir>/peakbench/reports/run-<id>.html`.
@@ -116,20 +120,20 @@ pub enum HtmlReport {
 
 /// How a session ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
+pub(crate) enum Ending {
     Complete,
     Interrupted,
 }
 
 /// A run in progress: the document and where it is written.
-pub struct Session {
+pub(crate) struct Session {
     pub report: Report,
     output: Option<OutputFile>,
 }
 
 impl Session {
     /// Starts a document; the output file, if any, is written at once with no results.
-    pub fn start(
+    pub(crate) fn start(
         ctx: &Context,
         config: serde_json::Value,
         warnings: Vec<String>,
@@ -158,7 +162,7 @@ impl Session {
     }
 
     /// Writes the document to the output file, if any.
-    pub fn save(&self) -> Result<()> {
+    pub(crate) fn save(&self) -> Result<()> {
         match &self.output {
             Some(file) => file.write(&self.report),
             None => Ok(()),
@@ -168,7 +172,7 @@ impl Session {
     /// Runs every case in order, dropping each once it has run. A failing case stops the run
     /// with its error after the results so far are saved; an interrupt stops it the same way
     /// with `Ending::Interrupted`.
-    pub fn run(&mut self, cases: Vec<Box<dyn Case>>, ctx: &Context) -> Result<Ending> {
+    pub(crate) fn run(&mut self, cases: Vec<Box<dyn Case>>, ctx: &Context) -> Result<Ending> {
         let estimates: Vec<u64> = cases
             .iter()
             .map(|c| u64::try_from(c.estimate(ctx).as_millis().max(1)).unwrap_or(u64::MAX))
@@ -216,7 +220,7 @@ impl Session {
 
     /// Judges every result (against its physics, reference and the past in the history at
     /// `db`) and keeps the findings in the document.
-    pub fn add_findings(&mut self, db: &crate::options::DbArgs) -> Result<()> {
+    pub(crate) fn add_findings(&mut self, db: &crate::options::DbArgs) -> Result<()> {
         let started = std::time::Instant::now();
         let past = crate::findings::past_runs(db, &self.report, None);
         let mut findings = crate::findings::judge(&self.report, &past);
@@ -227,14 +231,14 @@ impl Session {
     }
 
     /// Sets how the run ended and writes the document.
-    pub fn finish(&mut self, status: RunStatus) -> Result<()> {
+    pub(crate) fn finish(&mut self, status: RunStatus) -> Result<()> {
         self.report.status = status;
         self.report.finished_at = Some(now_rfc3339());
         self.save()
     }
 
     /// Prints the document on stdout as `exporter` writes it.
-    pub fn print(&self, exporter: &dyn Exporter) -> Result<()> {
+    pub(crate) fn print(&self, exporter: &dyn Exporter) -> Result<()> {
         use std::io::Write;
         let mut stdout = std::io::stdout().lock();
         stdout.write_all(&exporter.export(&self.report))?;
@@ -242,7 +246,7 @@ impl Session {
         Ok(())
     }
 
-    pub fn output_path(&self) -> Option<&Path> {
+    pub(crate) fn output_path(&self) -> Option<&Path> {
         self.output.as_ref().map(|o| o.path())
     }
 }
@@ -250,7 +254,7 @@ impl Session {
 /// Runs one case with the machine watched around it (the CPU time of this process and the
 /// others, steal, throttling), writes the files it hands back, and drops it; the result
 /// carries what was seen. A file that cannot be written fails the case.
-pub fn run_case(case: Box<dyn Case>, ctx: &Context) -> Result<BenchResult> {
+pub(crate) fn run_case(case: Box<dyn Case>, ctx: &Context) -> Result<BenchResult> {
     let watch = crate::evidence::CaseWatch::start();
     let outcome = case
         .run(ctx)
@@ -280,7 +284,7 @@ fn watched(
 }
 
 /// The `--output` file, created (a bad path is a usage error before anything runs).
-pub fn output_file(args: &OutputArgs) -> Result<Option<OutputFile>> {
+pub(crate) fn output_file(args: &OutputArgs) -> Result<Option<OutputFile>> {
     let Some(path) = &args.output else {
         return Ok(None);
     };
@@ -297,7 +301,7 @@ pub fn output_file(args: &OutputArgs) -> Result<Option<OutputFile>> {
 
 /// Runs `plan` (or prints it with `--dry-run`), prints and stores the results, writes the HTML
 /// report `html` asks for, and prints the plan's summaries; the exit code says how it ended.
-pub fn execute(
+pub(crate) fn execute(
     plan: Plan,
     ctx: &Context,
     output: &OutputArgs,
@@ -350,7 +354,7 @@ pub fn execute(
 
 /// Writes the run's HTML report and names it, with the run id, as the last line on stderr.
 /// A report that cannot be written is a warning: the results are already printed and stored.
-pub fn write_html_report(
+pub(crate) fn write_html_report(
     html: &HtmlReport,
     run_id: Option<i64>,
     report: &Report,

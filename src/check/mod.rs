@@ -6,9 +6,9 @@
 //! the exit codes in `docs/check.md`: 0 healthy, 1 a regression (or a measurement that
 //! failed), 2 bad input, 3 no baseline for this hardware (0 with `--no-baseline-ok`).
 
-pub mod baseline_cmd;
-pub mod gate;
-pub mod verdict;
+pub(crate) mod baseline_cmd;
+pub(crate) mod gate;
+pub(crate) mod verdict;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -29,7 +29,7 @@ use gate::{CaseVerdict, Gate, Status};
 use verdict::{CheckOutcome, CheckStatus};
 
 #[derive(Args, Debug)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// The baseline: a saved name (`peakbench baseline list`), a baseline file, or a directory
     /// of baselines, one per hardware fingerprint (read only). Default: the saved baseline of
     /// this machine's fingerprint
@@ -81,7 +81,7 @@ pub struct CheckArgs {
 }
 
 /// `--tolerance`: a fraction in (0, 1), or a percentage.
-pub fn tolerance(text: &str) -> Result<f64, String> {
+pub(crate) fn tolerance(text: &str) -> Result<f64, String> {
     let (number, scale) = match text.trim().strip_suffix('%') {
         Some(n) => (n, 100.0),
         None => (text.trim(), 1.0),
@@ -102,14 +102,14 @@ fn entries(args: &CheckArgs) -> Result<(String, Vec<Entry>)> {
 }
 
 /// Where the baseline came from, for messages.
-pub struct LocatedBaseline {
+pub(crate) struct LocatedBaseline {
     pub baseline: Baseline,
     pub origin: String,
 }
 
 /// The baseline `--baseline` names (or the saved one of this fingerprint), refused when it was
 /// learned on other hardware unless `any`; `None` when there is none for this hardware.
-pub fn locate(
+pub(crate) fn locate(
     arg: Option<&str>,
     db: &DbArgs,
     fp: &Fingerprint,
@@ -192,7 +192,7 @@ fn newest_saved(dir: &Path, fp: &Fingerprint) -> Option<LocatedBaseline> {
 }
 
 /// `peakbench check`.
-pub fn run(args: &CheckArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode> {
     // The budget counts from here: the machine's probes and the planning are the check's time.
     let started = std::time::Instant::now();
     let peak = PeakOverrides::try_from(&args.peak)?;

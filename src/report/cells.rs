@@ -14,7 +14,7 @@ use crate::text::printable;
 use crate::units::{format_bitrate, format_size, format_size_approx, format_value};
 
 /// A compact description of a case's parameters, e.g. "f64 avx512 fma 2T".
-pub fn describe_params(p: &Params) -> String {
+pub(crate) fn describe_params(p: &Params) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut push = |s: Option<String>| parts.extend(s);
     push(p.precision.clone());
@@ -84,7 +84,7 @@ pub fn describe_params(p: &Params) -> String {
 /// The parameters outside the named fields (`params.other`) that [`describe_params`] does not
 /// name (it names `nt`, the offered rate and a link's peer), each as `key=value`, a string up
 /// to its first explanation.
-pub fn describe_other(p: &Params) -> Vec<String> {
+pub(crate) fn describe_other(p: &Params) -> Vec<String> {
     p.other
         .iter()
         .filter(|(k, _)| !matches!(k.as_str(), "nt" | "rate_bps" | "peer"))
@@ -98,7 +98,7 @@ pub fn describe_other(p: &Params) -> Vec<String> {
 /// One row of the results table, one cell per [`RESULT_HEADERS`]: the case, the value with its
 /// unit, spread and range, the theoretical peak and the efficiency, the standard tool's value
 /// and our ratio to it.
-pub fn result_row(result: &BenchResult) -> [String; 9] {
+pub(crate) fn result_row(result: &BenchResult) -> [String; 9] {
     let percent = |v: f64| format!("{:.1}%", v * 100.0);
     let reference = result.reference.as_ref();
     [
@@ -123,7 +123,7 @@ pub fn result_row(result: &BenchResult) -> [String; 9] {
 }
 
 /// The columns of the results table (the terminal's and the Markdown one).
-pub const RESULT_HEADERS: [&str; 9] = [
+pub(crate) const RESULT_HEADERS: [&str; 9] = [
     "case",
     "value",
     "unit",
@@ -154,12 +154,12 @@ pub(crate) fn ratio_cell(reference: Option<&Reference>) -> String {
 }
 
 /// The header of the access-time column, added to a table where some result has one.
-pub const ACCESS_TIME_HEADER: &str = "access time";
+pub(crate) const ACCESS_TIME_HEADER: &str = "access time";
 
 /// A memory block case's access time as users count it (the elapsed times of all threads added
 /// up ÷ the accesses of all threads, median over repetitions; its counting rule says so), if
 /// the result has one.
-pub fn access_time_ns(result: &BenchResult) -> Option<f64> {
+pub(crate) fn access_time_ns(result: &BenchResult) -> Option<f64> {
     result
         .extra
         .iter()
@@ -168,19 +168,19 @@ pub fn access_time_ns(result: &BenchResult) -> Option<f64> {
 }
 
 /// Whether any of these results has an access time (and so its table the column).
-pub fn any_access_time<'a>(mut results: impl Iterator<Item = &'a BenchResult>) -> bool {
+pub(crate) fn any_access_time<'a>(mut results: impl Iterator<Item = &'a BenchResult>) -> bool {
     results.any(|r| access_time_ns(r).is_some())
 }
 
 /// The access-time cell of a result: "-" where it has none.
-pub fn access_time_cell(result: &BenchResult) -> String {
+pub(crate) fn access_time_cell(result: &BenchResult) -> String {
     access_time_ns(result)
         .map(format_ns)
         .unwrap_or_else(|| "-".into())
 }
 
 /// A latency in nanoseconds in the unit that keeps it short.
-pub fn format_ns(ns: f64) -> String {
+pub(crate) fn format_ns(ns: f64) -> String {
     if ns >= 1e6 {
         format!("{} ms", format_value(ns / 1e6))
     } else if ns >= 1e3 {
@@ -192,7 +192,7 @@ pub fn format_ns(ns: f64) -> String {
 
 /// One line of a result's further standard tool: its value and our ratio to it, or why it has
 /// none, then what it measured differently.
-pub fn other_reference_line(result: &BenchResult, other: &Reference) -> String {
+pub(crate) fn other_reference_line(result: &BenchResult, other: &Reference) -> String {
     let value = match (other.value, other.ratio) {
         (Some(v), Some(ratio)) => format!(
             "{} {} {}, ratio {ratio:.2}",
@@ -216,7 +216,7 @@ pub fn other_reference_line(result: &BenchResult, other: &Reference) -> String {
 }
 
 /// How the run ended, as the tables' header says it.
-pub fn status_word(report: &Report) -> &'static str {
+pub(crate) fn status_word(report: &Report) -> &'static str {
     match report.status {
         crate::result::RunStatus::Running => "running",
         crate::result::RunStatus::Complete => "complete",
@@ -226,7 +226,7 @@ pub fn status_word(report: &Report) -> &'static str {
 }
 
 /// B against A in a table cell: the change in % and its significance.
-pub fn change_cell(a: &BenchResult, b: &BenchResult) -> String {
+pub(crate) fn change_cell(a: &BenchResult, b: &BenchResult) -> String {
     let change = if a.value != 0.0 {
         format!("{:+.1}% ", (b.value - a.value) / a.value * 100.0)
     } else {
@@ -236,7 +236,7 @@ pub fn change_cell(a: &BenchResult, b: &BenchResult) -> String {
 }
 
 /// Headers of the tables users paste into their reports, one per subsystem.
-pub const PASTE_HEADERS: [&str; 14] = [
+pub(crate) const PASTE_HEADERS: [&str; 14] = [
     "workload",
     "parameters",
     "concurrency",
@@ -256,7 +256,7 @@ pub const PASTE_HEADERS: [&str; 14] = [
 /// The parameters (by their [`Params::flat`] names, bookkeeping left out) every one of
 /// `results` has with the same value, but concurrency, and their description: what a table
 /// states once instead of on every row.
-pub fn shared_params(results: &[&BenchResult]) -> (Vec<String>, String) {
+pub(crate) fn shared_params(results: &[&BenchResult]) -> (Vec<String>, String) {
     let flats: Vec<_> = results
         .iter()
         .map(|r| r.params.without_bookkeeping().flat())
@@ -286,7 +286,7 @@ pub fn shared_params(results: &[&BenchResult]) -> (Vec<String>, String) {
 ///
 /// The parameters named in `hide` (by their [`Params::flat`] names) are left out, for a table
 /// that states once what every row shares.
-pub fn paste_row(result: &BenchResult, hide: &[String]) -> [String; 14] {
+pub(crate) fn paste_row(result: &BenchResult, hide: &[String]) -> [String; 14] {
     let [_, value, unit, cv, _, peak, eff, _, ratio] = result_row(result);
     let p = &result.params;
     let concurrency = match (p.threads, p.streams) {
@@ -339,7 +339,7 @@ pub fn paste_row(result: &BenchResult, hide: &[String]) -> [String; 14] {
 }
 
 /// The subsystems present in a report, in the order of their first result.
-pub fn subsystems(report: &Report) -> Vec<crate::result::Subsystem> {
+pub(crate) fn subsystems(report: &Report) -> Vec<crate::result::Subsystem> {
     let mut list = Vec::new();
     for r in &report.results {
         if !list.contains(&r.subsystem) {
@@ -350,7 +350,7 @@ pub fn subsystems(report: &Report) -> Vec<crate::result::Subsystem> {
 }
 
 /// The run's warnings, then each result's, prefixed with the case it belongs to.
-pub fn all_warnings(report: &Report) -> Vec<String> {
+pub(crate) fn all_warnings(report: &Report) -> Vec<String> {
     report
         .warnings
         .iter()
@@ -370,7 +370,7 @@ pub fn all_warnings(report: &Report) -> Vec<String> {
 
 /// The subsystems of several runs, in the order of their first result in the first run that has
 /// them.
-pub fn subsystems_of_runs(runs: &[(i64, &Report)]) -> Vec<crate::result::Subsystem> {
+pub(crate) fn subsystems_of_runs(runs: &[(i64, &Report)]) -> Vec<crate::result::Subsystem> {
     let mut order = Vec::new();
     for (_, report) in runs {
         for s in subsystems(report) {
@@ -383,7 +383,7 @@ pub fn subsystems_of_runs(runs: &[(i64, &Report)]) -> Vec<crate::result::Subsyst
 }
 
 /// Escapes text for HTML and SVG content and attribute values.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -401,7 +401,7 @@ pub fn escape(text: &str) -> String {
 /// Text from a document as Markdown that stays in its table cell or list item and carries no
 /// HTML: `|` and `\` escaped, line breaks as spaces, `<`, `>` and `&` as entities, control
 /// characters as visible escapes.
-pub fn markdown_text(text: &str) -> String {
+pub(crate) fn markdown_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -419,7 +419,7 @@ pub fn markdown_text(text: &str) -> String {
 
 /// A cell of a Markdown table: one line, `|` escaped, no raw HTML ([`markdown_text`]), the
 /// ellipsis of a range as a dash.
-pub fn markdown_cell(text: &str) -> String {
+pub(crate) fn markdown_cell(text: &str) -> String {
     markdown_text(text).replace("…", "–")
 }
 

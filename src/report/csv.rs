@@ -43,7 +43,7 @@ fn param_column(field: &str) -> String {
     }
 }
 
-pub fn columns() -> Vec<String> {
+pub(super) fn columns() -> Vec<String> {
     CASE.iter()
         .map(|c| c.to_string())
         .chain(Params::FIELDS.iter().map(|f| param_column(f)))
@@ -109,7 +109,7 @@ fn fields(result: &BenchResult) -> Vec<String> {
 
 /// The results as CSV: `--csv` on stdout and `--output FILE.csv`.
 #[derive(Debug)]
-pub struct Csv;
+pub(crate) struct Csv;
 
 impl Exporter for Csv {
     fn export(&self, report: &Report) -> Vec<u8> {

@@ -42,7 +42,7 @@ impl Section {
 
 /// Renders the inventory as plain text: every [`Fact`] is its value followed by its source in
 /// parentheses, or "unknown: " and the reason.
-pub fn render(info: &SysInfo) -> String {
+pub(crate) fn render(info: &SysInfo) -> String {
     let sections = [
         cpu_section(info),
         cache_section(&info.cpu.caches),

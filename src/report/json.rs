@@ -6,7 +6,7 @@ use crate::result::Report;
 
 /// The results document as JSON: `--json` on stdout and `--output FILE.json`.
 #[derive(Debug)]
-pub struct Json;
+pub(crate) struct Json;
 
 impl Exporter for Json {
     fn export(&self, report: &Report) -> Vec<u8> {

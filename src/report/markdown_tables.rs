@@ -15,7 +15,7 @@ use crate::result::{BenchResult, Report};
 
 /// The pasted tables in Markdown: a header, the findings where the document has them, one
 /// table per subsystem, how work is counted and the warnings.
-pub fn render_markdown_tables(report: &Report) -> String {
+pub(super) fn render_markdown_tables(report: &Report) -> String {
     let mut out = format!(
         "# peakbench {} on {}\n\n{} ({}), {}\n",
         report.tool.version,
@@ -79,7 +79,7 @@ pub fn render_markdown_tables(report: &Report) -> String {
 /// ratio and the latency where any case has them) side by side, and for every run after the
 /// first its change against the first with the verdict of `peakbench compare`. One run is
 /// [`render_markdown_tables`].
-pub fn render_markdown_runs(runs: &[(i64, &Report)]) -> String {
+pub(super) fn render_markdown_runs(runs: &[(i64, &Report)]) -> String {
     if let [(_, report)] = runs {
         return render_markdown_tables(report);
     }
@@ -262,7 +262,7 @@ fn counting_section<'a>(results: impl IntoIterator<Item = &'a BenchResult>) -> S
 
 /// The tables to paste, of one run or of several side by side: `peakbench report --markdown`.
 #[derive(Debug)]
-pub struct MarkdownTables;
+pub(crate) struct MarkdownTables;
 
 impl Exporter for MarkdownTables {
     fn export(&self, report: &Report) -> Vec<u8> {

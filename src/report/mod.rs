@@ -14,17 +14,17 @@
 //! alike. [`OutputFile`] is created before a run (so a bad path fails at once) and rewritten
 //! atomically after every case, so an interrupted run leaves a complete, valid file.
 
-pub mod cells;
-pub mod charts;
+pub(crate) mod cells;
+pub(crate) mod charts;
 mod cluster;
 mod csv;
-pub mod findings;
-pub mod html;
-pub mod inventory;
+pub(crate) mod findings;
+pub(crate) mod html;
+pub(crate) mod inventory;
 mod json;
 mod markdown_tables;
-pub mod peaks;
-pub mod roofline;
+pub(crate) mod peaks;
+pub(crate) mod roofline;
 mod table;
 
 use std::fs;
@@ -36,14 +36,14 @@ use anyhow::{Context, Result};
 use crate::options::OutputArgs;
 use crate::result::Report;
 
-pub use csv::Csv;
-pub use html::Html;
-pub use json::Json;
-pub use markdown_tables::MarkdownTables;
-pub use table::{Markdown, Table};
+pub(crate) use csv::Csv;
+pub(crate) use html::Html;
+pub(crate) use json::Json;
+pub(crate) use markdown_tables::MarkdownTables;
+pub(crate) use table::{Markdown, Table};
 
 /// One output format: a pure function from the results to bytes.
-pub trait Exporter: std::fmt::Debug + Sync {
+pub(crate) trait Exporter: std::fmt::Debug + Sync {
     /// One run's results document in this format.
     fn export(&self, report: &Report) -> Vec<u8>;
 
@@ -66,7 +66,7 @@ const BY_EXTENSION: [(&str, &dyn Exporter); 6] = [
 ];
 
 /// The format a file name asks for by its extension (`--output FILE`), if it names one.
-pub fn by_extension(path: &Path) -> Option<&'static dyn Exporter> {
+pub(crate) fn by_extension(path: &Path) -> Option<&'static dyn Exporter> {
     let extension = path.extension()?.to_str()?.to_ascii_lowercase();
     BY_EXTENSION
         .iter()
@@ -75,7 +75,7 @@ pub fn by_extension(path: &Path) -> Option<&'static dyn Exporter> {
 }
 
 /// What a run prints on stdout: JSON with `--json`, CSV with `--csv`, else the table.
-pub fn for_stdout(output: &OutputArgs) -> &'static dyn Exporter {
+pub(crate) fn for_stdout(output: &OutputArgs) -> &'static dyn Exporter {
     if output.json.on {
         &Json
     } else if output.csv {
@@ -87,14 +87,14 @@ pub fn for_stdout(output: &OutputArgs) -> &'static dyn Exporter {
 
 /// A results file kept up to date during a run.
 #[derive(Debug)]
-pub struct OutputFile {
+pub(crate) struct OutputFile {
     path: PathBuf,
     exporter: &'static dyn Exporter,
 }
 
 impl OutputFile {
     /// Creates (or truncates) the file now, so that a bad path fails before anything runs.
-    pub fn create(path: &Path, exporter: &'static dyn Exporter) -> Result<OutputFile> {
+    pub(crate) fn create(path: &Path, exporter: &'static dyn Exporter) -> Result<OutputFile> {
         fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
         Ok(OutputFile {
             path: path.to_path_buf(),
@@ -105,7 +105,7 @@ impl OutputFile {
     /// Replaces the file's content with `report`, atomically: written to a new file of a random
     /// name in the same directory (created with `O_EXCL`, so a symbolic link planted at any
     /// name is never followed), then renamed over the path.
-    pub fn write(&self, report: &Report) -> Result<()> {
+    pub(crate) fn write(&self, report: &Report) -> Result<()> {
         let dir = match self.path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
@@ -127,7 +127,7 @@ impl OutputFile {
             .with_context(|| format!("cannot replace {}", self.path.display()))
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 }

@@ -41,7 +41,7 @@ fn clock_pair_line(f: &CpuFactors) -> String {
 
 /// The peaks as a human table: the shared factors with their sources, then one row per
 /// precision × ISA × FMA choice, then memory, NICs and disk.
-pub fn render(peaks: &Peaks) -> String {
+pub(crate) fn render(peaks: &Peaks) -> String {
     let mut out = String::from("Peaks\n");
     factor_lines(&peaks.cpu.factors, &mut out);
     cpu_table(&peaks.cpu.table, &mut out);

@@ -169,7 +169,7 @@ fn clock_pairs(report: &Report, out: &mut String, escape: fn(&str) -> String) {
 
 /// The human table: the findings where the document has them, then one aligned row per result,
 /// then how ops are counted, then warnings.
-pub fn render_table(report: &Report) -> String {
+pub(super) fn render_table(report: &Report) -> String {
     let right = |h| (h, Align::Right);
     let left = |h| (h, Align::Left);
     let access = any_access_time(report.results.iter());
@@ -209,7 +209,7 @@ pub fn render_table(report: &Report) -> String {
 }
 
 /// The same rows as a Markdown table, after the findings where the document has them.
-pub fn render_markdown(report: &Report) -> String {
+pub(super) fn render_markdown(report: &Report) -> String {
     let mut out = format!(
         "# peakbench {} on {}\n\n{} ({}), {}\n\n",
         markdown_text(&report.tool.version),
@@ -245,7 +245,7 @@ pub fn render_markdown(report: &Report) -> String {
 /// The results table as aligned text: what a command prints by default, and `--output
 /// FILE.txt`.
 #[derive(Debug)]
-pub struct Table;
+pub(crate) struct Table;
 
 impl Exporter for Table {
     fn export(&self, report: &Report) -> Vec<u8> {
@@ -255,7 +255,7 @@ impl Exporter for Table {
 
 /// The results table in Markdown: `--output FILE.md`.
 #[derive(Debug)]
-pub struct Markdown;
+pub(crate) struct Markdown;
 
 impl Exporter for Markdown {
     fn export(&self, report: &Report) -> Vec<u8> {

@@ -25,10 +25,10 @@
 //!    workload writes no file: the model case hands the `--svg` chart back with its result
 //!    ([`Case::files`]) and the session writes it.
 
-pub mod levels;
+pub(crate) mod levels;
 mod params;
-pub mod probe;
-pub mod sweep;
+pub(crate) mod probe;
+pub(crate) mod sweep;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -56,7 +56,7 @@ use sweep::{Intensity, STEP, SweepCase, SweepIsa};
 /// The defaults of `roofline`: 1 and every CPU; 200 ms repetitions, so that the whole
 /// roofline (some 90 cases) takes about a minute and a half.
 #[derive(Debug, Clone)]
-pub struct RooflineDefaults;
+pub(crate) struct RooflineDefaults;
 
 impl Defaults for RooflineDefaults {
     const DURATION: &'static str = "200ms";
@@ -64,7 +64,7 @@ impl Defaults for RooflineDefaults {
 }
 
 #[derive(Args, Debug)]
-pub struct RooflineArgs {
+pub(crate) struct RooflineArgs {
     #[command(flatten)]
     pub threads: Threads<RooflineDefaults>,
     #[command(flatten)]
@@ -142,7 +142,7 @@ fn flop_per_element(text: &str) -> Result<u64, String> {
 }
 
 /// `peakbench roofline`.
-pub struct Roofline;
+pub(crate) struct Roofline;
 
 /// What the roofline was asked for, for the record.
 #[derive(serde::Serialize)]
@@ -418,7 +418,7 @@ fn check_svg_path(path: &std::path::Path) -> Result<()> {
 
 /// The traffic kinds of the roofs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Traffic {
+pub(crate) enum Traffic {
     /// `mem --op read`: 8 B per element, read only.
     Read,
     /// `mem --op stream-triad`: 24 B (32 B with write-allocate).
@@ -428,7 +428,7 @@ pub enum Traffic {
 }
 
 impl Traffic {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Traffic::Read => "read",
             Traffic::Triad => "triad",
@@ -445,7 +445,7 @@ impl Traffic {
     }
 
     /// Bus bytes per application byte: a written line is read first (write-allocate).
-    pub fn write_allocate_factor(self) -> f64 {
+    pub(crate) fn write_allocate_factor(self) -> f64 {
         match self {
             Traffic::Read => 1.0,
             Traffic::Triad => 32.0 / 24.0,

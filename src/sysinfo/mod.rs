@@ -6,13 +6,13 @@
 //! its source.
 
 pub mod clock;
-pub mod clocks;
+pub(crate) mod clocks;
 mod collect;
 mod cpu;
 mod devices;
 mod fingerprint;
 mod memory;
-pub mod microarch;
+pub(crate) mod microarch;
 mod os;
 mod root;
 

@@ -61,7 +61,7 @@ fn allowed(s: &Scene) -> f64 {
     }
 }
 
-pub fn causes(s: &Scene, out: &mut Vec<Candidate>) {
+pub(super) fn causes(s: &Scene, out: &mut Vec<Candidate>) {
     quota(s, out);
     cpuset(s, out);
     others(s, out);

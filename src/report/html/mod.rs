@@ -43,7 +43,7 @@ use page::{render, render_runs};
 /// The HTML report: the page of one run (`peakbench run`'s report, `--html`), or of several
 /// on the same charts (`peakbench report A B --html`).
 #[derive(Debug)]
-pub struct Html {
+pub(crate) struct Html {
     /// The id in the history of the run [`Exporter::export`] shows (0 for a run not stored);
     /// several runs each bring their own.
     pub run: i64,

@@ -27,13 +27,13 @@ svg .legend{font-size:12px}svg .note{font-size:11px;fill:#555}svg .marker-label{
 details{margin:.5em 0}.wide{overflow-x:auto}table.results{font-size:.82em}p.shared{font-size:.9em;color:#444}summary{cursor:pointer;font-weight:600}";
 
 /// The report of run `run_id` as one HTML document.
-pub fn render(run_id: i64, report: &Report) -> String {
+pub(super) fn render(run_id: i64, report: &Report) -> String {
     render_runs(&[(run_id, report)])
 }
 
 /// The report of one run or several (two machines, before and after a change) on the same
 /// charts, each run in its own line style.
-pub fn render_runs(runs: &[(i64, &Report)]) -> String {
+pub(super) fn render_runs(runs: &[(i64, &Report)]) -> String {
     let mut out = String::new();
     let ids: Vec<String> = runs.iter().map(|(id, _)| id.to_string()).collect();
     let hosts: Vec<&str> = runs.iter().map(|(_, r)| r.host.hostname.as_str()).collect();

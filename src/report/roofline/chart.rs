@@ -180,7 +180,7 @@ struct Labels {
 
 /// The roofline chart of one or several runs (`report A B` overlays them; the n-th run's lines
 /// are drawn thinner and its labels prefixed with its name).
-pub fn svg(models: &[(String, &Model)]) -> String {
+pub(crate) fn svg(models: &[(String, &Model)]) -> String {
     let frame = Frame::fit(models);
     let mut out = String::new();
     open(&mut out, models, frame.height);
