@@ -35,7 +35,7 @@
 //!    behind the cargo feature `mpi`), the [`cli`] tree and the [`dispatch`]er, which only
 //!    `main.rs` names.
 //!
-//! Adding a workload is a folder under `src/`, a `pub mod` line here and a line in
+//! Adding a workload is a folder under `src/`, a `pub(crate) mod` line here and a line in
 //! [`registry`] (see `docs/architecture.md`).
 
 #![warn(unreachable_pub)]
