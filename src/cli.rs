@@ -10,7 +10,7 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand}
 use crate::history::HistoryCommand;
 use crate::options::{Json, OutputArgs, PeakArgs, RunnerArgs};
 // `peakbench run --preset` and `cluster run --preset` take the same presets (config.rs).
-pub use crate::config::{Preset, ServerArg, SuiteArgs};
+pub(crate) use crate::config::{ServerArg, SuiteArgs};
 use crate::registry::WORKLOADS;
 use crate::workload::{Direct, Workload};
 
@@ -22,14 +22,14 @@ use crate::workload::{Direct, Workload};
     after_help = "Exit codes: 0 done, 1 a measurement failed (check: a regression), 2 bad input, 3 check: no baseline for this hardware, 130 interrupted (results so far kept).\n\
                   Sizes: KB, MB, GB are powers of 1000; KiB, MiB, GiB powers of 1024; a bare number is bytes."
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: TopCommand,
 }
 
 /// The commands that measure nothing themselves or run a whole matrix.
 #[derive(Subcommand, Debug)]
-pub enum TopCommand {
+pub(crate) enum TopCommand {
     /// The machine's inventory and theoretical peaks, each value with its source
     Sysinfo(SysinfoArgs),
     /// Runs a preset of every benchmark peakbench has
@@ -64,14 +64,14 @@ pub enum TopCommand {
 }
 
 #[derive(Args, Debug)]
-pub struct CompletionsArgs {
+pub(crate) struct CompletionsArgs {
     /// The shell to complete in
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
 }
 
 #[derive(Args, Debug)]
-pub struct ManArgs {
+pub(crate) struct ManArgs {
     /// Write peakbench.1 and a page for every command (peakbench-cpu.1, peakbench-net-serve.1, …)
     /// into this directory instead
     #[arg(long, value_name = "DIR")]
@@ -79,7 +79,7 @@ pub struct ManArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct SysinfoArgs {
+pub(crate) struct SysinfoArgs {
     #[command(flatten)]
     pub json: Json,
     /// Read the inventory from a folder of a machine read off earlier (bench/read-machine.sh),
@@ -91,7 +91,7 @@ pub struct SysinfoArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     #[command(flatten)]
     pub suite: SuiteArgs,
     #[command(flatten)]
@@ -105,12 +105,12 @@ pub struct RunArgs {
 }
 
 /// The option groups of every benchmark command, after its own flags.
-pub fn with_shared_groups(cmd: clap::Command) -> clap::Command {
+pub(crate) fn with_shared_groups(cmd: clap::Command) -> clap::Command {
     PeakArgs::augment_args(OutputArgs::augment_args(RunnerArgs::augment_args(cmd)))
 }
 
 /// The whole command tree.
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     let mut cmd = Cli::command();
     let mut order = 1;
     let mut place = |cmd: clap::Command, path: &[&str], sub: clap::Command| -> clap::Command {
@@ -148,7 +148,7 @@ pub fn command() -> clap::Command {
 /// token for an unknown flag and names none, so every command line is scanned for one first, and
 /// the refusal names the flag it follows. No flag of peakbench takes a negative value (the
 /// `--flag=-1` form reaches the flag's own parser, which refuses it too).
-pub fn negative_number<S: AsRef<std::ffi::OsStr>>(argv: &[S]) -> Option<String> {
+pub(crate) fn negative_number<S: AsRef<std::ffi::OsStr>>(argv: &[S]) -> Option<String> {
     let argv: Vec<std::borrow::Cow<str>> =
         argv.iter().map(|a| a.as_ref().to_string_lossy()).collect();
     for (i, token) in argv.iter().enumerate().skip(1) {
@@ -172,7 +172,7 @@ pub fn negative_number<S: AsRef<std::ffi::OsStr>>(argv: &[S]) -> Option<String> 
 }
 
 /// What the command line asks for.
-pub enum Parsed<'a> {
+pub(crate) enum Parsed<'a> {
     /// A benchmark command and its matches (own flags and the shared groups).
     Workload(&'static dyn Workload, &'a ArgMatches),
     /// A direct command of a workload (`net serve`).
@@ -181,7 +181,7 @@ pub enum Parsed<'a> {
 }
 
 /// Finds the command the matches are for.
-pub fn parse(matches: &ArgMatches) -> Result<Parsed<'_>> {
+pub(crate) fn parse(matches: &ArgMatches) -> Result<Parsed<'_>> {
     let mut path: Vec<&str> = Vec::new();
     let mut deepest = matches;
     while let Some((name, sub)) = deepest.subcommand() {

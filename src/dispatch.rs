@@ -196,8 +196,8 @@ fn sysinfo(args: &SysinfoArgs) -> Result<ExitCode> {
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        print!("{}", crate::sysinfo::render(&host));
-        print!("{}", crate::peak::render(&peaks));
+        print!("{}", crate::report::inventory::render(&host));
+        print!("{}", crate::report::peaks::render(&peaks));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 pub struct UsageError(pub String);
 
 /// A [`UsageError`] as an `anyhow::Error`, for functions that return `anyhow::Result`.
-pub fn usage(message: impl Into<String>) -> anyhow::Error {
+pub(crate) fn usage(message: impl Into<String>) -> anyhow::Error {
     UsageError(message.into()).into()
 }
 
@@ -44,7 +44,7 @@ impl From<Exit> for ExitCode {
 /// The line holds the whole chain of causes (`case disk …: --block: 3 B is not …`), so that a
 /// usage error raised inside a case shows its reason and not only the case that raised it;
 /// the exit code is 2 when a usage error is anywhere in the chain, 130 for an interrupt.
-pub fn describe(error: &anyhow::Error) -> (String, Exit) {
+pub(crate) fn describe(error: &anyhow::Error) -> (String, Exit) {
     let exit = if error.chain().any(|e| e.is::<UsageError>()) {
         Exit::Usage
     } else if error

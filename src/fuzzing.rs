@@ -118,6 +118,7 @@ pub fn udp_datagrams(data: &[u8]) {
 /// `compare`'s lines, the findings text and `explain`'s judging (all for a terminal: no raw
 /// control character), Markdown, HTML, CSV and JSON.
 pub fn document(text: &str) {
+    use crate::report::{Csv, Exporter, Html, Json, Markdown, MarkdownTables, Table};
     let report = match Report::parse(text) {
         Ok(report) => report,
         // A refusal reaches the terminal too, naming the field it stopped in.
@@ -127,7 +128,7 @@ pub fn document(text: &str) {
         }
     };
     let terminal = [
-        crate::report::render_table(&report),
+        String::from_utf8(Table.export(&report)).expect("the table is UTF-8"),
         crate::history::compare::render(1, &report, 2, &report),
         crate::text::printable(&crate::history::short_command(&report.command.join(" "))),
     ];
@@ -142,15 +143,17 @@ pub fn document(text: &str) {
     let shown = crate::report::findings::render_text(&judged);
     assert!(terminal_safe(&shown), "raw control character in {shown:?}");
     let runs = [(1, &report), (2, &report)];
-    let _ = crate::report::html::render_runs(&runs);
-    let _ = crate::report::render_markdown_runs(&runs);
-    for format in [
-        crate::report::Format::Table,
-        crate::report::Format::Markdown,
-        crate::report::Format::Csv,
-        crate::report::Format::Json,
-    ] {
-        let _ = format.render(&report);
+    let exporters: [&dyn Exporter; 6] = [
+        &Table,
+        &Markdown,
+        &Csv,
+        &Json,
+        &MarkdownTables,
+        &Html { run: 1 },
+    ];
+    for exporter in exporters {
+        let _ = exporter.export(&report);
+        let _ = exporter.export_runs(&runs);
     }
 }
 

@@ -36,22 +36,22 @@ static GUARD_ENABLED: AtomicBool = AtomicBool::new(false);
 static GUARD: Mutex<Option<Option<std::fs::File>>> = Mutex::new(None);
 
 /// The hidden first argument that makes the binary run as the guard ([`guard_main`]).
-pub const GUARD_ARG: &str = "__peakbench-guard";
+pub(crate) const GUARD_ARG: &str = "__peakbench-guard";
 
 /// The error a run returns when it stopped because the user asked it to.
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted")]
-pub struct Interrupted;
+pub(crate) struct Interrupted;
 
 /// Whether the user asked the run to stop.
 #[inline]
-pub fn requested() -> bool {
+pub(crate) fn requested() -> bool {
     REQUESTED.load(Ordering::Relaxed)
 }
 
 /// An eventfd that is readable once the run has been asked to stop (it stays readable), or
 /// `None` where the kernel gives none; waiters then fall back to looking at [`requested`].
-pub fn wake_fd() -> Option<RawFd> {
+pub(crate) fn wake_fd() -> Option<RawFd> {
     WAKE.get_or_init(|| {
         // SAFETY: eventfd takes no pointers; a non-negative result is a new descriptor we own.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
@@ -72,7 +72,7 @@ fn wake_waiters() {
 }
 
 /// Installs the handler for SIGINT and SIGTERM. Call once, early in main.
-pub fn install() -> anyhow::Result<()> {
+pub(crate) fn install() -> anyhow::Result<()> {
     ctrlc::set_handler(|| {
         if REQUESTED.swap(true, Ordering::SeqCst) {
             end_groups();
@@ -89,7 +89,7 @@ pub fn install() -> anyhow::Result<()> {
 /// the process must exit at once. Its device and inode are taken from the open file, so the
 /// name is removed then only while it is still that file: a name another process renamed,
 /// removed and replaced (with its own file, or a link to one) is left alone.
-pub fn register_temporary(path: &Path, file: &std::fs::File) {
+pub(crate) fn register_temporary(path: &Path, file: &std::fs::File) {
     use std::os::unix::fs::MetadataExt;
     let Ok(meta) = file.metadata() else {
         return; // unknown identity: never removed by name
@@ -101,7 +101,7 @@ pub fn register_temporary(path: &Path, file: &std::fs::File) {
 }
 
 /// Forgets a file that its owner has removed (or decided to keep).
-pub fn unregister_temporary(path: &Path) {
+pub(crate) fn unregister_temporary(path: &Path) {
     TEMPORARY.lock().unwrap().retain(|(p, _)| p != path);
 }
 
@@ -145,7 +145,7 @@ fn session_of(stat: &str) -> Option<libc::pid_t> {
 /// Kills every process of session `sid` (a [`Group`]'s leader's pid) with SIGKILL: its
 /// process group first, then whatever /proc shows in the session, in a few passes for
 /// processes forked meanwhile. Never this process itself.
-pub fn kill_session(sid: libc::pid_t) {
+pub(crate) fn kill_session(sid: libc::pid_t) {
     if sid <= 1 {
         return;
     }
@@ -185,7 +185,7 @@ pub fn kill_session(sid: libc::pid_t) {
 
 /// Lets this process start a guard with its first tool: for the binary's `main` only (a
 /// test harness is no peakbench to re-run as a guard).
-pub fn enable_guard() {
+pub(crate) fn enable_guard() {
     GUARD_ENABLED.store(true, Ordering::SeqCst);
 }
 
@@ -234,7 +234,7 @@ fn start_guard() -> Option<std::fs::File> {
 /// The guard's whole life: ignore the terminal's signals (Ctrl-C reaches the whole foreground
 /// group, and peakbench handles it), read `+SID` and `-SID` lines until the pipe closes, then
 /// kill what is left in every session still open. Returns the exit status.
-pub fn guard_main() -> std::process::ExitCode {
+pub(crate) fn guard_main() -> std::process::ExitCode {
     use std::io::BufRead;
     // SAFETY: setting dispositions to SIG_IGN, before any thread starts.
     unsafe {
@@ -272,14 +272,14 @@ pub fn guard_main() -> std::process::ExitCode {
 /// is reaped, so nothing the tool started outlives it; the kernel kills the leader if the
 /// thread that started it dies (`PR_SET_PDEATHSIG`), the guard kills the session if peakbench
 /// dies, and a second Ctrl-C kills every group.
-pub struct Group {
+pub(crate) struct Group {
     child: Child,
     ended: Option<ExitStatus>,
 }
 
 impl Group {
     /// Spawns `cmd` as the leader of a new session (and so of a new process group).
-    pub fn spawn(cmd: &mut Command) -> std::io::Result<Group> {
+    pub(crate) fn spawn(cmd: &mut Command) -> std::io::Result<Group> {
         use std::os::unix::process::CommandExt;
         let parent = std::process::id() as libc::pid_t;
         // SAFETY: the closure runs in the child between fork and exec and only makes three
@@ -318,12 +318,12 @@ impl Group {
 
     /// The leader, e.g. to take its pipes. Do not wait on it: [`Group::exited`] and
     /// [`Group::end`] do, in the order that keeps its group id from being reused.
-    pub fn child(&mut self) -> &mut Child {
+    pub(crate) fn child(&mut self) -> &mut Child {
         &mut self.child
     }
 
     /// Whether the leader has exited; it is not reaped, so its group id stays its own.
-    pub fn exited(&self) -> std::io::Result<bool> {
+    pub(crate) fn exited(&self) -> std::io::Result<bool> {
         if self.ended.is_some() {
             return Ok(true);
         }
@@ -346,7 +346,7 @@ impl Group {
     }
 
     /// Kills the whole group (whatever is left of it) and reaps the leader: its exit status.
-    pub fn end(&mut self) -> std::io::Result<ExitStatus> {
+    pub(crate) fn end(&mut self) -> std::io::Result<ExitStatus> {
         if let Some(status) = self.ended {
             return Ok(status);
         }

@@ -22,8 +22,9 @@
 //!    limits, qdiscs, the CPU time of other processes) and its theoretical peaks ([`peak`]);
 //! 3. the results document ([`result`]), with the roofline's model, which is built from it;
 //! 4. measuring: the [`runner`] and the standard tools ([`reference`]);
-//! 5. output and storage: the exporters ([`report`]) and the [`history`]; the [`findings`],
-//!    which judge a document with its evidence (read by [`evidence`], layer 2) and its past;
+//! 5. output and storage: the exporters ([`report`], which also write the inventory and the
+//!    peaks as text) and the [`history`]; the [`findings`], which judge a document with its
+//!    evidence (read by [`evidence`], layer 2) and its past;
 //! 6. planning and running: the [`plan`] types, the [`workload`] trait and the [`session`],
 //!    which runs any plan and names no workload (the caller hands it the clock probe);
 //! 7. the workloads: [`cpu`], [`memory`], [`disk`], [`net`], each one folder, and the
@@ -34,50 +35,52 @@
 //!    behind the cargo feature `mpi`), the [`cli`] tree and the [`dispatch`]er, which only
 //!    `main.rs` names.
 //!
-//! Adding a workload is a folder under `src/`, a `pub mod` line here and a line in
+//! Adding a workload is a folder under `src/`, a `pub(crate) mod` line here and a line in
 //! [`registry`] (see `docs/architecture.md`).
 
-pub mod interrupt;
-pub mod error;
-pub mod names;
-pub mod units;
-pub mod text;
+#![warn(unreachable_pub)]
+
+pub(crate) mod interrupt;
+pub(crate) mod error;
+pub(crate) mod names;
+pub(crate) mod units;
+pub(crate) mod text;
 pub mod rng;
-pub mod stats;
-pub mod options;
+pub(crate) mod stats;
+pub(crate) mod options;
 
 pub mod sysinfo;
-pub mod evidence;
+pub(crate) mod evidence;
 pub mod peak;
 
 pub mod result;
 
 pub mod runner;
-pub mod reference;
+pub(crate) mod reference;
 
-pub mod report;
-pub mod history;
-pub mod findings;
+pub(crate) mod report;
+pub(crate) mod history;
+pub(crate) mod findings;
 
-pub mod plan;
-pub mod workload;
-pub mod session;
+pub(crate) mod plan;
+pub(crate) mod workload;
+pub(crate) mod session;
 
 pub mod cpu;
-pub mod memory;
-pub mod disk;
-pub mod net;
-pub mod roofline;
+pub(crate) mod memory;
+pub(crate) mod disk;
+pub(crate) mod net;
+pub(crate) mod roofline;
 
 // What the fuzz targets (fuzz/) and their property tests (tests/fuzz_props.rs) call: above
 // every parser of outside input it drives, below the commands.
 #[doc(hidden)]
 pub mod fuzzing;
 
-pub mod registry;
+pub(crate) mod registry;
 
 pub mod config;
-pub mod check;
-pub mod cluster;
-pub mod cli;
+pub(crate) mod check;
+pub(crate) mod cluster;
+pub(crate) mod cli;
 pub mod dispatch;

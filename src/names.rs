@@ -7,7 +7,7 @@
 //! doc line), so no hand-written `name()` can drift from a `serde(rename)`.
 
 /// Looks up a value by name or alias, ignoring case.
-pub trait Named: Sized + Copy + 'static {
+pub(crate) trait Named: Sized + Copy + 'static {
     /// Every value, in declaration order.
     const ALL: &'static [Self];
     /// The canonical name.
@@ -76,7 +76,7 @@ macro_rules! named_enum {
 
         impl $name {
             /// The canonical name (as in the JSON document and on the command line).
-            pub fn name(self) -> &'static str {
+            $vis fn name(self) -> &'static str {
                 <$name as $crate::names::Named>::name(self)
             }
         }

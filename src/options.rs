@@ -81,7 +81,7 @@ impl From<&RunnerArgs> for RunnerOptions {
 
 /// `--json`: one JSON document on stdout instead of the text, for every command that prints one.
 #[derive(Args, Debug, Clone, Copy, Default)]
-pub struct Json {
+pub(crate) struct Json {
     /// Print one JSON document on stdout instead of the text (and nothing else there)
     #[arg(long = "json", id = "json")]
     pub on: bool,
@@ -90,7 +90,7 @@ pub struct Json {
 /// How results are shown and kept.
 #[derive(Args, Debug, Clone, Default)]
 #[command(next_help_heading = "Output")]
-pub struct OutputArgs {
+pub(crate) struct OutputArgs {
     #[command(flatten)]
     pub json: Json,
     /// Print CSV on stdout, one row per result
@@ -108,7 +108,7 @@ pub struct OutputArgs {
 
 /// Where the history is, for every command that reads or writes it.
 #[derive(Args, Debug, Clone, Default)]
-pub struct DbArgs {
+pub(crate) struct DbArgs {
     /// History database (default: $PEAKBENCH_DB, else $XDG_DATA_HOME/peakbench/history.db, else ~/.local/share/peakbench/history.db)
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -117,7 +117,7 @@ pub struct DbArgs {
 /// History options of a measuring command.
 #[derive(Args, Debug, Clone, Default)]
 #[command(next_help_heading = "History")]
-pub struct StoreArgs {
+pub(crate) struct StoreArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// Do not store this run in the history
@@ -303,7 +303,7 @@ impl<D: Defaults> Threads<D> {
 
 /// `--duration`: the length of one measured repetition.
 #[derive(Args, Debug, Clone)]
-pub struct Timing<D: Defaults> {
+pub(crate) struct Timing<D: Defaults> {
     #[arg(
         long = "duration",
         short = 'd',
@@ -318,7 +318,7 @@ pub struct Timing<D: Defaults> {
 }
 
 /// The list without repeated elements, in the order first given (`--proto tcp,tcp` is tcp).
-pub fn unique<T: PartialEq + Clone>(items: &[T]) -> Vec<T> {
+pub(crate) fn unique<T: PartialEq + Clone>(items: &[T]) -> Vec<T> {
     let mut out: Vec<T> = Vec::with_capacity(items.len());
     for item in items {
         if !out.contains(item) {
@@ -330,14 +330,14 @@ pub fn unique<T: PartialEq + Clone>(items: &[T]) -> Vec<T> {
 
 /// One value of a list, or `all` of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OrAll<T> {
+pub(crate) enum OrAll<T> {
     One(T),
     All,
 }
 
 impl<T: Named> OrAll<T> {
     /// The values a list of choices stands for, without repeats, in order.
-    pub fn expand(list: &[OrAll<T>]) -> Vec<T>
+    pub(crate) fn expand(list: &[OrAll<T>]) -> Vec<T>
     where
         T: PartialEq,
     {
@@ -354,7 +354,7 @@ impl<T: Named> OrAll<T> {
 
 /// The parser of a list element that is one of `T`'s values (or an alias) or `all`; the help
 /// lists them all.
-pub fn or_all<T>() -> impl TypedValueParser<Value = OrAll<T>>
+pub(crate) fn or_all<T>() -> impl TypedValueParser<Value = OrAll<T>>
 where
     T: Named + ValueEnum + Send + Sync + 'static,
 {
@@ -376,12 +376,12 @@ where
 // Value parsers. clap prefixes each message with the flag ("invalid value '0' for '--threads'").
 
 /// A duration of zero or more: `10s`, `500ms`, `2m`, `1.5s` or a number of seconds.
-pub fn duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|e| e.0)
 }
 
 /// A duration above zero.
-pub fn positive_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn positive_duration(text: &str) -> Result<Duration, String> {
     match duration(text)? {
         d if d.is_zero() => Err("a zero duration measures nothing: give e.g. 1s or 500ms".into()),
         d => Ok(d),
@@ -389,7 +389,7 @@ pub fn positive_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// A size of one byte or more, e.g. `8KB`, `4KiB`, `1GiB`.
-pub fn positive_size(text: &str) -> Result<u64, String> {
+pub(crate) fn positive_size(text: &str) -> Result<u64, String> {
     match parse_size(text).map_err(|e| e.0)? {
         0 => Err("0 bytes is nothing to measure: give a positive size, e.g. 8KB or 1GiB".into()),
         n => Ok(n),
@@ -397,7 +397,7 @@ pub fn positive_size(text: &str) -> Result<u64, String> {
 }
 
 /// A count of one or more, e.g. `1000`, `10k`, `1M`.
-pub fn positive_count(text: &str) -> Result<u64, String> {
+pub(crate) fn positive_count(text: &str) -> Result<u64, String> {
     match parse_count(text).map_err(|e| e.0)? {
         0 => Err("0 is nothing: give a positive count, e.g. 1000 or 10M".into()),
         n => Ok(n),
@@ -405,7 +405,7 @@ pub fn positive_count(text: &str) -> Result<u64, String> {
 }
 
 /// A whole number of one or more that fits 32 bits.
-pub fn positive_u32(text: &str) -> Result<u32, String> {
+pub(crate) fn positive_u32(text: &str) -> Result<u32, String> {
     match text.trim().parse::<u32>() {
         Ok(0) | Err(_) => Err(format!(
             "'{text}' is not a positive whole number: give e.g. 3"
@@ -415,7 +415,7 @@ pub fn positive_u32(text: &str) -> Result<u32, String> {
 }
 
 /// A finite number above zero.
-pub fn positive_f64(text: &str) -> Result<f64, String> {
+pub(crate) fn positive_f64(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
         _ => Err(format!("'{text}' is not a positive number: give e.g. 2.5")),
@@ -424,10 +424,10 @@ pub fn positive_f64(text: &str) -> Result<f64, String> {
 
 /// The largest peak factor a flag takes: with it, every product of factors (clock × cores ×
 /// lanes × FMA units …) stays finite, so a peak is never infinite (and stored as null).
-pub const PEAK_FACTOR_MAX: f64 = 1e9;
+pub(crate) const PEAK_FACTOR_MAX: f64 = 1e9;
 
 /// A peak factor flag: a positive number up to [`PEAK_FACTOR_MAX`].
-pub fn peak_factor(text: &str) -> Result<f64, String> {
+pub(crate) fn peak_factor(text: &str) -> Result<f64, String> {
     match positive_f64(text)? {
         v if v <= PEAK_FACTOR_MAX => Ok(v),
         _ => Err(format!(
@@ -437,7 +437,7 @@ pub fn peak_factor(text: &str) -> Result<f64, String> {
 }
 
 /// A percentage, 0 to 100.
-pub fn percent(text: &str) -> Result<u32, String> {
+pub(crate) fn percent(text: &str) -> Result<u32, String> {
     match text.trim().parse::<u32>() {
         Ok(n) if n <= 100 => Ok(n),
         _ => Err(format!(
@@ -450,7 +450,7 @@ pub fn percent(text: &str) -> Result<u32, String> {
 /// decimal number, an optional decimal prefix (k, M, G, T, either case) and an optional unit
 /// of bits (`bit`, `bits`, `b`, each optionally `/s`, or `bps`): `100K`, `500M`, `1G`,
 /// `2.5G`, `1Gbit`, `500Mbit/s`, `1Gbps`. A capital `B` is bytes, and refused.
-pub fn bit_rate(text: &str) -> Result<u64, String> {
+pub(crate) fn bit_rate(text: &str) -> Result<u64, String> {
     let usage = || {
         format!(
             "'{text}' is not a rate: give bits per second, e.g. 100K, 500M, 1G, 1Gbit or \
@@ -501,10 +501,10 @@ pub fn bit_rate(text: &str) -> Result<u64, String> {
 }
 
 /// The most threads (or streams) a case may ask for.
-pub const MAX_THREADS: u64 = 4096;
+pub(crate) const MAX_THREADS: u64 = 4096;
 
 /// A thread count, 1 to [`MAX_THREADS`].
-pub fn thread_count(text: &str) -> Result<usize, String> {
+pub(crate) fn thread_count(text: &str) -> Result<usize, String> {
     match parse_count(text).map_err(|e| e.0)? {
         0 => Err("0 threads run nothing: give 1 or more, e.g. 1,2,4,8".into()),
         n if n > MAX_THREADS => Err(format!(

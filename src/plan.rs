@@ -10,6 +10,7 @@
 //! roofline's cache edge), and only where the context allows it (not in a dry run or a test).
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -131,11 +132,11 @@ pub struct CaseSpec {
 /// Arithmetic for estimates. An estimate is computed from any accepted input (2^64 − 1 I/Os,
 /// 2^32 − 1 repetitions), so it saturates at `Duration::MAX` instead of overflowing (a
 /// `Duration` product panics, a float beyond `u64::MAX` seconds too).
-pub mod guess {
+pub(crate) mod guess {
     use std::time::Duration;
 
     /// `seconds` as a Duration: NaN and negatives are zero, beyond the range is `Duration::MAX`.
-    pub fn secs(seconds: f64) -> Duration {
+    pub(crate) fn secs(seconds: f64) -> Duration {
         if seconds.is_nan() || seconds <= 0.0 {
             return Duration::ZERO;
         }
@@ -143,7 +144,7 @@ pub mod guess {
     }
 
     /// `d × n`, saturating.
-    pub fn times(d: Duration, n: u64) -> Duration {
+    pub(crate) fn times(d: Duration, n: u64) -> Duration {
         u32::try_from(n)
             .ok()
             .and_then(|n| d.checked_mul(n))
@@ -155,7 +156,7 @@ pub mod guess {
     }
 
     /// The sum, saturating.
-    pub fn sum(parts: impl IntoIterator<Item = Duration>) -> Duration {
+    pub(crate) fn sum(parts: impl IntoIterator<Item = Duration>) -> Duration {
         parts
             .into_iter()
             .fold(Duration::ZERO, Duration::saturating_add)
@@ -181,7 +182,7 @@ pub mod guess {
 }
 
 /// The cases of a plan, in the order they run.
-pub type Cases = Vec<Box<dyn Case>>;
+pub(crate) type Cases = Vec<Box<dyn Case>>;
 
 /// One concrete experiment of a plan.
 pub trait Case: Send {
@@ -191,11 +192,25 @@ pub trait Case: Send {
     fn estimate(&self, ctx: &Context) -> Duration;
     /// Measures the case.
     fn run(&self, ctx: &Context) -> Result<BenchResult>;
+    /// The files drawn from this case's `result` that its flags asked for (the roofline's
+    /// `--svg` chart), none by default. The session writes them once the case has run: a case
+    /// hands back what it drew and writes no file itself.
+    fn files(&self, _result: &BenchResult) -> Result<Vec<CaseFile>> {
+        Ok(Vec::new())
+    }
+}
+
+/// A file a case hands back with its result, for the session to write.
+pub struct CaseFile {
+    /// The flag that named the file (`--svg`): a write that fails names it.
+    pub flag: &'static str,
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
 }
 
 /// Lines to print after a run from the results of one plan (e.g. where the latency curve steps
 /// up, next to the cache sizes).
-pub type Summarize = fn(&Context, &[&BenchResult]) -> Vec<String>;
+pub(crate) type Summarize = fn(&Context, &[&BenchResult]) -> Vec<String>;
 
 /// The cases of one workload (or of a whole `peakbench run`), the notes on what was left out
 /// or changed and why, and the effective configuration for the record.

@@ -5,7 +5,7 @@ use crate::workload::{Registered, Workload};
 
 /// The workloads, in the order `peakbench run` measures a config's tables of each kind when a
 /// preset lists them so, and `--help` shows them.
-pub const WORKLOADS: &[&dyn Workload] = &[
+pub(crate) const WORKLOADS: &[&dyn Workload] = &[
     &Registered::<crate::cpu::Cpu>::NEW,
     &Registered::<crate::cpu::Linpack>::NEW,
     &Registered::<crate::cpu::Gemm>::NEW,
@@ -19,22 +19,22 @@ pub const WORKLOADS: &[&dyn Workload] = &[
 /// The probes every run's context starts from: the clock of one core and the FMA instructions
 /// it retires per cycle, which the CPU workload measures. The commands reach it here, so that
 /// nothing above the registry names a workload.
-pub fn probe() -> crate::peak::MeasuredFactors {
+pub(crate) fn probe() -> crate::peak::MeasuredFactors {
     crate::cpu::probe()
 }
 
 /// The workload whose config table is `name`.
-pub fn by_name(name: &str) -> Option<&'static dyn Workload> {
+pub(crate) fn by_name(name: &str) -> Option<&'static dyn Workload> {
     WORKLOADS.iter().copied().find(|w| w.name() == name)
 }
 
 /// The workload whose command is `path`.
-pub fn by_path(path: &[&str]) -> Option<&'static dyn Workload> {
+pub(crate) fn by_path(path: &[&str]) -> Option<&'static dyn Workload> {
     WORKLOADS.iter().copied().find(|w| w.path() == path)
 }
 
 /// Every config table name, for messages.
-pub fn names() -> Vec<&'static str> {
+pub(crate) fn names() -> Vec<&'static str> {
     WORKLOADS.iter().map(|w| w.name()).collect()
 }
 

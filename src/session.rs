@@ -2,16 +2,18 @@
 //!
 //! The session builds the [`Context`] (the inventory, the clock probe, the peaks), prints the
 //! plan's notes, and runs the cases: a progress bar with ETA on stderr (hidden when stderr is
-//! not a terminal), the output file rewritten after every case, Ctrl-C honoured between and
-//! within cases, and the results so far kept whatever happens. Each case is dropped as soon as
-//! it has run, so what cases share (the disk test file, the loopback server) goes away after the
-//! last case that uses it, not at the end of the run. Then the results are printed, stored in
-//! the history, and, for `peakbench run`, written as an HTML report.
+//! not a terminal), the output file rewritten after every case, the files a case hands back
+//! with its result written as soon as it has run (the roofline's `--svg` chart: a case writes
+//! none itself), Ctrl-C honoured between and within cases, and the results so far kept
+//! whatever happens. Each case is dropped as soon as it has run, so what cases share (the disk
+//! test file, the loopback server) goes away after the last case that uses it, not at the end
+//! of the run. Then the results are printed, stored in the history, and, for `peakbench run`,
+//! written as an HTML report.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -20,14 +22,18 @@ use crate::interrupt;
 use crate::options::{OutputArgs, PeakOverrides, RunnerOptions};
 use crate::peak::MeasuredFactors;
 use crate::plan::{Case, CaseSpec, Context, Plan};
-use crate::report::{Format, OutputFile};
+use crate::report::{Exporter, Html, OutputFile};
 use crate::result::{BenchResult, Report, RunStatus, SCHEMA_VERSION, Tool, now_rfc3339};
 use crate::units::format_duration;
 
 /// The context of a run on this machine: its inventory, the peaks, and the `probes` the caller
 /// ran (the clock of one core and the FMA instructions it retires per cycle, which the CPU
 /// workload measures: the session names no workload).
-pub fn context(runner: RunnerOptions, peak: &PeakOverrides, probes: &MeasuredFactors) -> Context {
+pub(crate) fn context(
+    runner: RunnerOptions,
+    peak: &PeakOverrides,
+    probes: &MeasuredFactors,
+) -> Context {
     Context::new(crate::sysinfo::collect(), peak, probes, runner)
 }
 
@@ -104,7 +110,7 @@ fn print_plan(plan: &Plan, ctx: &Context, json: bool) {
 }
 
 /// Where `run` writes its HTML report.
-pub enum HtmlReport {
+pub(crate) enum HtmlReport {
     /// Single commands write none (`peakbench report` makes one from the history).
     None,
     /// Next to the history, named after the run: `<data dir>/peakbench/reports/run-<id>.html`.
@@ -114,20 +120,20 @@ pub enum HtmlReport {
 
 /// How a session ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
+pub(crate) enum Ending {
     Complete,
     Interrupted,
 }
 
 /// A run in progress: the document and where it is written.
-pub struct Session {
+pub(crate) struct Session {
     pub report: Report,
     output: Option<OutputFile>,
 }
 
 impl Session {
     /// Starts a document; the output file, if any, is written at once with no results.
-    pub fn start(
+    pub(crate) fn start(
         ctx: &Context,
         config: serde_json::Value,
         warnings: Vec<String>,
@@ -156,7 +162,7 @@ impl Session {
     }
 
     /// Writes the document to the output file, if any.
-    pub fn save(&self) -> Result<()> {
+    pub(crate) fn save(&self) -> Result<()> {
         match &self.output {
             Some(file) => file.write(&self.report),
             None => Ok(()),
@@ -166,7 +172,7 @@ impl Session {
     /// Runs every case in order, dropping each once it has run. A failing case stops the run
     /// with its error after the results so far are saved; an interrupt stops it the same way
     /// with `Ending::Interrupted`.
-    pub fn run(&mut self, cases: Vec<Box<dyn Case>>, ctx: &Context) -> Result<Ending> {
+    pub(crate) fn run(&mut self, cases: Vec<Box<dyn Case>>, ctx: &Context) -> Result<Ending> {
         let estimates: Vec<u64> = cases
             .iter()
             .map(|c| u64::try_from(c.estimate(ctx).as_millis().max(1)).unwrap_or(u64::MAX))
@@ -214,7 +220,7 @@ impl Session {
 
     /// Judges every result (against its physics, reference and the past in the history at
     /// `db`) and keeps the findings in the document.
-    pub fn add_findings(&mut self, db: &crate::options::DbArgs) -> Result<()> {
+    pub(crate) fn add_findings(&mut self, db: &crate::options::DbArgs) -> Result<()> {
         let started = std::time::Instant::now();
         let past = crate::findings::past_runs(db, &self.report, None);
         let mut findings = crate::findings::judge(&self.report, &past);
@@ -225,33 +231,40 @@ impl Session {
     }
 
     /// Sets how the run ended and writes the document.
-    pub fn finish(&mut self, status: RunStatus) -> Result<()> {
+    pub(crate) fn finish(&mut self, status: RunStatus) -> Result<()> {
         self.report.status = status;
         self.report.finished_at = Some(now_rfc3339());
         self.save()
     }
 
-    /// Prints the document on stdout in `format`.
-    pub fn print(&self, format: Format) -> Result<()> {
+    /// Prints the document on stdout as `exporter` writes it.
+    pub(crate) fn print(&self, exporter: &dyn Exporter) -> Result<()> {
         use std::io::Write;
         let mut stdout = std::io::stdout().lock();
-        stdout.write_all(&format.render(&self.report))?;
+        stdout.write_all(&exporter.export(&self.report))?;
         stdout.flush()?;
         Ok(())
     }
 
-    pub fn output_path(&self) -> Option<&Path> {
+    pub(crate) fn output_path(&self) -> Option<&Path> {
         self.output.as_ref().map(|o| o.path())
     }
 }
 
 /// Runs one case with the machine watched around it (the CPU time of this process and the
-/// others, steal, throttling), and drops it; the result carries what was seen.
-pub fn run_case(case: Box<dyn Case>, ctx: &Context) -> Result<BenchResult> {
+/// others, steal, throttling), writes the files it hands back, and drops it; the result
+/// carries what was seen. A file that cannot be written fails the case.
+pub(crate) fn run_case(case: Box<dyn Case>, ctx: &Context) -> Result<BenchResult> {
     let watch = crate::evidence::CaseWatch::start();
-    let outcome = case.run(ctx);
+    let outcome = case
+        .run(ctx)
+        .and_then(|result| Ok((case.files(&result)?, result)));
     drop(case);
-    let mut result = outcome?;
+    let (files, mut result) = outcome?;
+    for file in files {
+        std::fs::write(&file.path, &file.bytes)
+            .with_context(|| format!("{}: cannot write {}", file.flag, file.path.display()))?;
+    }
     // A network case brings what its server read on the far side; this side adds its own.
     let peer = result.evidence.take().and_then(|e| e.peer);
     let mut evidence = watched(watch, &result);
@@ -271,24 +284,24 @@ fn watched(
 }
 
 /// The `--output` file, created (a bad path is a usage error before anything runs).
-pub fn output_file(args: &OutputArgs) -> Result<Option<OutputFile>> {
+pub(crate) fn output_file(args: &OutputArgs) -> Result<Option<OutputFile>> {
     let Some(path) = &args.output else {
         return Ok(None);
     };
-    let format = Format::from_path(path).ok_or_else(|| {
+    let exporter = crate::report::by_extension(path).ok_or_else(|| {
         UsageError(format!(
             "--output: '{}' has no known extension: use .json, .csv, .md or .txt",
             path.display()
         ))
     })?;
-    OutputFile::create(path, format)
+    OutputFile::create(path, exporter)
         .map(Some)
         .map_err(|e| UsageError(format!("--output: {e:#}; choose a writable path")).into())
 }
 
 /// Runs `plan` (or prints it with `--dry-run`), prints and stores the results, writes the HTML
 /// report `html` asks for, and prints the plan's summaries; the exit code says how it ended.
-pub fn execute(
+pub(crate) fn execute(
     plan: Plan,
     ctx: &Context,
     output: &OutputArgs,
@@ -306,18 +319,11 @@ pub fn execute(
     let mut warnings = machine_warnings(ctx);
     warnings.extend(plan.notes);
     let mut session = Session::start(ctx, plan.config, warnings, file)?;
-    let stdout_format = if output.json.on {
-        Format::Json
-    } else if output.csv {
-        Format::Csv
-    } else {
-        Format::Table
-    };
     let outcome = session.run(plan.cases, ctx);
     if let Err(error) = session.add_findings(&output.history.db) {
         eprintln!("warning: the findings were not written to the output file: {error:#}");
     }
-    let printed = session.print(stdout_format);
+    let printed = session.print(crate::report::for_stdout(output));
     if let Some(path) = session.output_path() {
         eprintln!("results written to {}", path.display());
     }
@@ -348,7 +354,7 @@ pub fn execute(
 
 /// Writes the run's HTML report and names it, with the run id, as the last line on stderr.
 /// A report that cannot be written is a warning: the results are already printed and stored.
-pub fn write_html_report(
+pub(crate) fn write_html_report(
     html: &HtmlReport,
     run_id: Option<i64>,
     report: &Report,
@@ -370,7 +376,10 @@ pub fn write_html_report(
             return;
         }
     };
-    let text = crate::report::html::render(run_id.unwrap_or(0), report);
+    let text = Html {
+        run: run_id.unwrap_or(0),
+    }
+    .export(report);
     let written = path
         .parent()
         .filter(|dir| !dir.as_os_str().is_empty())
@@ -383,5 +392,69 @@ pub fn write_html_report(
             "warning: the HTML report was not written to {}: {e}",
             path.display()
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::CaseFile;
+    use crate::result::Subsystem;
+
+    /// A case that hands back a file at `path`.
+    struct Drawing {
+        path: PathBuf,
+    }
+
+    impl Case for Drawing {
+        fn spec(&self) -> CaseSpec {
+            CaseSpec {
+                id: "drawing".into(),
+                label: "a case that draws".into(),
+                subsystem: Subsystem::Roofline,
+                op: "model".into(),
+                params: Default::default(),
+            }
+        }
+
+        fn estimate(&self, _: &Context) -> std::time::Duration {
+            std::time::Duration::ZERO
+        }
+
+        fn run(&self, ctx: &Context) -> Result<BenchResult> {
+            let measured =
+                self.spec()
+                    .measured(&ctx.host.hostname, "x", "1", "nothing".into(), vec![1.0])?;
+            Ok(measured.finish())
+        }
+
+        fn files(&self, _: &BenchResult) -> Result<Vec<CaseFile>> {
+            Ok(vec![CaseFile {
+                flag: "--svg",
+                path: self.path.clone(),
+                bytes: b"<svg/>".to_vec(),
+            }])
+        }
+    }
+
+    /// The session writes what a case hands back; a file it cannot write fails the case with
+    /// the flag that named it.
+    #[test]
+    fn the_files_a_case_hands_back_are_written_and_a_failed_write_names_the_flag() {
+        let ctx = Context::fixture();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chart.svg");
+        run_case(Box::new(Drawing { path: path.clone() }), &ctx).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"<svg/>");
+        let nowhere = dir.path().join("gone").join("chart.svg");
+        let error = run_case(
+            Box::new(Drawing {
+                path: nowhere.clone(),
+            }),
+            &ctx,
+        )
+        .unwrap_err();
+        let expected = format!("--svg: cannot write {}: ", nowhere.display());
+        assert!(format!("{error:#}").starts_with(&expected), "{error:#}");
     }
 }

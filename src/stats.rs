@@ -22,7 +22,7 @@
 
 /// The coefficient of variation above which a result is unstable: the one threshold the
 /// run's warnings and the findings both use.
-pub const UNSTABLE_CV: f64 = 0.10;
+pub(crate) const UNSTABLE_CV: f64 = 0.10;
 
 use std::cmp::Ordering;
 use std::f64::consts::{PI, SQRT_2};
@@ -175,7 +175,7 @@ fn middle(sorted: &[f64]) -> f64 {
 
 /// The median of values in any order (the mean of the two middle ones for an even count),
 /// over the finite values; `None` when there is none.
-pub fn median(values: &[f64]) -> Option<f64> {
+pub(crate) fn median(values: &[f64]) -> Option<f64> {
     let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
     if sorted.is_empty() {
         return None;
@@ -186,7 +186,7 @@ pub fn median(values: &[f64]) -> Option<f64> {
 
 /// The `q` quantile (0 to 1) of sorted values by the nearest rank, round((n − 1) × q): always
 /// one of the values, never an interpolation; `None` for no values.
-pub fn nearest_rank(sorted: &[f64], q: f64) -> Option<f64> {
+pub(crate) fn nearest_rank(sorted: &[f64], q: f64) -> Option<f64> {
     let last = sorted.len().checked_sub(1)?;
     Some(sorted[(last as f64 * q.clamp(0.0, 1.0)).round() as usize])
 }
@@ -198,7 +198,7 @@ const RESAMPLES: usize = 1000;
 /// resampled; in the direction of performance: `here / base` where higher is better, `base /
 /// here` where lower is), seeded by `id` so that the same samples give the same interval.
 /// `None` for an empty sample, or where fewer than half the resampled ratios are finite.
-pub fn ratio_interval(here: &[f64], base: &[f64], up: bool, id: &str) -> Option<[f64; 2]> {
+pub(crate) fn ratio_interval(here: &[f64], base: &[f64], up: bool, id: &str) -> Option<[f64; 2]> {
     if here.is_empty() || base.is_empty() {
         return None;
     }
@@ -228,7 +228,7 @@ pub fn ratio_interval(here: &[f64], base: &[f64], up: bool, id: &str) -> Option<
 
 /// Whether repetitions with coefficient of variation `cv` over `n` values are unstable: a CV
 /// above [`UNSTABLE_CV`] over at least 3 of them (two values say nothing of a spread).
-pub fn unstable(cv: Option<f64>, n: usize) -> bool {
+pub(crate) fn unstable(cv: Option<f64>, n: usize) -> bool {
     cv.is_some_and(|cv| cv > UNSTABLE_CV) && n >= 3
 }
 
@@ -236,16 +236,16 @@ pub fn unstable(cv: Option<f64>, n: usize) -> bool {
 /// distribution of U when no values tie: at most about 1.6 million additions. Above it the
 /// normal approximation's p is within 0.003 of the exact one when the smaller sample holds 20
 /// or more values, 0.006 at 10, but 0.03 for a lopsided 2 vs 1251.
-pub const MANN_WHITNEY_EXACT_PAIRS: usize = 2500;
+pub(crate) const MANN_WHITNEY_EXACT_PAIRS: usize = 2500;
 
 /// Up to this many repetitions, [`drift`] counts out the exact distribution of S when no values
 /// tie (about 6 million additions at 60). Above it the normal approximation's p is within
 /// 0.002 of the exact one.
-pub const DRIFT_EXACT_VALUES: usize = 60;
+pub(crate) const DRIFT_EXACT_VALUES: usize = 60;
 
 /// The two-sided Mann–Whitney U test of two samples.
 #[derive(Clone, Debug, PartialEq)]
-pub struct MannWhitney {
+pub(crate) struct MannWhitney {
     /// U of the first sample: the pairs (x of a, y of b) with x > y, a tie counting 1/2.
     /// It runs from 0 (every a below every b) to n_a × n_b (every a above every b).
     pub u: f64,
@@ -275,7 +275,7 @@ pub struct MannWhitney {
 /// these sizes can beat.
 ///
 /// `None` when either sample is empty or a value is not finite.
-pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
+pub(crate) fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
     if a.is_empty() || b.is_empty() || a.iter().chain(b).any(|v| !v.is_finite()) {
         return None;
     }
@@ -331,7 +331,7 @@ fn u_counts(m: usize, n: usize) -> Vec<f64> {
 
 /// Two repetition regimes: the repetitions fell into two tight groups far apart.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Regimes {
+pub(crate) struct Regimes {
     /// The values of the lower group, ascending.
     pub low: Vec<f64>,
     /// The values of the upper group, ascending.
@@ -351,7 +351,7 @@ pub struct Regimes {
 /// gives no probability, and with many values a few disturbed repetitions can make a group.
 ///
 /// `None` when there are no two regimes, or a value is not positive and finite.
-pub fn regimes(samples: &[f64]) -> Option<Regimes> {
+pub(crate) fn regimes(samples: &[f64]) -> Option<Regimes> {
     if samples.len() < 4 || samples.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
         return None;
     }
@@ -378,7 +378,7 @@ pub fn regimes(samples: &[f64]) -> Option<Regimes> {
 
 /// A monotonic trend across repetitions in the order they ran.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Drift {
+pub(crate) struct Drift {
     /// Kendall's tau-b between the repetition's index and its value: +1 when every repetition
     /// is above all before it, −1 when below, near 0 without a trend.
     pub tau: f64,
@@ -403,7 +403,7 @@ pub struct Drift {
 ///
 /// `None` for fewer than 5 values, a value that is not finite, or a first third whose median
 /// is 0 (no relative change).
-pub fn drift(samples: &[f64]) -> Option<Drift> {
+pub(crate) fn drift(samples: &[f64]) -> Option<Drift> {
     let n = samples.len();
     if n < 5 || samples.iter().any(|v| !v.is_finite()) {
         return None;

@@ -14,7 +14,7 @@
 /// safe to print on a terminal: control characters (ESC and the C1 range included, so no
 /// terminal sequence gets through; tabs and newlines too, so one line stays one line) and
 /// bidirectional overrides are written as visible escapes (`\u{1b}`, `\n`).
-pub fn printable(text: &str) -> String {
+pub(crate) fn printable(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
@@ -28,7 +28,7 @@ pub fn printable(text: &str) -> String {
 
 /// [`printable`], then cut to at most `chars` characters (an ellipsis marks the cut): peer text
 /// for a log line or an error, whose length the peer must not choose.
-pub fn printable_at_most(text: &str, chars: usize) -> String {
+pub(crate) fn printable_at_most(text: &str, chars: usize) -> String {
     let shown = printable(text);
     match shown.char_indices().nth(chars) {
         Some((cut, _)) => format!("{}…", &shown[..cut]),
@@ -38,7 +38,7 @@ pub fn printable_at_most(text: &str, chars: usize) -> String {
 
 /// How a column's cells line up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Align {
+pub(crate) enum Align {
     Left,
     Right,
 }
@@ -48,7 +48,7 @@ pub enum Align {
 /// `show`, `compare`, `explain`, the findings); a carriage return, a lone escape or a C1
 /// control left in a line by a string that was not escaped where it was put is written as a
 /// visible escape here.
-pub fn terminal(text: &str) -> String {
+pub(crate) fn terminal(text: &str) -> String {
     text.split('\n')
         .map(printable)
         .collect::<Vec<_>>()
@@ -61,7 +61,7 @@ pub fn terminal(text: &str) -> String {
 /// text such characters can only stand inside strings, where the escape is valid.) The
 /// whitespace between tokens (newline, tab, carriage return), which serde_json escapes inside
 /// strings, is left as it is: it is the layout of pretty-printed JSON.
-pub fn json_for_terminal(json: &str) -> String {
+pub(crate) fn json_for_terminal(json: &str) -> String {
     let mut out = String::with_capacity(json.len());
     for c in json.chars() {
         let layout = matches!(c, '\n' | '\t' | '\r');
@@ -79,13 +79,13 @@ pub fn json_for_terminal(json: &str) -> String {
 /// A table of text cells: headers, then rows, each column as wide as its widest cell, columns
 /// two spaces apart, no trailing spaces.
 #[derive(Clone, Debug)]
-pub struct Table {
+pub(crate) struct Table {
     columns: Vec<(String, Align)>,
     rows: Vec<Vec<String>>,
 }
 
 impl Table {
-    pub fn new(columns: &[(&str, Align)]) -> Table {
+    pub(crate) fn new(columns: &[(&str, Align)]) -> Table {
         Table {
             columns: columns.iter().map(|(h, a)| (h.to_string(), *a)).collect(),
             rows: Vec::new(),
@@ -94,14 +94,14 @@ impl Table {
 
     /// Adds a row; missing cells are empty, extra cells are a bug. Each cell is made
     /// [`printable`]: a cell is one line, whatever text it came from.
-    pub fn row(&mut self, cells: impl IntoIterator<Item = String>) {
+    pub(crate) fn row(&mut self, cells: impl IntoIterator<Item = String>) {
         let mut cells: Vec<String> = cells.into_iter().map(|c| printable(&c)).collect();
         assert!(cells.len() <= self.columns.len(), "more cells than columns");
         cells.resize(self.columns.len(), String::new());
         self.rows.push(cells);
     }
 
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let width = |s: &str| s.chars().count();
         let mut widths: Vec<usize> = self.columns.iter().map(|(h, _)| width(h)).collect();
         for row in &self.rows {

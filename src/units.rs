@@ -12,7 +12,7 @@ use std::time::Duration;
 /// Why a value could not be read; the caller adds the flag's name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct UnitError(pub String);
+pub(crate) struct UnitError(pub String);
 
 const SIZE_UNITS: &[(&str, u64)] = &[
     ("B", 1),
@@ -27,7 +27,7 @@ const SIZE_UNITS: &[(&str, u64)] = &[
 ];
 
 /// Parses a size such as `8`, `8B`, `8KB`, `1.5GiB` or `80 MB` into bytes.
-pub fn parse_size(text: &str) -> Result<u64, UnitError> {
+pub(crate) fn parse_size(text: &str) -> Result<u64, UnitError> {
     let text = text.trim();
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -80,11 +80,11 @@ pub fn parse_size(text: &str) -> Result<u64, UnitError> {
 
 /// Longest duration any flag takes: a day. Longer is a typo (and `1e20` s overflowed a
 /// `Duration` and panicked).
-pub const MAX_DURATION: Duration = Duration::from_secs(86_400);
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(86_400);
 
 /// Parses a duration such as `10s`, `500ms`, `2m`, `1.5s` or a bare number of seconds, at most
 /// [`MAX_DURATION`].
-pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, UnitError> {
     let parsed = parse_any_duration(text)?;
     if parsed > MAX_DURATION {
         return Err(UnitError(format!(
@@ -118,7 +118,7 @@ fn parse_any_duration(text: &str) -> Result<Duration, UnitError> {
 }
 
 /// Parses a count such as `1000000`, `1M` or `10k` (decimal multipliers, counts have no binary reading).
-pub fn parse_count(text: &str) -> Result<u64, UnitError> {
+pub(crate) fn parse_count(text: &str) -> Result<u64, UnitError> {
     let text = text.trim();
     let (number, multiplier) = match text.chars().last() {
         Some('k' | 'K') => (&text[..text.len() - 1], 1_000),
@@ -140,7 +140,7 @@ pub fn parse_count(text: &str) -> Result<u64, UnitError> {
 
 /// Formats a byte count exactly, in the base that represents it without a fraction
 /// (`8 KB`, `4 KiB`, `1 GiB`, `1500 B`), preferring the larger unit.
-pub fn format_size(bytes: u64) -> String {
+pub(crate) fn format_size(bytes: u64) -> String {
     let mut best = (bytes, "B");
     for (unit, multiplier) in SIZE_UNITS.iter().skip(1) {
         if bytes >= *multiplier && bytes.is_multiple_of(*multiplier) && bytes / multiplier < best.0
@@ -152,7 +152,7 @@ pub fn format_size(bytes: u64) -> String {
 }
 
 /// Formats a size approximately in binary units for inventories ("31.4 GiB").
-pub fn format_size_approx(bytes: u64) -> String {
+pub(crate) fn format_size_approx(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut value = bytes as f64;
     let mut unit = 0;
@@ -170,7 +170,7 @@ pub fn format_size_approx(bytes: u64) -> String {
 }
 
 /// Formats a duration for plans and progress ("1.5 s", "12 min 30 s").
-pub fn format_duration(duration: Duration) -> String {
+pub(crate) fn format_duration(duration: Duration) -> String {
     let seconds = duration.as_secs_f64();
     if seconds < 1.0 {
         format!("{:.0} ms", seconds * 1e3)
@@ -188,7 +188,7 @@ pub fn format_duration(duration: Duration) -> String {
 }
 
 /// Formats a rate in bits per second with its decimal unit ("100 Mbit/s", "1.5 Gbit/s").
-pub fn format_bitrate(bps: f64) -> String {
+pub(crate) fn format_bitrate(bps: f64) -> String {
     let (value, unit) = [
         (1e12, "Tbit/s"),
         (1e9, "Gbit/s"),
@@ -206,7 +206,7 @@ pub fn format_bitrate(bps: f64) -> String {
 }
 
 /// Formats a value with three significant figures or more, keeping integers whole.
-pub fn format_value(value: f64) -> String {
+pub(crate) fn format_value(value: f64) -> String {
     let magnitude = value.abs();
     if magnitude >= 100.0 {
         format!("{value:.0}")

@@ -42,7 +42,7 @@ pub trait Direct: Sync {
 }
 
 /// What a subsystem writes for each of its benchmark commands.
-pub trait Benchmark: Sync + 'static {
+pub(crate) trait Benchmark: Sync + 'static {
     const NAME: &'static str;
     const PATH: &'static [&'static str];
     const ABOUT: &'static str;
@@ -56,10 +56,10 @@ pub trait Benchmark: Sync + 'static {
 }
 
 /// A [`Benchmark`] as a [`Workload`]: the registry's entries are `&Registered::<B>::NEW`.
-pub struct Registered<B>(PhantomData<fn() -> B>);
+pub(crate) struct Registered<B>(PhantomData<fn() -> B>);
 
 impl<B> Registered<B> {
-    pub const NEW: Registered<B> = Registered(PhantomData);
+    pub(crate) const NEW: Registered<B> = Registered(PhantomData);
 }
 
 impl<B: Benchmark> Workload for Registered<B> {
@@ -95,7 +95,7 @@ impl<B: Benchmark> Workload for Registered<B> {
 /// The plan of benchmark `B` for a command line (its own flags and the shared groups, as
 /// `argv` after the program name), for tests of planning against a fixture context.
 #[cfg(test)]
-pub fn plan_for<B: Benchmark>(argv: &[&str], ctx: &Context) -> Result<Plan> {
+pub(crate) fn plan_for<B: Benchmark>(argv: &[&str], ctx: &Context) -> Result<Plan> {
     let command = Registered::<B>::NEW.command();
     let matches = command
         .try_get_matches_from(argv)

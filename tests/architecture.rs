@@ -1,6 +1,6 @@
 //! The layering rule of `src/lib.rs`: a module uses only modules declared before it there.
 //!
-//! Reads the order of the `pub mod` lines of lib.rs, then every `crate::…` path in every file of
+//! Reads the order of the module lines of lib.rs (`pub mod` or `pub(crate) mod`), then every `crate::…` path in every file of
 //! every module (its `use` lines, grouped `crate::{a, b}` imports and paths in code alike), and
 //! fails on a path that names a module declared later: an import cycle or a lower layer
 //! reaching up. `main.rs` may name only the dispatcher.
@@ -16,7 +16,11 @@ fn src() -> PathBuf {
 fn layers() -> Vec<String> {
     let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
     lib.lines()
-        .filter_map(|l| l.trim().strip_prefix("pub mod "))
+        .filter_map(|l| {
+            let l = l.trim();
+            l.strip_prefix("pub mod ")
+                .or_else(|| l.strip_prefix("pub(crate) mod "))
+        })
         .map(|m| m.trim_end_matches(';').to_string())
         .collect()
 }
@@ -113,7 +117,7 @@ fn no_module_uses_one_declared_after_it() {
     );
 }
 
-/// A new workload is its folder, its `pub mod` line in lib.rs and one line in the registry: the
+/// A new workload is its folder, its `pub(crate) mod` line in lib.rs and one line in the registry: the
 /// session below the workloads cannot name one (the layering above sees to that), and the
 /// commands above the registry reach them only through it. `cluster` is the one exception: it
 /// is built on the network workload's transport and server.

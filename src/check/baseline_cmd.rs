@@ -16,7 +16,7 @@ use crate::sysinfo::Fingerprint;
 
 /// What `peakbench baseline` does.
 #[derive(Subcommand, Debug)]
-pub enum BaselineCommand {
+pub(crate) enum BaselineCommand {
     /// Keeps the samples of this machine's latest runs of each case (or of chosen runs) as NAME
     Save(BaselineSaveArgs),
     /// Writes a saved baseline to FILE, or into DIR as DIR/<fingerprint>.json (a fleet's shared directory)
@@ -30,7 +30,7 @@ pub enum BaselineCommand {
 }
 
 #[derive(Args, Debug)]
-pub struct BaselineSaveArgs {
+pub(crate) struct BaselineSaveArgs {
     /// The baseline's name (letters, digits, '.', '-', '_')
     pub name: String,
     /// The runs to keep, by id (default: the latest runs of this machine's fingerprint)
@@ -47,7 +47,7 @@ pub struct BaselineSaveArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct BaselineExportArgs {
+pub(crate) struct BaselineExportArgs {
     /// The saved baseline
     pub name: String,
     /// A file to write, or a directory to write <fingerprint>.json into
@@ -57,7 +57,7 @@ pub struct BaselineExportArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct BaselineImportArgs {
+pub(crate) struct BaselineImportArgs {
     /// A baseline file written by 'peakbench baseline export'
     pub file: PathBuf,
     /// Save it under this name instead of its own
@@ -71,13 +71,13 @@ pub struct BaselineImportArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct BaselineListArgs {
+pub(crate) struct BaselineListArgs {
     #[command(flatten)]
     pub db: DbArgs,
 }
 
 #[derive(Args, Debug)]
-pub struct BaselineShowArgs {
+pub(crate) struct BaselineShowArgs {
     /// A saved baseline's name, or a baseline file
     pub baseline: String,
     #[command(flatten)]
@@ -86,7 +86,7 @@ pub struct BaselineShowArgs {
     pub db: DbArgs,
 }
 
-pub fn run(command: &BaselineCommand) -> Result<ExitCode> {
+pub(crate) fn run(command: &BaselineCommand) -> Result<ExitCode> {
     match command {
         BaselineCommand::Save(args) => save(args),
         BaselineCommand::Export(args) => export(args),

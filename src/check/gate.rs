@@ -29,7 +29,7 @@ use crate::units::format_value;
 
 /// How strict the gate is.
 #[derive(Clone, Copy, Debug, Serialize)]
-pub struct Gate {
+pub(crate) struct Gate {
     /// A case is slower in practice below 1 − tolerance of the baseline's median.
     pub tolerance: f64,
     /// Fail unstable cases too.
@@ -39,7 +39,7 @@ pub struct Gate {
 /// What a case is, by the gate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Status {
+pub(crate) enum Status {
     /// Not slower than its baseline (or not by enough, or not provably).
     Pass,
     /// Slower than its baseline, by the test and beyond the tolerance.
@@ -70,7 +70,7 @@ impl Status {
 
 /// The baseline's figures for a case.
 #[derive(Clone, Debug, Serialize)]
-pub struct BaselineFigures {
+pub(crate) struct BaselineFigures {
     pub median: f64,
     /// Coefficient of variation of its samples.
     pub cv: Option<f64>,
@@ -96,7 +96,7 @@ pub enum Rule {
 
 /// The gate's verdict on one case.
 #[derive(Clone, Debug, Serialize)]
-pub struct CaseVerdict {
+pub(crate) struct CaseVerdict {
     pub id: String,
     pub label: String,
     pub subsystem: String,
@@ -135,7 +135,7 @@ pub struct CaseVerdict {
 
 /// The gate's verdict on result `r`, judged by the findings (`finding`, whose past is the
 /// baseline) against the baseline's case `base`.
-pub fn gate_case(
+pub(crate) fn gate_case(
     r: &BenchResult,
     base: Option<&BaselineCase>,
     finding: Option<&Finding>,
@@ -318,7 +318,7 @@ fn rule_words(v: &CaseVerdict) -> String {
 }
 
 /// A cause in a few words: its kind and value.
-pub fn short_cause(c: &Cause) -> String {
+pub(crate) fn short_cause(c: &Cause) -> String {
     match c.value {
         Some(value) => format!("{} {} {}", c.kind, format_value(value), c.unit)
             .trim_end()
@@ -328,7 +328,7 @@ pub fn short_cause(c: &Cause) -> String {
 }
 
 /// A p-value in at most a few characters: 0.003, 2e-05.
-pub fn format_p(p: f64) -> String {
+pub(crate) fn format_p(p: f64) -> String {
     if p >= 0.001 {
         format!("{p:.3}")
     } else {

@@ -33,7 +33,7 @@ use gate::{CaseVerdict, Gate, Status};
 use verdict::{CheckOutcome, CheckStatus};
 
 #[derive(Args, Debug)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// The baseline: a saved name (`peakbench baseline list`), a baseline file, or a directory
     /// of baselines, one per hardware fingerprint (read only). Default: the saved baseline of
     /// this machine's fingerprint
@@ -105,7 +105,7 @@ pub struct CheckArgs {
 }
 
 /// `--tolerance`: a fraction in (0, 1), or a percentage.
-pub fn tolerance(text: &str) -> Result<f64, String> {
+pub(crate) fn tolerance(text: &str) -> Result<f64, String> {
     let (number, scale) = match text.trim().strip_suffix('%') {
         Some(n) => (n, 100.0),
         None => (text.trim(), 1.0),
@@ -173,14 +173,14 @@ impl Prepared {
 }
 
 /// Where the baseline came from, for messages.
-pub struct LocatedBaseline {
+pub(crate) struct LocatedBaseline {
     pub baseline: Baseline,
     pub origin: String,
 }
 
 /// The baseline `--baseline` names (or the saved one of this fingerprint), refused when it was
 /// learned on other hardware unless `any`; `None` when there is none for this hardware.
-pub fn locate(
+pub(crate) fn locate(
     arg: Option<&str>,
     db: &DbArgs,
     fp: &Fingerprint,
@@ -263,7 +263,7 @@ fn newest_saved(dir: &Path, fp: &Fingerprint) -> Option<LocatedBaseline> {
 }
 
 /// `peakbench check`.
-pub fn run(args: &CheckArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode> {
     // The budget counts from here: the machine's probes and the planning are the check's time.
     let started = std::time::Instant::now();
     let prepared = Prepared::new(args)?;

@@ -13,12 +13,12 @@ use crate::sysinfo::Fingerprint;
 use crate::units::format_value;
 
 /// The longest drain reason: Slurm keeps longer ones, but `sinfo -R` and NHC show about this.
-pub const MAX_REASON: usize = 100;
+pub(crate) const MAX_REASON: usize = 100;
 
 /// How the check ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum CheckStatus {
+pub(crate) enum CheckStatus {
     /// No case failed.
     Healthy,
     /// At least one case failed.
@@ -29,7 +29,7 @@ pub enum CheckStatus {
 
 /// The baseline a check was judged against.
 #[derive(Clone, Debug, Serialize)]
-pub struct BaselineRef {
+pub(crate) struct BaselineRef {
     pub name: String,
     /// Where it was read: a saved name, a file.
     pub origin: String,
@@ -43,7 +43,7 @@ pub struct BaselineRef {
 
 /// The whole verdict of a check.
 #[derive(Clone, Debug, Serialize)]
-pub struct CheckOutcome {
+pub(crate) struct CheckOutcome {
     pub status: CheckStatus,
     /// This machine's hardware fingerprint, and its key.
     pub fingerprint: Fingerprint,
@@ -59,7 +59,7 @@ pub struct CheckOutcome {
 }
 
 impl CheckOutcome {
-    pub fn new(
+    pub(crate) fn new(
         found: Option<&LocatedBaseline>,
         fp: &Fingerprint,
         gate: Gate,
@@ -98,7 +98,7 @@ impl CheckOutcome {
 
     /// The text output: a line per failing, unstable and ungateable case, the causes of the failures with
     /// their evidence and remedy, and a summary line.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         for c in self.cases.iter().filter(|c| {
             matches!(
@@ -131,7 +131,7 @@ impl CheckOutcome {
     }
 
     /// One line: the status, the counts and the baseline.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let count = |s: Status| self.cases.iter().filter(|c| c.status == s).count();
         let against = match &self.baseline {
             Some(b) if !b.learned_spreads => format!(
@@ -209,7 +209,7 @@ fn reason(v: &CheckOutcome) -> Option<String> {
 }
 
 /// Printable ASCII only (anything else becomes '?'), cut to `chars`.
-pub fn ascii_at_most(text: &str, chars: usize) -> String {
+pub(crate) fn ascii_at_most(text: &str, chars: usize) -> String {
     text.chars()
         .map(|c| {
             if c == ' ' || c.is_ascii_graphic() {
@@ -223,7 +223,7 @@ pub fn ascii_at_most(text: &str, chars: usize) -> String {
 }
 
 /// Fails fast on a JUnit path that cannot be written, before anything is measured.
-pub fn probe_writable(path: &Path, flag: &str) -> anyhow::Result<()> {
+pub(crate) fn probe_writable(path: &Path, flag: &str) -> anyhow::Result<()> {
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -239,7 +239,7 @@ pub fn probe_writable(path: &Path, flag: &str) -> anyhow::Result<()> {
 }
 
 /// Writes the JUnit XML report.
-pub fn write_junit(path: &Path, v: &CheckOutcome) -> anyhow::Result<()> {
+pub(crate) fn write_junit(path: &Path, v: &CheckOutcome) -> anyhow::Result<()> {
     std::fs::write(path, junit(v)).map_err(|e| {
         UsageError(format!(
             "--junit: cannot write {}: {e}; choose a writable path",

@@ -12,6 +12,10 @@
 //! matrix. TCP throughput stays compared: its receiver sleeps in the kernel, and a shaper on a
 //! link (a tbf qdisc, a slow NIC) bounds it whoever shares the CPUs.
 
+// Without the `mpi` feature no cluster job runs, but this module is still built: its tests run
+// in every build, and the exporters read the documents it describes.
+#![cfg_attr(not(feature = "mpi"), allow(dead_code))]
+
 use std::collections::BTreeMap;
 
 use crate::evidence::RunEvidence;
@@ -21,12 +25,12 @@ use crate::result::{
 };
 use crate::sysinfo::SysInfo;
 
-pub use crate::result::higher_is_better;
+pub(crate) use crate::result::higher_is_better;
 use crate::stats::median;
 
 /// A value's performance relative to the median: below 1 is slower, whichever way the metric
 /// points.
-pub fn relative(value: f64, median: f64, higher_is_better: bool) -> f64 {
+pub(crate) fn relative(value: f64, median: f64, higher_is_better: bool) -> f64 {
     if higher_is_better {
         value / median
     } else {
@@ -35,7 +39,7 @@ pub fn relative(value: f64, median: f64, higher_is_better: bool) -> f64 {
 }
 
 /// The spread of every case measured on at least two hosts, in the order of first appearance.
-pub fn spread(results: &[BenchResult]) -> Vec<Spread> {
+pub(crate) fn spread(results: &[BenchResult]) -> Vec<Spread> {
     let mut order: Vec<(&str, &str)> = Vec::new();
     let mut by_case: BTreeMap<(&str, &str), Vec<&BenchResult>> = BTreeMap::new();
     for r in results {
@@ -75,7 +79,7 @@ pub fn spread(results: &[BenchResult]) -> Vec<Spread> {
 }
 
 /// The hosts with a case below `threshold` × the median, each with those cases, worst first.
-pub fn flagged(spread: &[Spread], threshold: f64) -> Vec<Flagged> {
+pub(crate) fn flagged(spread: &[Spread], threshold: f64) -> Vec<Flagged> {
     let mut hosts: BTreeMap<String, Flagged> = BTreeMap::new();
     for s in spread {
         for (host, &ratio) in &s.ratios {
@@ -122,7 +126,7 @@ fn fields(info: &SysInfo) -> Vec<(&'static str, String)> {
 }
 
 /// The inventory fields whose value is not the same on every host.
-pub fn differences(hosts: &BTreeMap<String, SysInfo>) -> Vec<Difference> {
+pub(crate) fn differences(hosts: &BTreeMap<String, SysInfo>) -> Vec<Difference> {
     let per_host: Vec<(&String, Vec<(&'static str, String)>)> =
         hosts.iter().map(|(h, info)| (h, fields(info))).collect();
     let Some((_, first)) = per_host.first() else {
@@ -142,7 +146,7 @@ pub fn differences(hosts: &BTreeMap<String, SysInfo>) -> Vec<Difference> {
 
 /// The hosts that are one running machine: the same boot id (from the inventory, else the
 /// run's evidence) and, where read, the same machine id; groups of two or more, in host order.
-pub fn shared_machines(
+pub(crate) fn shared_machines(
     hosts: &BTreeMap<String, SysInfo>,
     evidence: &BTreeMap<String, RunEvidence>,
 ) -> Vec<SharedMachine> {
@@ -176,21 +180,21 @@ pub fn shared_machines(
 
 /// The matrices timed by a ping-pong, whose links are not compared where their hosts share a
 /// machine (see the module's notes).
-pub const CPU_TIMED: [&str; 3] = [
+pub(crate) const CPU_TIMED: [&str; 3] = [
     "tcp-latency",
     "mpi-pingpong-latency",
     "mpi-pingpong-bandwidth",
 ];
 
 /// Why a link with an end on a shared machine is not compared in a [`CPU_TIMED`] matrix.
-pub const SHARED_WHY: &str = "these hosts share one machine's CPUs with other hosts of the job \
+pub(crate) const SHARED_WHY: &str = "these hosts share one machine's CPUs with other hosts of the job \
      (the same boot id): the ranks of a round's pairs spin on the same CPUs, so a ping-pong \
      there times the scheduler as much as the link; their links are left out of the median and \
      the flags (TCP throughput, whose receiver sleeps and which a shaper still bounds, stays \
      compared)";
 
 /// Why a throughput link with an end on a shared machine is flagged only further below.
-pub const SHARED_THROUGHPUT_WHY: &str = "these hosts share one machine's CPUs with other hosts \
+pub(crate) const SHARED_THROUGHPUT_WHY: &str = "these hosts share one machine's CPUs with other hosts \
      of the job (the same boot id): the pairs measured at once there share its CPUs, and a \
      link's fair share can fall to 1 / (pairs at once) of the median's, so a link is flagged \
      only below threshold / (pairs at once) × the median; a shaper (a tbf, a slow NIC) is \
@@ -201,7 +205,11 @@ pub const SHARED_THROUGHPUT_WHY: &str = "these hosts share one machine's CPUs wi
 /// with other hosts of the job to the most pairs measured at once on that machine in a round:
 /// in a [`CPU_TIMED`] matrix their links are not compared; in a throughput matrix they are
 /// flagged only below `threshold` / that count (the CPU share a pair can lose).
-pub fn flag_slow_links(matrix: &mut Matrix, threshold: f64, shared: &BTreeMap<String, usize>) {
+pub(crate) fn flag_slow_links(
+    matrix: &mut Matrix,
+    threshold: f64,
+    shared: &BTreeMap<String, usize>,
+) {
     let timed = CPU_TIMED.contains(&matrix.op.as_str());
     let left_out: Vec<bool> = matrix
         .hosts

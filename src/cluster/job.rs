@@ -3,6 +3,10 @@
 //! `mpirun` starts through `srun` inside an allocation). Rank 0 reads its own environment; the
 //! document records the job beside the MPI world (`cluster.job`).
 
+// Without the `mpi` feature no cluster job runs, but this module is still built: its tests run
+// in every build, and the exporters read the documents it describes.
+#![cfg_attr(not(feature = "mpi"), allow(dead_code))]
+
 use std::collections::BTreeMap;
 
 use crate::result::BatchJob;
@@ -31,7 +35,7 @@ const KEPT: [&str; 18] = [
 ];
 
 /// The job the `vars` (an environment) describe, or `None` outside a batch job.
-pub fn from_env(vars: impl IntoIterator<Item = (String, String)>) -> Option<BatchJob> {
+pub(crate) fn from_env(vars: impl IntoIterator<Item = (String, String)>) -> Option<BatchJob> {
     let variables: BTreeMap<String, String> = vars
         .into_iter()
         .filter(|(k, _)| KEPT.contains(&k.as_str()))
@@ -51,7 +55,7 @@ pub fn from_env(vars: impl IntoIterator<Item = (String, String)>) -> Option<Batc
 
 /// Slurm's compressed host list (`node-[0-2,5],login`, `r[1-2]n[01-02]`) as host names, in
 /// its order; zero-padded ranges keep their width.
-pub fn expand(list: &str) -> Vec<String> {
+pub(crate) fn expand(list: &str) -> Vec<String> {
     split_top(list)
         .into_iter()
         .flat_map(|name| expand_one(&name))

@@ -9,12 +9,12 @@
 //! the `cluster` section). The MPI part is behind the cargo feature `mpi` ([`mpi`]); what does not
 //! need MPI (the options, the schedule, the analysis) is here, tested without it.
 
-pub mod analysis;
-pub mod job;
+pub(crate) mod analysis;
+pub(crate) mod job;
 #[cfg(feature = "mpi")]
 mod mpi;
-pub mod reference;
-pub mod schedule;
+pub(crate) mod reference;
+pub(crate) mod schedule;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -31,20 +31,20 @@ use schedule::MatrixPlan;
 
 /// `peakbench cluster`.
 #[derive(Args, Debug)]
-pub struct ClusterArgs {
+pub(crate) struct ClusterArgs {
     #[command(subcommand)]
     pub command: Option<ClusterCommand>,
 }
 
 #[derive(Subcommand, Debug)]
-pub enum ClusterCommand {
+pub(crate) enum ClusterCommand {
     /// Run under mpirun or srun: the node-local suite on every host at once, the all-pairs network matrix, the slow node found
     Run(Box<ClusterRunArgs>),
 }
 
 named_enum! {
     /// A part of a cluster run.
-    pub enum Phase {
+    pub(crate) enum Phase {
         /// the node-local suite (CPU, memory, disk) on every host at once
         Local = "local",
         /// the all-pairs network matrix (TCP and MPI point-to-point)
@@ -55,7 +55,7 @@ named_enum! {
 }
 
 #[derive(Args, Debug)]
-pub struct ClusterRunArgs {
+pub(crate) struct ClusterRunArgs {
     #[command(flatten)]
     pub suite: SuiteArgs,
     /// The phases to run, in this order
@@ -116,12 +116,12 @@ fn collective_bytes(text: &str) -> Result<usize, String> {
 }
 
 /// How to get the command where the binary was built without MPI.
-pub const BUILD_HINT: &str = "peakbench cluster needs MPI: build with 'cargo build --release \
+pub(crate) const BUILD_HINT: &str = "peakbench cluster needs MPI: build with 'cargo build --release \
      --features mpi' (needs openmpi-bin, libopenmpi-dev and libclang-dev), then launch with \
      'mpirun -np N --host a,b,… peakbench cluster run'";
 
 /// `peakbench cluster …`.
-pub fn run(args: &ClusterArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: &ClusterArgs) -> Result<ExitCode> {
     if !cfg!(feature = "mpi") {
         return Err(UsageError(BUILD_HINT.into()).into());
     }
@@ -151,7 +151,8 @@ fn run_job(_: &ClusterRunArgs, _: &PeakOverrides) -> Result<ExitCode> {
 /// The node-local suite of this host: every table of the preset or config except the network
 /// ones (the network is the matrix's), with notes on what was left out. Each host plans from
 /// its own context; rank 0's plan decides which cases run, in which order.
-pub fn plan_local(args: &ClusterRunArgs, ctx: &Context) -> Result<Plan> {
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn plan_local(args: &ClusterRunArgs, ctx: &Context) -> Result<Plan> {
     let (origin, mut entries) = args.suite.entries()?;
     let mut plan = Plan::empty(serde_json::Value::Null);
     let before = entries.len();
@@ -189,7 +190,8 @@ pub fn plan_local(args: &ClusterRunArgs, ctx: &Context) -> Result<Plan> {
 /// OMPI_MCA_hwloc_base_binding_policy), nor when Slurm gave the job part of the node
 /// (SLURM_CPUS_ON_NODE below the CPUs online): without a cgroup holding the job to its CPUs,
 /// the binding is what keeps it off the other jobs' ones.
-pub fn may_widen_binding(var: impl Fn(&str) -> Option<String>, cpus_online: usize) -> bool {
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn may_widen_binding(var: impl Fn(&str) -> Option<String>, cpus_online: usize) -> bool {
     if var("OMPI_MCA_hwloc_base_binding_policy").is_some() {
         return false;
     }

@@ -13,6 +13,10 @@
 //! job). Under Slurm, `mpirun` inside the allocation launches through Slurm as usual
 //! (tests/slurm.rs does not run `--reference`).
 
+// Without the `mpi` feature no cluster job runs, but this module is still built: its tests run
+// in every build, and the exporters read the documents it describes.
+#![cfg_attr(not(feature = "mpi"), allow(dead_code))]
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -23,7 +27,7 @@ use crate::result::{BenchResult, ClusterReference, Reference};
 /// The MCA parameters (after `OMPI_MCA_`) of the job's launch that hpcc's launch repeats: how
 /// daemons are started, which transports and interfaces carry the traffic, and the binding the
 /// user asked for (`--bind-to`). Prefixes.
-pub const LAUNCH_PARAMETERS: [&str; 10] = [
+pub(crate) const LAUNCH_PARAMETERS: [&str; 10] = [
     "plm_rsh_", "btl", "oob_", "pml", "mtl", "coll", "osc", "routed", "plm", BINDING,
 ];
 
@@ -32,7 +36,9 @@ const BINDING: &str = "hwloc_base_binding_policy";
 
 /// The job's launch parameters, from this rank's environment: `(name, value)` for every
 /// `OMPI_MCA_name` whose name starts with one of [`LAUNCH_PARAMETERS`].
-pub fn launch_parameters(env: impl Iterator<Item = (String, String)>) -> Vec<(String, String)> {
+pub(crate) fn launch_parameters(
+    env: impl Iterator<Item = (String, String)>,
+) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = env
         .filter_map(|(k, v)| k.strip_prefix("OMPI_MCA_").map(|n| (n.to_string(), v)))
         .filter(|(n, _)| LAUNCH_PARAMETERS.iter().any(|p| n.starts_with(p)))
@@ -45,13 +51,17 @@ pub fn launch_parameters(env: impl Iterator<Item = (String, String)>) -> Vec<(St
 /// 8 N² bytes, grows with the ranks: 18 MB per rank). A small problem: hpcc's other tests
 /// (STREAM, PTRANS, RandomAccess, FFT) are sized from it, and the figures compared are the
 /// ping-pong's; its HPL is a sanity figure, not a tuned HPL run.
-pub fn hpl_order(ranks: usize) -> u64 {
+pub(crate) fn hpl_order(ranks: usize) -> u64 {
     let n = 1500.0 * (ranks.max(1) as f64).sqrt();
     ((n / f64::from(HPL_NB)).round().max(1.0) as u64) * u64::from(HPL_NB)
 }
 
 /// mpirun's arguments for hpcc on `hosts` (name, ranks), with the job's `mca` parameters.
-pub fn hpcc_args(hosts: &[(String, usize)], mca: &[(String, String)], root: bool) -> Vec<String> {
+pub(crate) fn hpcc_args(
+    hosts: &[(String, usize)],
+    mca: &[(String, String)],
+    root: bool,
+) -> Vec<String> {
     mpirun_args(hosts, mca, root, &[HPCC.program.to_string()])
 }
 
@@ -85,7 +95,7 @@ fn mpirun_args(
 }
 
 /// The `key=value` lines of hpcc's summary (the end of `hpccoutf.txt`) that are numbers.
-pub fn parse_summary(text: &str) -> BTreeMap<String, f64> {
+pub(crate) fn parse_summary(text: &str) -> BTreeMap<String, f64> {
     text.lines()
         .filter_map(|l| l.trim().split_once('='))
         .filter_map(|(k, v)| Some((k.to_string(), v.trim().parse::<f64>().ok()?)))
@@ -95,14 +105,17 @@ pub fn parse_summary(text: &str) -> BTreeMap<String, f64> {
 
 /// What one hpcc run over the job's ranks gave: HPL's reference (value in GFLOP/s, or why
 /// none) and its summary's figures.
-pub struct Hpcc {
+pub(crate) struct Hpcc {
     pub hpl: Reference,
     pub summary: BTreeMap<String, f64>,
 }
 
 /// Runs hpcc over `hosts` (name, ranks) as a second `mpirun` job with the launch parameters
 /// `mca`; `Err` only when interrupted.
-pub fn run_hpcc(hosts: &[(String, usize)], mca: &[(String, String)]) -> anyhow::Result<Hpcc> {
+pub(crate) fn run_hpcc(
+    hosts: &[(String, usize)],
+    mca: &[(String, String)],
+) -> anyhow::Result<Hpcc> {
     let ranks: usize = hosts.iter().map(|h| h.1).sum();
     let n = hpl_order(ranks);
     // SAFETY: geteuid has no preconditions.
@@ -143,7 +156,7 @@ pub fn run_hpcc(hosts: &[(String, usize)], mca: &[(String, String)]) -> anyhow::
 }
 
 /// mpi4py's benchmark module as a reference tool.
-pub const MPI4PY: ToolSpec = ToolSpec {
+pub(crate) const MPI4PY: ToolSpec = ToolSpec {
     name: "mpi4py.bench pingpong",
     program: "python3",
     install: "pip install --no-binary mpi4py 'mpi4py>=4' (Debian's python3-mpi4py 3.1.4 has no pingpong)",
@@ -158,7 +171,7 @@ pub const MPI4PY: ToolSpec = ToolSpec {
 /// its own, in a session of its own, killed with all it started after [`PROBE_TIMEOUT`] or on
 /// Ctrl-C ([`crate::reference::run_for_at_most`]). The ping-pong itself runs with `-I` too, so
 /// it finds the mpi4py the probe found.
-pub fn find_mpi4py() -> Result<std::path::PathBuf, Reference> {
+pub(crate) fn find_mpi4py() -> Result<std::path::PathBuf, Reference> {
     let probe =
         "import mpi4py, mpi4py.bench as b; print(mpi4py.__version__, hasattr(b, 'pingpong'))";
     let command = format!("python3 -I -c \"{probe}\"");
@@ -209,11 +222,11 @@ pub fn find_mpi4py() -> Result<std::path::PathBuf, Reference> {
 }
 
 /// The longest the mpi4py probe may take (an import of mpi4py is well under a second).
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// What mpi4py's ping-pong gave between ranks 0 and 1: the reference of its latency at 8 B
 /// (µs, or why there is none), its bandwidth per message size (GB/s), and the two hosts.
-pub struct Mpi4py {
+pub(crate) struct Mpi4py {
     pub latency: Reference,
     pub bandwidth_gbs: BTreeMap<u64, f64>,
     pub pair: Option<(String, String)>,
@@ -221,7 +234,7 @@ pub struct Mpi4py {
 
 impl Mpi4py {
     /// No run: `why` says why.
-    pub fn absent(why: Reference) -> Mpi4py {
+    pub(crate) fn absent(why: Reference) -> Mpi4py {
         Mpi4py {
             latency: why,
             bandwidth_gbs: BTreeMap::new(),
@@ -232,7 +245,7 @@ impl Mpi4py {
 
 /// mpi4py's ping-pong's lines: message size (B) → its mean one-way time (s), the half round
 /// trip averaged over all its timed round trips.
-pub fn parse_pingpong(text: &str) -> BTreeMap<u64, f64> {
+pub(crate) fn parse_pingpong(text: &str) -> BTreeMap<u64, f64> {
     text.lines()
         .filter_map(|line| {
             let mut words = line.split_whitespace().filter(|w| *w != "|");
@@ -250,7 +263,7 @@ const MPI4PY_MAX_BYTES: u64 = 4 << 20;
 /// Runs `python -m mpi4py.bench pingpong` (8 B to 4 MiB, 100 timed round trips from 2 MiB up
 /// instead of its 10) over the job's hosts as a second `mpirun` job, as hpcc runs; its ranks 0
 /// and 1 are on the first two hosts. `Err` only when interrupted.
-pub fn run_mpi4py(
+pub(crate) fn run_mpi4py(
     hosts: &[(String, usize)],
     mca: &[(String, String)],
     python: &std::path::Path,
@@ -386,7 +399,7 @@ fn bandwidth_near_hpcc(results: &[BenchResult], largest: bool) -> Option<(f64, u
 /// the fastest and the slowest link against hpcc's `Min`/`MaxPingPong…`. hpcc counts each
 /// pair's best measurement (its minimal time); so does the comparison: each link's best timed
 /// batch (the links' headline values in the matrix are their medians).
-pub fn against_tools(
+pub(crate) fn against_tools(
     results: &[BenchResult],
     hpcc: &Hpcc,
     mpi4py: Mpi4py,

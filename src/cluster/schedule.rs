@@ -15,26 +15,30 @@
 //! odd N, at any N). So each host has at most 5 links at any N: the matrix takes O(1) rounds
 //! and the document O(N) links, where every pair would take N − 1 rounds and N²/2 links.
 
+// Without the `mpi` feature no cluster job runs, but this module is still built: its tests run
+// in every build, and the exporters read the documents it describes.
+#![cfg_attr(not(feature = "mpi"), allow(dead_code))]
+
 use std::collections::BTreeSet;
 
 use crate::rng::Rng;
 
 /// Which pairs the matrix measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MatrixPlan {
+pub(crate) enum MatrixPlan {
     Pairs,
     Ring,
     Sample(usize),
 }
 
 /// The default plan measures every pair up to this many hosts.
-pub const PAIRS_UP_TO: usize = 4;
+pub(crate) const PAIRS_UP_TO: usize = 4;
 /// Random peers per host of the default plan above [`PAIRS_UP_TO`] hosts.
-pub const DEFAULT_SAMPLE: usize = 3;
+pub(crate) const DEFAULT_SAMPLE: usize = 3;
 
 impl MatrixPlan {
     /// The plan `--matrix` names: `pairs`, `ring` or `sample:K` (K from 1 to 64).
-    pub fn parse(text: &str) -> Result<MatrixPlan, String> {
+    pub(crate) fn parse(text: &str) -> Result<MatrixPlan, String> {
         let bad = || {
             format!(
                 "'{text}' is not a matrix plan: give 'pairs' (every pair), 'ring' (each host \
@@ -56,7 +60,7 @@ impl MatrixPlan {
     }
 
     /// The default for `n` hosts.
-    pub fn default_for(n: usize) -> MatrixPlan {
+    pub(crate) fn default_for(n: usize) -> MatrixPlan {
         if n <= PAIRS_UP_TO {
             MatrixPlan::Pairs
         } else {
@@ -65,7 +69,7 @@ impl MatrixPlan {
     }
 
     /// The plan as `--matrix` takes it.
-    pub fn text(self) -> String {
+    pub(crate) fn text(self) -> String {
         match self {
             MatrixPlan::Pairs => "pairs".into(),
             MatrixPlan::Ring => "ring".into(),
@@ -76,7 +80,7 @@ impl MatrixPlan {
     /// The rounds of pairs `(a, b)`, `a < b`, of host indices `0..n`; `seed` draws the random
     /// peers of `sample:K` (the same seed, the same rounds). A sample that would reach every
     /// pair anyway is `pairs`.
-    pub fn rounds(self, n: usize, seed: u64) -> Vec<Vec<(usize, usize)>> {
+    pub(crate) fn rounds(self, n: usize, seed: u64) -> Vec<Vec<(usize, usize)>> {
         match self {
             MatrixPlan::Pairs => rounds(n),
             MatrixPlan::Ring => ring(n),
@@ -89,7 +93,7 @@ impl MatrixPlan {
 /// The rounds of every pair (the circle method: host 0 stays, the others turn one place a
 /// round; for odd `n` a phantom host makes the count even and whoever meets it sits the round
 /// out).
-pub fn rounds(n: usize) -> Vec<Vec<(usize, usize)>> {
+pub(crate) fn rounds(n: usize) -> Vec<Vec<(usize, usize)>> {
     if n < 2 {
         return Vec::new();
     }
@@ -113,7 +117,7 @@ pub fn rounds(n: usize) -> Vec<Vec<(usize, usize)>> {
 
 /// Each host with its neighbours: the links (i, i + 1 mod n) in 2 rounds for even `n`, 3 for
 /// odd `n` (the last link, (n − 1, 0), alone with none of its hosts' other links).
-pub fn ring(n: usize) -> Vec<Vec<(usize, usize)>> {
+pub(crate) fn ring(n: usize) -> Vec<Vec<(usize, usize)>> {
     if n < 3 {
         return rounds(n);
     }

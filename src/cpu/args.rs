@@ -14,7 +14,7 @@ use crate::runner::Scaling;
 named_enum! {
     /// A width that stands for the element types of that size, the only names a precision
     /// choice has beside [`Precision`]'s own.
-    pub enum Width {
+    pub(crate) enum Width {
         /// quarter precision, 8 bit: i8 adds and dot products (x86 has no 8-bit float arithmetic)
         Qp = "qp",
         /// half precision, 16 bit: f16, bf16 and i16 (adds and dot products)
@@ -28,7 +28,7 @@ named_enum! {
 
 impl Width {
     /// The element types this width stands for.
-    pub fn precisions(self) -> &'static [Precision] {
+    pub(crate) fn precisions(self) -> &'static [Precision] {
         match self {
             Width::Qp => &[Precision::I8],
             Width::Hp => &[Precision::F16, Precision::Bf16, Precision::I16],
@@ -41,7 +41,7 @@ impl Width {
 /// A precision as users list it: one element type, by [`Precision`]'s names (so that the two
 /// lists cannot drift), or a [`Width`] that stands for several.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PrecisionChoice {
+pub(crate) enum PrecisionChoice {
     One(Precision),
     Width(Width),
 }
@@ -64,7 +64,7 @@ const CHOICES: [PrecisionChoice; Precision::ALL.len() + Width::ALL.len()] = {
 
 impl PrecisionChoice {
     /// The element types this choice stands for.
-    pub fn precisions(self) -> Vec<Precision> {
+    pub(crate) fn precisions(self) -> Vec<Precision> {
         match self {
             PrecisionChoice::One(precision) => vec![precision],
             PrecisionChoice::Width(width) => width.precisions().to_vec(),
@@ -87,7 +87,7 @@ impl ValueEnum for PrecisionChoice {
 
 named_enum! {
     /// An ISA as users list it: one ISA, or the widest or all the CPU has.
-    pub enum IsaChoice {
+    pub(crate) enum IsaChoice {
         Scalar = "scalar",
         /// 128-bit SSE2
         Sse = "sse" | "sse2",
@@ -104,7 +104,7 @@ named_enum! {
 
 impl IsaChoice {
     /// The ISAs this choice stands for on a CPU that has `available` (narrowest first).
-    pub fn isas(self, available: &[Isa]) -> Vec<Isa> {
+    pub(crate) fn isas(self, available: &[Isa]) -> Vec<Isa> {
         let widest = *available.last().unwrap_or(&Isa::Scalar);
         match self {
             IsaChoice::Scalar => vec![Isa::Scalar],
@@ -119,7 +119,7 @@ impl IsaChoice {
 
 named_enum! {
     /// Whether floating-point kernels use fused multiply-add.
-    pub enum FmaChoice {
+    pub(crate) enum FmaChoice {
         /// fused multiply-add
         Yes = "yes",
         /// separate multiplies and adds
@@ -130,7 +130,7 @@ named_enum! {
 }
 
 impl FmaChoice {
-    pub fn values(self) -> &'static [bool] {
+    pub(crate) fn values(self) -> &'static [bool] {
         match self {
             FmaChoice::Yes => &[true],
             FmaChoice::No => &[false],
@@ -142,7 +142,7 @@ impl FmaChoice {
 /// The defaults of `cpu`: 1 and every CPU, the single core and the whole chip, the two points
 /// of every scaling curve.
 #[derive(Debug, Clone)]
-pub struct CpuDefaults;
+pub(crate) struct CpuDefaults;
 
 impl Defaults for CpuDefaults {
     const DURATION_NOTE: &'static str = ": the work of one repetition is sized so that one \
@@ -150,7 +150,7 @@ impl Defaults for CpuDefaults {
 }
 
 #[derive(Args, Debug)]
-pub struct CpuArgs {
+pub(crate) struct CpuArgs {
     /// Precisions (list)
     #[arg(
         long,

@@ -9,11 +9,11 @@
 //!
 //! The dense linear algebra commands, `cpu gemm` and `cpu linpack`, are in [`dense`].
 
-pub mod args;
+pub(crate) mod args;
 pub mod dense;
 pub mod kernels;
 mod params;
-pub mod reference;
+pub(crate) mod reference;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};

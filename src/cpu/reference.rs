@@ -9,26 +9,30 @@ use crate::peak::{Isa, Precision};
 use crate::reference::{Invocation, Reading, Source, ToolSpec};
 use crate::result::Reference;
 
-pub const LIKWID: ToolSpec = ToolSpec {
+pub(crate) const LIKWID: ToolSpec = ToolSpec {
     name: "likwid-bench",
     program: "likwid-bench",
     install: "apt-get install likwid",
 };
 
-pub const HPCC: ToolSpec = ToolSpec {
+pub(crate) const HPCC: ToolSpec = ToolSpec {
     name: "hpcc HPL",
     program: "hpcc",
     install: "apt-get install hpcc openmpi-bin",
 };
 
-pub const MPIRUN: ToolSpec = ToolSpec {
+pub(crate) const MPIRUN: ToolSpec = ToolSpec {
     name: "mpirun",
     program: "mpirun",
     install: "apt-get install openmpi-bin",
 };
 
 /// likwid-bench's kernel for a precision, ISA and FMA choice, or why there is none.
-pub fn likwid_kernel(precision: Precision, isa: Isa, fma: bool) -> Result<&'static str, String> {
+pub(crate) fn likwid_kernel(
+    precision: Precision,
+    isa: Isa,
+    fma: bool,
+) -> Result<&'static str, String> {
     let kernel = match (precision, isa, fma) {
         (Precision::F64, Isa::Scalar, false) => "peakflops",
         (Precision::F64, Isa::Sse, false) => "peakflops_sse",
@@ -61,7 +65,7 @@ pub fn likwid_kernel(precision: Precision, isa: Isa, fma: bool) -> Result<&'stat
 ///
 /// 32 kB per thread keeps the kernel's single load stream in L1, as likwid's documentation
 /// suggests for peakflops; likwid counts an FMA as 2 FLOPs, as peakbench does.
-pub fn likwid_peakflops(
+pub(crate) fn likwid_peakflops(
     precision: Precision,
     isa: Isa,
     fma: bool,
@@ -92,17 +96,17 @@ pub fn likwid_peakflops(
 }
 
 /// The `MFlops/s:` figure of likwid-bench's report.
-pub fn parse_likwid_mflops(text: &str) -> Option<f64> {
+pub(crate) fn parse_likwid_mflops(text: &str) -> Option<f64> {
     text.lines()
         .find_map(|l| l.trim().strip_prefix("MFlops/s:"))
         .and_then(|v| v.trim().parse().ok())
 }
 
 /// HPL's block size.
-pub const HPL_NB: u32 = 192;
+pub(crate) const HPL_NB: u32 = 192;
 
 /// hpcc's input: one HPL problem of order n on a 1 × cores grid; the other tests minimal.
-pub fn hpcc_input(n: u64, cores: usize) -> String {
+pub(crate) fn hpcc_input(n: u64, cores: usize) -> String {
     let lines = [
         "HPLinpack benchmark input file".to_string(),
         "written by peakbench --reference".to_string(),
@@ -145,7 +149,7 @@ pub fn hpcc_input(n: u64, cores: usize) -> String {
 }
 
 /// Runs hpcc's HPL at order n with one MPI rank per core, GFLOP/s.
-pub fn hpcc_hpl(n: u64, cores: usize) -> anyhow::Result<Reference> {
+pub(crate) fn hpcc_hpl(n: u64, cores: usize) -> anyhow::Result<Reference> {
     let mut args = Vec::new();
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
@@ -176,7 +180,7 @@ pub fn hpcc_hpl(n: u64, cores: usize) -> anyhow::Result<Reference> {
 }
 
 /// The `HPL_Tflops=` figure of hpcc's summary.
-pub fn parse_hpl_tflops(text: &str) -> Option<f64> {
+pub(crate) fn parse_hpl_tflops(text: &str) -> Option<f64> {
     text.lines()
         .find_map(|l| l.trim().strip_prefix("HPL_Tflops="))
         .and_then(|v| v.trim().parse().ok())

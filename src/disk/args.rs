@@ -34,7 +34,7 @@ fn queue_depth(text: &str) -> Result<u32, String> {
 /// the file; `-t` sweeps them); 3 s per repetition, long enough for a device's write cache and
 /// its queue to reach their steady state.
 #[derive(Debug, Clone)]
-pub struct DiskDefaults;
+pub(crate) struct DiskDefaults;
 
 impl Defaults for DiskDefaults {
     const THREADS: &'static str = "1; each thread has its own file descriptor and region of \
@@ -43,7 +43,7 @@ impl Defaults for DiskDefaults {
 }
 
 #[derive(Args, Debug)]
-pub struct DiskArgs {
+pub(crate) struct DiskArgs {
     /// Ops (list)
     #[arg(
         long,

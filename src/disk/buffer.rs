@@ -3,7 +3,7 @@
 use anyhow::{Result, anyhow};
 
 /// A heap buffer aligned for O_DIRECT.
-pub struct AlignedBuf {
+pub(crate) struct AlignedBuf {
     ptr: std::ptr::NonNull<u8>,
     len: usize,
     layout: std::alloc::Layout,
@@ -13,10 +13,10 @@ pub struct AlignedBuf {
 unsafe impl Send for AlignedBuf {}
 
 /// I/O buffers of this size and more are put on huge pages (here and, where it can, for fio).
-pub const HUGE_BUFFERS_FROM: u64 = 64 << 10;
+pub(crate) const HUGE_BUFFERS_FROM: u64 = 64 << 10;
 
 impl AlignedBuf {
-    pub fn new(len: usize, align: usize) -> Result<AlignedBuf> {
+    pub(crate) fn new(len: usize, align: usize) -> Result<AlignedBuf> {
         // Large buffers sit on transparent huge pages where the kernel allows it: a 1 MiB
         // buffer of scattered 4 KiB pages needs 256 DMA segments, more than a virtio disk
         // takes (max_segments 254), so every I/O would be split in two on its way down.
@@ -42,18 +42,18 @@ impl AlignedBuf {
         Ok(AlignedBuf { ptr, len, layout })
     }
 
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: `len` bytes were allocated and are initialised (zeroed).
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 
-    pub fn as_slice(&self) -> &[u8] {
+    pub(crate) fn as_slice(&self) -> &[u8] {
         // SAFETY: as above.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 
     /// The start of the buffer, for the kernel to read or write (io_uring).
-    pub fn ptr(&self) -> *mut u8 {
+    pub(crate) fn ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }
 }

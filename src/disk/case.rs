@@ -18,7 +18,7 @@ use crate::runner::{self, Repetition, RunSettings, Stop};
 use crate::units::format_size_approx;
 
 /// One disk experiment.
-pub struct DiskCase {
+pub(crate) struct DiskCase {
     pub op: Op,
     pub block: u64,
     pub threads: usize,

@@ -29,7 +29,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A block device peakbench checked and holds open with `O_EXCL` until the run ends.
 #[derive(Debug)]
-pub struct HeldDevice {
+pub(crate) struct HeldDevice {
     /// The name the user gave (shown; checked again before the fill, never written through).
     pub path: PathBuf,
     /// The exclusive descriptor every other one is derived from.
@@ -46,7 +46,7 @@ impl HeldDevice {
     /// A new descriptor of the held device (sharing its open file, so its exclusive claim),
     /// after checking that the held descriptor is still a block device with the checked number
     /// and that `path` still names that device.
-    pub fn descriptor(&self) -> Result<File, TargetError> {
+    pub(crate) fn descriptor(&self) -> Result<File, TargetError> {
         let refuse = |why: String| TargetError::DeviceInUse {
             path: self.path.clone(),
             why,
@@ -87,7 +87,7 @@ fn device_number(rdev: u64) -> String {
 /// Checks a block device the user allowed to be written and holds it: opened with `O_EXCL`
 /// (so neither mounted nor claimed by md, dm, btrfs or swap, now or later in the run), without
 /// partitions, and blank (no signature libblkid knows, at either end).
-pub fn check_device(path: &Path, allowed: Option<&Path>) -> Result<HeldDevice, TargetError> {
+pub(crate) fn check_device(path: &Path, allowed: Option<&Path>) -> Result<HeldDevice, TargetError> {
     let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let allowed_canonical = allowed.map(|a| std::fs::canonicalize(a).unwrap_or(a.to_path_buf()));
     if allowed_canonical.as_deref() != Some(canonical.as_path()) {
@@ -207,7 +207,7 @@ fn in_use(rdev: u64, canonical: &Path) -> Option<String> {
 }
 
 /// Bytes of the block device open as `file`.
-pub fn bytes_of(file: &File) -> std::io::Result<u64> {
+pub(crate) fn bytes_of(file: &File) -> std::io::Result<u64> {
     let mut bytes: u64 = 0;
     // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
     const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
@@ -359,7 +359,7 @@ const SIGNATURES: &[(&str, usize, &[u8])] = &[
 ];
 
 /// The first signature found in the first bytes of a device, if any.
-pub fn signature_in(head: &[u8]) -> Option<&'static str> {
+pub(crate) fn signature_in(head: &[u8]) -> Option<&'static str> {
     SIGNATURES.iter().find_map(|(name, offset, bytes)| {
         (head.len() >= offset + bytes.len() && &head[*offset..offset + bytes.len()] == *bytes)
             .then_some(*name)
@@ -372,7 +372,7 @@ const MD_MAGIC: u32 = 0xa92b_4efc;
 /// A signature in `tail`, the last bytes of a device of `size` bytes: a GPT backup header in
 /// the last 512 B or 4 KiB sector, an md 0.90 superblock (64 KiB-aligned, 64 KiB from the end,
 /// either byte order) or an md 1.0 one (4 KiB-aligned, 8 KiB from the end).
-pub fn tail_signature_in(tail: &[u8], size: u64) -> Option<&'static str> {
+pub(crate) fn tail_signature_in(tail: &[u8], size: u64) -> Option<&'static str> {
     let start = size.checked_sub(tail.len() as u64)?;
     let at = |offset: u64, len: usize| -> Option<&[u8]> {
         let from = usize::try_from(offset.checked_sub(start)?).ok()?;

@@ -28,7 +28,7 @@ use super::stamp::{FULL_CHECK_EVERY, stamp, verify, verify_ends};
 
 /// What one thread does: everything the I/O loop needs, fixed before the run.
 #[derive(Clone, Debug)]
-pub struct ThreadIo {
+pub(crate) struct ThreadIo {
     pub op: Op,
     pub block: u64,
     pub qd: u32,
@@ -59,10 +59,10 @@ enum Kind {
 /// Environment variable that makes io_uring setup fail as a kernel that refuses it would. A
 /// test hook: read only in builds with the `test-hooks` feature, which only the tests enable.
 #[cfg(feature = "test-hooks")]
-pub const REFUSE_IO_URING_ENV: &str = "PEAKBENCH_TEST_REFUSE_IO_URING";
+pub(crate) const REFUSE_IO_URING_ENV: &str = "PEAKBENCH_TEST_REFUSE_IO_URING";
 
 /// Creates a ring, or says why the kernel refuses one.
-pub fn new_ring(entries: u32) -> std::io::Result<IoUring> {
+pub(crate) fn new_ring(entries: u32) -> std::io::Result<IoUring> {
     #[cfg(feature = "test-hooks")]
     if std::env::var_os(REFUSE_IO_URING_ENV).is_some() {
         return Err(std::io::Error::from_raw_os_error(libc::EPERM));
@@ -95,7 +95,7 @@ struct Slot {
 }
 
 /// One thread of a disk case.
-pub struct DiskWorker {
+pub(crate) struct DiskWorker {
     job: ThreadIo,
     file: File,
     ring: Option<IoUring>,
@@ -114,7 +114,7 @@ pub struct DiskWorker {
 }
 
 impl DiskWorker {
-    pub fn new(job: &ThreadIo, target: &TestFile, index: usize) -> Result<DiskWorker> {
+    pub(crate) fn new(job: &ThreadIo, target: &TestFile, index: usize) -> Result<DiskWorker> {
         // Read-only jobs open the file read-only, as fio does. On this VM's virtio disk random
         // 4 KiB reads at QD 1 through a read-only descriptor came out 1.03x and 1.01x (p50
         // 2.5 and 3 % lower) against a read-write one, in two sets of 16 and 20 alternations.

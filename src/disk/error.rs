@@ -12,7 +12,7 @@ use crate::units::format_size_approx;
 /// Why a place cannot hold the test file, or a path or device cannot be used. These are the
 /// user's input at fault; the disk plan names the flag that gave it and the fix.
 #[derive(Debug, thiserror::Error)]
-pub enum TargetError {
+pub(crate) enum TargetError {
     #[error("{} cannot be used ({source})", path.display())]
     Missing {
         path: PathBuf,
@@ -66,7 +66,7 @@ pub enum TargetError {
 }
 
 /// The usage error for a target the user gave with `flag` (`--dir` or `--file`).
-pub fn target_usage(error: TargetError, flag: &str) -> anyhow::Error {
+pub(crate) fn target_usage(error: TargetError, flag: &str) -> anyhow::Error {
     use TargetError as E;
     let fix = match &error {
         E::Missing { .. } => format!("give an existing path with {flag}"),
@@ -113,7 +113,7 @@ pub fn target_usage(error: TargetError, flag: &str) -> anyhow::Error {
 }
 
 /// Turns a target error anywhere in `error`'s chain into the usage error naming `flag`.
-pub fn name_flag(error: anyhow::Error, flag: &str) -> anyhow::Error {
+pub(crate) fn name_flag(error: anyhow::Error, flag: &str) -> anyhow::Error {
     match error.downcast::<TargetError>() {
         Ok(target) => target_usage(target, flag),
         Err(other) => other,
@@ -121,7 +121,7 @@ pub fn name_flag(error: anyhow::Error, flag: &str) -> anyhow::Error {
 }
 
 /// An I/O error with its offset; a full disk gets a message that says what happens next.
-pub fn io_error(e: std::io::Error, what: &str, offset: u64) -> anyhow::Error {
+pub(crate) fn io_error(e: std::io::Error, what: &str, offset: u64) -> anyhow::Error {
     if e.raw_os_error() == Some(libc::ENOSPC) {
         anyhow!(
             "the disk is full (ENOSPC) {what} at offset {offset}: the run stops and the test \

@@ -37,14 +37,14 @@ use super::error::{TargetError, io_error};
 use super::stamp::stamp;
 
 /// The first bytes of every peakbench test file.
-pub const MAGIC: &[u8] = b"PEAKBENCH DISK TEST FILE v1\n";
+pub(crate) const MAGIC: &[u8] = b"PEAKBENCH DISK TEST FILE v1\n";
 /// Free space left on the file system after the test file is created: this much plus 1 %.
-pub const SPACE_MARGIN: u64 = 64 << 20;
+pub(crate) const SPACE_MARGIN: u64 = 64 << 20;
 const FILL_CHUNK: usize = 4 << 20;
 
 /// Where the cases do their I/O, as checked at plan time.
 #[derive(Clone, Debug)]
-pub enum Place {
+pub(crate) enum Place {
     /// A new file in this directory (or a kept one found there with `--keep`).
     Dir(PathBuf),
     /// A new file at this path, or a peakbench file that already exists there.
@@ -56,7 +56,7 @@ pub enum Place {
 
 /// What the plan found out about the target before anything is created.
 #[derive(Clone, Debug)]
-pub struct TargetSpec {
+pub(crate) struct TargetSpec {
     pub place: Place,
     /// Bytes of the data region.
     pub data_bytes: u64,
@@ -71,7 +71,7 @@ pub struct TargetSpec {
 
 /// The open test file, shared by every case of a run; removed when the last case drops it.
 #[derive(Debug)]
-pub struct TestFile {
+pub(crate) struct TestFile {
     /// The name the file was opened by (shown to the user; never opened again).
     pub path: PathBuf,
     /// The one descriptor opened by name; every other is derived from it.
@@ -91,7 +91,7 @@ pub struct TestFile {
 
 impl TestFile {
     /// A path that reopens this very file (`/proc/self/fd/N`), not whatever has its name now.
-    pub fn fd_path(&self) -> PathBuf {
+    pub(crate) fn fd_path(&self) -> PathBuf {
         use std::os::fd::AsRawFd;
         PathBuf::from(format!("/proc/self/fd/{}", self.handle.as_raw_fd()))
     }
@@ -99,7 +99,7 @@ impl TestFile {
     /// A new descriptor of this very file or device (through [`TestFile::fd_path`]), read-only
     /// or read-write, with `O_DIRECT` or not; checked to be the same inode (and device number)
     /// as the one descriptor opened by name.
-    pub fn reopen(&self, write: bool, direct: bool) -> Result<File> {
+    pub(crate) fn reopen(&self, write: bool, direct: bool) -> Result<File> {
         let mut options = OpenOptions::new();
         options.read(true).write(write);
         options.custom_flags(libc::O_CLOEXEC | if direct { libc::O_DIRECT } else { 0 });
@@ -122,7 +122,7 @@ impl TestFile {
 
     /// A duplicate of the one descriptor for a tool to inherit (3 or more, close-on-exec; see
     /// [`crate::reference::inherit_fd`]): the tool opens `/proc/self/fd/N`, never the name.
-    pub fn share_with_tool(&self) -> Result<std::os::fd::OwnedFd> {
+    pub(crate) fn share_with_tool(&self) -> Result<std::os::fd::OwnedFd> {
         use std::os::fd::AsFd;
         crate::reference::dup_for_child(self.handle.as_fd())
             .with_context(|| format!("passing {} to a tool", self.path.display()))
@@ -140,19 +140,19 @@ impl TestFile {
     }
 
     /// Whether reads can still check each 4 KiB's offset stamp.
-    pub fn verifiable(&self) -> bool {
+    pub(crate) fn verifiable(&self) -> bool {
         !self.foreign_writes.load(Ordering::SeqCst)
     }
 
     /// Records that another program wrote into the data region.
-    pub fn mark_foreign_writes(&self) {
+    pub(crate) fn mark_foreign_writes(&self) {
         self.foreign_writes.store(true, Ordering::SeqCst);
     }
 
     /// Writes back and drops the file's cached pages before a case, as fio's default
     /// `invalidate=1` does: buffered reads then start from the disk, not from what the fill or
     /// the last case left in memory, and both tools start their jobs from the same state.
-    pub fn drop_cached_pages(&self) -> Result<()> {
+    pub(crate) fn drop_cached_pages(&self) -> Result<()> {
         use std::os::fd::AsRawFd;
         let file = &self.handle;
         file.sync_data()
@@ -214,7 +214,7 @@ impl Drop for TestFile {
 
 /// The header of a test file (text after [`MAGIC`], so `head -c 200` shows it).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Header {
+pub(crate) struct Header {
     pub tag: u64,
     pub data_offset: u64,
     pub data_bytes: u64,
@@ -241,7 +241,7 @@ impl Header {
     }
 
     /// Parses a header block; `None` when it is not a peakbench header.
-    pub fn decode(block: &[u8]) -> Option<Header> {
+    pub(crate) fn decode(block: &[u8]) -> Option<Header> {
         let rest = block.strip_prefix(MAGIC)?;
         let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
         let text = std::str::from_utf8(&rest[..end]).ok()?;
@@ -262,7 +262,7 @@ impl Header {
 /// Reads the header of `path`, `None` when the file has none (a file peakbench did not create).
 /// Opened read-only, never through a symbolic link and never waiting (a FIFO swapped in for a
 /// checked name would block an open forever), and only a regular file is read.
-pub fn read_header(path: &Path) -> Result<Option<Header>> {
+pub(crate) fn read_header(path: &Path) -> Result<Option<Header>> {
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -284,7 +284,7 @@ fn write_header(file: &File, path: &Path, header: &Header) -> Result<()> {
 }
 
 /// O_DIRECT alignment of files in `dir`: the logical block size of the device holding it.
-pub fn alignment(dir: &Path) -> (u64, String) {
+pub(crate) fn alignment(dir: &Path) -> (u64, String) {
     let Ok(meta) = std::fs::metadata(dir) else {
         return (4096, "default (metadata unreadable)".into());
     };
@@ -297,7 +297,7 @@ pub fn alignment(dir: &Path) -> (u64, String) {
 
 /// O_DIRECT alignment on the block device numbered `dev`: its logical block size (that of
 /// the whole disk for a partition).
-pub fn alignment_of_device(dev: u64) -> (u64, String) {
+pub(crate) fn alignment_of_device(dev: u64) -> (u64, String) {
     let (major, minor) = (libc::major(dev), libc::minor(dev));
     for rel in ["queue/logical_block_size", "../queue/logical_block_size"] {
         let path = format!("/sys/dev/block/{major}:{minor}/{rel}");
@@ -333,13 +333,13 @@ fn statvfs(dir: &Path) -> std::io::Result<(u64, u64, bool)> {
 }
 
 /// The space the test file may take in a file system of `total` bytes with `free` available.
-pub fn space_ok(need: u64, free: u64, total: u64) -> bool {
+pub(crate) fn space_ok(need: u64, free: u64, total: u64) -> bool {
     need.saturating_add(SPACE_MARGIN + total / 100) <= free
 }
 
 /// A smaller test file size when `want` does not fit in `dir`: half of what the margin leaves
 /// free, in whole MiB; `None` when `want` fits. Too little room for even 64 MiB is an error.
-pub fn fitting_size(dir: &Path, want: u64) -> Result<Option<u64>> {
+pub(crate) fn fitting_size(dir: &Path, want: u64) -> Result<Option<u64>> {
     let (free, total, _) = statvfs(dir).map_err(|source| TargetError::FreeSpaceUnknown {
         path: dir.to_path_buf(),
         source,
@@ -360,7 +360,7 @@ pub fn fitting_size(dir: &Path, want: u64) -> Result<Option<u64>> {
 }
 
 /// Checks a place for the test file without creating anything.
-pub fn check_dir(dir: &Path, data_bytes: u64, align: u64) -> Result<(), TargetError> {
+pub(crate) fn check_dir(dir: &Path, data_bytes: u64, align: u64) -> Result<(), TargetError> {
     let path = || dir.to_path_buf();
     let meta = std::fs::metadata(dir).map_err(|source| TargetError::Missing {
         path: path(),
@@ -409,7 +409,7 @@ pub fn check_dir(dir: &Path, data_bytes: u64, align: u64) -> Result<(), TargetEr
 }
 
 /// A kept peakbench file in `dir` with a data region of exactly `data_bytes`.
-pub fn find_kept(dir: &Path, data_bytes: u64) -> Option<PathBuf> {
+pub(crate) fn find_kept(dir: &Path, data_bytes: u64) -> Option<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
         .ok()?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -492,7 +492,7 @@ fn header_of(file: &File) -> std::io::Result<Option<Header>> {
 
 /// Checks an existing path meant for the test file: only a complete peakbench file of this
 /// user, with one link, may be reused.
-pub fn check_existing_file(path: &Path) -> Result<Header, TargetError> {
+pub(crate) fn check_existing_file(path: &Path) -> Result<Header, TargetError> {
     let meta = std::fs::symlink_metadata(path).map_err(|source| TargetError::Missing {
         path: path.to_path_buf(),
         source,
@@ -511,12 +511,12 @@ pub fn check_existing_file(path: &Path) -> Result<Header, TargetError> {
 }
 
 /// The data region starts here: a whole header block, aligned for O_DIRECT.
-pub fn data_offset(align: u64) -> u64 {
+pub(crate) fn data_offset(align: u64) -> u64 {
     align.max(4096)
 }
 
 /// Opens (creating and filling if needed) the test file described by `spec`.
-pub fn open(spec: &TargetSpec) -> Result<TestFile> {
+pub(crate) fn open(spec: &TargetSpec) -> Result<TestFile> {
     match &spec.place {
         Place::Device(device) => {
             // The held descriptor, after checking that the name still refers to its device.

@@ -22,14 +22,14 @@ use crate::result::Reference;
 use super::buffer::HUGE_BUFFERS_FROM;
 use super::settings::{IoEngine, Op, Stopping};
 
-pub const FIO: ToolSpec = ToolSpec {
+pub(crate) const FIO: ToolSpec = ToolSpec {
     name: "fio",
     program: "fio",
     install: "apt-get install fio",
 };
 
 /// Everything fio needs to run the case's job.
-pub struct FioJob<'a> {
+pub(crate) struct FioJob<'a> {
     /// The test file's name, shown in the command line only.
     pub path: &'a Path,
     /// A descriptor of the checked test file, 3 or more, close-on-exec, open while fio runs:
@@ -63,12 +63,12 @@ pub struct FioJob<'a> {
 /// fio write files peakbench never checked), and turns `\:` back into `:`, leaving every other
 /// backslash as it is (fio 3.33, checked with directories named `a:b`, `p\:q` and `x\\y`).
 /// So each `:` is escaped and nothing else.
-pub fn fio_filename(path: &Path) -> String {
+pub(crate) fn fio_filename(path: &Path) -> String {
     path.to_string_lossy().replace(':', "\\:")
 }
 
 impl FioJob<'_> {
-    pub fn args(&self) -> Vec<String> {
+    pub(crate) fn args(&self) -> Vec<String> {
         let rw = match self.op {
             Op::SeqRead => "read",
             Op::SeqWrite => "write",
@@ -169,7 +169,7 @@ impl FioJob<'_> {
     }
 
     /// Runs fio and returns its value in the result's unit.
-    pub fn run(&self) -> anyhow::Result<Reference> {
+    pub(crate) fn run(&self) -> anyhow::Result<Reference> {
         let limit = match self.stop {
             Stopping::Duration(d) => d + self.ramp + Duration::from_secs(60),
             Stopping::Bytes(_) | Stopping::Ios(_) => Duration::from_secs(3600),
@@ -209,7 +209,7 @@ impl FioJob<'_> {
 
 /// Huge-page memory fio's `--iomem=shmhuge` takes for the job: one segment per job of the
 /// buffers plus fio's alignment slack, in whole 2 MiB pages.
-pub fn fio_huge_bytes(threads: usize, qd: u32, block: u64) -> u64 {
+pub(crate) fn fio_huge_bytes(threads: usize, qd: u32, block: u64) -> u64 {
     const PAGE: u64 = 2 << 20;
     threads as u64 * (u64::from(qd) * block + PAGE).div_ceil(PAGE) * PAGE
 }
@@ -217,7 +217,7 @@ pub fn fio_huge_bytes(threads: usize, qd: u32, block: u64) -> u64 {
 /// Whether fio can have its buffers on huge pages for this job: large blocks only (as
 /// peakbench's), and only from huge pages the system has already reserved and left free —
 /// peakbench never changes `vm.nr_hugepages`.
-pub fn huge_iomem_fits(threads: usize, qd: u32, block: u64) -> bool {
+pub(crate) fn huge_iomem_fits(threads: usize, qd: u32, block: u64) -> bool {
     if block < HUGE_BUFFERS_FROM {
         return false;
     }
@@ -240,7 +240,7 @@ pub fn huge_iomem_fits(threads: usize, qd: u32, block: u64) -> bool {
 
 /// fio's figures for the group, reads and writes together.
 #[derive(Debug, PartialEq)]
-pub struct FioValue {
+pub(crate) struct FioValue {
     pub bytes_per_sec: f64,
     pub iops: f64,
     /// Latency percentiles of the direction with the most I/Os.
@@ -250,7 +250,7 @@ pub struct FioValue {
 }
 
 /// Parses fio's `--output-format=json` (anything fio prints before the document is skipped).
-pub fn parse(stdout: &str) -> Option<FioValue> {
+pub(crate) fn parse(stdout: &str) -> Option<FioValue> {
     let start = stdout.find('{')?;
     let doc: serde_json::Value = serde_json::from_str(&stdout[start..]).ok()?;
     let job = doc.get("jobs")?.get(0)?;

@@ -14,31 +14,27 @@
 
 mod args;
 mod params;
-pub mod buffer;
+pub(crate) mod buffer;
 mod case;
-pub mod device;
-pub mod engine;
-pub mod error;
-pub mod file;
-pub mod fio;
+pub(crate) mod device;
+pub(crate) mod engine;
+pub(crate) mod error;
+pub(crate) mod file;
+pub(crate) mod fio;
 mod plan;
 mod settings;
-pub mod stamp;
+pub(crate) mod stamp;
 mod target;
 
 use anyhow::Result;
 
 use crate::plan::{Context, Plan};
 use crate::workload::Benchmark;
-pub use args::DiskArgs;
-pub use case::DiskCase;
-pub use plan::DiskOptions;
-pub use settings::{
-    DirectChoice, IOPS_HEADLINE_BELOW, IoEngine, IoEngineChoice, MAX_BLOCK, Op, Stopping,
-};
+pub(crate) use args::DiskArgs;
+pub(crate) use plan::DiskOptions;
 
 /// `peakbench disk`.
-pub struct Disk;
+pub(crate) struct Disk;
 
 impl Benchmark for Disk {
     const NAME: &'static str = "disk";

@@ -23,7 +23,7 @@ use crate::units::format_size_approx;
 
 /// Validated disk settings; what [`plan`] expands. Constructible from code (presets).
 #[derive(Clone, Debug, Serialize)]
-pub struct DiskOptions {
+pub(crate) struct DiskOptions {
     pub ops: Vec<Op>,
     pub blocks: Vec<u64>,
     pub threads: Vec<usize>,
@@ -47,7 +47,7 @@ pub struct DiskOptions {
 }
 
 impl DiskOptions {
-    pub fn from_args(args: &DiskArgs, ramp: Duration) -> DiskOptions {
+    pub(crate) fn from_args(args: &DiskArgs, ramp: Duration) -> DiskOptions {
         DiskOptions {
             ops: unique(&args.op),
             blocks: unique(&args.block),
@@ -82,7 +82,7 @@ impl DiskOptions {
 
 /// Checks the target and expands the options into cases (nothing is created yet), with the
 /// notes (e.g. an engine fallback) also put in each result's warnings.
-pub fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<String>)> {
+pub(super) fn plan_with_notes(opts: &DiskOptions, ctx: &Context) -> Result<(Cases, Vec<String>)> {
     let mut notes = Vec::new();
     let fitted = fit_size(opts)?;
     let opts = match &fitted {

@@ -6,13 +6,13 @@ use serde::Serialize;
 use crate::names::named_enum;
 
 /// The largest block of one I/O (a single read or write moves at most ~2 GiB on Linux).
-pub const MAX_BLOCK: u64 = 1 << 30;
+pub(crate) const MAX_BLOCK: u64 = 1 << 30;
 /// Blocks below this report IOPS as the headline (with MB/s as an extra); larger ones MB/s.
-pub const IOPS_HEADLINE_BELOW: u64 = 64 * 1024;
+pub(crate) const IOPS_HEADLINE_BELOW: u64 = 64 * 1024;
 
 named_enum! {
     /// A disk operation.
-    pub enum Op {
+    pub(crate) enum Op {
         /// sequential reads
         SeqRead = "seqread",
         /// sequential writes
@@ -29,18 +29,18 @@ named_enum! {
 }
 
 impl Op {
-    pub fn writes(self) -> bool {
+    pub(crate) fn writes(self) -> bool {
         !matches!(self, Op::SeqRead | Op::RandRead)
     }
 
-    pub fn reads(self) -> bool {
+    pub(crate) fn reads(self) -> bool {
         !matches!(self, Op::SeqWrite | Op::RandWrite)
     }
 }
 
 named_enum! {
     /// The engine a case runs with.
-    pub enum IoEngine {
+    pub(crate) enum IoEngine {
         IoUring = "io_uring",
         Sync = "sync",
     }
@@ -48,7 +48,7 @@ named_enum! {
 
 named_enum! {
     /// The engine asked for.
-    pub enum IoEngineChoice {
+    pub(crate) enum IoEngineChoice {
         /// io_uring where the kernel allows it, else sync with a note
         Auto = "auto",
         /// io_uring, queue depths per thread
@@ -60,7 +60,7 @@ named_enum! {
 
 named_enum! {
     /// O_DIRECT or the page cache.
-    pub enum DirectChoice {
+    pub(crate) enum DirectChoice {
         /// O_DIRECT; a block it cannot do is an error
         Always = "always",
         /// buffered (page cache) for every case
@@ -73,7 +73,7 @@ named_enum! {
 /// When a repetition stops.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Stopping {
+pub(crate) enum Stopping {
     Duration(std::time::Duration),
     /// Bytes moved by all threads together.
     Bytes(u64),

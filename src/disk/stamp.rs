@@ -18,11 +18,11 @@
 use anyhow::{Result, bail};
 
 /// Stamps are written at every file offset that is a multiple of this.
-pub const STAMP_EVERY: u64 = 4096;
+pub(crate) const STAMP_EVERY: u64 = 4096;
 
 /// One read in this many (per thread) checks every stamp of its block; the others check the
 /// stamps at both ends.
-pub const FULL_CHECK_EVERY: u64 = 64;
+pub(crate) const FULL_CHECK_EVERY: u64 = 64;
 
 /// The file offsets of stamps in `[offset, offset + len)` that have at least `need` bytes room.
 fn stamp_positions(offset: u64, len: usize, need: u64) -> impl Iterator<Item = usize> {
@@ -38,7 +38,7 @@ fn stamp_positions(offset: u64, len: usize, need: u64) -> impl Iterator<Item = u
 ///
 /// A block that covers only part of a stamp (a block size that does not divide 4 KiB) writes
 /// that part of it, so the stamps in the file stay whole whatever block sizes wrote it.
-pub fn stamp(buf: &mut [u8], offset: u64, tag: u64, seq: u64) {
+pub(crate) fn stamp(buf: &mut [u8], offset: u64, tag: u64, seq: u64) {
     let end = offset + buf.len() as u64;
     let mut p = offset.saturating_sub(7) / STAMP_EVERY * STAMP_EVERY;
     while p < end {
@@ -58,7 +58,7 @@ pub fn stamp(buf: &mut [u8], offset: u64, tag: u64, seq: u64) {
 }
 
 /// Checks the offset stamps of `buf`, read at `offset`; returns how many were checked.
-pub fn verify(buf: &[u8], offset: u64, tag: u64) -> Result<u64> {
+pub(crate) fn verify(buf: &[u8], offset: u64, tag: u64) -> Result<u64> {
     let mut checked = 0;
     for at in stamp_positions(offset, buf.len(), 8) {
         check_stamp(buf, offset, at, tag)?;
@@ -69,7 +69,7 @@ pub fn verify(buf: &[u8], offset: u64, tag: u64) -> Result<u64> {
 
 /// Checks the first and the last offset stamp of `buf`, read at `offset`; returns how many
 /// were checked (0 when the block holds no whole stamp, 1 when it holds one).
-pub fn verify_ends(buf: &[u8], offset: u64, tag: u64) -> Result<u64> {
+pub(crate) fn verify_ends(buf: &[u8], offset: u64, tag: u64) -> Result<u64> {
     let first = offset.div_ceil(STAMP_EVERY) * STAMP_EVERY;
     let end = offset + buf.len() as u64;
     if first + 8 > end {

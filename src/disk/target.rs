@@ -10,13 +10,13 @@ use super::file::{self, Place, TargetSpec, TestFile};
 
 /// The test file of a plan: created by the first case that runs, shared by all of them, and
 /// removed when the last of them is dropped.
-pub struct DiskTarget {
+pub(super) struct DiskTarget {
     spec: TargetSpec,
     file: Mutex<Option<Arc<TestFile>>>,
 }
 
 impl DiskTarget {
-    pub fn new(spec: TargetSpec) -> DiskTarget {
+    pub(super) fn new(spec: TargetSpec) -> DiskTarget {
         DiskTarget {
             spec,
             file: Mutex::new(None),
@@ -24,16 +24,16 @@ impl DiskTarget {
     }
 
     /// What the plan found out about the target.
-    pub fn spec(&self) -> &TargetSpec {
+    pub(super) fn spec(&self) -> &TargetSpec {
         &self.spec
     }
 
     /// Bytes of the data region the cases work in.
-    pub fn data_bytes(&self) -> u64 {
+    pub(super) fn data_bytes(&self) -> u64 {
         self.spec.data_bytes
     }
 
-    pub fn open(&self) -> Result<Arc<TestFile>> {
+    pub(super) fn open(&self) -> Result<Arc<TestFile>> {
         let mut slot = self.file.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(file) = slot.as_ref() {
             return Ok(file.clone());

@@ -23,12 +23,12 @@ mod procstat;
 
 use serde::{Deserialize, Serialize};
 
-pub use cgroup::{CgroupVersion, parse_blkio_throttle, parse_cpu_max, parse_io_max};
-pub use net::{parse_route_get, parse_tc_classes, parse_tc_qdiscs};
-pub use procstat::{
-    CpuTimes, ProcessTimes, cpus_online, parse_cpu_list, parse_pid_stat, parse_proc_stat,
-    widen_affinity,
-};
+pub(crate) use procstat::CpuTimes;
+// An MPI rank widens its binding before it measures (the cluster's `mpi` feature).
+#[cfg(feature = "mpi")]
+pub(crate) use procstat::cpus_online;
+#[cfg(any(feature = "mpi", test))]
+pub(crate) use procstat::widen_affinity;
 
 /// A value read from the machine and where it was read.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

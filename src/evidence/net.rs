@@ -106,7 +106,7 @@ pub(super) fn read_qdiscs(unreadable: &mut Vec<String>) -> Vec<Qdisc> {
 /// with that rate. Qdiscs that neither sit at a root nor shape (the per-queue children of
 /// `mq`, `ingress`) tell nothing and are left out; so is an object without `dev` (the output of
 /// `tc -j qdisc show dev IF` has none: read all interfaces at once).
-pub fn parse_tc_qdiscs(json: &str, source: &str) -> Vec<Qdisc> {
+pub(crate) fn parse_tc_qdiscs(json: &str, source: &str) -> Vec<Qdisc> {
     let Ok(Value::Array(objects)) = serde_json::from_str::<Value>(json) else {
         return Vec::new();
     };
@@ -211,7 +211,7 @@ fn parse_tc_rate(text: &str) -> Option<u64> {
 /// `tc -j class show dev IF` output: htb classes with their ceil (the most a class may send,
 /// borrowing included), as kind `htb-class`. Reads the JSON of recent iproute2 and the text
 /// that iproute2 6.1 prints instead; other kinds of class are left out.
-pub fn parse_tc_classes(json: &str, interface: &str, source: &str) -> Vec<Qdisc> {
+pub(crate) fn parse_tc_classes(json: &str, interface: &str, source: &str) -> Vec<Qdisc> {
     let class = |handle: String, parent: String, rate_bps: Option<u64>| Qdisc {
         interface: interface.to_string(),
         kind: "htb-class".to_string(),
@@ -269,7 +269,7 @@ pub fn parse_tc_classes(json: &str, interface: &str, source: &str) -> Vec<Qdisc>
 }
 
 /// `ip -j route get ADDR` output: the interface.
-pub fn parse_route_get(json: &str) -> Option<String> {
+pub(crate) fn parse_route_get(json: &str) -> Option<String> {
     let value: Value = serde_json::from_str(json).ok()?;
     let dev = value.as_array()?.first()?.get("dev")?.as_str()?;
     (!dev.is_empty()).then(|| dev.to_string())

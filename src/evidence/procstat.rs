@@ -10,7 +10,7 @@ use std::io::Read as _;
 
 use super::{OtherProcess, Read};
 
-pub use crate::sysinfo::parse_cpu_list;
+pub(crate) use crate::sysinfo::parse_cpu_list;
 
 /// A process counts in [`top_others`] when it used more than this share of one CPU.
 const OTHER_MIN_SHARE: f64 = 0.05;
@@ -20,7 +20,7 @@ const OTHER_MAX: usize = 3;
 
 /// The CPU time counters of `/proc/stat`'s `cpu` line, seconds, summed over CPUs.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct CpuTimes {
+pub(crate) struct CpuTimes {
     /// Time in user mode (guest time included, as the kernel counts it).
     pub user_s: f64,
     /// Time in user mode at a positive nice value.
@@ -33,14 +33,14 @@ pub struct CpuTimes {
 
 impl CpuTimes {
     /// Time the CPUs ran processes: user + nice + system.
-    pub fn busy_s(&self) -> f64 {
+    pub(crate) fn busy_s(&self) -> f64 {
         self.user_s + self.nice_s + self.system_s
     }
 }
 
 /// One process's CPU time and name.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ProcessTimes {
+pub(crate) struct ProcessTimes {
     /// `comm`, as the kernel holds it (up to 15 bytes, not escaped).
     pub command: String,
     /// The parent's pid (field 4), to leave out this process's own children.
@@ -62,14 +62,14 @@ fn ticks_per_second() -> f64 {
 /// `/proc/stat`: the counters of its first line, `cpu  user nice system idle iowait irq softirq
 /// steal …` (ticks, summed over CPUs), in seconds. `None` when there is no such line or it is
 /// cut short; a kernel without the steal column (before 2.6.11) reads as no steal.
-pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
+pub(crate) fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
     text.lines()
         .find_map(|l| l.strip_prefix("cpu "))
         .and_then(cpu_times)
 }
 
 /// `/proc/stat`: the sum of the `cpuN` lines of `cpus` (`None` if one is missing or cut short).
-pub fn parse_proc_stat_of(text: &str, cpus: &[usize]) -> Option<CpuTimes> {
+pub(super) fn parse_proc_stat_of(text: &str, cpus: &[usize]) -> Option<CpuTimes> {
     let mut sum = CpuTimes::default();
     for cpu in cpus {
         let name = format!("cpu{cpu} ");
@@ -109,7 +109,7 @@ fn cpu_times(fields: &str) -> Option<CpuTimes> {
 /// The command sits in parentheses and may itself hold spaces and parentheses, so the fields
 /// are counted from the *last* `)`: after it come state (field 3), ppid (4), … utime (14),
 /// stime (15), cutime (16), cstime (17), … starttime (22).
-pub fn parse_pid_stat(text: &str, children: bool) -> Option<ProcessTimes> {
+pub(crate) fn parse_pid_stat(text: &str, children: bool) -> Option<ProcessTimes> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     if close < open {
@@ -329,7 +329,8 @@ static NARROWED_AT_LAUNCH: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock
 /// later) to every CPU its cpuset allows: the kernel intersects a mask of all CPUs with the
 /// cpuset. Returns the CPUs it was bound to before, when they were fewer; `None` when it was
 /// not narrower or the kernel refused.
-pub fn widen_affinity() -> Option<Vec<usize>> {
+#[cfg(any(feature = "mpi", test))]
+pub(crate) fn widen_affinity() -> Option<Vec<usize>> {
     let before = affinity();
     // SAFETY: cpu_set_t is plain data; every bit set names a CPU below CPU_SETSIZE.
     let rc = unsafe {
@@ -369,7 +370,7 @@ pub(super) fn affinity() -> Vec<usize> {
 
 /// Logical CPUs online: `/sys/devices/system/cpu/online` ("0-3,8,10-11"), or the C library's
 /// count of online processors where sysfs is not mounted.
-pub fn cpus_online() -> usize {
+pub(crate) fn cpus_online() -> usize {
     if let Some(text) = read_trimmed("/sys/devices/system/cpu/online") {
         let cpus = parse_cpu_list(&text);
         if !cpus.is_empty() {

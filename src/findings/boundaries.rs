@@ -14,11 +14,11 @@ use crate::units::format_size;
 /// cache: a shared L3 answers in 10–50 ns, a DRAM access in 80–150 ns on an idle server (the
 /// vendors' latency tools, Intel MLC and AMD's guides), so the step from the last cache to
 /// memory is 2–9 ×; growth inside one cache level from TLB misses stays well under it.
-pub const MEMORY_STEP: f64 = 2.5;
+pub(crate) const MEMORY_STEP: f64 = 2.5;
 
 /// The step of a latency curve that leaves the caches where sysinfo says they still hold.
 #[derive(Clone, Debug, PartialEq)]
-pub struct MeasuredEdge {
+pub(super) struct MeasuredEdge {
     /// The largest working set still in a cache, and its latency.
     pub cached: (u64, f64),
     /// The smallest working set beyond the caches, and its latency.
@@ -33,7 +33,7 @@ impl MeasuredEdge {
     /// Whether a working set of `bytes` is in memory by this edge: from 7/8 of the size beyond
     /// the caches (a kernel over several arrays rounds each one down, so a 256 MiB triad holds
     /// 16 bytes less than 256 MiB).
-    pub fn holds_in_memory(&self, bytes: u64) -> bool {
+    pub(super) fn holds_in_memory(&self, bytes: u64) -> bool {
         bytes >= self.beyond.0 / 8 * 7
     }
 }
@@ -44,7 +44,7 @@ impl MeasuredEdge {
 /// Cove server Xeon read 47 ns at 16 MiB, 103 ns at 32 MiB and 157 ns at 64 MiB with huge pages, no
 /// interval ×2.5. Over ×4, the growth inside a cache from TLB misses (a page walk the cache serves
 /// adds at most one more cache latency) stays under [`MEMORY_STEP`].
-pub const STEP_SPAN: u64 = 4;
+pub(crate) const STEP_SPAN: u64 = 4;
 
 /// Where a latency curve steps from a cache to memory before the last-level cache ends: the
 /// indices `(i, j)` of the first point `j` of `curve` ((working set in bytes, ns), sorted by
@@ -54,7 +54,7 @@ pub const STEP_SPAN: u64 = 4;
 /// the largest working set still in a cache and `curve[j]` the smallest in memory. A step
 /// inside the private caches, or one past the last level, agrees with sysinfo and is not one.
 /// The rule of this finding and of the roofline's L3 size alike.
-pub fn memory_step(curve: &[(u64, f64)], private: u64, llc: u64) -> Option<(usize, usize)> {
+pub(crate) fn memory_step(curve: &[(u64, f64)], private: u64, llc: u64) -> Option<(usize, usize)> {
     (1..curve.len())
         .filter(|&j| curve[j].0 <= llc)
         .find_map(|j| {
@@ -70,7 +70,7 @@ pub fn memory_step(curve: &[(u64, f64)], private: u64, llc: u64) -> Option<(usiz
 
 /// The step of `host`'s latency curve in `report` that contradicts sysinfo's cache sizes, if
 /// any ([`memory_step`]).
-pub fn beyond_caches(report: &Report, host: &str) -> Option<MeasuredEdge> {
+pub(super) fn beyond_caches(report: &Report, host: &str) -> Option<MeasuredEdge> {
     let inventory = report.inventory(host).unwrap_or(&report.host);
     let llc = inventory.cpu.last_level_cache_bytes();
     let private = private_cache_bytes(inventory);
@@ -95,7 +95,7 @@ pub fn beyond_caches(report: &Report, host: &str) -> Option<MeasuredEdge> {
 }
 
 /// The largest cache below the last level (a core's L2), 0 where sysinfo read none.
-pub fn private_cache_bytes(host: &SysInfo) -> u64 {
+pub(crate) fn private_cache_bytes(host: &SysInfo) -> u64 {
     let llc_level = host.cpu.data_caches().map(|c| c.level).max().unwrap_or(0);
     host.cpu
         .data_caches()
@@ -106,7 +106,7 @@ pub fn private_cache_bytes(host: &SysInfo) -> u64 {
 }
 
 /// The run-wide finding: the caches end where the latency curve says, not where sysinfo does.
-pub fn cache_sizes_wrong(report: &Report) -> Option<Cause> {
+pub(super) fn cache_sizes_wrong(report: &Report) -> Option<Cause> {
     let edge = beyond_caches(report, &report.host.hostname)?;
     let ((low_set, low_ns), (high_set, high_ns)) = (edge.cached, edge.beyond);
     Some(Cause {

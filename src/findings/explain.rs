@@ -14,7 +14,7 @@ use crate::options::{DbArgs, Json};
 use crate::text::printable;
 
 #[derive(Args, Debug)]
-pub struct ExplainArgs {
+pub(crate) struct ExplainArgs {
     /// The run: an id from 'peakbench history', `latest`, `previous`, or a JSON results file
     #[arg(default_value = "latest")]
     pub run: String,
@@ -25,7 +25,7 @@ pub struct ExplainArgs {
 }
 
 /// Loads the run, judges it against its past and prints the findings.
-pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: &ExplainArgs) -> Result<ExitCode> {
     let (id, report) = load_named(&args.run, &args.db)
         .with_context(|| format!("cannot explain {}", printable(&args.run)))?;
     let past = super::past_runs(&args.db, &report, id);

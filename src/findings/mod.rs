@@ -17,7 +17,7 @@
 
 mod boundaries;
 mod causes;
-pub mod explain;
+pub(crate) mod explain;
 mod noise;
 mod past;
 mod physics;
@@ -25,8 +25,8 @@ mod summary;
 
 use std::time::Instant;
 
-pub use boundaries::{MEMORY_STEP, STEP_SPAN, memory_step, private_cache_bytes};
-pub use past::{ALPHA, Index as PastIndex, PAST_BAND, PAST_RUNS, PastRun, past_runs};
+pub(crate) use boundaries::{MEMORY_STEP, STEP_SPAN, memory_step, private_cache_bytes};
+pub(crate) use past::{ALPHA, Index as PastIndex, PastRun, past_runs};
 
 use crate::result::{
     Against, BenchResult, Cause, Expectation, Finding, Findings, NO_CAUSE, Report, Verdict,
@@ -36,12 +36,12 @@ use crate::units::format_value;
 
 /// Judges every result of `report` against its physics, its reference, `past` (earlier runs
 /// of the same hardware, newest first) and, in a cluster run, the other hosts.
-pub fn judge(report: &Report, past: &[PastRun]) -> Findings {
+pub(crate) fn judge(report: &Report, past: &[PastRun]) -> Findings {
     judge_with(report, &past::Index::new(report, past))
 }
 
 /// [`judge`], with the past already indexed (a baseline's samples, `PastIndex::from_samples`).
-pub fn judge_with(report: &Report, past: &past::Index) -> Findings {
+pub(crate) fn judge_with(report: &Report, past: &past::Index) -> Findings {
     let started = Instant::now();
     let results: Vec<Finding> = report
         .results
@@ -75,10 +75,10 @@ fn performance(r: &BenchResult, expected: f64) -> f64 {
     }
 }
 
-pub use crate::stats::UNSTABLE_CV;
+pub(crate) use crate::stats::UNSTABLE_CV;
 
 /// Where the standard tool's figure is this much better than ours, ours is below it.
-pub const REFERENCE_BAND: f64 = 0.90;
+pub(crate) const REFERENCE_BAND: f64 = 0.90;
 
 fn judge_result(report: &Report, r: &BenchResult, past: &past::Index) -> Finding {
     let (mut expectations, mut missing) = expectations(report, r, past);
@@ -127,7 +127,11 @@ fn judge_result(report: &Report, r: &BenchResult, past: &past::Index) -> Finding
         id: r.id.clone(),
         host: r.host.clone(),
         subsystem: r.subsystem,
-        label: format!("{} {}", r.op, crate::report::describe_params(&r.params)),
+        label: format!(
+            "{} {}",
+            r.op,
+            crate::report::cells::describe_params(&r.params)
+        ),
         value: r.value,
         unit: r.unit.clone(),
         verdict,

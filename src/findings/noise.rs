@@ -6,7 +6,7 @@ use crate::result::{BenchResult, Cause, Evidence};
 use crate::units::format_value;
 
 /// Why a result's repetitions do not give one figure, and what in them shows it.
-pub struct Unstable {
+pub(super) struct Unstable {
     /// In a few words, e.g. "two regimes: 3 repetitions near 12.1 and 2 near 33.0 Gb/s".
     pub what: String,
     /// The noise itself as causes (the regimes, the drift), beside those read on the machine.
@@ -19,7 +19,7 @@ const DRIFT_P: f64 = 0.05;
 const DRIFT_CHANGE: f64 = 0.10;
 
 /// Whether `r`'s repetitions are unstable, and how.
-pub fn unstable(r: &BenchResult) -> Option<Unstable> {
+pub(super) fn unstable(r: &BenchResult) -> Option<Unstable> {
     let samples = &r.samples;
     let shown = |v: f64| format!("{} {}", format_value(v), r.unit);
     let listed = || {

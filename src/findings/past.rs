@@ -14,28 +14,28 @@ use crate::units::format_value;
 
 /// An earlier run of the same hardware, from the history.
 #[derive(Clone, Debug)]
-pub struct PastRun {
+pub(crate) struct PastRun {
     /// Its id in the history.
     pub id: i64,
     pub report: Report,
 }
 
 /// How many earlier runs the past is read from.
-pub const PAST_RUNS: usize = 20;
+pub(crate) const PAST_RUNS: usize = 20;
 
 /// How many stored runs are opened to find them (newest first).
 const SCANNED: usize = 60;
 
 /// Significance level of the test.
-pub const ALPHA: f64 = 0.05;
+pub(crate) const ALPHA: f64 = 0.05;
 
 /// Below this share of the past's median (with a significant test) is below the past.
-pub const PAST_BAND: f64 = 0.90;
+pub(crate) const PAST_BAND: f64 = 0.90;
 
 /// The earlier runs in the history at `db` of the hardware `report` was measured on, newest
 /// first, at most [`PAST_RUNS`], among those stored before `before` (its own id, when it is
 /// stored). A history that cannot be read has no past: judging never fails on it.
-pub fn past_runs(db: &DbArgs, report: &Report, before: Option<i64>) -> Vec<PastRun> {
+pub(crate) fn past_runs(db: &DbArgs, report: &Report, before: Option<i64>) -> Vec<PastRun> {
     let Ok(path) = crate::history::db_path(db) else {
         return Vec::new();
     };
@@ -63,7 +63,7 @@ pub fn past_runs(db: &DbArgs, report: &Report, before: Option<i64>) -> Vec<PastR
 /// id, its unit and, in a cluster run, its host (a cluster's hosts are judged against their own
 /// past). A 2,000-host document judged against itself compared every result with every earlier
 /// one, 19 s; looked up by key, a fraction of a second.
-pub struct Index<'a> {
+pub(crate) struct Index<'a> {
     cluster: bool,
     /// Below this share of the past's median (with a significant test) is below the past.
     band: f64,
@@ -74,7 +74,7 @@ pub struct Index<'a> {
 type CaseKey<'a> = (&'a str, &'a str, &'a str);
 
 impl<'a> Index<'a> {
-    pub fn new(report: &Report, past: &'a [PastRun]) -> Index<'a> {
+    pub(crate) fn new(report: &Report, past: &'a [PastRun]) -> Index<'a> {
         let cluster = report.hosts.len() > 1;
         let mut cases: std::collections::HashMap<_, Vec<_>> = std::collections::HashMap::new();
         for run in past {
@@ -98,7 +98,7 @@ impl<'a> Index<'a> {
     /// The past given as samples rather than runs (a baseline of `peakbench check`): for each
     /// case its id, its unit, the runs its samples come from and the samples pooled; a result
     /// is below it under `band` of its median.
-    pub fn from_samples(
+    pub(crate) fn from_samples(
         cases: impl IntoIterator<Item = (&'a str, &'a str, &'a [i64], &'a [f64])>,
         band: f64,
     ) -> Index<'a> {
@@ -118,7 +118,7 @@ impl<'a> Index<'a> {
 }
 
 /// The result against the same case in the past runs `past` indexes, or why there is none.
-pub fn expect(r: &BenchResult, past: &Index) -> Result<Expectation, String> {
+pub(super) fn expect(r: &BenchResult, past: &Index) -> Result<Expectation, String> {
     let host = if past.cluster { r.host.as_str() } else { "" };
     let band = past.band;
     let mut samples = Vec::new();

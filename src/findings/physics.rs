@@ -9,7 +9,7 @@ use crate::result::{Against, BenchResult, Expectation, Report, Subsystem, Verdic
 use crate::units::format_value;
 
 /// One class of case and the band a well-run machine reaches, as fractions of the peak.
-pub struct Class {
+pub(super) struct Class {
     pub name: &'static str,
     /// What the class holds, for the docs and the finding.
     pub holds: &'static str,
@@ -21,7 +21,7 @@ pub struct Class {
 }
 
 /// Every class, in the order the docs list them.
-pub const CLASSES: &[Class] = &[
+pub(super) const CLASSES: &[Class] = &[
     Class {
         name: "simd-kernel",
         holds: "cpu flops and iops (dot products too): independent FMA, add, multiply or dot \
@@ -217,7 +217,7 @@ fn far_latency(report: &Report, r: &BenchResult, name: &str) -> Result<Expectati
 }
 
 /// What a class's band says of `r`, or why there is no physics for it.
-pub fn expect(report: &Report, r: &BenchResult) -> Result<Expectation, String> {
+pub(super) fn expect(report: &Report, r: &BenchResult) -> Result<Expectation, String> {
     if let Some(judged) = latency(report, r) {
         return judged;
     }

@@ -5,7 +5,7 @@ use crate::result::{Finding, Subsystem, Verdict};
 
 /// "cpu: 5 of 7 at their limit, 2 below (cpu-quota 0.50 CPU)", for each subsystem that has
 /// results, in the order of the subsystems.
-pub fn lines(findings: &[Finding]) -> Vec<String> {
+pub(super) fn lines(findings: &[Finding]) -> Vec<String> {
     Subsystem::ALL
         .iter()
         .filter_map(|subsystem| line(*subsystem, findings))

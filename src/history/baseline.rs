@@ -19,13 +19,13 @@ use crate::result::{Report, RunStatus};
 use crate::sysinfo::Fingerprint;
 
 /// What the `format` field of a baseline file holds.
-pub const FORMAT: &str = "peakbench-baseline";
+pub(crate) const FORMAT: &str = "peakbench-baseline";
 /// The version of the file this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 /// The largest baseline file read: a few hundred cases of a few hundred samples fit in 1 MB.
-pub const MAX_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_BYTES: u64 = 16 << 20;
 /// The most cases of one baseline.
-pub const MAX_CASES: usize = 4096;
+pub(crate) const MAX_CASES: usize = 4096;
 /// The most samples of one case.
 pub const MAX_SAMPLES: usize = 65_536;
 /// The fewest learning runs of a case `baseline save` keeps it from. A regime that a fraction p
@@ -42,7 +42,7 @@ pub const GATEABLE_SHARE: f64 = 0.5;
 
 /// The samples of one case in a baseline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BaselineCase {
+pub(crate) struct BaselineCase {
     /// The case's id, as results carry it.
     pub id: String,
     /// The case as the tables name it.
@@ -141,7 +141,7 @@ impl BaselineCase {
 
 /// A baseline: what is normal for one hardware fingerprint.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Baseline {
+pub(crate) struct Baseline {
     /// Always [`FORMAT`].
     pub format: String,
     /// The file's version, [`FORMAT_VERSION`].
@@ -160,7 +160,7 @@ pub struct Baseline {
 impl Baseline {
     /// A baseline named `name` of the runs `runs` (newest first), keeping for each case the
     /// samples of the newest `last` runs that have it. Failed runs are left out.
-    pub fn from_runs(
+    pub(crate) fn from_runs(
         name: &str,
         fingerprint: Fingerprint,
         runs: &[(i64, Report)],
@@ -183,7 +183,11 @@ impl Baseline {
                     .entry((r.id.clone(), r.unit.clone()))
                     .or_insert_with(|| BaselineCase {
                         id: r.id.clone(),
-                        label: format!("{} {}", r.op, crate::report::describe_params(&r.params)),
+                        label: format!(
+                            "{} {}",
+                            r.op,
+                            crate::report::cells::describe_params(&r.params)
+                        ),
                         metric: r.metric.clone(),
                         unit: r.unit.clone(),
                         runs: Vec::new(),
@@ -225,13 +229,13 @@ impl Baseline {
     }
 
     /// The samples of case `id` in `unit`, if the baseline has it.
-    pub fn case(&self, id: &str, unit: &str) -> Option<&BaselineCase> {
+    pub(crate) fn case(&self, id: &str, unit: &str) -> Option<&BaselineCase> {
         self.cases.iter().find(|c| c.id == id && c.unit == unit)
     }
 
     /// Reads a baseline file's text, checked as a document from elsewhere; the error names
     /// the field.
-    pub fn parse(text: &str) -> Result<Baseline, String> {
+    pub(crate) fn parse(text: &str) -> Result<Baseline, String> {
         if text.len() as u64 > MAX_BYTES {
             return Err(format!(
                 "the file: {} bytes, more than a baseline holds ({MAX_BYTES})",
@@ -309,7 +313,7 @@ impl Baseline {
     }
 
     /// The baseline as JSON text.
-    pub fn to_json(&self) -> String {
+    pub(crate) fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a baseline serialises")
     }
 
@@ -516,7 +520,7 @@ fn check_text(field: &str, text: &str) -> Result<(), String> {
 }
 
 /// Reads a baseline file; the error names the file and the field.
-pub fn read_file(path: &Path) -> Result<Baseline, String> {
+pub(crate) fn read_file(path: &Path) -> Result<Baseline, String> {
     let shown = path.display();
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
     if !meta.is_file() {
@@ -534,7 +538,7 @@ pub fn read_file(path: &Path) -> Result<Baseline, String> {
 
 /// Whether `name` may name a saved baseline: 1 to 64 letters, digits, '.', '-' or '_', not
 /// starting with '.'.
-pub fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
         && !name.starts_with('.')
@@ -544,13 +548,13 @@ pub fn valid_name(name: &str) -> bool {
 }
 
 /// Where saved baselines are: `baselines/` beside the history file.
-pub fn saved_dir(db: &Path) -> PathBuf {
+pub(crate) fn saved_dir(db: &Path) -> PathBuf {
     db.parent().unwrap_or(Path::new(".")).join("baselines")
 }
 
 /// The saved baselines in `dir` with their file names, sorted by name; files that cannot be
 /// read are returned as errors (with the file), so that `list` can show them.
-pub fn saved(dir: &Path) -> Vec<Result<Baseline, String>> {
+pub(crate) fn saved(dir: &Path) -> Vec<Result<Baseline, String>> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };

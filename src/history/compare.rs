@@ -10,17 +10,17 @@
 //! 4 against 4 can show a change only when no repetition of one run comes near the other's; 5
 //! against 5 tolerates some overlap.
 
-use crate::report::describe_params;
+use crate::report::cells::describe_params;
 use crate::result::{BenchResult, Report};
 use crate::sysinfo::Fingerprint;
 use crate::text::{Align, Table, printable};
 use crate::units::format_value;
 
-pub use crate::result::significance::{Significance, significance};
+pub(crate) use crate::result::significance::{Significance, significance};
 
 /// One shared result.
 #[derive(Debug, Clone)]
-pub struct Change {
+pub(crate) struct Change {
     pub label: String,
     pub unit: String,
     pub a: f64,
@@ -36,7 +36,7 @@ pub struct Change {
 /// (a cluster run, schema version 2), also on the host, so that a cluster run compares host by
 /// host with another cluster run or with a single-host run (of either schema version) of one
 /// of its hosts.
-pub fn compare(a: &Report, b: &Report) -> (Vec<Change>, usize, usize) {
+pub(crate) fn compare(a: &Report, b: &Report) -> (Vec<Change>, usize, usize) {
     let by_host = a.hosts.len() > 1 || b.hosts.len() > 1;
     let same = |ra: &BenchResult, rb: &BenchResult| {
         ra.id == rb.id && ra.unit == rb.unit && (!by_host || ra.host == rb.host)
@@ -75,7 +75,7 @@ pub fn compare(a: &Report, b: &Report) -> (Vec<Change>, usize, usize) {
 }
 
 /// The comparison as an aligned text table.
-pub fn render(a_id: i64, a: &Report, b_id: i64, b: &Report) -> String {
+pub(crate) fn render(a_id: i64, a: &Report, b_id: i64, b: &Report) -> String {
     let (changes, only_a, only_b) = compare(a, b);
     let mut out = format!(
         "A: run {a_id}, {} on {}, {}\nB: run {b_id}, {} on {}, {}\n\n",

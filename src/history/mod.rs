@@ -6,10 +6,11 @@
 //! else `~/.local/share/peakbench/history.db`; it is created on first use. See [`store`] for
 //! the schema and how a file that is not ours is refused.
 
-pub mod baseline;
-pub mod compare;
-pub mod store;
+pub(crate) mod baseline;
+pub(crate) mod compare;
+pub(crate) mod store;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -18,6 +19,7 @@ use clap::{Args, Subcommand};
 
 use crate::error::UsageError;
 use crate::options::{DbArgs, Json, StoreArgs};
+use crate::report::{Exporter, Html, MarkdownTables};
 use crate::result::{Report, SCHEMA_VERSION};
 use crate::text::{Align, Table, printable};
 use crate::units::format_value;
@@ -25,7 +27,7 @@ use store::Store;
 
 /// The commands that read the history (flattened into the top-level commands).
 #[derive(Subcommand, Debug)]
-pub enum HistoryCommand {
+pub(crate) enum HistoryCommand {
     /// Lists the stored runs: id, host, date, command, status, results and headline numbers
     History(HistoryListArgs),
     /// Prints one stored run (RUN: an id, `latest` or `previous`)
@@ -39,13 +41,13 @@ pub enum HistoryCommand {
 }
 
 #[derive(Args, Debug)]
-pub struct HistoryListArgs {
+pub(crate) struct HistoryListArgs {
     #[command(flatten)]
     pub db: DbArgs,
 }
 
 #[derive(Args, Debug)]
-pub struct HistoryShowArgs {
+pub(crate) struct HistoryShowArgs {
     /// The run: an id from 'peakbench history', `latest` or `previous`
     #[arg(default_value = "latest")]
     pub run: String,
@@ -56,7 +58,7 @@ pub struct HistoryShowArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct CompareArgs {
+pub(crate) struct CompareArgs {
     /// The first run (A): an id, `latest`, `previous` or a JSON results file
     pub run_a: String,
     /// The second run (B): an id, `latest`, `previous` or a JSON results file
@@ -66,7 +68,7 @@ pub struct CompareArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct HistoryImportArgs {
+pub(crate) struct HistoryImportArgs {
     /// A JSON document written by `--json` or `--output FILE.json`
     pub file: PathBuf,
     #[command(flatten)]
@@ -74,7 +76,7 @@ pub struct HistoryImportArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// The runs: ids, `latest`, `previous`, or JSON results files; several share the charts
     #[arg(default_value = "latest", num_args = 1..)]
     pub run: Vec<String>,
@@ -89,7 +91,7 @@ pub struct ReportArgs {
 }
 
 /// The history file: the flag, else the environment, else the user's data directory.
-pub fn db_path(args: &DbArgs) -> Result<PathBuf> {
+pub(crate) fn db_path(args: &DbArgs) -> Result<PathBuf> {
     if let Some(path) = &args.db {
         return Ok(path.clone());
     }
@@ -116,7 +118,7 @@ pub fn db_path(args: &DbArgs) -> Result<PathBuf> {
 /// Stores a finished (or interrupted, or failed) run and returns its id. A failure here never
 /// loses the results, which are already printed and written: it is reported as a warning (and
 /// `None` returned) and the run's exit code stands.
-pub fn store_run(args: &StoreArgs, report: &Report) -> Option<i64> {
+pub(crate) fn store_run(args: &StoreArgs, report: &Report) -> Option<i64> {
     if args.no_history {
         return None;
     }
@@ -139,7 +141,7 @@ pub fn store_run(args: &StoreArgs, report: &Report) -> Option<i64> {
     }
 }
 
-pub fn run(command: &HistoryCommand) -> Result<ExitCode> {
+pub(crate) fn run(command: &HistoryCommand) -> Result<ExitCode> {
     match command {
         HistoryCommand::History(args) => list(args),
         HistoryCommand::Show(args) => show(args),
@@ -193,7 +195,7 @@ fn list(args: &HistoryListArgs) -> Result<ExitCode> {
 }
 
 /// The command line without the program's path and the history flags.
-pub fn short_command(command: &str) -> String {
+pub(crate) fn short_command(command: &str) -> String {
     let mut words = command.split_whitespace();
     let program = words.next().unwrap_or("");
     let program = Path::new(program)
@@ -226,7 +228,7 @@ fn show(args: &HistoryShowArgs) -> Result<ExitCode> {
             "run {id}: {}\n",
             printable(&short_command(&report.command.join(" ")))
         );
-        print!("{}", crate::report::render_table(&report));
+        std::io::stdout().write_all(&crate::report::Table.export(&report))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -274,7 +276,7 @@ fn names_a_file(name: &str) -> bool {
 
 /// A run named on the command line: a JSON results file, which has no id in a history (`None`),
 /// or a stored run by id, `latest` or `previous` from the history at `db`.
-pub fn load_named(name: &str, db: &DbArgs) -> Result<(Option<i64>, Report)> {
+pub(crate) fn load_named(name: &str, db: &DbArgs) -> Result<(Option<i64>, Report)> {
     if names_a_file(name) {
         return Ok((None, read_document(Path::new(name))?));
     }
@@ -324,26 +326,15 @@ fn report(args: &ReportArgs) -> Result<ExitCode> {
     }
     let id = runs[0].0;
     let shown: Vec<(i64, &Report)> = runs.iter().map(|(id, r)| (*id, r)).collect();
-    let outputs = [
-        (
-            &args.html,
-            "--html",
-            args.html
-                .as_ref()
-                .map(|_| crate::report::html::render_runs(&shown))
-                .unwrap_or_default(),
-        ),
-        (
-            &args.markdown,
-            "--markdown",
-            args.markdown
-                .as_ref()
-                .map(|_| crate::report::render_markdown_runs(&shown))
-                .unwrap_or_default(),
-        ),
+    let outputs: [(&Option<PathBuf>, &str, &dyn Exporter); 2] = [
+        (&args.html, "--html", &Html { run: id }),
+        (&args.markdown, "--markdown", &MarkdownTables),
     ];
-    for (path, flag, text) in outputs {
+    for (path, flag, exporter) in outputs {
         let Some(path) = path else { continue };
+        let text = exporter
+            .export_runs(&shown)
+            .expect("the HTML report and the Markdown tables hold several runs");
         std::fs::write(path, text).map_err(|e| {
             UsageError(format!(
                 "{flag}: cannot write {}: {e}; choose a writable path",

@@ -29,12 +29,12 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
 use crate::result::Report;
 
 /// `PRAGMA application_id` of a peakbench history: "peak" in ASCII.
-pub const APPLICATION_ID: i64 = 0x7065_616b;
+pub(crate) const APPLICATION_ID: i64 = 0x7065_616b;
 /// The schema version this build writes.
-pub const CURRENT_VERSION: u32 = 2;
+pub(crate) const CURRENT_VERSION: u32 = 2;
 
 /// Version 1: runs only, each with its whole document as JSON.
-pub const V1_SQL: &str = "
+pub(crate) const V1_SQL: &str = "
 PRAGMA application_id = 1885692267;
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY,
@@ -73,7 +73,7 @@ CREATE INDEX results_by_subsystem ON results(subsystem, run_id);
 
 /// Why a file is not opened; shown as one line (exit code 2).
 #[derive(Debug, thiserror::Error)]
-pub enum Refused {
+pub(crate) enum Refused {
     #[error(
         "--db: {0} is not an SQLite database (corrupt, or another kind of file); it was left unchanged: give another path"
     )]
@@ -94,7 +94,7 @@ pub enum Refused {
 
 /// One run in the listing.
 #[derive(Debug, Clone)]
-pub struct RunRow {
+pub(crate) struct RunRow {
     pub id: i64,
     pub started_at: String,
     pub host: String,
@@ -108,7 +108,7 @@ pub struct RunRow {
 }
 
 /// An open history.
-pub struct Store {
+pub(crate) struct Store {
     conn: Connection,
     path: PathBuf,
 }
@@ -119,7 +119,7 @@ impl Store {
     /// migrated; without it (`history`, `show`, `compare`, `report`) the file is opened
     /// read-only and nothing is created or migrated. Anything but a regular file (a device, a
     /// FIFO, a directory, a symbolic link) is refused before SQLite sees it.
-    pub fn open(path: &Path, write: bool) -> Result<Store> {
+    pub(crate) fn open(path: &Path, write: bool) -> Result<Store> {
         let shown = path.display().to_string();
         let exists = check_regular(path)?;
         if exists {
@@ -195,12 +195,12 @@ impl Store {
         })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Stores a run and its results; returns the run id.
-    pub fn insert(&mut self, report: &Report) -> Result<i64> {
+    pub(crate) fn insert(&mut self, report: &Report) -> Result<i64> {
         let tx = self.conn.transaction()?;
         let id = insert_run(&tx, report)?;
         tx.commit()?;
@@ -208,7 +208,7 @@ impl Store {
     }
 
     /// The id of a run already stored with the same start time, host and command line.
-    pub fn find_same(&self, report: &Report) -> Result<Option<i64>> {
+    pub(crate) fn find_same(&self, report: &Report) -> Result<Option<i64>> {
         Ok(self
             .conn
             .query_row(
@@ -224,7 +224,7 @@ impl Store {
     }
 
     /// Every run, oldest first, with its headline numbers.
-    pub fn list(&self) -> Result<Vec<RunRow>> {
+    pub(crate) fn list(&self) -> Result<Vec<RunRow>> {
         let mut runs: Vec<RunRow> = self
             .conn
             .prepare(
@@ -258,7 +258,7 @@ impl Store {
     }
 
     /// The ids of at most `limit` runs, newest first, those before `before` when given.
-    pub fn recent(&self, before: Option<i64>, limit: usize) -> Result<Vec<i64>> {
+    pub(crate) fn recent(&self, before: Option<i64>, limit: usize) -> Result<Vec<i64>> {
         let ids = self
             .conn
             .prepare("SELECT id FROM runs WHERE id < ?1 ORDER BY id DESC LIMIT ?2")?
@@ -271,7 +271,7 @@ impl Store {
     }
 
     /// The document of run `id`.
-    pub fn load(&self, id: i64) -> Result<Report> {
+    pub(crate) fn load(&self, id: i64) -> Result<Report> {
         let text: String = self
             .conn
             .query_row("SELECT report FROM runs WHERE id = ?1", [id], |row| {
@@ -288,7 +288,7 @@ impl Store {
     }
 
     /// A run name: a numeric id, `latest` or `previous`.
-    pub fn resolve(&self, name: &str) -> Result<i64> {
+    pub(crate) fn resolve(&self, name: &str) -> Result<i64> {
         let nth = match name {
             "latest" | "last" => 0,
             "previous" | "prev" => 1,

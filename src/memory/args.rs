@@ -13,7 +13,7 @@ use crate::options::{
 /// The defaults of `mem`: 1 and every CPU; a repetition of 300 ms, tens of passes over a
 /// working set of 1 GiB at DRAM speed.
 #[derive(Debug, Clone)]
-pub struct MemDefaults;
+pub(crate) struct MemDefaults;
 
 impl Defaults for MemDefaults {
     const DURATION: &'static str = "300ms";
@@ -22,14 +22,14 @@ impl Defaults for MemDefaults {
 /// The defaults of `mem latency`: one chasing thread; 100 ms per working set, millions of
 /// dependent loads even at DRAM latency, over a curve of some twenty sizes.
 #[derive(Debug, Clone)]
-pub struct LatencyDefaults;
+pub(crate) struct LatencyDefaults;
 
 impl Defaults for LatencyDefaults {
     const DURATION: &'static str = "100ms";
 }
 
 #[derive(Args, Debug)]
-pub struct MemArgs {
+pub(crate) struct MemArgs {
     /// Operations (list)
     #[arg(long, value_name = "LIST", value_delimiter = ',', ignore_case = true, value_parser = or_all::<MemOp>(), default_value = "read,write,copy,randread,stream-copy,stream-triad")]
     pub op: Vec<OrAll<MemOp>>,
@@ -55,7 +55,7 @@ pub struct MemArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct LatencyArgs {
+pub(crate) struct LatencyArgs {
     /// Working-set sizes (list; default powers of two from 4 KiB to 1 GiB)
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = positive_size)]
     pub sizes: Option<Vec<u64>>,

@@ -30,7 +30,7 @@ const BLOCK: u64 = 1 << 20;
 
 /// What the copy measured.
 #[derive(Clone, Debug)]
-pub struct CopyBound {
+pub(crate) struct CopyBound {
     /// The best repetition, GB/s (10^9 B/s), bytes read + bytes written.
     pub gbs: f64,
     /// All threads' source and destination buffers together.
@@ -44,7 +44,7 @@ pub struct CopyBound {
 
 impl CopyBound {
     /// What was measured, in one phrase for a peak's source.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "mem --op copy's {} kernel in {} blocks over {} of buffers, {} threads, best of \
              {} × {} ms: {:.2} GB/s, bytes read + written",
@@ -61,7 +61,7 @@ impl CopyBound {
 
 /// Measures the copy on every CPU this process may use (`--pin` places the threads as for
 /// every case). Interrupted by Ctrl-C, it returns the runner's interruption.
-pub fn copy_bandwidth(ctx: &Context) -> Result<CopyBound> {
+pub(crate) fn copy_bandwidth(ctx: &Context) -> Result<CopyBound> {
     let threads = runner::num_cpus().max(1);
     let llc = ctx.host.cpu.last_level_cache_bytes();
     let mut total = (8 * llc).clamp(64 << 20, 1 << 30);

@@ -27,7 +27,7 @@ const WRITTEN: u8 = 0xa5;
 const START: [f64; 3] = [1.0, 2.0, 4.0];
 
 /// One operation, block size and thread count.
-pub struct BandwidthCase {
+pub(crate) struct BandwidthCase {
     pub op: MemOp,
     /// `None` for STREAM kernels (they stream whole arrays).
     pub block: Option<u64>,
@@ -55,7 +55,7 @@ impl BandwidthCase {
     }
 
     /// Bytes of all threads' regions together: the working set actually used.
-    pub fn working_set(&self) -> u64 {
+    pub(crate) fn working_set(&self) -> u64 {
         self.slice * self.regions() * self.threads as u64
     }
 

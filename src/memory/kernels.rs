@@ -15,7 +15,7 @@
 
 /// The kernel family the CPU runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MemIsa {
+pub(crate) enum MemIsa {
     Avx512,
     /// 256-bit AVX2, with FMA for the triad.
     Avx2,
@@ -24,7 +24,7 @@ pub enum MemIsa {
 
 impl MemIsa {
     /// The widest this CPU has.
-    pub fn detect() -> MemIsa {
+    pub(crate) fn detect() -> MemIsa {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx512f") {
             return MemIsa::Avx512;
@@ -37,7 +37,7 @@ impl MemIsa {
         MemIsa::Portable
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             MemIsa::Avx512 => "avx512",
             MemIsa::Avx2 => "avx2",
@@ -46,14 +46,14 @@ impl MemIsa {
     }
 
     /// Whether this family has non-temporal stores.
-    pub fn has_nt(self) -> bool {
+    pub(crate) fn has_nt(self) -> bool {
         self != MemIsa::Portable
     }
 }
 
 /// One of STREAM's four kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stream {
+pub(crate) enum Stream {
     /// c = a
     Copy,
     /// b = q·c
@@ -65,11 +65,11 @@ pub enum Stream {
 }
 
 /// STREAM's scalar.
-pub const Q: f64 = 3.0;
+pub(crate) const Q: f64 = 3.0;
 
 impl Stream {
     /// Bytes per element as STREAM counts them: arrays read + arrays written, 8 B each.
-    pub fn bytes_per_element(self) -> u64 {
+    pub(crate) fn bytes_per_element(self) -> u64 {
         match self {
             Stream::Copy | Stream::Scale => 16,
             Stream::Add | Stream::Triad => 24,
@@ -77,14 +77,14 @@ impl Stream {
     }
 
     /// Arrays the kernel touches (the working set is split among them).
-    pub fn arrays(self) -> u64 {
+    pub(crate) fn arrays(self) -> u64 {
         self.bytes_per_element() / 8
     }
 }
 
 /// The checksum of a block by definition, the reference the kernels are tested against.
 #[cfg(test)]
-pub fn checksum_reference(block: &[u8]) -> u64 {
+pub(crate) fn checksum_reference(block: &[u8]) -> u64 {
     let mut words = block.chunks_exact(8);
     let mut sum = 0u64;
     for w in &mut words {
@@ -97,7 +97,7 @@ pub fn checksum_reference(block: &[u8]) -> u64 {
 }
 
 /// The checksum of `len` bytes that all hold `byte`, without reading them.
-pub fn checksum_of_constant(byte: u8, len: usize) -> u64 {
+pub(crate) fn checksum_of_constant(byte: u8, len: usize) -> u64 {
     let word = u64::from(byte).wrapping_mul(0x0101_0101_0101_0101);
     ((len / 8) as u64)
         .wrapping_mul(word)
@@ -108,7 +108,7 @@ pub fn checksum_of_constant(byte: u8, len: usize) -> u64 {
 ///
 /// # Safety
 /// `p..p+len` must be readable.
-pub unsafe fn read(isa: MemIsa, p: *const u8, len: usize) -> u64 {
+pub(crate) unsafe fn read(isa: MemIsa, p: *const u8, len: usize) -> u64 {
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: Avx512 is only chosen when the CPU has avx512f; the range is the caller's.
@@ -125,7 +125,7 @@ pub unsafe fn read(isa: MemIsa, p: *const u8, len: usize) -> u64 {
 ///
 /// # Safety
 /// `p..p+len` must be writable.
-pub unsafe fn write(isa: MemIsa, p: *mut u8, len: usize, byte: u8, nt: bool) {
+pub(crate) unsafe fn write(isa: MemIsa, p: *mut u8, len: usize, byte: u8, nt: bool) {
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `read`.
@@ -142,7 +142,7 @@ pub unsafe fn write(isa: MemIsa, p: *mut u8, len: usize, byte: u8, nt: bool) {
 ///
 /// # Safety
 /// Both ranges must be valid and must not overlap.
-pub unsafe fn copy(isa: MemIsa, dst: *mut u8, src: *const u8, len: usize, nt: bool) {
+pub(crate) unsafe fn copy(isa: MemIsa, dst: *mut u8, src: *const u8, len: usize, nt: bool) {
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `read`.
@@ -160,7 +160,7 @@ pub unsafe fn copy(isa: MemIsa, dst: *mut u8, src: *const u8, len: usize, nt: bo
 /// # Safety
 /// The three arrays must hold at least `range.end` elements each, be 64-byte aligned, and not
 /// overlap.
-pub unsafe fn stream(
+pub(crate) unsafe fn stream(
     isa: MemIsa,
     kernel: Stream,
     arrays: [*mut f64; 3],
@@ -185,7 +185,7 @@ pub unsafe fn stream(
 }
 
 /// Makes stores issued so far (non-temporal ones included) globally visible.
-pub fn store_fence() {
+pub(crate) fn store_fence() {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: sfence has no operands and is part of SSE, which x86-64 always has.
     unsafe {
@@ -198,7 +198,7 @@ pub fn store_fence() {
 mod portable {
     use super::{Q, Stream};
 
-    pub unsafe fn read(p: *const u8, len: usize) -> u64 {
+    pub(super) unsafe fn read(p: *const u8, len: usize) -> u64 {
         let mut acc = [0u64; 8];
         let mut i = 0;
         while i + 64 <= len {
@@ -224,17 +224,17 @@ mod portable {
         sum
     }
 
-    pub unsafe fn write(p: *mut u8, len: usize, byte: u8) {
+    pub(super) unsafe fn write(p: *mut u8, len: usize, byte: u8) {
         // SAFETY: the range is the caller's.
         unsafe { std::ptr::write_bytes(p, byte, len) }
     }
 
-    pub unsafe fn copy(dst: *mut u8, src: *const u8, len: usize) {
+    pub(super) unsafe fn copy(dst: *mut u8, src: *const u8, len: usize) {
         // SAFETY: the ranges are the caller's and do not overlap.
         unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
     }
 
-    pub unsafe fn stream(kernel: Stream, a: *mut f64, b: *mut f64, c: *mut f64, n: usize) {
+    pub(super) unsafe fn stream(kernel: Stream, a: *mut f64, b: *mut f64, c: *mut f64, n: usize) {
         // SAFETY: each array holds n elements from here (caller's contract).
         let (a, b, c) = unsafe {
             (
@@ -264,7 +264,7 @@ mod x86 {
     use std::arch::x86_64::*;
 
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn read(p: *const u8, len: usize) -> u64 {
+    pub(super) unsafe fn read(p: *const u8, len: usize) -> u64 {
         let mut acc = [_mm512_setzero_si512(); 8];
         let mut i = 0;
         // SAFETY: every load stays below p + len, which the caller owns.
@@ -323,7 +323,7 @@ mod x86 {
     }
 
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn write(p: *mut u8, len: usize, byte: u8, nt: bool) {
+    pub(super) unsafe fn write(p: *mut u8, len: usize, byte: u8, nt: bool) {
         let v = _mm512_set1_epi8(byte as i8);
         // SAFETY: every store stays below p + len, which the caller owns;
         // streaming stores go to 64-byte-aligned addresses only (after the head).
@@ -358,7 +358,7 @@ mod x86 {
     }
 
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn copy(dst: *mut u8, src: *const u8, len: usize, nt: bool) {
+    pub(super) unsafe fn copy(dst: *mut u8, src: *const u8, len: usize, nt: bool) {
         // SAFETY: loads below src + len, stores below dst + len, both the
         // caller's; streaming stores go to 64-byte-aligned addresses only (after the head).
         unsafe {
@@ -402,7 +402,7 @@ mod x86 {
     }
 
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn stream(
+    pub(super) unsafe fn stream(
         kernel: Stream,
         a: *mut f64,
         b: *mut f64,
@@ -478,7 +478,7 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     #[target_feature(enable = "avx2")]
-    pub unsafe fn read(p: *const u8, len: usize) -> u64 {
+    pub(super) unsafe fn read(p: *const u8, len: usize) -> u64 {
         let mut acc = [_mm256_setzero_si256(); 8];
         let mut i = 0;
         // SAFETY: every load stays below p + len, which the caller owns.
@@ -535,7 +535,7 @@ mod avx2 {
     }
 
     #[target_feature(enable = "avx2")]
-    pub unsafe fn write(p: *mut u8, len: usize, byte: u8, nt: bool) {
+    pub(super) unsafe fn write(p: *mut u8, len: usize, byte: u8, nt: bool) {
         let v = _mm256_set1_epi8(byte as i8);
         // SAFETY: every store stays below p + len, which the caller owns; streaming stores go
         // to 32-byte-aligned addresses only (after the head).
@@ -562,7 +562,7 @@ mod avx2 {
     }
 
     #[target_feature(enable = "avx2")]
-    pub unsafe fn copy(dst: *mut u8, src: *const u8, len: usize, nt: bool) {
+    pub(super) unsafe fn copy(dst: *mut u8, src: *const u8, len: usize, nt: bool) {
         // SAFETY: loads below src + len, stores below dst + len, both the caller's; streaming
         // stores go to 32-byte-aligned addresses only (after the head).
         unsafe {
@@ -609,7 +609,7 @@ mod avx2 {
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn stream(
+    pub(super) unsafe fn stream(
         kernel: Stream,
         a: *mut f64,
         b: *mut f64,

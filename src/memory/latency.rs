@@ -25,13 +25,13 @@ use crate::sysinfo::clock::thread_cpu_ns;
 use crate::units::{format_size, format_size_approx};
 
 /// Bytes per node: one cache line.
-pub const NODE: usize = 64;
+pub(crate) const NODE: usize = 64;
 /// Loads per chunk of work between looks at the clock.
 const CHUNK: u64 = 1 << 14;
 
 /// Validated settings of `peakbench mem latency`.
 #[derive(Clone, Debug, Serialize)]
-pub struct LatencyOptions {
+pub(crate) struct LatencyOptions {
     /// Working-set sizes in bytes.
     pub sizes: Vec<u64>,
     pub huge_pages: bool,
@@ -41,7 +41,7 @@ pub struct LatencyOptions {
 
 impl LatencyOptions {
     /// Powers of two from 4 KiB to 1 GiB (or 3/4 of the memory available, if less).
-    pub fn defaults(ctx: &Context) -> LatencyOptions {
+    pub(crate) fn defaults(ctx: &Context) -> LatencyOptions {
         let available = ctx.host.memory.available_bytes;
         let top = if available > 0 {
             (1u64 << 30).min(available / 4 * 3)
@@ -58,7 +58,7 @@ impl LatencyOptions {
 
 /// The cases of one sweep, one per size. They share the curve measured so far, from which each
 /// result states its step from the previous size.
-pub fn plan(options: &LatencyOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
+pub(crate) fn plan(options: &LatencyOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
     let available = ctx.host.memory.available_bytes;
     let curve = Arc::new(Mutex::new(Vec::new()));
     let mut cases: Vec<Box<dyn Case>> = Vec::new();
@@ -91,7 +91,7 @@ pub fn plan(options: &LatencyOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>
 }
 
 /// The smallest data cache that holds `bytes`, by the sizes sysinfo read ("L1", …, "DRAM").
-pub fn level_for(ctx: &Context, bytes: u64) -> String {
+pub(crate) fn level_for(ctx: &Context, bytes: u64) -> String {
     let mut caches: Vec<_> = ctx.host.cpu.data_caches().collect();
     caches.sort_by_key(|c| c.level);
     caches
@@ -101,7 +101,7 @@ pub fn level_for(ctx: &Context, bytes: u64) -> String {
 }
 
 /// The lines to print after a sweep: where the latency steps up, next to the cache sizes.
-pub fn boundaries(ctx: &Context, results: &[&BenchResult]) -> Vec<String> {
+pub(crate) fn boundaries(ctx: &Context, results: &[&BenchResult]) -> Vec<String> {
     let mut curve: Vec<(u64, f64)> = results
         .iter()
         .filter_map(|r| Some((r.params.working_set_bytes?, r.value)))
@@ -138,7 +138,7 @@ pub fn boundaries(ctx: &Context, results: &[&BenchResult]) -> Vec<String> {
 }
 
 /// Links the nodes of `region` into one random cycle (Sattolo) and returns the first node.
-pub fn link(region: &mut Region, seed: u64) -> *const u8 {
+pub(crate) fn link(region: &mut Region, seed: u64) -> *const u8 {
     let nodes = region.len() / NODE;
     // A permutation of node indices with one cycle: next[k] is the node after k.
     let mut next: Vec<u32> = (0..nodes as u32).collect();
@@ -164,7 +164,7 @@ pub fn link(region: &mut Region, seed: u64) -> *const u8 {
 /// # Safety
 /// `p` must be a node of a chain built by [`link`] whose region is alive.
 #[inline(never)]
-pub unsafe fn chase(mut p: *const u8, loads: u64) -> *const u8 {
+pub(crate) unsafe fn chase(mut p: *const u8, loads: u64) -> *const u8 {
     let mut left = loads;
     // SAFETY: every node holds the address of another node of the same region.
     unsafe {
@@ -185,7 +185,7 @@ pub unsafe fn chase(mut p: *const u8, loads: u64) -> *const u8 {
 /// calling thread: link a chain over a fresh region (`huge` pages asked for or not), warm it
 /// with up to one pass, then chase for `cpu` of the thread's CPU time. For a quick look at the
 /// curve before a plan (the roofline's cache edge), not a result: one sample, no repetitions.
-pub fn chase_ns(size: u64, huge: HugePages, cpu: Duration) -> Result<f64> {
+pub(crate) fn chase_ns(size: u64, huge: HugePages, cpu: Duration) -> Result<f64> {
     let size = (size as usize / NODE * NODE).max(2 * NODE);
     let mut region = Region::map(size, huge)?;
     let start = link(&mut region, 0x2545_f491_4f6c_dd1d ^ size as u64);

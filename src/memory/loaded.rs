@@ -31,7 +31,7 @@ use crate::sysinfo::clock::thread_cpu_ns;
 use crate::units::format_size;
 
 /// Bytes one load thread moves between two looks at the clock (and two pauses).
-pub const CHUNK_BYTES: usize = 64 * 1024;
+pub(crate) const CHUNK_BYTES: usize = 64 * 1024;
 /// Dependent loads between two looks at the clock.
 const LOADS: u64 = 1 << 12;
 /// The byte the load buffers hold (read checksums are compared with its closed form).
@@ -39,7 +39,7 @@ const FILL: u8 = 0x5a;
 
 named_enum! {
     /// What the load threads do.
-    pub enum LoadOp {
+    pub(crate) enum LoadOp {
         /// read their buffer, every word folded into a verified checksum
         Read = "read",
         /// store a constant byte over their buffer
@@ -51,16 +51,16 @@ named_enum! {
 
 /// The default pauses after each chunk, µs: unpaced, then lighter and lighter loads (a 64 KiB
 /// chunk takes about 3–10 µs at 5–20 GB/s per thread).
-pub const DEFAULT_PACES_US: [u64; 5] = [0, 2, 8, 32, 128];
+pub(crate) const DEFAULT_PACES_US: [u64; 5] = [0, 2, 8, 32, 128];
 /// The default buffer of each load thread: above the last-level caches of current CPUs.
-pub const DEFAULT_LOAD_BYTES: u64 = 256 << 20;
+pub(crate) const DEFAULT_LOAD_BYTES: u64 = 256 << 20;
 /// The smallest buffer of a load thread: two chunks.
 const MIN_LOAD_BYTES: u64 = 2 * CHUNK_BYTES as u64;
 /// The longest pause after a chunk.
 const MAX_PACE: Duration = Duration::from_secs(1);
 
 /// The default chase working set under load: 256 MiB (DRAM), or 1/4 of the memory available.
-pub fn default_loaded_size(ctx: &Context) -> u64 {
+pub(crate) fn default_loaded_size(ctx: &Context) -> u64 {
     let available = ctx.host.memory.available_bytes;
     if available > 0 {
         (256u64 << 20).min(available / 4).max(1 << 20)
@@ -70,7 +70,7 @@ pub fn default_loaded_size(ctx: &Context) -> u64 {
 }
 
 /// The cases of a loaded sweep: each size at each level, the no-load level first.
-pub fn plan(
+pub(crate) fn plan(
     options: &super::latency::LatencyOptions,
     load: LoadOptions,
     ctx: &Context,
@@ -121,14 +121,14 @@ pub fn plan(
 
 /// One load level: no load at all, or load threads pausing `pace` after each chunk.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum LoadLevel {
+pub(crate) enum LoadLevel {
     NoLoad,
     Paced(Duration),
 }
 
 /// The settings of a loaded sweep.
 #[derive(Clone, Debug, serde::Serialize)]
-pub struct LoadOptions {
+pub(crate) struct LoadOptions {
     pub threads: usize,
     pub op: LoadOp,
     /// Pauses after each chunk, one level each (0 = unpaced); the no-load level comes first.
@@ -139,7 +139,7 @@ pub struct LoadOptions {
 
 impl LoadOptions {
     /// The levels in order: no load, then each pace as given.
-    pub fn levels(&self) -> Vec<LoadLevel> {
+    pub(crate) fn levels(&self) -> Vec<LoadLevel> {
         std::iter::once(LoadLevel::NoLoad)
             .chain(self.paces.iter().map(|&p| LoadLevel::Paced(p)))
             .collect()
@@ -148,7 +148,7 @@ impl LoadOptions {
 
 /// The CPUs of the chase thread and of each load thread: the chase on the first CPU, the loads
 /// on the others, wrapping; with a single CPU, nothing is pinned.
-pub fn placement(cpus: &[usize], load_threads: usize) -> Option<(usize, Vec<usize>)> {
+pub(crate) fn placement(cpus: &[usize], load_threads: usize) -> Option<(usize, Vec<usize>)> {
     if cpus.len() < 2 {
         return None;
     }
@@ -160,7 +160,7 @@ pub fn placement(cpus: &[usize], load_threads: usize) -> Option<(usize, Vec<usiz
 }
 
 /// One working-set size at one load level.
-pub struct LoadedCase {
+pub(crate) struct LoadedCase {
     pub size: u64,
     pub huge_pages: bool,
     pub duration: Duration,
@@ -473,7 +473,7 @@ fn chase_round(
 
 /// The lines after a loaded sweep: the curve, latency against load bandwidth, one line per
 /// level.
-pub fn curve(_ctx: &Context, results: &[&BenchResult]) -> Vec<String> {
+pub(crate) fn curve(_ctx: &Context, results: &[&BenchResult]) -> Vec<String> {
     let mut lines = vec!["loaded latency (latency against the load threads' bandwidth):".into()];
     let mut table = crate::text::Table::new(&[
         ("working set", crate::text::Align::Right),

@@ -22,17 +22,17 @@
 //! **Latency** ([`latency`]): a pointer chase through a random cyclic permutation of 64-byte
 //! nodes, one load depending on the previous, so nothing overlaps and no prefetcher can guess.
 
-pub mod args;
-pub mod bound;
+pub(crate) mod args;
+pub(crate) mod bound;
 mod params;
 mod case;
-pub mod kernels;
-pub mod latency;
-pub mod loaded;
+pub(crate) mod kernels;
+pub(crate) mod latency;
+pub(crate) mod loaded;
 mod op;
 mod plan;
-pub mod reference;
-pub mod region;
+pub(crate) mod reference;
+pub(crate) mod region;
 mod work;
 
 use anyhow::Result;
@@ -41,12 +41,12 @@ use crate::options::{OrAll, unique};
 use crate::plan::{Context, Plan};
 use crate::workload::Benchmark;
 use args::{LatencyArgs, MemArgs};
-pub use case::BandwidthCase;
-pub use op::MemOp;
-pub use plan::{MemOptions, default_size};
+pub(crate) use case::BandwidthCase;
+pub(crate) use op::MemOp;
+pub(crate) use plan::MemOptions;
 
 /// `peakbench mem`.
-pub struct Mem;
+pub(crate) struct Mem;
 
 impl Benchmark for Mem {
     const NAME: &'static str = "mem";
@@ -78,7 +78,7 @@ impl Benchmark for Mem {
 }
 
 /// `peakbench mem latency`.
-pub struct MemLatency;
+pub(crate) struct MemLatency;
 
 impl Benchmark for MemLatency {
     const NAME: &'static str = "mem-latency";

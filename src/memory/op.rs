@@ -7,7 +7,7 @@ use crate::peak::Accesses;
 
 named_enum! {
     /// One memory operation, named as scripts name it.
-    pub enum MemOp {
+    pub(crate) enum MemOp {
         /// sequential read
         Read = "read",
         /// sequential write
@@ -32,7 +32,7 @@ named_enum! {
 }
 
 impl MemOp {
-    pub fn stream(self) -> Option<Stream> {
+    pub(crate) fn stream(self) -> Option<Stream> {
         match self {
             MemOp::StreamCopy => Some(Stream::Copy),
             MemOp::StreamScale => Some(Stream::Scale),
@@ -42,17 +42,17 @@ impl MemOp {
         }
     }
 
-    pub fn random(self) -> bool {
+    pub(crate) fn random(self) -> bool {
         matches!(self, MemOp::RandRead | MemOp::RandWrite | MemOp::RandRw)
     }
 
     /// Operations that have a non-temporal variant.
-    pub fn has_nt(self) -> bool {
+    pub(crate) fn has_nt(self) -> bool {
         matches!(self, MemOp::Write | MemOp::Copy) || self.stream().is_some()
     }
 
     /// Regions of a block operation: a source (read from), a destination (written to).
-    pub fn regions(self) -> (bool, bool) {
+    pub(crate) fn regions(self) -> (bool, bool) {
         match self {
             MemOp::Read | MemOp::RandRead => (true, false),
             MemOp::Write | MemOp::RandWrite => (false, true),
@@ -62,7 +62,7 @@ impl MemOp {
 
     /// The loads and stores per vector of a sequential kernel, for its peak in a private cache;
     /// `None` for random ones, whose offsets and calls per block no port count covers.
-    pub fn accesses(self) -> Option<Accesses> {
+    pub(crate) fn accesses(self) -> Option<Accesses> {
         let (loads, stores) = match self {
             MemOp::Read => (1, 0),
             MemOp::Write => (0, 1),
@@ -74,7 +74,7 @@ impl MemOp {
     }
 
     /// Bytes read and written by one block access of `block` bytes.
-    pub fn bytes_per_access(self, block: u64) -> u64 {
+    pub(crate) fn bytes_per_access(self, block: u64) -> u64 {
         let (reads, writes) = self.regions();
         block * (u64::from(reads) + u64::from(writes))
     }

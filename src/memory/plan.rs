@@ -16,7 +16,7 @@ use crate::units::{format_size, format_size_approx};
 
 /// Validated settings of `peakbench mem`, constructible from code (presets) as well as flags.
 #[derive(Clone, Debug, Serialize)]
-pub struct MemOptions {
+pub(crate) struct MemOptions {
     pub ops: Vec<MemOp>,
     /// Block sizes in bytes; `None`: 1 MiB for sequential ops, 64 B for random ones.
     pub blocks: Option<Vec<u64>>,
@@ -51,7 +51,7 @@ fn check_work(work: Option<Work>, per_access: u64, threads: usize, what: &str) -
 
 impl MemOptions {
     /// The defaults of `peakbench mem` with no flags.
-    pub fn defaults() -> MemOptions {
+    pub(crate) fn defaults() -> MemOptions {
         MemOptions {
             ops: vec![
                 MemOp::Read,
@@ -77,7 +77,7 @@ impl MemOptions {
 
 /// 1 GiB, or 4 × the last-level cache when that is larger, but at most 3/4 of the memory
 /// available (and then a note says so).
-pub fn default_size(ctx: &Context) -> (u64, Option<String>) {
+pub(crate) fn default_size(ctx: &Context) -> (u64, Option<String>) {
     let llc = ctx.host.cpu.last_level_cache_bytes();
     let wanted = (1u64 << 30).max(4 * llc);
     let available = ctx.host.memory.available_bytes;
@@ -98,7 +98,7 @@ pub fn default_size(ctx: &Context) -> (u64, Option<String>) {
 /// Expands the options into cases, checking sizes against memory first. Bad combinations are
 /// usage errors naming the flag.
 /// The cases, and notes about the choices made (printed and kept as warnings).
-pub fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<String>)> {
+pub(super) fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<String>)> {
     let mut notes = Vec::new();
     let size = working_set(options, ctx, &mut notes)?;
     let isa = MemIsa::detect();

@@ -34,7 +34,7 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What a bandwidth case measures, as the tools are told it.
 #[derive(Clone, Copy, Debug)]
-pub struct ToolCase {
+pub(crate) struct ToolCase {
     pub op: MemOp,
     /// `None` for STREAM kernels.
     pub block: Option<u64>,
@@ -48,7 +48,7 @@ pub struct ToolCase {
 }
 
 /// The reference for a case: the tool that measures the same thing, or a note why none does.
-pub fn for_case(case: &ToolCase) -> anyhow::Result<Reference> {
+pub(crate) fn for_case(case: &ToolCase) -> anyhow::Result<Reference> {
     let suffix = if case.isa == MemIsa::Avx512 {
         "_avx512"
     } else {

@@ -5,7 +5,7 @@ use anyhow::{Result, bail};
 
 /// Transparent huge pages for a region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HugePages {
+pub(crate) enum HugePages {
     /// Leave it to the system setting.
     System,
     /// madvise(MADV_HUGEPAGE).
@@ -15,7 +15,7 @@ pub enum HugePages {
 }
 
 /// An anonymous private mapping.
-pub struct Region {
+pub(crate) struct Region {
     ptr: *mut u8,
     len: usize,
 }
@@ -26,7 +26,7 @@ unsafe impl Send for Region {}
 
 impl Region {
     /// Maps `len` bytes (at least one page), not yet touched.
-    pub fn map(len: usize, huge: HugePages) -> Result<Region> {
+    pub(crate) fn map(len: usize, huge: HugePages) -> Result<Region> {
         let len = len.max(1);
         // SAFETY: an anonymous private mapping with no address hint has no preconditions.
         let ptr = unsafe {
@@ -64,7 +64,7 @@ impl Region {
     /// The share of the region the kernel backs with huge pages (`AnonHugePages` of its
     /// mapping in `/proc/self/smaps`), `None` where that cannot be read. Asking with madvise is
     /// not getting: THP may be off (`never`), or memory too fragmented to give any.
-    pub fn huge_page_share(&self) -> Option<f64> {
+    pub(crate) fn huge_page_share(&self) -> Option<f64> {
         let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
         let start = format!("{:x}-", self.ptr as usize);
         let mapping = smaps
@@ -90,24 +90,20 @@ impl Region {
         Some((kib * 1024) as f64 / self.len as f64)
     }
 
-    pub fn as_ptr(&self) -> *mut u8 {
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
         self.ptr
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn as_slice(&self) -> &[u8] {
+    pub(crate) fn as_slice(&self) -> &[u8] {
         // SAFETY: the mapping is readable for len bytes while self lives.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: as above, and &mut self makes the access exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }

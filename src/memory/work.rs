@@ -6,7 +6,7 @@ use serde::Serialize;
 /// A fixed amount of work for one repetition of a case, shared by its threads (strong scaling).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Work {
+pub(crate) enum Work {
     /// Bytes as the case counts them (`--bytes`), rounded down to whole accesses.
     Bytes(u64),
     /// Accesses of a block op, elements of a STREAM kernel (`--ops`).
@@ -15,7 +15,7 @@ pub enum Work {
 
 impl Work {
     /// Accesses (or elements) for a case that counts `per_access` bytes per access.
-    pub fn units(self, per_access: u64) -> u64 {
+    pub(crate) fn units(self, per_access: u64) -> u64 {
         match self {
             Work::Bytes(b) => b / per_access,
             Work::Ops(n) => n,

@@ -27,14 +27,14 @@ fn message(text: &str) -> Result<u64, String> {
 /// The defaults of `net`: 2 s per repetition after the omitted start (`--omit`), long enough
 /// for TCP's window to settle on loopback and a LAN. Its threads are streams (`-P`).
 #[derive(Debug, Clone)]
-pub struct NetDefaults;
+pub(crate) struct NetDefaults;
 
 impl Defaults for NetDefaults {
     const DURATION: &'static str = "2s";
 }
 
 #[derive(Args, Debug)]
-pub struct NetArgs {
+pub(crate) struct NetArgs {
     /// The server, HOST[:PORT] (a 'peakbench net serve' there); without it a loopback server on 127.0.0.1 that peakbench starts as a child process
     #[arg(long, short = 's', value_name = "HOST[:PORT]")]
     pub server: Option<String>,
@@ -89,7 +89,7 @@ pub struct NetArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Address to listen on (IPv4 or IPv6, e.g. 0.0.0.0 or ::)
     #[arg(long, default_value = "0.0.0.0", value_name = "ADDR")]
     pub bind: IpAddr,

@@ -21,17 +21,17 @@ use sha2::Sha256;
 use crate::error::UsageError;
 
 /// The environment variable naming a key file, used when `--key` is not given.
-pub const KEY_ENV: &str = "PEAKBENCH_KEY_FILE";
+pub(crate) const KEY_ENV: &str = "PEAKBENCH_KEY_FILE";
 /// Shortest key accepted, in bytes.
-pub const MIN_KEY_BYTES: usize = 16;
+pub(crate) const MIN_KEY_BYTES: usize = 16;
 /// Longest key file read, in bytes.
 const MAX_KEY_BYTES: u64 = 4096;
 /// Prefix of every MAC'd message, so a MAC made here is never valid for another protocol.
-pub const DOMAIN: &[u8] = b"peakbench net hello v2\0";
+pub(crate) const DOMAIN: &[u8] = b"peakbench net hello v2\0";
 
 /// A shared key. Its bytes are never printed (`Debug` shows only its length).
 #[derive(Clone, PartialEq, Eq)]
-pub struct Key(Vec<u8>);
+pub(crate) struct Key(Vec<u8>);
 
 impl std::fmt::Debug for Key {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -41,18 +41,18 @@ impl std::fmt::Debug for Key {
 
 /// A server's challenge: 32 random bytes, new for every control connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Nonce(pub [u8; 32]);
+pub(crate) struct Nonce(pub [u8; 32]);
 
 impl Nonce {
-    pub fn random() -> Nonce {
+    pub(crate) fn random() -> Nonce {
         Nonce(random_bytes())
     }
 
-    pub fn to_hex(&self) -> String {
+    pub(crate) fn to_hex(self) -> String {
         hex(&self.0)
     }
 
-    pub fn from_hex(text: &str) -> Option<Nonce> {
+    pub(crate) fn from_hex(text: &str) -> Option<Nonce> {
         let bytes = unhex(text)?;
         Some(Nonce(bytes.try_into().ok()?))
     }
@@ -60,7 +60,7 @@ impl Nonce {
 
 impl Key {
     /// A key from bytes in memory; at least [`MIN_KEY_BYTES`].
-    pub fn from_bytes(bytes: &[u8]) -> Result<Key> {
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Result<Key> {
         if bytes.len() < MIN_KEY_BYTES {
             return Err(UsageError(format!(
                 "--key: a key of {} bytes is too short: give at least {MIN_KEY_BYTES} (e.g. head -c 32 /dev/urandom > FILE)",
@@ -72,13 +72,13 @@ impl Key {
     }
 
     /// 32 random bytes from the kernel: a per-run key for a server peakbench starts itself and its client.
-    pub fn random() -> Key {
+    pub(crate) fn random() -> Key {
         Key(random_bytes().to_vec())
     }
 
     /// The key in `path`: the file's bytes without one trailing newline. Refused (exit 2)
     /// when the file is readable by group or others, not a regular file, too short or too long.
-    pub fn from_file(path: &Path) -> Result<Key> {
+    pub(crate) fn from_file(path: &Path) -> Result<Key> {
         Key::load(path, "--key")
     }
 
@@ -136,19 +136,19 @@ impl Key {
     }
 
     /// The key as hex, for handing it to a child server over a pipe (never on a command line).
-    pub fn to_hex(&self) -> String {
+    pub(crate) fn to_hex(&self) -> String {
         hex(&self.0)
     }
 
     /// A key handed over by [`Key::to_hex`].
-    pub fn from_hex(text: &str) -> Result<Key> {
+    pub(crate) fn from_hex(text: &str) -> Result<Key> {
         let bytes = unhex(text.trim())
             .ok_or_else(|| anyhow::anyhow!("the key handed to the server is not hex"))?;
         Key::from_bytes(&bytes)
     }
 
     /// The key of `--key FILE`, else of the file named by `$PEAKBENCH_KEY_FILE`, else none.
-    pub fn resolve(flag: Option<&Path>) -> Result<Option<Key>> {
+    pub(crate) fn resolve(flag: Option<&Path>) -> Result<Option<Key>> {
         if let Some(path) = flag {
             return Key::from_file(path).map(Some);
         }
@@ -168,13 +168,13 @@ impl Key {
 
     /// The proof that the sender of `message` holds the key: HMAC-SHA256 over [`DOMAIN`],
     /// the nonce and the message, in hex.
-    pub fn prove(&self, nonce: &Nonce, message: &[u8]) -> String {
+    pub(crate) fn prove(&self, nonce: &Nonce, message: &[u8]) -> String {
         hex(&self.mac(nonce, message).finalize().into_bytes())
     }
 
     /// Whether `proof` (hex) is [`Key::prove`] of this nonce and message; compared in
     /// constant time.
-    pub fn verify(&self, nonce: &Nonce, message: &[u8], proof: &str) -> bool {
+    pub(crate) fn verify(&self, nonce: &Nonce, message: &[u8], proof: &str) -> bool {
         match unhex(proof) {
             Some(bytes) => self.mac(nonce, message).verify_slice(&bytes).is_ok(),
             None => false,

@@ -17,7 +17,7 @@ use crate::stats::LatencyHistogram;
 use crate::units::format_size;
 
 /// One network experiment.
-pub struct NetCase {
+pub(crate) struct NetCase {
     pub spec: proto::TestSpec,
     pub count: Option<u64>,
     /// Stream i runs on the i-th CPU (`--pin`).

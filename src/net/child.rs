@@ -26,14 +26,14 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use super::auth::Key;
 
 /// The environment variable that chooses where the loopback server runs.
-pub const ENV: &str = "PEAKBENCH_LOOPBACK_SERVER";
+pub(crate) const ENV: &str = "PEAKBENCH_LOOPBACK_SERVER";
 
 /// How long the child may take to announce its port.
 const ANNOUNCE_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Where the loopback server runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Placement {
+pub(crate) enum Placement {
     /// A thread of peakbench's own process.
     Thread,
     /// A child process (the default).
@@ -42,7 +42,7 @@ pub enum Placement {
 
 impl Placement {
     /// From `PEAKBENCH_LOOPBACK_SERVER`: `thread` or `process` (the default when unset).
-    pub fn from_env() -> Result<Placement> {
+    pub(crate) fn from_env() -> Result<Placement> {
         match std::env::var(ENV) {
             Err(_) => Ok(Placement::Process),
             Ok(v) if v.eq_ignore_ascii_case("process") => Ok(Placement::Process),
@@ -53,7 +53,7 @@ impl Placement {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Placement::Thread => "thread",
             Placement::Process => "process",
@@ -62,7 +62,7 @@ impl Placement {
 }
 
 /// `peakbench net serve` running as a child on a loopback port; killed when dropped.
-pub struct ChildServer {
+pub(crate) struct ChildServer {
     pub addr: SocketAddr,
     child: Child,
 }
@@ -71,7 +71,7 @@ impl ChildServer {
     /// Starts the server from `program` (peakbench itself) and waits for its port.
     /// With a key, the child reads it as one hex line on its stdin (a pipe: never in its
     /// arguments or environment, where other users could read it).
-    pub fn start(program: &std::path::Path, key: Option<&Key>) -> Result<ChildServer> {
+    pub(crate) fn start(program: &std::path::Path, key: Option<&Key>) -> Result<ChildServer> {
         let mut command = Command::new(program);
         command
             .args([
@@ -146,7 +146,7 @@ impl ChildServer {
 }
 
 /// The port of the announce line, "port N".
-pub fn parse_announce(line: &str) -> Option<u16> {
+pub(crate) fn parse_announce(line: &str) -> Option<u16> {
     line.trim()
         .strip_prefix("port ")?
         .parse()

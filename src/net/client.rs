@@ -15,10 +15,10 @@ use super::proto::{
 use crate::evidence::PeerEvidence;
 
 /// How long a connection to the server may take before it counts as unreachable.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a test refused `busy` (the server's slots or budgets full for the moment) is
 /// retried, with a back-off from 20 ms doubling to 500 ms, before the refusal is the error.
-pub const BUSY_RETRY: Duration = Duration::from_secs(10);
+pub(crate) const BUSY_RETRY: Duration = Duration::from_secs(10);
 
 /// A server's refusal for want of room for the moment (its text starts with `busy`): the
 /// client tries again. A latency test ends when the client closes its control connection, so
@@ -49,7 +49,7 @@ fn refused(server: SocketAddr, error: &str) -> anyhow::Error {
 }
 
 /// What one test measured.
-pub enum TestOutcome {
+pub(crate) enum TestOutcome {
     Throughput {
         window: Window,
         /// Per stream; empty for TCP.
@@ -73,7 +73,7 @@ fn connect(addr: SocketAddr) -> Result<TcpStream> {
 }
 
 /// Reads the server's challenge; returns the hello's proof when the server wants the key.
-pub fn handshake(
+pub(crate) fn handshake(
     control: &mut Control,
     server: SocketAddr,
     spec: &TestSpec,
@@ -111,7 +111,7 @@ pub fn handshake(
 
 /// Runs one test; `warmup` and `count` apply to latency tests; with `pin`, stream i runs on
 /// the i-th CPU.
-pub fn run_test(
+pub(crate) fn run_test(
     server: SocketAddr,
     spec: &TestSpec,
     key: Option<&Key>,

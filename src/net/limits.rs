@@ -8,19 +8,19 @@ use anyhow::{Result, bail};
 use super::proto::Proto;
 
 /// The server's port when none is given.
-pub const DEFAULT_PORT: u16 = 5301;
+pub(crate) const DEFAULT_PORT: u16 = 5301;
 /// Longest test a client may ask for (omit + duration).
-pub const MAX_TEST: Duration = Duration::from_secs(600);
+pub(crate) const MAX_TEST: Duration = Duration::from_secs(600);
 /// Most streams in one test.
-pub const MAX_STREAMS: u32 = 128;
+pub(crate) const MAX_STREAMS: u32 = 128;
 
 /// Slowest pacing accepted: one datagram per this long. A slower rate would have the sender
 /// wait between datagrams longer than a test can usefully last (1 bit/s of 1470-byte datagrams
 /// is one every 3 hours).
-pub const SLOWEST_DATAGRAM: Duration = Duration::from_millis(100);
+pub(crate) const SLOWEST_DATAGRAM: Duration = Duration::from_millis(100);
 
 /// Whether `rate_bps` sends at least one `msg`-byte datagram per [`SLOWEST_DATAGRAM`].
-pub fn check_rate(msg: u64, rate_bps: u64) -> Result<(), String> {
+pub(crate) fn check_rate(msg: u64, rate_bps: u64) -> Result<(), String> {
     let per_second = 1000 / SLOWEST_DATAGRAM.as_millis() as u64;
     let least = msg.saturating_mul(8).saturating_mul(per_second);
     if rate_bps < least {
@@ -33,7 +33,7 @@ pub fn check_rate(msg: u64, rate_bps: u64) -> Result<(), String> {
 }
 
 /// Checks that `msg` fits the protocol and mode, in the words of the flag.
-pub fn check_msg(proto: Proto, _throughput: bool, msg: u64) -> Result<()> {
+pub(crate) fn check_msg(proto: Proto, _throughput: bool, msg: u64) -> Result<()> {
     match proto {
         Proto::Tcp if !(1..=1_000_000).contains(&msg) => {
             bail!("TCP messages are 1 B to 1 MB, not {msg} B")

@@ -18,7 +18,7 @@ use crate::plan::Context;
 /// The memory copy of a plan's loopback tests, measured on first use and shared by its cases
 /// (as the loopback server is).
 #[derive(Default)]
-pub struct LoopbackBound {
+pub(crate) struct LoopbackBound {
     measured: Mutex<Option<Result<CopyBound, String>>>,
 }
 
@@ -26,7 +26,7 @@ impl LoopbackBound {
     /// The loopback peak, the copy measured if this is the first call; `Err(note)` (for the
     /// result's warnings) when the copy could not be measured. Ctrl-C during the copy is the
     /// outer error, as during a test.
-    pub fn peak(&self, ctx: &Context) -> Result<Result<PeakRef, String>> {
+    pub(crate) fn peak(&self, ctx: &Context) -> Result<Result<PeakRef, String>> {
         let mut measured = self.measured.lock().unwrap_or_else(|p| p.into_inner());
         if measured.is_none() {
             *measured = Some(match copy_bandwidth(ctx) {

@@ -8,19 +8,19 @@
 //! times the window, so a repetition is a whole test and the warm-up is the test's own omitted
 //! start (`--omit`, TCP slow start) for throughput and the runner's `--warmup` for latency.
 
-pub mod args;
+pub(crate) mod args;
 mod params;
-pub mod auth;
+pub(crate) mod auth;
 mod case;
-pub mod client;
-pub mod data;
-pub mod limits;
+pub(crate) mod client;
+pub(crate) mod data;
+pub(crate) mod limits;
 mod loopback;
 mod plan;
-pub mod proto;
-pub mod reference;
-pub mod server;
-pub mod child;
+pub(crate) mod proto;
+pub(crate) mod reference;
+pub(crate) mod server;
+pub(crate) mod child;
 mod target;
 
 use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
@@ -39,15 +39,19 @@ use crate::options::unique;
 use crate::plan::{Context, Plan};
 use crate::workload::{Benchmark, Direct};
 use args::{NetArgs, ServeArgs};
-pub use case::NetCase;
-pub use limits::DEFAULT_PORT;
+// What the cluster's network matrix (the `mpi` feature) builds its cases from.
+#[cfg(feature = "mpi")]
+pub(crate) use case::NetCase;
+pub(crate) use limits::DEFAULT_PORT;
 use limits::{MAX_STREAMS, MAX_TEST};
-pub use plan::NetOptions;
-pub use proto::{Mode, Proto};
-pub use target::NetTarget;
+pub(crate) use plan::NetOptions;
+#[cfg(any(feature = "mpi", test))]
+pub(crate) use proto::{Mode, Proto};
+#[cfg(any(feature = "mpi", test))]
+pub(crate) use target::NetTarget;
 
 /// `peakbench net`.
-pub struct Net;
+pub(crate) struct Net;
 
 impl Benchmark for Net {
     const NAME: &'static str = "net";
@@ -85,7 +89,7 @@ impl Benchmark for Net {
 }
 
 /// `peakbench net serve`: the server, until stopped.
-pub struct Serve;
+pub(crate) struct Serve;
 
 impl Direct for Serve {
     fn path(&self) -> &'static [&'static str] {
@@ -107,7 +111,7 @@ impl Direct for Serve {
 }
 
 /// Resolves `HOST[:PORT]`, `IPv4`, `IPv6` or `[IPv6]:PORT`.
-pub fn resolve_server(text: &str) -> Result<SocketAddr, String> {
+pub(crate) fn resolve_server(text: &str) -> Result<SocketAddr, String> {
     let text = text.trim();
     if let Ok(addr) = text.parse::<SocketAddr>() {
         return Ok(addr);

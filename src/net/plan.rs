@@ -17,7 +17,7 @@ use crate::plan::{Case, Context};
 
 /// Validated client settings, constructible from code (the presets build one).
 #[derive(Clone, Debug, Serialize)]
-pub struct NetOptions {
+pub(crate) struct NetOptions {
     /// `None`: the loopback server on 127.0.0.1 (a child process), started when the first case
     /// runs.
     pub server: Option<SocketAddr>,
@@ -49,7 +49,7 @@ fn default_msg(proto: Proto, mode: Mode) -> u64 {
 
 /// The cases of `opts`, in the order they run. Nothing starts here: the loopback server
 /// (when there is no `server`) starts with the first case that runs.
-pub fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
+pub(super) fn plan(opts: &NetOptions, ctx: &Context) -> Result<Vec<Box<dyn Case>>> {
     let target = Arc::new(NetTarget::new(opts.server, opts.key.clone()));
     check_lengths(opts)?;
     let mut cases: Vec<Box<dyn Case>> = Vec::new();

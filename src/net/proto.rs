@@ -22,13 +22,13 @@ use crate::evidence::PeerEvidence;
 use crate::names::named_enum;
 
 /// Version of the control protocol; a server refuses any other. Version 2 added the challenge.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub(crate) const PROTOCOL_VERSION: u32 = 2;
 /// Longest control line accepted, newline included.
-pub const MAX_LINE: usize = 4096;
+pub(crate) const MAX_LINE: usize = 4096;
 
 named_enum! {
     /// A transport protocol.
-    pub enum Proto {
+    pub(crate) enum Proto {
         Tcp = "tcp",
         Udp = "udp",
     }
@@ -36,7 +36,7 @@ named_enum! {
 
 named_enum! {
     /// What a test measures.
-    pub enum Mode {
+    pub(crate) enum Mode {
         /// bytes per second of a one-way stream
         Throughput = "throughput" | "bw",
         /// round-trip time of a ping-pong
@@ -46,7 +46,7 @@ named_enum! {
 
 named_enum! {
     /// How a TCP throughput receiver waits while its socket is empty.
-    pub enum ReceiverWait {
+    pub(crate) enum ReceiverWait {
         /// spin on loopback when the sending and the receiving threads fit in the CPUs
         Auto = "auto",
         /// keep reading for up to 200 µs after the last data before sleeping in poll(2)
@@ -57,11 +57,11 @@ named_enum! {
 }
 
 impl ReceiverWait {
-    pub fn auto() -> Self {
+    pub(crate) fn auto() -> Self {
         ReceiverWait::Auto
     }
 
-    pub fn is_auto(&self) -> bool {
+    pub(crate) fn is_auto(&self) -> bool {
         *self == ReceiverWait::Auto
     }
 }
@@ -69,7 +69,7 @@ impl ReceiverWait {
 /// The parameters of one test, as the client sends them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TestSpec {
+pub(crate) struct TestSpec {
     pub proto: Proto,
     pub mode: Mode,
     pub msg_bytes: u64,
@@ -99,7 +99,7 @@ pub struct TestSpec {
 
 /// Counts of one UDP stream, kept by its receiver over the whole test.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct UdpCounts {
+pub(crate) struct UdpCounts {
     pub received: u64,
     /// Datagrams that arrived after one with a higher sequence number.
     pub reordered: u64,
@@ -111,7 +111,7 @@ pub struct UdpCounts {
 
 /// What the receiver counted in the measured window.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Window {
+pub(crate) struct Window {
     /// Length of the window on the receiver's clock, nanoseconds.
     pub window_ns: u64,
     /// Payload bytes received in the window, per stream.
@@ -129,7 +129,7 @@ pub struct Window {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Msg {
+pub(crate) enum Msg {
     /// The server's first line on every control connection.
     Challenge {
         version: u32,
@@ -174,14 +174,14 @@ pub enum Msg {
 
 /// The bytes a hello's proof covers: the test as JSON (`TestSpec` refuses unknown fields, so
 /// both sides serialize it to the same bytes).
-pub fn hello_message(test: &TestSpec) -> Vec<u8> {
+pub(crate) fn hello_message(test: &TestSpec) -> Vec<u8> {
     serde_json::to_vec(test).expect("a test spec serializes")
 }
 
 /// Text that came from the peer, made safe to print: control characters (ESC and the C1
 /// range included, so no terminal sequence gets through) and bidirectional overrides are
 /// written as escapes, and the escaped text is cut at 200 characters.
-pub fn escaped(text: &str) -> String {
+pub(crate) fn escaped(text: &str) -> String {
     crate::text::printable_at_most(text, 200)
 }
 
@@ -189,7 +189,7 @@ pub fn escaped(text: &str) -> String {
 /// shows the start of the line, both [`escaped`]: serde's text quotes the peer's own strings
 /// (an unknown field's or variant's name) and reached the server's log and the client's
 /// terminal as they were.
-pub fn parse_line(line: &[u8]) -> Result<Msg> {
+pub(crate) fn parse_line(line: &[u8]) -> Result<Msg> {
     serde_json::from_slice(line).map_err(|e| {
         anyhow::anyhow!(
             "malformed control message ({}): {}",
@@ -200,7 +200,7 @@ pub fn parse_line(line: &[u8]) -> Result<Msg> {
 }
 
 /// Whether the peer of `stream` has closed (or reset) it, without reading anything.
-pub fn peer_closed(stream: &TcpStream) -> bool {
+pub(crate) fn peer_closed(stream: &TcpStream) -> bool {
     use std::os::fd::AsRawFd;
     let mut byte = 0u8;
     // SAFETY: peeks at most one byte into a one-byte buffer, without blocking.
@@ -221,13 +221,13 @@ pub fn peer_closed(stream: &TcpStream) -> bool {
 }
 
 /// A control connection: lines out, bounded lines in.
-pub struct Control {
+pub(crate) struct Control {
     reader: BufReader<TcpStream>,
     writer: TcpStream,
 }
 
 impl Control {
-    pub fn new(stream: TcpStream) -> Result<Control> {
+    pub(crate) fn new(stream: TcpStream) -> Result<Control> {
         let writer = stream.try_clone().context("cloning the control socket")?;
         writer.set_write_timeout(Some(Duration::from_secs(5)))?;
         Ok(Control {
@@ -236,11 +236,11 @@ impl Control {
         })
     }
 
-    pub fn stream(&self) -> &TcpStream {
+    pub(crate) fn stream(&self) -> &TcpStream {
         &self.writer
     }
 
-    pub fn send(&mut self, msg: &Msg) -> Result<()> {
+    pub(crate) fn send(&mut self, msg: &Msg) -> Result<()> {
         let mut line = serde_json::to_vec(msg)?;
         line.push(b'\n');
         self.writer
@@ -250,13 +250,13 @@ impl Control {
 
     /// The next message, waiting at most until `deadline`; an error on a closed connection,
     /// an overlong line, invalid JSON or a missed deadline.
-    pub fn recv(&mut self, deadline: Instant) -> Result<Msg> {
+    pub(crate) fn recv(&mut self, deadline: Instant) -> Result<Msg> {
         let line = self.read_line(deadline)?;
         parse_line(&line)
     }
 
     /// Whether the peer closed the connection before `deadline` (anything it sends is dropped).
-    pub fn wait_closed(&mut self, deadline: Instant) -> bool {
+    pub(crate) fn wait_closed(&mut self, deadline: Instant) -> bool {
         loop {
             match self.read_line(deadline) {
                 Ok(_) => continue,

@@ -52,7 +52,7 @@ const SOCKPERF: ToolSpec = ToolSpec {
 const SOCKPERF_MIN_MSG: u64 = 14;
 
 /// Runs the tool that fits `spec` and returns its value (Mb/s or µs).
-pub fn run(
+pub(crate) fn run(
     spec: &TestSpec,
     target: &NetTarget,
     _count: Option<u64>,
@@ -264,7 +264,7 @@ const PING_MAX_COUNT: u64 = 100_000;
 
 /// ICMP `ping` to the address the client targets, beside sockperf on a round-trip case: its p50
 /// in µs, or a note saying why there is none.
-pub fn ping(spec: &TestSpec, addr: IpAddr, count: Option<u64>) -> anyhow::Result<Reference> {
+pub(crate) fn ping(spec: &TestSpec, addr: IpAddr, count: Option<u64>) -> anyhow::Result<Reference> {
     // iputils refuses `-i` below its floor by the real user id.
     // SAFETY: getuid has no preconditions and cannot fail.
     let root = unsafe { libc::getuid() } == 0;

@@ -29,7 +29,7 @@ impl Loopback {
 /// Where the tests go: a remote server, or the loopback one (a child process, see
 /// [`super::child`]), started when the first case needs it and stopped when the last case that
 /// shares it is dropped.
-pub struct NetTarget {
+pub(crate) struct NetTarget {
     remote: Option<SocketAddr>,
     local: Mutex<Option<Loopback>>,
     /// The remote server's key, or a random one shared with the loopback server, so no
@@ -40,7 +40,7 @@ pub struct NetTarget {
 }
 
 impl NetTarget {
-    pub fn new(remote: Option<SocketAddr>, key: Option<Key>) -> NetTarget {
+    pub(crate) fn new(remote: Option<SocketAddr>, key: Option<Key>) -> NetTarget {
         let key = match remote {
             Some(_) => key,
             None => Some(key.unwrap_or_else(Key::random)),
@@ -54,16 +54,16 @@ impl NetTarget {
     }
 
     /// The loopback peak the cases of this target share.
-    pub fn bound(&self) -> &LoopbackBound {
+    pub(crate) fn bound(&self) -> &LoopbackBound {
         &self.bound
     }
 
-    pub fn key(&self) -> Option<&Key> {
+    pub(crate) fn key(&self) -> Option<&Key> {
         self.key.as_ref()
     }
 
     /// The server's address, starting the loopback server if this is its first use.
-    pub fn addr(&self) -> Result<SocketAddr> {
+    pub(crate) fn addr(&self) -> Result<SocketAddr> {
         if let Some(addr) = self.remote {
             return Ok(addr);
         }
@@ -82,31 +82,31 @@ impl NetTarget {
 
     /// Where the loopback server runs: `PEAKBENCH_LOOPBACK_SERVER`, a child process by
     /// default; a thread in unit tests, whose executable is not peakbench.
-    pub fn placement() -> Result<Placement> {
+    pub(crate) fn placement() -> Result<Placement> {
         if cfg!(test) {
             return Ok(Placement::Thread);
         }
         Placement::from_env()
     }
 
-    pub fn loopback(&self) -> bool {
+    pub(crate) fn loopback(&self) -> bool {
         self.remote.is_none_or(|a| a.ip().is_loopback())
     }
 
     /// The remote server's address as text (empty for the loopback server peakbench starts).
-    pub fn remote_ip(&self) -> String {
+    pub(crate) fn remote_ip(&self) -> String {
         self.remote.map(|a| a.ip().to_string()).unwrap_or_default()
     }
 
     /// Whether the loopback server is running (for tests: planning must not start it).
     #[cfg(test)]
-    pub fn started(&self) -> bool {
+    pub(crate) fn started(&self) -> bool {
         self.local.lock().unwrap().is_some()
     }
 
     /// Whether the tests go to the loopback server peakbench starts (a child process, or with
     /// `PEAKBENCH_LOOPBACK_SERVER=thread` a thread of this one).
-    pub fn in_process(&self) -> bool {
+    pub(crate) fn in_process(&self) -> bool {
         self.remote.is_none()
     }
 }

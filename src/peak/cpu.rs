@@ -318,12 +318,12 @@ fn fma_units(
 }
 
 /// How far from a whole number a measured rate may lie and still be read as a unit count.
-pub const UNIT_ROUNDING: f64 = 0.15;
+pub(super) const UNIT_ROUNDING: f64 = 0.15;
 
 /// A unit count from a measured rate per cycle: the nearest whole number when the rate lies
 /// within [`UNIT_ROUNDING`] of it, else unknown with the rate stated (0.31 FMA per cycle is not
 /// "1 unit": it says the clock the rate was divided by is wrong, or the core was shared).
-pub fn units_from_rate(per_cycle: f64, what: &str) -> Factor {
+pub(super) fn units_from_rate(per_cycle: f64, what: &str) -> Factor {
     let whole = per_cycle.round();
     if whole >= 1.0 && (per_cycle - whole).abs() <= UNIT_ROUNDING {
         Factor::known(

@@ -36,11 +36,11 @@ use crate::interrupt::Interrupted;
 use crate::result::Reference;
 
 use process::{CtrlC, StopSignal, last_line, run_bounded};
-pub use process::{ToolOutput, command_line, dup_for_child, inherit_fd, run_for_at_most};
+pub(crate) use process::{command_line, dup_for_child, inherit_fd, run_for_at_most};
 
 /// A standard tool: the program to look for and how to get it.
 #[derive(Clone, Copy, Debug)]
-pub struct ToolSpec {
+pub(crate) struct ToolSpec {
     /// Name shown in results, e.g. "likwid-bench".
     pub name: &'static str,
     /// Executable looked up on `PATH`.
@@ -50,7 +50,7 @@ pub struct ToolSpec {
 }
 
 /// The full path of `program` on `PATH`, if it is there and executable.
-pub fn find_program(program: &str) -> Option<PathBuf> {
+pub(crate) fn find_program(program: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -63,12 +63,12 @@ pub fn find_program(program: &str) -> Option<PathBuf> {
 }
 
 impl ToolSpec {
-    pub fn path(&self) -> Option<PathBuf> {
+    pub(crate) fn path(&self) -> Option<PathBuf> {
         find_program(self.program)
     }
 
     /// The reference recorded when the tool is not installed.
-    pub fn missing(&self, command: &str) -> Reference {
+    pub(crate) fn missing(&self, command: &str) -> Reference {
         self.failed(
             command,
             format!(
@@ -80,7 +80,7 @@ impl ToolSpec {
 
     /// The reference recorded when the tool gave no value (or was not run: `command` is then
     /// empty), with why.
-    pub fn failed(&self, command: &str, why: impl std::fmt::Display) -> Reference {
+    pub(crate) fn failed(&self, command: &str, why: impl std::fmt::Display) -> Reference {
         Reference {
             tool: self.name.to_string(),
             command: command.to_string(),
@@ -92,7 +92,7 @@ impl ToolSpec {
 
     /// The reference recorded when the tool gave a value (the ratio is set by
     /// [`crate::result::BenchResult::with_reference`]).
-    pub fn value(&self, command: &str, value: f64, note: Option<String>) -> Reference {
+    pub(crate) fn value(&self, command: &str, value: f64, note: Option<String>) -> Reference {
         Reference {
             tool: self.name.to_string(),
             command: command.to_string(),
@@ -106,14 +106,14 @@ impl ToolSpec {
 /// What a tool's parser read: the value in the result's unit, and anything the reader of the
 /// result should know about it (how it was converted, what differs from peakbench's case).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Reading {
+pub(crate) struct Reading {
     pub value: f64,
     pub note: Option<String>,
 }
 
 /// Where the value is read from.
 #[derive(Clone, Debug)]
-pub enum Source {
+pub(crate) enum Source {
     Stdout,
     /// Standard output, then standard error (sockperf prints its figures on either).
     StdoutAndStderr,
@@ -124,14 +124,14 @@ pub enum Source {
 /// A server for a client-server tool, started on this machine before the tool (same program,
 /// its own arguments) and killed after it.
 #[derive(Clone, Debug)]
-pub struct Server {
+pub(crate) struct Server {
     pub args: Vec<String>,
     pub ready: Ready,
 }
 
 /// How to know that a [`Server`] is ready for the tool.
 #[derive(Clone, Copy, Debug)]
-pub enum Ready {
+pub(crate) enum Ready {
     /// A TCP socket listens on this loopback port, as /proc/net/tcp shows: without connecting,
     /// for a server that would take a probe for its one client (`iperf3 -s -1`).
     Listening(u16),
@@ -155,7 +155,7 @@ struct InputFile {
 type Parser<'a> = Box<dyn FnOnce(&str) -> Result<Reading, String> + 'a>;
 
 /// One run of a tool on one case: everything needed to run it and read its value.
-pub struct Invocation<'a> {
+pub(crate) struct Invocation<'a> {
     tool: ToolSpec,
     launcher: Option<ToolSpec>,
     args: Vec<String>,
@@ -176,7 +176,7 @@ pub struct Invocation<'a> {
 impl<'a> Invocation<'a> {
     /// `tool` run with `args`, killed after `timeout`; `parse` reads its standard output and
     /// returns the value, or why there is none.
-    pub fn new(
+    pub(crate) fn new(
         tool: ToolSpec,
         args: Vec<String>,
         timeout: Duration,
@@ -200,27 +200,28 @@ impl<'a> Invocation<'a> {
     }
 
     /// Runs `launcher` with the arguments instead (mpirun starting hpcc); both must be installed.
-    pub fn launched_by(mut self, launcher: ToolSpec) -> Self {
+    pub(crate) fn launched_by(mut self, launcher: ToolSpec) -> Self {
         self.launcher = Some(launcher);
         self
     }
 
     /// Sets an environment variable for the tool.
-    pub fn env(mut self, key: &str, value: &str) -> Self {
+    pub(crate) fn env(mut self, key: &str, value: &str) -> Self {
         self.env.push((key.to_string(), value.to_string()));
         self
     }
 
     /// Removes the inherited environment variables whose names start with `prefix` (an MPI
     /// rank's `OMPI_*`, which would make an mpirun it starts think it runs inside the job).
-    pub fn env_remove_prefixed(mut self, prefix: &str) -> Self {
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn env_remove_prefixed(mut self, prefix: &str) -> Self {
         self.env_removed.push(prefix.to_string());
         self
     }
 
     /// Runs the tool in a new temporary directory holding this file; the command line shows
     /// `shown` for its contents.
-    pub fn input_file(mut self, name: &str, contents: String, shown: String) -> Self {
+    pub(crate) fn input_file(mut self, name: &str, contents: String, shown: String) -> Self {
         self.files.push(InputFile {
             name: name.to_string(),
             contents,
@@ -230,41 +231,41 @@ impl<'a> Invocation<'a> {
     }
 
     /// Starts `server` before the tool and kills it after.
-    pub fn server(mut self, server: Server) -> Self {
+    pub(crate) fn server(mut self, server: Server) -> Self {
         self.server = Some(server);
         self
     }
 
     /// Reads the value from `source` instead of standard output (a file: the tool runs in a new
     /// temporary directory).
-    pub fn read_from(mut self, source: Source) -> Self {
+    pub(crate) fn read_from(mut self, source: Source) -> Self {
         self.source = source;
         self
     }
 
     /// Parses the output whatever the exit status: for a tool whose output says more about a
     /// failure than its status does (iperf3's JSON `error`).
-    pub fn any_exit_status(mut self) -> Self {
+    pub(crate) fn any_exit_status(mut self) -> Self {
         self.any_exit_status = true;
         self
     }
 
     /// Lets the tool inherit descriptor `fd` (it names it `/proc/self/fd/N`); the command line
     /// shows that it is open on `shown`. The caller keeps `fd` open until the tool has run.
-    pub fn inherit_fd(mut self, fd: RawFd, shown: impl Into<String>) -> Self {
+    pub(crate) fn inherit_fd(mut self, fd: RawFd, shown: impl Into<String>) -> Self {
         self.inherited.push((fd, shown.into()));
         self
     }
 
     /// Does not run the tool: the reference carries the command line and `why`.
-    pub fn refuse(mut self, why: impl Into<String>) -> Self {
+    pub(crate) fn refuse(mut self, why: impl Into<String>) -> Self {
         self.refusal = Some(why.into());
         self
     }
 
     /// The command line shown to users: the program and the arguments, then in parentheses
     /// the input files and the environment, if any.
-    pub fn command_line(&self, program: &Path) -> String {
+    pub(crate) fn command_line(&self, program: &Path) -> String {
         let mut line = command_line(program, &self.args);
         let mut context = Vec::new();
         if !self.files.is_empty() {
@@ -290,7 +291,7 @@ impl<'a> Invocation<'a> {
 
     /// Runs the tool and returns its reference: with a value, or with a note saying why there
     /// is none. `Err` only when the run was interrupted ([`Interrupted`]).
-    pub fn run(self) -> anyhow::Result<Reference> {
+    pub(crate) fn run(self) -> anyhow::Result<Reference> {
         self.run_with(&CtrlC)
     }
 

@@ -123,7 +123,7 @@ fn pause(wait: Duration, stop: &dyn StopSignal) -> bool {
 
 /// What a finished tool printed.
 #[derive(Debug)]
-pub struct ToolOutput {
+pub(crate) struct ToolOutput {
     pub status: ExitStatus,
     pub stdout: String,
     pub stderr: String,
@@ -133,7 +133,7 @@ pub struct ToolOutput {
 /// descriptor close-on-exec; the flag is cleared in the child only, between fork and exec, so
 /// no other program started meanwhile (by another thread) inherits it. `fd` must be 3 or more
 /// (the child's standard streams are set up over 0–2) and stay open until the child is started.
-pub fn inherit_fd(cmd: &mut Command, fd: RawFd) {
+pub(crate) fn inherit_fd(cmd: &mut Command, fd: RawFd) {
     use std::os::unix::process::CommandExt;
     // SAFETY: the closure runs in the child between fork and exec and makes only
     // async-signal-safe calls (fcntl) on a descriptor of the child's own table.
@@ -149,7 +149,7 @@ pub fn inherit_fd(cmd: &mut Command, fd: RawFd) {
 }
 
 /// A duplicate of `fd` numbered 3 or more, close-on-exec: what [`inherit_fd`] passes on.
-pub fn dup_for_child(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<OwnedFd> {
+pub(crate) fn dup_for_child(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<OwnedFd> {
     // SAFETY: F_DUPFD_CLOEXEC takes a descriptor and a lowest number; a non-negative result is
     // a new descriptor that nothing else owns.
     let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
@@ -162,7 +162,7 @@ pub fn dup_for_child(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<OwnedFd
 
 /// Runs `cmd` (`name` in messages) to its end in a process group of its own, killed with all
 /// it started when `timeout` passes or Ctrl-C is pressed: what it printed, or why nothing.
-pub fn run_for_at_most(
+pub(crate) fn run_for_at_most(
     cmd: &mut Command,
     name: &str,
     timeout: Duration,
@@ -174,7 +174,7 @@ pub fn run_for_at_most(
 }
 
 /// The command line as a user would type it in a shell (arguments with spaces or quotes quoted).
-pub fn command_line(program: &Path, args: &[String]) -> String {
+pub(crate) fn command_line(program: &Path, args: &[String]) -> String {
     std::iter::once(program.display().to_string())
         .chain(args.iter().map(|a| {
             if a.is_empty() || a.contains(|c: char| c.is_whitespace() || c == '\'') {

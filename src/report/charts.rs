@@ -9,11 +9,12 @@
 
 use std::fmt::Write;
 
+use super::cells::escape;
 use crate::units::{format_bitrate, format_size_approx, format_value};
 
 /// How an axis maps values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scale {
+pub(crate) enum Scale {
     Linear,
     /// Base-2 logarithmic, for sizes in bytes (ticks at powers of two).
     Log2,
@@ -23,7 +24,7 @@ pub enum Scale {
 
 /// How tick values are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ticks {
+pub(crate) enum Ticks {
     Number,
     /// Whole numbers only (threads, streams, queue depth).
     Count,
@@ -34,7 +35,7 @@ pub enum Ticks {
 
 /// How a series is stroked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stroke {
+pub(crate) enum Stroke {
     Solid,
     /// The standard tool's values, beside the solid line of the same colour.
     Dashed,
@@ -46,7 +47,7 @@ pub enum Stroke {
 
 /// One line of a chart.
 #[derive(Clone, Debug)]
-pub struct Series {
+pub(crate) struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
     /// Index into the palette and marker shapes: a companion series (the tool's, the peak)
@@ -59,7 +60,7 @@ pub struct Series {
 
 impl Series {
     /// A solid line with its own legend entry.
-    pub fn line(name: String, points: Vec<(f64, f64)>, style: usize) -> Series {
+    pub(crate) fn line(name: String, points: Vec<(f64, f64)>, style: usize) -> Series {
         Series {
             name,
             points,
@@ -72,20 +73,20 @@ impl Series {
 
 /// A labelled horizontal line (e.g. a theoretical peak or a median).
 #[derive(Clone, Debug)]
-pub struct HLine {
+pub(crate) struct HLine {
     pub y: f64,
     pub label: String,
 }
 
 /// A vertical line at `x` with a label (e.g. a cache size).
 #[derive(Clone, Debug)]
-pub struct Marker {
+pub(crate) struct Marker {
     pub x: f64,
     pub label: String,
 }
 
 #[derive(Clone, Debug)]
-pub struct LineChart {
+pub(crate) struct LineChart {
     pub title: String,
     pub x_label: String,
     pub y_label: String,
@@ -105,7 +106,12 @@ pub struct LineChart {
 
 impl LineChart {
     /// A chart with no markers, horizontal lines, band or notes.
-    pub fn new(title: String, x_label: String, y_label: String, series: Vec<Series>) -> Self {
+    pub(crate) fn new(
+        title: String,
+        x_label: String,
+        y_label: String,
+        series: Vec<Series>,
+    ) -> Self {
         LineChart {
             title,
             x_label,
@@ -125,14 +131,14 @@ impl LineChart {
 
 /// Sixteen colours that stay apart on white (and from each other when printed in grey, with
 /// the marker shapes).
-pub const PALETTE: [&str; 16] = [
+pub(crate) const PALETTE: [&str; 16] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
     "#7f7f7f", "#bcbd22", "#393b79", "#ad494a", "#637939", "#8c6d31", "#7b4173", "#00a087",
 ];
 
 /// The colour and marker shape (0 circle, 1 square, 2 triangle, 3 diamond) of style `i`: the
 /// colour alone tells sixteen apart, the shape changes with it and again past sixteen.
-pub fn style_of(i: usize) -> (&'static str, usize) {
+pub(crate) fn style_of(i: usize) -> (&'static str, usize) {
     (PALETTE[i % PALETTE.len()], (i + i / PALETTE.len()) % 4)
 }
 
@@ -185,22 +191,6 @@ const PLOT_RIGHT: f64 = 720.0;
 const PLOT_TOP: f64 = 40.0;
 const PLOT_BOTTOM: f64 = 300.0;
 const LEGEND_LINE: f64 = 18.0;
-
-/// Escapes text for HTML and SVG content and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
 
 struct Axis {
     scale: Scale,
@@ -361,7 +351,7 @@ fn svg_open(out: &mut String, height: f64, title: &str) {
 
 /// The chart as an `<svg>` element. Each series is a `<g class="series">` carrying its name and
 /// its number of points (`data-name`, `data-points`), so a test can count what was drawn.
-pub fn line_chart(chart: &LineChart) -> String {
+pub(crate) fn line_chart(chart: &LineChart) -> String {
     let x = Axis::new(
         chart.x_scale,
         chart

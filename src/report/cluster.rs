@@ -4,11 +4,11 @@
 
 use std::fmt::Write;
 
-use super::charts::escape;
+use super::cells::escape;
 use crate::result::{Cluster, Matrix, Report};
 
 /// Appends the cluster section of `report`, if it is a cluster run's.
-pub fn section(out: &mut String, report: &Report) {
+pub(super) fn section(out: &mut String, report: &Report) {
     let Some(cluster) = &report.cluster else {
         return;
     };

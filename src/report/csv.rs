@@ -5,6 +5,8 @@
 //! repetitions; the wall time per access is in the JSON's extras), empty elsewhere. `other_references` holds the result's other standard tools
 //! (ICMP ping beside sockperf) as a JSON array of their references, empty when there are none.
 
+use super::Exporter;
+use super::cells::access_time_ns;
 use crate::result::{BenchResult, Params, Report};
 
 /// The columns before the parameters.
@@ -41,7 +43,7 @@ fn param_column(field: &str) -> String {
     }
 }
 
-pub fn columns() -> Vec<String> {
+pub(super) fn columns() -> Vec<String> {
     CASE.iter()
         .map(|c| c.to_string())
         .chain(Params::FIELDS.iter().map(|f| param_column(f)))
@@ -95,7 +97,7 @@ fn fields(result: &BenchResult) -> Vec<String> {
         opt(reference.and_then(|r| r.ratio)),
         String::new(),
         String::new(),
-        opt(super::table::access_time_ns(result)),
+        opt(access_time_ns(result)),
         if result.other_references.is_empty() {
             String::new()
         } else {
@@ -105,7 +107,17 @@ fn fields(result: &BenchResult) -> Vec<String> {
     row
 }
 
-pub fn render(report: &Report) -> Vec<u8> {
+/// The results as CSV: `--csv` on stdout and `--output FILE.csv`.
+#[derive(Debug)]
+pub(crate) struct Csv;
+
+impl Exporter for Csv {
+    fn export(&self, report: &Report) -> Vec<u8> {
+        render(report)
+    }
+}
+
+fn render(report: &Report) -> Vec<u8> {
     let header = columns();
     let at = |name: &str| header.iter().position(|c| c == name).expect("a column");
     let (value, mean, ghz, t_s) = (at("value"), at("mean"), at("ghz"), at("t_s"));

@@ -7,24 +7,25 @@
 //! sequence gets through), the Markdown through [`markdown_text`] (no cell break, no HTML).
 //! Each verdict line is the one `findings` wrote (`Finding.line`); nothing here judges again.
 
+use super::cells::markdown_text;
 use crate::result::{Cause, Finding, Findings, Verdict};
 use crate::text::printable;
 use crate::units::format_value;
 
 /// The verdicts a section lists finding by finding, in the order it lists them; the results at
 /// their limit are only counted.
-pub const SHOWN: [Verdict; 4] = [
+pub(crate) const SHOWN: [Verdict; 4] = [
     Verdict::AboveLimit,
     Verdict::Unstable,
     Verdict::Below,
     Verdict::Unknown,
 ];
 
-pub use crate::result::NO_CAUSE;
+pub(crate) use crate::result::NO_CAUSE;
 
 /// The findings a section lists, grouped by verdict in the order of [`SHOWN`], each group in
 /// the order of the results.
-pub fn shown(findings: &Findings) -> Vec<&Finding> {
+pub(crate) fn shown(findings: &Findings) -> Vec<&Finding> {
     SHOWN
         .iter()
         .flat_map(|v| findings.results.iter().filter(move |f| f.verdict == *v))
@@ -36,7 +37,7 @@ pub fn shown(findings: &Findings) -> Vec<&Finding> {
 const UNKNOWN_ROW: usize = 6;
 
 /// Whether a finding with this verdict is one that should have causes.
-pub fn wants_causes(verdict: Verdict) -> bool {
+pub(crate) fn wants_causes(verdict: Verdict) -> bool {
     matches!(
         verdict,
         Verdict::Below | Verdict::Unstable | Verdict::AboveLimit
@@ -45,7 +46,7 @@ pub fn wants_causes(verdict: Verdict) -> bool {
 
 /// The tally that ends a section: "12 results at their limit, 2 below, 1 unknown" (the
 /// results at their limit always, the other verdicts where any result has them).
-pub fn tally(findings: &Findings) -> String {
+pub(crate) fn tally(findings: &Findings) -> String {
     let count = |v: Verdict| findings.results.iter().filter(|f| f.verdict == v).count();
     if findings.results.is_empty() {
         return "no result was judged".into();
@@ -74,7 +75,7 @@ pub fn tally(findings: &Findings) -> String {
 
 /// Whether the findings of a run belong to more than one host (a cluster run), so that each
 /// finding names its host.
-pub fn several_hosts(findings: &Findings) -> bool {
+pub(crate) fn several_hosts(findings: &Findings) -> bool {
     findings
         .results
         .iter()
@@ -83,7 +84,7 @@ pub fn several_hosts(findings: &Findings) -> bool {
 
 /// The case as a section names it: its label, after its host where the run has several.
 /// Unescaped: each format escapes it.
-pub fn case_name(finding: &Finding, with_host: bool) -> String {
+pub(crate) fn case_name(finding: &Finding, with_host: bool) -> String {
     if with_host {
         format!("{} {}", finding.host, finding.label)
     } else {
@@ -94,7 +95,7 @@ pub fn case_name(finding: &Finding, with_host: bool) -> String {
 /// A cause in one line, unescaped: kind, value and unit, what it does, the bound it puts on
 /// the result (in `unit`, the result's), the share of the gap it explains.
 /// "cpu-quota 0.5 CPU: the cgroup allows … (bound 45.6 GFLOP/s; explains 94 % of the gap)".
-pub fn cause_line(cause: &Cause, unit: &str) -> String {
+pub(crate) fn cause_line(cause: &Cause, unit: &str) -> String {
     let mut head = cause.kind.clone();
     if let Some(value) = cause.value {
         head.push(' ');
@@ -125,7 +126,7 @@ pub fn cause_line(cause: &Cause, unit: &str) -> String {
 
 /// A cause's value as people write it: three significant digits at most, no trailing zeros
 /// (0.5 CPU, 150 Mbit/s).
-pub fn short_value(value: f64) -> String {
+pub(crate) fn short_value(value: f64) -> String {
     let text = format_value(value);
     if text.contains('.') {
         text.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -135,7 +136,7 @@ pub fn short_value(value: f64) -> String {
 }
 
 /// A ratio to an expectation: two decimals, three under 0.1 (0.018 of a link is not 0.02).
-pub fn ratio(value: f64) -> String {
+pub(crate) fn ratio(value: f64) -> String {
     if value.abs() < 0.1 && value != 0.0 {
         format!("{value:.3}")
     } else {
@@ -144,7 +145,7 @@ pub fn ratio(value: f64) -> String {
 }
 
 /// What was read for a cause, unescaped: "source = value; source = value".
-pub fn evidence_line(cause: &Cause) -> String {
+pub(crate) fn evidence_line(cause: &Cause) -> String {
     cause
         .evidence
         .iter()
@@ -155,7 +156,7 @@ pub fn evidence_line(cause: &Cause) -> String {
 
 /// What a finding was judged against, unescaped, one entry per expectation: "physics 82.2
 /// GFLOP/s, ratio 0.46", with the test where the past decided.
-pub fn expectation_lines(finding: &Finding) -> Vec<String> {
+pub(crate) fn expectation_lines(finding: &Finding) -> Vec<String> {
     finding
         .expectations
         .iter()
@@ -174,7 +175,7 @@ pub fn expectation_lines(finding: &Finding) -> Vec<String> {
 
 /// The statistical test behind a verdict against the past, unescaped: ", mann-whitney-u p =
 /// 0.029 (3 against 12 repetitions)".
-pub fn test_note(test: &crate::result::Test) -> String {
+pub(crate) fn test_note(test: &crate::result::Test) -> String {
     format!(
         ", {} p = {} ({} against {} repetitions)",
         test.name,
@@ -188,7 +189,7 @@ pub fn test_note(test: &crate::result::Test) -> String {
 /// whole, every result not at its limit grouped by verdict with its causes (each with its
 /// evidence and remedy) or what is missing to judge it, and the tally. Every string from the
 /// document is made [`printable`].
-pub fn render_text(findings: &Findings) -> String {
+pub(crate) fn render_text(findings: &Findings) -> String {
     let mut out = String::from("Findings:\n");
     for line in &findings.summary {
         out.push_str(&format!("  {}\n", printable(line)));
@@ -316,7 +317,7 @@ fn finding_line(finding: &Finding, with_host: bool) -> String {
 /// (a section prints it in its own column) and without the first cause (printed on its own)
 /// or the missing things (listed after the row: "to judge it: …"); "the repetitions vary by
 /// 12.9 % (CV over 10 %): 38.2, 40.8, 48.8" of an unstable result.
-pub fn reason(finding: &Finding) -> &str {
+pub(crate) fn reason(finding: &Finding) -> &str {
     let line = finding.line.trim();
     let line = line
         .strip_prefix(finding.verdict.name())
@@ -347,29 +348,10 @@ fn cause_details(cause: &Cause, indent: &str, out: &mut String) {
     }
 }
 
-/// Text from a document as Markdown that stays in its table cell or list item and carries no
-/// HTML: `|` and `\` escaped, line breaks as spaces, `<`, `>` and `&` as entities, control
-/// characters as visible escapes.
-pub fn markdown_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '|' => out.push_str("\\|"),
-            '\\' => out.push_str("\\\\"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '\n' | '\r' => out.push(' '),
-            c => out.push_str(&printable(c.encode_utf8(&mut [0; 4]))),
-        }
-    }
-    out
-}
-
 /// The findings in Markdown under `heading` (e.g. `## Findings`): the summary as a list, what
 /// concerns the run as a whole, then a table of every result not at its limit (verdict, case,
 /// value, what it was judged against, the causes, the remedies) and the tally.
-pub fn render_markdown(findings: &Findings, heading: &str) -> String {
+pub(crate) fn render_markdown(findings: &Findings, heading: &str) -> String {
     let mut out = format!("{heading}\n\n");
     let mut items: Vec<String> = findings.summary.iter().map(|s| markdown_text(s)).collect();
     for cause in &findings.run {
@@ -450,7 +432,7 @@ fn markdown_row(finding: &Finding, with_host: bool) -> String {
 }
 
 /// A cause in a table cell, unescaped: kind, value and unit, the share of the gap it explains.
-pub fn cause_brief(cause: &Cause) -> String {
+pub(crate) fn cause_brief(cause: &Cause) -> String {
     let mut text = cause.kind.clone();
     if let Some(value) = cause.value {
         text.push_str(&format!(" {}", short_value(value)));
@@ -467,7 +449,13 @@ pub fn cause_brief(cause: &Cause) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::report::{Exporter, Markdown, MarkdownTables, Table};
     use crate::result::{Against, Evidence, Expectation, Subsystem};
+
+    /// What `exporter` writes for `report`, as text.
+    fn exported(exporter: &dyn Exporter, report: &crate::result::Report) -> String {
+        String::from_utf8(exporter.export(report)).expect("exporters write UTF-8")
+    }
 
     fn finding(verdict: Verdict, label: &str) -> Finding {
         Finding {
@@ -700,7 +688,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_text_output_opens_with_the_findings_and_names_each_cause_with_its_value() {
-        let text = crate::report::render_table(&fixture());
+        let text = exported(&Table, &fixture());
         let findings = text.find("\nFindings:\n").expect("a findings section");
         let table = text.find("\ncase ").expect("the results table");
         assert!(findings < table, "{text}");
@@ -720,7 +708,7 @@ pub(crate) mod tests {
             ),
             "{text}"
         );
-        let planted = crate::report::render_table(&planted());
+        let planted = exported(&Table, &planted());
         assert!(!planted.contains('\u{1b}'), "{planted}");
         assert!(planted.contains("50000\\u{1b}[2J"), "{planted}");
     }
@@ -729,8 +717,8 @@ pub(crate) mod tests {
     fn the_markdown_reports_open_with_the_findings_escaped() {
         let report = planted();
         for markdown in [
-            crate::report::render_markdown(&report),
-            crate::report::render_markdown_tables(&report),
+            exported(&Markdown, &report),
+            exported(&MarkdownTables, &report),
         ] {
             let findings = markdown
                 .find("\n## Findings\n")
@@ -760,7 +748,8 @@ pub(crate) mod tests {
         let with = fixture();
         let mut without = fixture();
         without.findings = None;
-        let markdown = crate::report::render_markdown_runs(&[(3, &with), (4, &without)]);
+        let runs = MarkdownTables.export_runs(&[(3, &with), (4, &without)]);
+        let markdown = String::from_utf8(runs.unwrap()).unwrap();
         assert_eq!(markdown.matches("\n## Findings\n").count(), 1, "{markdown}");
         assert!(
             markdown.contains("\n### run 3 (fixture-host)\n"),
@@ -773,14 +762,10 @@ pub(crate) mod tests {
     fn a_document_without_findings_shows_no_findings_section() {
         let mut report = fixture();
         report.findings = None;
-        for format in [
-            crate::report::Format::Table,
-            crate::report::Format::Markdown,
-        ] {
-            let text = String::from_utf8(format.render(&report)).unwrap();
+        for exporter in [&Table as &dyn Exporter, &Markdown, &MarkdownTables] {
+            let text = exported(exporter, &report);
             assert!(!text.contains("Findings"), "{text}");
         }
-        assert!(!crate::report::render_markdown_tables(&report).contains("Findings"));
     }
 
     #[test]

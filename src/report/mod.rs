@@ -1,21 +1,30 @@
-//! Exporters: each format is a pure function from a [`Report`] to bytes.
+//! Exporters: each format is a pure function from the results document to bytes, behind one
+//! trait, [`Exporter`]: the text table ([`Table`]), [`Json`], [`Csv`], the Markdown table
+//! ([`Markdown`]), the Markdown tables to paste ([`MarkdownTables`]) and the HTML report
+//! ([`Html`]). [`by_extension`] and [`for_stdout`] pick one from a file name or the flags.
 //!
 //! They draw what the document holds and compute no model of their own: a roofline run's
 //! section ([`roofline`]: its text and chart) draws the model of [`crate::result::roofline`],
 //! stored in the run's `model` result or built there from its roofline results.
 //!
 //! The human table and Markdown open with the run's [`findings`] where the document has them,
-//! then show one row per result; JSON is the whole document (the
-//! schema of `docs/schema.md`); CSV has one row per result with every parameter and statistic
-//! in its own column. [`OutputFile`] is created before a run (so a bad path fails at once) and
-//! rewritten atomically after every case, so an interrupted run leaves a complete, valid file.
+//! then show one row per result; JSON is the whole document (the schema of `docs/schema.md`);
+//! CSV has one row per result with every parameter and statistic in its own column. What a cell
+//! says, and how a document's text is escaped in each format, is in [`cells`], for every format
+//! alike. [`OutputFile`] is created before a run (so a bad path fails at once) and rewritten
+//! atomically after every case, so an interrupted run leaves a complete, valid file.
 
-pub mod charts;
+pub(crate) mod cells;
+pub(crate) mod charts;
 mod cluster;
 mod csv;
-pub mod findings;
-pub mod html;
-pub mod roofline;
+pub(crate) mod findings;
+pub(crate) mod html;
+pub(crate) mod inventory;
+mod json;
+mod markdown_tables;
+pub(crate) mod peaks;
+pub(crate) mod roofline;
 mod table;
 
 use std::fs;
@@ -24,80 +33,79 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::result::significance::significance;
-use crate::result::{BenchResult, Report};
+use crate::options::OutputArgs;
+use crate::result::Report;
 
-pub use table::{
-    describe_params, render_markdown, render_markdown_runs, render_markdown_tables, render_table,
-};
+pub(crate) use csv::Csv;
+pub(crate) use html::Html;
+pub(crate) use json::Json;
+pub(crate) use markdown_tables::MarkdownTables;
+pub(crate) use table::{Markdown, Table};
 
-/// B against A in a table cell: the change in % and its significance.
-pub fn change_cell(a: &BenchResult, b: &BenchResult) -> String {
-    let change = if a.value != 0.0 {
-        format!("{:+.1}% ", (b.value - a.value) / a.value * 100.0)
-    } else {
-        String::new()
-    };
-    format!("{change}{}", significance(a, b).text())
-}
+/// One output format: a pure function from the results to bytes.
+pub(crate) trait Exporter: std::fmt::Debug + Sync {
+    /// One run's results document in this format.
+    fn export(&self, report: &Report) -> Vec<u8>;
 
-/// An output format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Json,
-    Csv,
-    Markdown,
-}
-
-impl Format {
-    /// The format a file name asks for by its extension.
-    pub fn from_path(path: &Path) -> Option<Format> {
-        match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
-            "json" => Some(Format::Json),
-            "csv" => Some(Format::Csv),
-            "md" | "markdown" => Some(Format::Markdown),
-            "txt" | "text" => Some(Format::Table),
-            _ => None,
-        }
+    /// Several runs (two machines, before and after a change) as one document of this format,
+    /// each with its id in the history, or `None` for a format that holds one run (the table,
+    /// JSON, CSV and the Markdown table). `peakbench report` writes these.
+    fn export_runs(&self, _runs: &[(i64, &Report)]) -> Option<Vec<u8>> {
+        None
     }
+}
 
-    pub fn render(self, report: &Report) -> Vec<u8> {
-        match self {
-            Format::Table => render_table(report).into_bytes(),
-            Format::Markdown => render_markdown(report).into_bytes(),
-            Format::Csv => csv::render(report),
-            Format::Json => {
-                let mut bytes =
-                    serde_json::to_vec_pretty(report).expect("a report always serialises");
-                bytes.push(b'\n');
-                bytes
-            }
-        }
+/// The formats a results file is written in, by the extensions of its name (lower case).
+const BY_EXTENSION: [(&str, &dyn Exporter); 6] = [
+    ("json", &Json),
+    ("csv", &Csv),
+    ("md", &Markdown),
+    ("markdown", &Markdown),
+    ("txt", &Table),
+    ("text", &Table),
+];
+
+/// The format a file name asks for by its extension (`--output FILE`), if it names one.
+pub(crate) fn by_extension(path: &Path) -> Option<&'static dyn Exporter> {
+    let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+    BY_EXTENSION
+        .iter()
+        .find(|(name, _)| *name == extension)
+        .map(|(_, exporter)| *exporter)
+}
+
+/// What a run prints on stdout: JSON with `--json`, CSV with `--csv`, else the table.
+pub(crate) fn for_stdout(output: &OutputArgs) -> &'static dyn Exporter {
+    if output.json.on {
+        &Json
+    } else if output.csv {
+        &Csv
+    } else {
+        &Table
     }
 }
 
 /// A results file kept up to date during a run.
 #[derive(Debug)]
-pub struct OutputFile {
+pub(crate) struct OutputFile {
     path: PathBuf,
-    format: Format,
+    exporter: &'static dyn Exporter,
 }
 
 impl OutputFile {
     /// Creates (or truncates) the file now, so that a bad path fails before anything runs.
-    pub fn create(path: &Path, format: Format) -> Result<OutputFile> {
+    pub(crate) fn create(path: &Path, exporter: &'static dyn Exporter) -> Result<OutputFile> {
         fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
         Ok(OutputFile {
             path: path.to_path_buf(),
-            format,
+            exporter,
         })
     }
 
     /// Replaces the file's content with `report`, atomically: written to a new file of a random
     /// name in the same directory (created with `O_EXCL`, so a symbolic link planted at any
     /// name is never followed), then renamed over the path.
-    pub fn write(&self, report: &Report) -> Result<()> {
+    pub(crate) fn write(&self, report: &Report) -> Result<()> {
         let dir = match self.path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
@@ -111,7 +119,7 @@ impl OutputFile {
         if let Ok(meta) = fs::metadata(&self.path) {
             let _ = file.as_file().set_permissions(meta.permissions());
         }
-        file.write_all(&self.format.render(report))
+        file.write_all(&self.exporter.export(report))
             .and_then(|()| file.as_file().sync_data())
             .with_context(|| format!("cannot write {}", file.path().display()))?;
         file.persist(&self.path)
@@ -119,7 +127,7 @@ impl OutputFile {
             .with_context(|| format!("cannot replace {}", self.path.display()))
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 }
@@ -128,6 +136,7 @@ impl OutputFile {
 /// format shows up in review (`cargo insta review`, or `INSTA_UPDATE=always` and read the diff).
 #[cfg(test)]
 mod snapshots {
+    use super::markdown_tables::render_markdown_tables;
     use super::*;
 
     fn fixture() -> Report {
@@ -135,28 +144,48 @@ mod snapshots {
             .expect("the fixture is a results document")
     }
 
-    fn text(format: Format) -> String {
-        String::from_utf8(format.render(&fixture())).expect("exporters write UTF-8")
+    fn text(exporter: &dyn Exporter) -> String {
+        String::from_utf8(exporter.export(&fixture())).expect("exporters write UTF-8")
+    }
+
+    /// `--output` picks its format by the file's extension, in any case; a name without one
+    /// it knows (the HTML report is `--html`'s) picks none.
+    #[test]
+    fn a_file_name_picks_its_format_by_its_extension() {
+        let picked = |name: &str| by_extension(Path::new(name)).map(|e| format!("{e:?}"));
+        for (name, format) in [
+            ("r.json", "Json"),
+            ("r.CSV", "Csv"),
+            ("r.md", "Markdown"),
+            ("r.markdown", "Markdown"),
+            ("dir.d/r.txt", "Table"),
+            ("r.Text", "Table"),
+        ] {
+            assert_eq!(picked(name).as_deref(), Some(format), "{name}");
+        }
+        for name in ["r.html", "results", "r.json.gz"] {
+            assert_eq!(picked(name), None, "{name}");
+        }
     }
 
     #[test]
     fn table() {
-        insta::assert_snapshot!(text(Format::Table));
+        insta::assert_snapshot!(text(&Table));
     }
 
     #[test]
     fn csv() {
-        insta::assert_snapshot!(text(Format::Csv));
+        insta::assert_snapshot!(text(&Csv));
     }
 
     #[test]
     fn json() {
-        insta::assert_snapshot!(text(Format::Json));
+        insta::assert_snapshot!(text(&Json));
     }
 
     #[test]
     fn markdown() {
-        insta::assert_snapshot!(text(Format::Markdown));
+        insta::assert_snapshot!(text(&Markdown));
     }
 
     #[test]
@@ -182,7 +211,7 @@ mod snapshots {
             value: 2.5,
             stats,
         });
-        let table = String::from_utf8(Format::Table.render(&report)).unwrap();
+        let table = String::from_utf8(Table.export(&report)).unwrap();
         let header = table.lines().find(|l| l.contains("case")).unwrap();
         assert!(header.trim_end().ends_with("access time"), "{header}");
         let row = table
@@ -191,7 +220,7 @@ mod snapshots {
             .unwrap_or_else(|| panic!("{table}"));
         assert!(row.trim_end().ends_with("2.50 ns"), "{row}");
 
-        let markdown = String::from_utf8(Format::Markdown.render(&report)).unwrap();
+        let markdown = String::from_utf8(Markdown.export(&report)).unwrap();
         assert!(markdown.contains("| ratio | access time |"), "{markdown}");
 
         let pasted = render_markdown_tables(&report);
@@ -202,7 +231,7 @@ mod snapshots {
         let cpu = sections.iter().find(|s| s.starts_with("cpu")).unwrap();
         assert!(!cpu.contains("access time"), "{cpu}");
 
-        let csv = String::from_utf8(Format::Csv.render(&report)).unwrap();
+        let csv = String::from_utf8(Csv.export(&report)).unwrap();
         let mut reader = ::csv::Reader::from_reader(csv.as_bytes());
         let headers = reader.headers().unwrap().clone();
         let at = headers.iter().position(|h| h == "access_time_ns").unwrap();
@@ -232,7 +261,7 @@ mod snapshots {
             ratio: Some(3.5),
             note: None,
         });
-        let csv = String::from_utf8(Format::Csv.render(&report)).unwrap();
+        let csv = String::from_utf8(Csv.export(&report)).unwrap();
         let mut reader = ::csv::Reader::from_reader(csv.as_bytes());
         let headers = reader.headers().unwrap().clone();
         let at = headers
@@ -253,18 +282,20 @@ mod snapshots {
             }
         }
         assert_eq!(seen, 1);
-        let page = html::render(1, &report);
+        let page = String::from_utf8(Html { run: 1 }.export(&report)).unwrap();
         assert!(page.contains("Other references"), "no section");
         let line = format!("ping {}", crate::units::format_value(4.0));
         assert!(page.contains(&line), "no {line} in the page");
-        let table = String::from_utf8(Format::Table.render(&report)).unwrap();
+        let table = String::from_utf8(Table.export(&report)).unwrap();
         assert!(table.contains("Other references"), "{table}");
     }
 }
 
 #[cfg(test)]
 mod multi_run {
+    use super::markdown_tables::{render_markdown_runs, render_markdown_tables};
     use super::*;
+    use crate::result::BenchResult;
 
     fn fixture() -> Report {
         serde_json::from_str(include_str!("../../tests/fixtures/report.json"))

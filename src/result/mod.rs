@@ -13,9 +13,9 @@
 //! which draw it, can reach it.
 
 mod findings;
-pub mod roofline;
-pub mod significance;
-pub mod validate;
+pub(crate) mod roofline;
+pub(crate) mod significance;
+pub(crate) mod validate;
 
 use serde::{Deserialize, Serialize};
 

@@ -21,21 +21,21 @@ use crate::result::{BenchResult, Report, Subsystem};
 use crate::units::{format_size_approx, format_value};
 
 /// How far a sweep plateau may be from the ceiling it meets and still agree.
-pub const TOLERANCE: f64 = 0.05;
+pub(crate) const TOLERANCE: f64 = 0.05;
 /// A bandwidth plateau whose points spread more than this is not flat.
 const FLATNESS: f64 = 0.10;
 
 /// How FLOP and bytes are counted; every model states it.
-pub const COUNTING: &str = "intensity = FLOP / byte; ceilings count an FMA as 2 FLOP per lane; \
+pub(crate) const COUNTING: &str = "intensity = FLOP / byte; ceilings count an FMA as 2 FLOP per lane; \
 roofs count the application's bytes (read 8 B, copy 16 B, triad 24 B per f64 element) and, in \
 the *_write_allocate fields, the bus's bytes too (a written line is read first: copy 24 B, \
 triad 32 B); the sweep reads 8 B per element and writes nothing, so its two counts agree";
 
 /// Memory levels from the fastest to the slowest.
-pub const LEVELS: [&str; 4] = ["L1", "L2", "L3", "DRAM"];
+pub(crate) const LEVELS: [&str; 4] = ["L1", "L2", "L3", "DRAM"];
 
 /// The place of a level in [`LEVELS`]; an unknown level comes after them all.
-pub fn level_rank(level: &str) -> usize {
+pub(crate) fn level_rank(level: &str) -> usize {
     LEVELS
         .iter()
         .position(|l| *l == level)
@@ -44,7 +44,7 @@ pub fn level_rank(level: &str) -> usize {
 
 /// The roofline of one run at one thread count.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-pub struct Model {
+pub(crate) struct Model {
     /// The thread count the chart draws and the sweep ran at (all cores by default).
     pub threads: usize,
     /// How FLOP and bytes are counted, in words.
@@ -67,7 +67,7 @@ pub struct Model {
 
 /// A compute ceiling, drawn flat: what one kernel of one precision and ISA reaches.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct Ceiling {
+pub(crate) struct Ceiling {
     /// "f64 avx2 fma", "f32 sse no-fma", "bf16 avx512 dot".
     pub name: String,
     pub threads: usize,
@@ -79,7 +79,7 @@ pub struct Ceiling {
 /// A bandwidth roof, drawn slanted: what one traffic pattern reaches at one level's working
 /// set. At intensity I (FLOP per byte) it allows I × GB/s GFLOP/s.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct Roof {
+pub(crate) struct Roof {
     /// "L1", "L2", "L3", "DRAM".
     pub level: String,
     /// "read", "triad" or "copy".
@@ -94,14 +94,14 @@ pub struct Roof {
 
 impl Roof {
     /// "DRAM read", "L1 triad".
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         format!("{} {}", self.level, self.traffic)
     }
 }
 
 /// Where a roof meets a ceiling: the intensity above which the ceiling, not the roof, limits.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct Ridge {
+pub(crate) struct Ridge {
     pub roof: String,
     pub ceiling: String,
     pub threads: usize,
@@ -114,7 +114,7 @@ pub struct Ridge {
 
 /// One point of the intensity sweep.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct SweepPoint {
+pub(crate) struct SweepPoint {
     pub level: String,
     pub threads: usize,
     pub working_set_bytes: u64,
@@ -126,7 +126,7 @@ pub struct SweepPoint {
 
 /// A plateau of the sweep against the roof or ceiling it should meet.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct Check {
+pub(crate) struct Check {
     pub level: String,
     /// "bandwidth" (GB/s against the read roof) or "compute" (GFLOP/s against the ceiling).
     pub plateau: String,
@@ -165,7 +165,7 @@ impl Check {
 
 /// A user's kernel, as `--point NAME:INTENSITY:GFLOPS` gives it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct UserPoint {
+pub(crate) struct UserPoint {
     pub name: String,
     pub intensity: f64,
     pub gflops: f64,
@@ -173,7 +173,7 @@ pub struct UserPoint {
 
 /// A user's kernel placed under the roofs: the lowest roof (or the ceiling) above it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct Placed {
+pub(crate) struct Placed {
     pub name: String,
     pub intensity: f64,
     pub gflops: f64,
@@ -186,7 +186,7 @@ pub struct Placed {
 }
 
 /// A ratio in percent with one decimal: "97.3 %".
-pub fn percent(ratio: f64) -> String {
+pub(crate) fn percent(ratio: f64) -> String {
     format!("{:.1} %", ratio * 100.0)
 }
 
@@ -199,7 +199,7 @@ fn text_param(r: &BenchResult, key: &str) -> Option<String> {
 }
 
 /// The name of a compute ceiling from its result's parameters.
-pub fn ceiling_name(r: &BenchResult) -> String {
+pub(crate) fn ceiling_name(r: &BenchResult) -> String {
     let precision = r.params.precision.clone().unwrap_or_default();
     let isa = r.params.isa.clone().unwrap_or_default();
     let form = text_param(r, "form");
@@ -318,7 +318,7 @@ struct LevelCheck {
 impl Model {
     /// The model of a run's roofline results (those of [`Subsystem::Roofline`]), drawn at
     /// `threads` (0: the most threads measured), with the user's points.
-    pub fn build(results: &[&BenchResult], threads: usize, points: &[UserPoint]) -> Model {
+    pub(crate) fn build(results: &[&BenchResult], threads: usize, points: &[UserPoint]) -> Model {
         let mine: Vec<&BenchResult> = results
             .iter()
             .copied()
@@ -478,7 +478,7 @@ impl Model {
 
     /// The top compute ceiling at the chart's thread count, of the sweep's precision (f64) if
     /// there is one.
-    pub fn top_ceiling(&self) -> Option<&Ceiling> {
+    pub(crate) fn top_ceiling(&self) -> Option<&Ceiling> {
         let at = || self.ceilings.iter().filter(|c| c.threads == self.threads);
         at().filter(|c| c.name.starts_with("f64 "))
             .max_by(|a, b| a.gflops.total_cmp(&b.gflops))
@@ -486,24 +486,27 @@ impl Model {
     }
 
     /// The ceilings at the chart's thread count.
-    pub fn drawn_ceilings(&self) -> impl Iterator<Item = &Ceiling> {
+    pub(crate) fn drawn_ceilings(&self) -> impl Iterator<Item = &Ceiling> {
         self.ceilings.iter().filter(|c| c.threads == self.threads)
     }
 
     /// The roofs at the chart's thread count.
-    pub fn drawn_roofs(&self) -> impl Iterator<Item = &Roof> {
+    pub(crate) fn drawn_roofs(&self) -> impl Iterator<Item = &Roof> {
         self.roofs.iter().filter(|r| r.threads == self.threads)
     }
 
     /// The ridge points of `ceiling` with every roof, at the chart's thread count.
-    pub fn ridges_with<'a>(&'a self, ceiling: &'a Ceiling) -> impl Iterator<Item = &'a Ridge> {
+    pub(crate) fn ridges_with<'a>(
+        &'a self,
+        ceiling: &'a Ceiling,
+    ) -> impl Iterator<Item = &'a Ridge> {
         self.ridges
             .iter()
             .filter(move |r| r.threads == self.threads && r.ceiling == ceiling.name)
     }
 
     /// The sweep's points at one level and the chart's thread count, by intensity.
-    pub fn sweep_line(&self, level: &str) -> Vec<&SweepPoint> {
+    pub(crate) fn sweep_line(&self, level: &str) -> Vec<&SweepPoint> {
         let mut points: Vec<&SweepPoint> = self
             .sweep
             .iter()
@@ -514,7 +517,7 @@ impl Model {
     }
 
     /// How many of the checks at the chart's thread count agree, and of how many.
-    pub fn checks_agreeing(&self) -> (usize, usize) {
+    pub(crate) fn checks_agreeing(&self) -> (usize, usize) {
         self.checks
             .iter()
             .filter(|c| c.threads == self.threads)
@@ -523,7 +526,7 @@ impl Model {
 
     /// The lowest bound above a user's point at its intensity: each level's read roof capped
     /// by the top f64 ceiling, from DRAM up.
-    pub fn place(&self, p: &UserPoint) -> Placed {
+    pub(crate) fn place(&self, p: &UserPoint) -> Placed {
         let top = self.top_ceiling();
         let mut bounds: Vec<(String, f64)> = self
             .roofs
@@ -561,7 +564,7 @@ impl Model {
 
     /// The machine balance: where the DRAM read roof meets the top ceiling (FLOP per
     /// application byte), the headline of the model.
-    pub fn balance(&self) -> Option<f64> {
+    pub(crate) fn balance(&self) -> Option<f64> {
         let top = self.top_ceiling()?;
         self.ridges
             .iter()
@@ -601,7 +604,7 @@ fn not_flat(level: &str, threads: usize, points: &[&SweepPoint], bound: &[f64]) 
 
 /// The model stored in a run's `model` result, or else built from its roofline results (a run
 /// stopped before its model, say); none for a run without ceilings or roofs.
-pub fn model_of(report: &Report) -> Option<Model> {
+pub(crate) fn model_of(report: &Report) -> Option<Model> {
     let stored = report
         .results
         .iter()

@@ -7,7 +7,7 @@ use crate::stats::mann_whitney;
 /// What the repetitions of two runs say about one change (the rule of `peakbench compare`): the
 /// two-sided Mann–Whitney U test of the two runs' repetitions at α = [`Significance::ALPHA`].
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Significance {
+pub(crate) enum Significance {
     /// p < α: the two runs' repetitions differ beyond what chance gives.
     Beyond { p: f64 },
     /// p ≥ α, though these many repetitions could have shown a change.
@@ -19,11 +19,11 @@ pub enum Significance {
 
 impl Significance {
     /// The significance level: a change is beyond the noise when p is below it.
-    pub const ALPHA: f64 = 0.05;
+    pub(crate) const ALPHA: f64 = 0.05;
 
     /// The significance in a table cell, e.g. "BEYOND noise (p 0.008)", "within noise (p 0.41)",
     /// "too few repetitions (3 vs 3: p ≥ 0.10)".
-    pub fn text(self) -> String {
+    pub(crate) fn text(self) -> String {
         match self {
             Significance::Beyond { p } => format!("BEYOND noise (p {})", format_p(p)),
             Significance::Within { p } => format!("within noise (p {})", format_p(p)),
@@ -34,7 +34,7 @@ impl Significance {
         }
     }
 
-    pub fn is_beyond(self) -> bool {
+    pub(crate) fn is_beyond(self) -> bool {
         matches!(self, Significance::Beyond { .. })
     }
 }
@@ -54,7 +54,7 @@ fn format_p(p: f64) -> String {
 /// noise at p < 0.05, within it at p ≥ 0.05, unknown when no outcome could reach 0.05 with these
 /// numbers of repetitions (3 vs 3 gives 0.1 at best; 4 vs 4 reaches 0.029 only when no
 /// repetition of one run comes near the other's) or a run has none.
-pub fn significance(a: &BenchResult, b: &BenchResult) -> Significance {
+pub(crate) fn significance(a: &BenchResult, b: &BenchResult) -> Significance {
     let n = [a.samples.len(), b.samples.len()];
     match mann_whitney(&a.samples, &b.samples) {
         Some(t) if t.min_p >= Significance::ALPHA => Significance::Unknown { n, min_p: t.min_p },

@@ -13,28 +13,31 @@ use super::Report;
 /// The largest document read: SQLite's largest value (`SQLITE_MAX_LENGTH`), so that whatever
 /// is read can be stored. A cluster run is about 70 KB per host with the default matrix plan
 /// (docs/cluster.md): 1,000 nodes ≈ 70 MB, 10,000 ≈ 700 MB.
-pub const MAX_DOCUMENT_BYTES: usize = 1_000_000_000;
+pub(crate) const MAX_DOCUMENT_BYTES: usize = 1_000_000_000;
 /// Documents up to this size are read without a look at the free memory (a few hundred MB at
 /// most); a larger one must leave [`READ_BYTES_PER_BYTE`] × its size available.
-pub const UNCHECKED_DOCUMENT_BYTES: usize = 64 << 20;
+pub(crate) const UNCHECKED_DOCUMENT_BYTES: usize = 64 << 20;
 /// The memory reading a document takes per byte of its JSON, at its peak: the text, the
 /// parsed JSON tree and the typed report at once (measured by bench/bigdoc.py: see
 /// docs/cluster.md).
-pub const READ_BYTES_PER_BYTE: u64 = 8;
+pub(crate) const READ_BYTES_PER_BYTE: u64 = 8;
 /// The longest string of a document: a command line, a tool's output, a warning.
-pub const MAX_STRING_BYTES: usize = 64 << 10;
+pub(crate) const MAX_STRING_BYTES: usize = 64 << 10;
 /// The most elements of one list (samples, series points, results).
-pub const MAX_LIST: usize = 1 << 20;
+pub(crate) const MAX_LIST: usize = 1 << 20;
 /// The most hosts of a cluster document.
-pub const MAX_HOSTS: usize = 65_536;
+pub(crate) const MAX_HOSTS: usize = 65_536;
 /// The most hosts of a dense matrix (hosts² cells; peakbench writes dense ones up to 64 hosts
 /// and sparse `cells` above, but a schema 3 document's are dense at any size).
-pub const MAX_DENSE_HOSTS: usize = 4096;
+pub(crate) const MAX_DENSE_HOSTS: usize = 4096;
 
 /// Whether a document of `bytes` can be read here: at most [`MAX_DOCUMENT_BYTES`], and above
 /// [`UNCHECKED_DOCUMENT_BYTES`] only with [`READ_BYTES_PER_BYTE`] × its size of memory
 /// available (`available`, asked only then: MemAvailable, None where it cannot be read).
-pub fn check_size(bytes: u64, available: impl FnOnce() -> Option<u64>) -> Result<(), String> {
+pub(crate) fn check_size(
+    bytes: u64,
+    available: impl FnOnce() -> Option<u64>,
+) -> Result<(), String> {
     let mb = |b: u64| crate::units::format_size(b);
     if bytes > MAX_DOCUMENT_BYTES as u64 {
         return Err(format!(
@@ -64,7 +67,7 @@ pub fn check_size(bytes: u64, available: impl FnOnce() -> Option<u64>) -> Result
 /// `the document` at the top): where serde_json stopped on a text it refuses (a number beyond
 /// the range of f64, a bad escape), so that this refusal names its field like every other.
 /// A scan of the text up to `offset`: containers, keys and commas, strings skipped whole.
-pub fn path_at(text: &str, offset: usize) -> String {
+pub(crate) fn path_at(text: &str, offset: usize) -> String {
     enum Frame {
         Object { key: Option<String>, key_next: bool },
         Array { index: usize },
@@ -138,7 +141,7 @@ pub fn path_at(text: &str, offset: usize) -> String {
 
 /// The byte offset of serde_json's 1-based `line` and `column` in `text` (its column counts
 /// bytes).
-pub fn offset_of(text: &str, line: usize, column: usize) -> usize {
+pub(crate) fn offset_of(text: &str, line: usize, column: usize) -> usize {
     let before: usize = text
         .split_inclusive('\n')
         .take(line.saturating_sub(1))
@@ -150,7 +153,7 @@ pub fn offset_of(text: &str, line: usize, column: usize) -> usize {
 /// Sizes and numbers of the raw JSON: every number finite, every string and list bounded.
 /// (JSON has no NaN or infinity, and serde_json refuses a literal beyond the range of f64,
 /// so a non-finite number here means a parser that allows them; the check costs nothing.)
-pub fn check_json(value: &Value) -> Result<(), String> {
+pub(crate) fn check_json(value: &Value) -> Result<(), String> {
     let mut path = String::new();
     walk(value, &mut path)
 }
@@ -216,7 +219,7 @@ fn walk(value: &Value, path: &mut String) -> Result<(), String> {
 }
 
 /// What the types alone do not hold: the shapes one field's length ties to another's.
-pub fn check_shapes(report: &Report) -> Result<(), String> {
+pub(crate) fn check_shapes(report: &Report) -> Result<(), String> {
     let Some(cluster) = &report.cluster else {
         return Ok(());
     };

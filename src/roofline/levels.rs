@@ -20,7 +20,7 @@ use crate::units::format_size_approx;
 
 /// One memory level and the bytes each thread works on there.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct MemoryLevel {
+pub(crate) struct MemoryLevel {
     /// "L1", "L2", "L3", "DRAM".
     pub name: String,
     /// Bytes of each thread's working set (a multiple of 4 KiB).
@@ -34,7 +34,7 @@ pub struct MemoryLevel {
 
 impl MemoryLevel {
     /// Each thread's bytes at `threads` threads, a multiple of 4 KiB.
-    pub fn per_thread(&self, threads: usize) -> u64 {
+    pub(crate) fn per_thread(&self, threads: usize) -> u64 {
         let bytes = if self.split {
             self.per_thread / threads as u64
         } else {
@@ -46,7 +46,7 @@ impl MemoryLevel {
 
 /// Where a pointer chase left the cache before the L3 sysinfo reports ends.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CacheEdge {
+pub(crate) struct CacheEdge {
     /// The largest working set still in the cache (bytes), and its ns per load.
     pub cached: (u64, f64),
     /// The next working set measured, in memory, and its ns per load.
@@ -70,12 +70,16 @@ impl CacheEdge {
 }
 
 /// Every level name, fastest first.
-pub const NAMES: [&str; 4] = ["L1", "L2", "L3", "DRAM"];
+pub(crate) const NAMES: [&str; 4] = ["L1", "L2", "L3", "DRAM"];
 
 /// The levels of `host`: each data cache level it reports, then DRAM (`dram`: the whole
 /// machine's DRAM set, when the user gives it). `edge`, where the latency probe found the L3
 /// ending early, sizes the L3 instead of sysinfo's figure.
-pub fn levels(host: &SysInfo, dram: Option<u64>, edge: Option<&CacheEdge>) -> Vec<MemoryLevel> {
+pub(crate) fn levels(
+    host: &SysInfo,
+    dram: Option<u64>,
+    edge: Option<&CacheEdge>,
+) -> Vec<MemoryLevel> {
     let mut out = Vec::new();
     for level in 1..=3u32 {
         let Some(cache) = host

@@ -21,12 +21,14 @@
 //!    points (each roof × each ceiling), the sweep's plateaus held against the roofs and
 //!    ceilings they should meet (the self-check, ±5 %) and the user's `--point`s placed. It is
 //!    stored in the run's last result, printed as text after the run and drawn as a chart
-//!    (`--svg FILE`, and a section of the HTML report) by [`crate::report::roofline`].
+//!    (`--svg FILE`, and a section of the HTML report) by [`crate::report::roofline`]. The
+//!    workload writes no file: the model case hands the `--svg` chart back with its result
+//!    ([`Case::files`]) and the session writes it.
 
-pub mod levels;
+pub(crate) mod levels;
 mod params;
-pub mod probe;
-pub mod sweep;
+pub(crate) mod probe;
+pub(crate) mod sweep;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -41,7 +43,7 @@ use crate::memory::kernels::MemIsa;
 use crate::memory::{BandwidthCase, MemOp};
 use crate::options::{Defaults, Threads, Timing, positive_count, positive_size};
 use crate::peak::{Isa, Precision};
-use crate::plan::{Case, CaseSpec, Context, Plan};
+use crate::plan::{Case, CaseFile, CaseSpec, Context, Plan};
 use crate::report::roofline::{lines, svg};
 use crate::result::roofline::{COUNTING, Model, UserPoint};
 use crate::result::{BenchResult, Subsystem};
@@ -54,7 +56,7 @@ use sweep::{Intensity, STEP, SweepCase, SweepIsa};
 /// The defaults of `roofline`: 1 and every CPU; 200 ms repetitions, so that the whole
 /// roofline (some 90 cases) takes about a minute and a half.
 #[derive(Debug, Clone)]
-pub struct RooflineDefaults;
+pub(crate) struct RooflineDefaults;
 
 impl Defaults for RooflineDefaults {
     const DURATION: &'static str = "200ms";
@@ -62,7 +64,7 @@ impl Defaults for RooflineDefaults {
 }
 
 #[derive(Args, Debug)]
-pub struct RooflineArgs {
+pub(crate) struct RooflineArgs {
     #[command(flatten)]
     pub threads: Threads<RooflineDefaults>,
     #[command(flatten)]
@@ -140,7 +142,7 @@ fn flop_per_element(text: &str) -> Result<u64, String> {
 }
 
 /// `peakbench roofline`.
-pub struct Roofline;
+pub(crate) struct Roofline;
 
 /// What the roofline was asked for, for the record.
 #[derive(serde::Serialize)]
@@ -416,7 +418,7 @@ fn check_svg_path(path: &std::path::Path) -> Result<()> {
 
 /// The traffic kinds of the roofs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Traffic {
+pub(crate) enum Traffic {
     /// `mem --op read`: 8 B per element, read only.
     Read,
     /// `mem --op stream-triad`: 24 B (32 B with write-allocate).
@@ -426,7 +428,7 @@ pub enum Traffic {
 }
 
 impl Traffic {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Traffic::Read => "read",
             Traffic::Triad => "triad",
@@ -443,7 +445,7 @@ impl Traffic {
     }
 
     /// Bus bytes per application byte: a written line is read first (write-allocate).
-    pub fn write_allocate_factor(self) -> f64 {
+    pub(crate) fn write_allocate_factor(self) -> f64 {
         match self {
             Traffic::Read => 1.0,
             Traffic::Triad => 32.0 / 24.0,
@@ -723,11 +725,6 @@ impl Case for ModelCase {
                 self.threads
             );
         };
-        if let Some(path) = &self.svg {
-            let chart = svg(&[(ctx.host.hostname.clone(), &model)]);
-            std::fs::write(path, chart)
-                .with_context(|| format!("--svg: cannot write {}", path.display()))?;
-        }
         let warnings = model.warnings.clone();
         Ok(self
             .spec()
@@ -745,6 +742,22 @@ impl Case for ModelCase {
             .param("roofline", serde_json::to_value(&model)?)
             .warn(warnings)
             .finish())
+    }
+
+    /// With `--svg FILE`, the chart of the model the result carries, drawn as the HTML report
+    /// draws a stored run's: the session writes it.
+    fn files(&self, result: &BenchResult) -> Result<Vec<CaseFile>> {
+        let Some(path) = &self.svg else {
+            return Ok(Vec::new());
+        };
+        let stored = result.params.other.get("roofline").cloned();
+        let model: Model = serde_json::from_value(stored.unwrap_or_default())
+            .context("--svg: the result carries no model to draw")?;
+        Ok(vec![CaseFile {
+            flag: "--svg",
+            path: path.clone(),
+            bytes: svg(&[(result.host.clone(), &model)]).into_bytes(),
+        }])
     }
 }
 
@@ -806,6 +819,30 @@ mod tests {
             let error = plan_for::<Roofline>(&argv, &ctx).err().unwrap().to_string();
             assert!(error.contains(flag), "{argv:?}: {error}");
         }
+    }
+
+    /// With `--svg`, the model case hands back the chart its stored model draws (read back from
+    /// the result exactly) for the session to write; without it, nothing.
+    #[test]
+    fn the_svg_chart_is_handed_back_not_written() {
+        let model = crate::result::roofline::example();
+        let mut result = BenchResult::example("roofline-model-t2", "FLOP/B", vec![1.0]);
+        let stored = serde_json::to_value(&model).unwrap();
+        result.params.other.insert("roofline".into(), stored);
+        let case = |svg: Option<PathBuf>| ModelCase {
+            threads: 2,
+            points: Vec::new(),
+            svg,
+            collector: Collector::default(),
+        };
+        let path = PathBuf::from("/nonexistent-peakbench-dir/chart.svg");
+        let files = case(Some(path.clone())).files(&result).unwrap();
+        assert_eq!(files.len(), 1);
+        assert_eq!((files[0].flag, &files[0].path), ("--svg", &path));
+        let drawn = svg(&[(result.host.clone(), &model)]);
+        assert_eq!(files[0].bytes, drawn.into_bytes());
+        assert!(!path.exists(), "the case writes no file");
+        assert!(case(None).files(&result).unwrap().is_empty());
     }
 
     #[test]

@@ -22,13 +22,13 @@ use crate::units::format_size_approx;
 use super::levels::CacheEdge;
 
 /// The thread CPU time of chasing at each working set, after linking and one warm pass.
-pub const PER_SIZE: Duration = Duration::from_millis(25);
+pub(crate) const PER_SIZE: Duration = Duration::from_millis(25);
 /// The most the whole probe may take: no size is started that would end past it.
-pub const BUDGET: Duration = Duration::from_secs(2);
+pub(crate) const BUDGET: Duration = Duration::from_secs(2);
 
 /// The working sets the probe chases: 2 × the L2, ×2 each, up to sysinfo's last-level cache
 /// and a quarter of the memory available; none where sysinfo reads no L3.
-pub fn sizes(host: &SysInfo) -> Vec<u64> {
+pub(crate) fn sizes(host: &SysInfo) -> Vec<u64> {
     let private = private_cache_bytes(host);
     let llc = host.cpu.last_level_cache_bytes();
     let available = host.memory.available_bytes;
@@ -53,7 +53,7 @@ fn guess(size: u64) -> Duration {
 }
 
 /// Chases at each of `sizes` in turn until the curve steps to memory or the budget is spent.
-pub fn measure(host: &SysInfo, sizes: &[u64]) -> Result<ProbedCurve, String> {
+pub(crate) fn measure(host: &SysInfo, sizes: &[u64]) -> Result<ProbedCurve, String> {
     let (private, llc) = (private_cache_bytes(host), host.cpu.last_level_cache_bytes());
     let start = Instant::now();
     let mut points = Vec::new();
@@ -75,7 +75,7 @@ pub fn measure(host: &SysInfo, sizes: &[u64]) -> Result<ProbedCurve, String> {
 }
 
 /// The edge in a probed curve: where it steps to memory before sysinfo's last level ends.
-pub fn edge(host: &SysInfo, curve: &[(u64, f64)]) -> Option<CacheEdge> {
+pub(crate) fn edge(host: &SysInfo, curve: &[(u64, f64)]) -> Option<CacheEdge> {
     let llc = host.cpu.last_level_cache_bytes();
     let (i, j) = memory_step(curve, private_cache_bytes(host), llc)?;
     Some(CacheEdge {
@@ -86,7 +86,7 @@ pub fn edge(host: &SysInfo, curve: &[(u64, f64)]) -> Option<CacheEdge> {
 
 /// The L3's edge on this machine, measured when the context allows it, and the plan's note
 /// on what the probe did (none where there is nothing to probe).
-pub fn l3_edge(ctx: &Context) -> (Option<CacheEdge>, Option<String>) {
+pub(crate) fn l3_edge(ctx: &Context) -> (Option<CacheEdge>, Option<String>) {
     let host = &ctx.host;
     let sizes = sizes(host);
     let (Some(&first), Some(&last)) = (sizes.first(), sizes.last()) else {

@@ -32,54 +32,54 @@ use crate::runner::{self, Quota, RunSettings, Stop, Tally, Worker};
 use crate::units::format_size_approx;
 
 /// Bytes per element (f64, read only).
-pub const BYTES_PER_ELEMENT: u64 = 8;
+pub(crate) const BYTES_PER_ELEMENT: u64 = 8;
 /// Elements per step of the widest kernel (8 vectors of 8 lanes); a slice is a whole number of
 /// steps, so the 256-bit kernel (8 vectors of 4 lanes) takes two steps where this takes one.
-pub const STEP: u64 = 64;
+pub(crate) const STEP: u64 = 64;
 
 /// The FLOP per element the sweep measures by default: 1, 2, 4, …, 1024.
-pub fn default_flops() -> Vec<u64> {
+pub(crate) fn default_flops() -> Vec<u64> {
     (0..=10).map(|p| 1u64 << p).collect()
 }
 
 /// How one FLOP-per-element setting is computed and counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Intensity {
+pub(crate) struct Intensity {
     /// FLOP per loaded element: 1, or an even number (2 per FMA).
     pub flop_per_element: u64,
 }
 
 impl Intensity {
     /// `flop` must be 1 or even.
-    pub fn new(flop: u64) -> Option<Intensity> {
+    pub(crate) fn new(flop: u64) -> Option<Intensity> {
         (flop == 1 || (flop >= 2 && flop.is_multiple_of(2))).then_some(Intensity {
             flop_per_element: flop,
         })
     }
 
     /// FMAs applied to each loaded element (0: one add instead).
-    pub fn fmas(self) -> u64 {
+    pub(crate) fn fmas(self) -> u64 {
         self.flop_per_element / 2
     }
 
     /// FLOP done over `elements` elements.
-    pub fn flop(self, elements: u64) -> u64 {
+    pub(crate) fn flop(self, elements: u64) -> u64 {
         elements * self.flop_per_element
     }
 
     /// Bytes the application reads over `elements` elements; the bus moves the same (nothing
     /// is written, so no line is read for ownership).
-    pub fn bytes(self, elements: u64) -> u64 {
+    pub(crate) fn bytes(self, elements: u64) -> u64 {
         elements * BYTES_PER_ELEMENT
     }
 
     /// FLOP per byte.
-    pub fn flop_per_byte(self) -> f64 {
+    pub(crate) fn flop_per_byte(self) -> f64 {
         self.flop_per_element as f64 / BYTES_PER_ELEMENT as f64
     }
 
     /// The sum of the accumulators' lanes after `elements` elements of 1.0 (all passes).
-    pub fn expected_checksum(self, elements: u64) -> u64 {
+    pub(crate) fn expected_checksum(self, elements: u64) -> u64 {
         elements * self.fmas().max(1)
     }
 
@@ -88,7 +88,7 @@ impl Intensity {
     /// working set. A slice smaller than that (an L1 or L2 working set) is read in several
     /// passes per chunk, rather than with a reading of the clock after each pass (16 KiB is
     /// read in about 100 ns, not much more than a reading of the clock under a hypervisor).
-    pub fn chunk(self) -> u64 {
+    pub(crate) fn chunk(self) -> u64 {
         let wanted = ((1u64 << 20) / self.flop_per_element).max(STEP);
         wanted / STEP * STEP
     }
@@ -96,7 +96,7 @@ impl Intensity {
 
 /// Which code runs the sweep on this CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub enum SweepIsa {
+pub(crate) enum SweepIsa {
     /// 512-bit AVX-512F (which has FMA).
     Avx512Fma,
     /// 256-bit AVX2 with FMA.
@@ -107,7 +107,7 @@ pub enum SweepIsa {
 
 impl SweepIsa {
     /// The widest FMA this CPU has.
-    pub fn detect() -> SweepIsa {
+    pub(crate) fn detect() -> SweepIsa {
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx512f") {
@@ -123,7 +123,7 @@ impl SweepIsa {
     }
 
     /// The ISA name the compute ceilings use, and whether the kernel fuses.
-    pub fn ceiling(self) -> (&'static str, bool) {
+    pub(crate) fn ceiling(self) -> (&'static str, bool) {
         match self {
             SweepIsa::Avx512Fma => ("avx512", true),
             SweepIsa::Avx2Fma => ("avx2", true),
@@ -131,7 +131,7 @@ impl SweepIsa {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             SweepIsa::Avx512Fma => "avx512-fma",
             SweepIsa::Avx2Fma => "avx2-fma",
@@ -142,7 +142,7 @@ impl SweepIsa {
     /// Runs the kernel `passes` times over `data` (a multiple of [`STEP`] elements) into the
     /// same accumulators and returns the sum of their lanes: an L1 slice is read in passes of
     /// a few hundred cycles, which a reduction and a check after each would slow by a third.
-    pub fn run(self, data: &[f64], intensity: Intensity, passes: u64) -> u64 {
+    pub(crate) fn run(self, data: &[f64], intensity: Intensity, passes: u64) -> u64 {
         assert!((data.len() as u64).is_multiple_of(STEP));
         match self {
             #[cfg(target_arch = "x86_64")]
@@ -203,7 +203,7 @@ mod avx2 {
     /// # Safety
     /// The CPU must have AVX2 and FMA; `data.len()` must be a multiple of 32.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn run(data: &[f64], fmas: u64, passes: u64) -> u64 {
+    pub(super) unsafe fn run(data: &[f64], fmas: u64, passes: u64) -> u64 {
         let mut a = [_mm256_setzero_pd(); 8];
         let steps = data.len() / 32;
         for _ in 0..passes {
@@ -266,7 +266,7 @@ mod avx512 {
     /// # Safety
     /// The CPU must have AVX-512F; `data.len()` must be a multiple of 64.
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn run(data: &[f64], fmas: u64, passes: u64) -> u64 {
+    pub(super) unsafe fn run(data: &[f64], fmas: u64, passes: u64) -> u64 {
         let mut a = [_mm512_setzero_pd(); 8];
         let steps = data.len() / 64;
         for _ in 0..passes {
@@ -320,7 +320,7 @@ mod avx512 {
 }
 
 /// One point of the sweep: one FLOP-per-element setting at one level's working set.
-pub struct SweepCase {
+pub(crate) struct SweepCase {
     /// The memory level the working set is sized for ("L1", "L2", "L3", "DRAM").
     pub level: String,
     pub intensity: Intensity,
@@ -334,7 +334,7 @@ pub struct SweepCase {
 }
 
 impl SweepCase {
-    pub fn working_set(&self) -> u64 {
+    pub(crate) fn working_set(&self) -> u64 {
         self.slice_elements * BYTES_PER_ELEMENT * self.threads as u64
     }
 

@@ -11,7 +11,7 @@
 
 /// The vendor's clocks of one model.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct KnownClocks {
+pub(crate) struct KnownClocks {
     /// Base clock, GHz.
     pub base_ghz: f64,
     /// Maximum turbo (boost) clock of one core, GHz.
@@ -83,7 +83,7 @@ const TABLE: &[Row] = &[
 ];
 
 /// The clocks of the CPU named `model_name`, if it is in the table.
-pub fn known(model_name: &str) -> Option<KnownClocks> {
+pub(crate) fn known(model_name: &str) -> Option<KnownClocks> {
     let words: Vec<&str> = model_name.split_whitespace().collect();
     // "Intel(R) Core(TM)" and "Xeon(R)" carry their marks: compare the word before them.
     let bare = |w: &str| w.split('(').next().unwrap_or(w).to_string();

@@ -25,7 +25,7 @@ pub fn collect() -> SysInfo {
 /// What is learnt by running something rather than by reading a file, kept apart so that tests
 /// can supply it.
 #[derive(Clone, Debug)]
-pub struct ToolOutputs {
+pub(super) struct ToolOutputs {
     /// Output of `dmidecode -t 17`, or why it could not be had.
     pub dmidecode: Result<String, String>,
     /// Hypervisor vendor from CPUID leaf 0x40000000, already named by `os::hypervisor_name`.
@@ -34,7 +34,7 @@ pub struct ToolOutputs {
 
 /// Reads the inventory from the tree under `root`, which stands for "/", taking what is not a
 /// file from `probes`.
-pub fn collect_from(root: &Path, probes: &ToolOutputs) -> SysInfo {
+pub(super) fn collect_from(root: &Path, probes: &ToolOutputs) -> SysInfo {
     let root = Root(root);
     let processors = root
         .read("/proc/cpuinfo")

@@ -56,7 +56,7 @@ const MAX_CPU_RANGE: usize = 1 << 16;
 
 /// One processor block of /proc/cpuinfo.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct CpuinfoEntry {
+pub(super) struct CpuinfoEntry {
     /// The `processor` number.
     pub processor: Option<usize>,
     /// `vendor_id` (x86), or `CPU implementer` (ARM).
@@ -83,7 +83,7 @@ pub struct CpuinfoEntry {
 
 /// Parses /proc/cpuinfo into its processor blocks. Blocks without a `processor` line (such as
 /// the trailing `Hardware` block of some ARM kernels) are left out.
-pub fn parse_cpuinfo(text: &str) -> Vec<CpuinfoEntry> {
+pub(super) fn parse_cpuinfo(text: &str) -> Vec<CpuinfoEntry> {
     let mut entries = Vec::new();
     let mut block = Vec::new();
     for line in text.lines() {
@@ -139,7 +139,7 @@ fn split_words(text: &str) -> Vec<String> {
 
 /// The SIMD features among the cpuinfo flags, in the fixed order of [`SIMD_FLAGS`] and with its
 /// spelling ("pni" is reported as "sse3").
-pub fn simd_features(flags: &[String]) -> Vec<String> {
+pub(super) fn simd_features(flags: &[String]) -> Vec<String> {
     let present: BTreeSet<&str> = flags.iter().map(String::as_str).collect();
     SIMD_FLAGS
         .iter()
@@ -149,7 +149,7 @@ pub fn simd_features(flags: &[String]) -> Vec<String> {
 }
 
 /// The clock in GHz written after "@" in a model name ("… CPU @ 2.50GHz" gives 2.5).
-pub fn clock_from_model_name(name: &str) -> Option<f64> {
+pub(super) fn clock_from_model_name(name: &str) -> Option<f64> {
     let (_, tail) = name.rsplit_once('@')?;
     let tail: String = tail.split_whitespace().collect();
     let (number, scale) = if let Some(number) = tail.strip_suffix("GHz") {
@@ -166,7 +166,7 @@ pub fn clock_from_model_name(name: &str) -> Option<f64> {
 
 /// How the logical CPUs group into cores and sockets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Topology {
+pub(super) struct Topology {
     /// Distinct physical packages.
     pub sockets: usize,
     /// Distinct (package, core) pairs.
@@ -182,7 +182,7 @@ pub struct Topology {
 /// Groups logical CPUs, each given by its (package, core) pair when known, into sockets and
 /// cores. A CPU whose pair is unknown counts as a core of its own; when no pair at all is known
 /// the CPUs count as one socket.
-pub fn summarize_topology(cpus: &[Option<(i64, i64)>]) -> Topology {
+pub(super) fn summarize_topology(cpus: &[Option<(i64, i64)>]) -> Topology {
     let mut threads: BTreeMap<(i64, i64), usize> = BTreeMap::new();
     for pair in cpus.iter().flatten() {
         *threads.entry(*pair).or_default() += 1;
@@ -244,7 +244,7 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
 }
 
 /// Parses a sysfs cache size ("32K", "1024K", "8M", "512") into bytes.
-pub fn parse_cache_size(text: &str) -> Option<u64> {
+pub(super) fn parse_cache_size(text: &str) -> Option<u64> {
     let text = text.trim();
     let digits = text
         .find(|c: char| !c.is_ascii_digit())
@@ -380,7 +380,7 @@ fn current_clock(first: Option<&CpuinfoEntry>) -> Fact<f64> {
 
 /// One cache index of one CPU, as sysfs describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CacheIndex {
+pub(super) struct CacheIndex {
     /// `level`.
     pub level: u32,
     /// `type`: "Data", "Instruction" or "Unified".
@@ -421,7 +421,7 @@ fn read_cache_index(root: Root, dir: &str, cpu: usize) -> Option<CacheIndex> {
 
 /// Merges the per-CPU cache indexes into one entry per kind of cache (level, type, size and
 /// sharing), counting distinct instances by their shared CPU lists. Sorted by level, then type.
-pub fn summarize_caches(indexes: &[CacheIndex]) -> Vec<Cache> {
+pub(super) fn summarize_caches(indexes: &[CacheIndex]) -> Vec<Cache> {
     type Key<'a> = (u32, &'a str, u64, usize);
     let mut groups: BTreeMap<Key, (BTreeSet<&[usize]>, Option<u64>)> = BTreeMap::new();
     for index in indexes {

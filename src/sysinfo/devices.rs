@@ -4,7 +4,7 @@ use super::root::Root;
 use super::{BlockDevice, Fact, NetInterface};
 
 /// The active scheduler of a queue/scheduler file: the bracketed one, or the only one listed.
-pub fn parse_scheduler(text: &str) -> Option<String> {
+pub(super) fn parse_scheduler(text: &str) -> Option<String> {
     let words: Vec<&str> = text.split_whitespace().collect();
     let active = words
         .iter()
@@ -48,7 +48,7 @@ fn read_disk(root: Root, name: String) -> BlockDevice {
 
 /// Link speed from the text of a /sys/class/net/*/speed file (or why it could not be read),
 /// which `source` names.
-pub fn link_speed(read: Result<String, String>, loopback: bool, source: &str) -> Fact<u64> {
+pub(super) fn link_speed(read: Result<String, String>, loopback: bool, source: &str) -> Fact<u64> {
     if loopback {
         return Fact::unknown("loopback has no link speed");
     }

@@ -16,7 +16,7 @@ const MEM_ADVICE: &str = "give --mem-channels and --mem-mts";
 
 /// Total and available memory from /proc/meminfo (or a node's meminfo), in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Meminfo {
+pub(super) struct Meminfo {
     /// `MemTotal`.
     pub total_bytes: Option<u64>,
     /// `MemAvailable` (absent from NUMA node meminfo).
@@ -25,7 +25,7 @@ pub struct Meminfo {
 
 /// Parses /proc/meminfo, or /sys/devices/system/node/node*/meminfo whose keys carry a
 /// "Node N" prefix.
-pub fn parse_meminfo(text: &str) -> Meminfo {
+pub(super) fn parse_meminfo(text: &str) -> Meminfo {
     let mut info = Meminfo::default();
     for line in text.lines() {
         let Some((key, value)) = line.split_once(':') else {
@@ -52,7 +52,7 @@ fn parse_kb(value: &str) -> Option<u64> {
 
 /// One type-17 (Memory Device) record of `dmidecode -t 17`, populated or not.
 #[derive(Clone, Debug)]
-pub struct MemoryDevice {
+pub(super) struct MemoryDevice {
     /// The fields that describe the module.
     pub dimm: Dimm,
     /// `Bank Locator`, which some boards use to name the channel.
@@ -63,7 +63,7 @@ pub struct MemoryDevice {
 
 /// Parses the output of `dmidecode -t 17` into its Memory Device records, empty slots
 /// included.
-pub fn parse_dmidecode_type17(text: &str) -> Vec<MemoryDevice> {
+pub(super) fn parse_dmidecode_type17(text: &str) -> Vec<MemoryDevice> {
     let mut records: Vec<Vec<(&str, &str)>> = Vec::new();
     let mut in_type17 = false;
     for line in text.lines() {
@@ -135,7 +135,7 @@ fn parse_leading_number<T: FromStr>(text: &str) -> Option<T> {
 /// The channel a DIMM locator names, with whatever precedes it (so channel A of CPU0 and of
 /// CPU1 differ): "DIMM_A1" gives "A", "CPU0_DIMM_B2" gives "CPU0_B", "ChannelA-DIMM0" gives
 /// "A", "P0 CHANNEL A" gives "P0 A". `None` when the locator names no channel.
-pub fn channel_key(locator: &str) -> Option<String> {
+pub(super) fn channel_key(locator: &str) -> Option<String> {
     let upper = locator.to_ascii_uppercase();
     let separators: &[char] = &[' ', '_', '-'];
     if let Some(pos) = upper.find("CHANNEL") {

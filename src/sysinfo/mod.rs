@@ -6,22 +6,20 @@
 //! its source.
 
 pub mod clock;
-pub mod clocks;
+pub(crate) mod clocks;
 mod collect;
 mod cpu;
 mod devices;
 mod fingerprint;
 mod memory;
-pub mod microarch;
+pub(crate) mod microarch;
 mod os;
 mod root;
-mod table;
 
 pub use collect::{collect, replay};
 pub use cpu::{format_cpu_list, parse_cpu_list};
 pub use fingerprint::Fingerprint;
 pub use memory::run_for_at_most;
-pub use table::render;
 
 use serde::{Deserialize, Serialize};
 

@@ -6,7 +6,7 @@ use super::root::Root;
 use super::{Fact, OsInfo};
 
 /// PRETTY_NAME of an os-release file, unquoted.
-pub fn parse_os_release(text: &str) -> Option<String> {
+pub(super) fn parse_os_release(text: &str) -> Option<String> {
     let value = text
         .lines()
         .find_map(|line| line.trim().strip_prefix("PRETTY_NAME="))?
@@ -72,7 +72,7 @@ fn c_chars(chars: &[libc::c_char]) -> String {
 
 /// The usual name of a hypervisor from its CPUID signature or /sys/hypervisor/type; other
 /// signatures are returned as they are.
-pub fn hypervisor_name(signature: &str) -> String {
+pub(super) fn hypervisor_name(signature: &str) -> String {
     let name = match signature.trim_matches('\0').trim() {
         "KVMKVMKVM" => "KVM",
         "Microsoft Hv" => "Hyper-V",

@@ -17,7 +17,6 @@ use super::messages::{CaseList, Inventory, Step};
 use super::transport::{SETUP, TAG, far};
 use crate::net::auth::{Key, Nonce};
 use crate::plan::Case;
-use crate::report::Format;
 use crate::result::{BenchResult, Cluster, MatrixSchedule, RunStatus};
 use crate::session::{self, HtmlReport, Session};
 
@@ -178,14 +177,7 @@ impl Leader<'_> {
         let mut session = self.session.take().expect("rank 0 has the document");
         session.finish(RunStatus::Complete)?;
         session.add_findings(&self.args.output.history.db)?;
-        let format = if self.args.output.json.on {
-            Format::Json
-        } else if self.args.output.csv {
-            Format::Csv
-        } else {
-            Format::Table
-        };
-        let printed = session.print(format);
+        let printed = session.print(crate::report::for_stdout(&self.args.output));
         if let Some(path) = session.output_path() {
             eprintln!("results written to {}", path.display());
         }

@@ -52,7 +52,7 @@ fn host_name() -> String {
 }
 
 /// `peakbench cluster run`, on every rank.
-pub fn run(args: &ClusterRunArgs, peak: &PeakOverrides) -> Result<ExitCode> {
+pub(super) fn run(args: &ClusterRunArgs, peak: &PeakOverrides) -> Result<ExitCode> {
     if args.output.dry_run {
         return Err(UsageError(
             "--dry-run: a cluster run has no dry run; see the node-local plan with 'peakbench \

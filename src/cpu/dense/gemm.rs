@@ -173,14 +173,14 @@ fn repetitions<T: BlasElement>(
 
 /// OpenBLAS's `cblas_dgemm`, called from Python through ctypes: the BLAS a user would reach
 /// for, at the same n and threads, timed by the harness around the one call.
-pub const OPENBLAS_DGEMM: ToolSpec = ToolSpec {
+pub(crate) const OPENBLAS_DGEMM: ToolSpec = ToolSpec {
     name: "OpenBLAS cblas_dgemm",
     program: "python3",
     install: "apt-get install python3 libopenblas0-pthread",
 };
 
 /// OpenBLAS's `cblas_sgemm`, by the same harness, for the f32 cases.
-pub const OPENBLAS_SGEMM: ToolSpec = ToolSpec {
+pub(crate) const OPENBLAS_SGEMM: ToolSpec = ToolSpec {
     name: "OpenBLAS cblas_sgemm",
     program: "python3",
     install: "apt-get install python3 libopenblas0-pthread",
@@ -225,7 +225,12 @@ print("GFLOPS", rates[len(rates) // 2])
 
 /// Runs the harness on the installed OpenBLAS at order n on `threads` threads, GFLOP/s:
 /// cblas_dgemm for f64, cblas_sgemm for f32.
-pub fn openblas_gemm(n: u64, threads: usize, reps: u32, precision: Precision) -> Result<Reference> {
+pub(crate) fn openblas_gemm(
+    n: u64,
+    threads: usize,
+    reps: u32,
+    precision: Precision,
+) -> Result<Reference> {
     let (tool, kind) = if precision == Precision::F32 {
         (OPENBLAS_SGEMM, "s")
     } else {
@@ -263,7 +268,7 @@ pub fn openblas_gemm(n: u64, threads: usize, reps: u32, precision: Precision) ->
 }
 
 /// The `GFLOPS` figure of the harness's output.
-pub fn parse_gflops(text: &str) -> Option<f64> {
+pub(crate) fn parse_gflops(text: &str) -> Option<f64> {
     text.lines()
         .find_map(|l| l.trim().strip_prefix("GFLOPS "))
         .and_then(|v| v.trim().parse().ok())

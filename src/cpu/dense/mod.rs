@@ -13,11 +13,11 @@
 //! * [`gemm`] and [`linpack`]: the two operations: what a repetition computes, times and
 //!   checks, and how its FLOPs are counted.
 
-pub mod args;
+pub(crate) mod args;
 pub mod builtin;
 pub mod case;
 pub mod engine;
-pub mod gemm;
+pub(crate) mod gemm;
 pub mod linpack;
 
 #[cfg(test)]

@@ -28,14 +28,14 @@ use super::{CpuQuota, IoThrottle, Read, RunEvidence, Throttling};
 
 /// Which hierarchy a limit was read from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CgroupVersion {
+pub(crate) enum CgroupVersion {
     V1,
     V2,
 }
 
 impl CgroupVersion {
     /// The number the results document stores (`cgroup_version`).
-    pub fn number(self) -> u8 {
+    pub(crate) fn number(self) -> u8 {
         match self {
             CgroupVersion::V1 => 1,
             CgroupVersion::V2 => 2,
@@ -651,7 +651,7 @@ fn parse_cpu_stat(text: &str, source: &str) -> Option<Throttling> {
 }
 
 /// v2 `cpu.max` ("max 100000" or "50000 100000"): the quota, `None` for no limit.
-pub fn parse_cpu_max(text: &str) -> Option<CpuQuota> {
+pub(crate) fn parse_cpu_max(text: &str) -> Option<CpuQuota> {
     let mut words = text.split_whitespace();
     let quota_us: u64 = words.next()?.parse().ok()?;
     let period_us: u64 = words.next()?.parse().ok()?;
@@ -663,7 +663,7 @@ pub fn parse_cpu_max(text: &str) -> Option<CpuQuota> {
 
 /// v2 `io.max` lines ("8:0 rbps=1048576 wbps=max riops=max wiops=120"); a device with no
 /// limit left is not listed.
-pub fn parse_io_max(text: &str, source: &str) -> Vec<IoThrottle> {
+pub(crate) fn parse_io_max(text: &str, source: &str) -> Vec<IoThrottle> {
     let mut throttles = Vec::new();
     for line in text.lines() {
         let mut words = line.split_whitespace();
@@ -707,7 +707,7 @@ pub fn parse_io_max(text: &str, source: &str) -> Vec<IoThrottle> {
 /// One v1 `blkio.throttle.*_device` file ("8:0 1048576" per line) into `throttles`, as the
 /// field `field` (`read_bps`, `write_bps`, `read_iops`, `write_iops`); `source` is added to the
 /// device's sources. A 0 (no limit) and an unknown field are skipped.
-pub fn parse_blkio_throttle(
+pub(crate) fn parse_blkio_throttle(
     text: &str,
     field: &str,
     source: &str,

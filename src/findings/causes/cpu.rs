@@ -61,7 +61,7 @@ fn allowed(s: &Scene) -> f64 {
     }
 }
 
-pub fn causes(s: &Scene, out: &mut Vec<Candidate>) {
+pub(super) fn causes(s: &Scene, out: &mut Vec<Candidate>) {
     quota(s, out);
     cpuset(s, out);
     others(s, out);
@@ -634,7 +634,7 @@ fn wide_clock(s: &Scene, out: &mut Vec<Candidate>) {
             format!(
                 "the run's {} {}",
                 narrow.op,
-                crate::report::describe_params(&narrow.params)
+                crate::report::cells::describe_params(&narrow.params)
             ),
             format!("{:.2} of its peak", narrow_eff),
         )],

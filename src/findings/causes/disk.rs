@@ -13,7 +13,7 @@ use crate::result::{Evidence, Subsystem};
 /// A figure within this band of a throttle's bound is held by it.
 const HELD: [f64; 2] = [0.85, 1.10];
 
-pub fn causes(s: &Scene, out: &mut Vec<Candidate>) {
+pub(super) fn causes(s: &Scene, out: &mut Vec<Candidate>) {
     if s.r.subsystem != Subsystem::Disk {
         return;
     }

@@ -11,7 +11,7 @@ const NEAR_LIMIT: f64 = 0.8;
 /// From this working set on, 4 KiB pages need more TLB entries than any core has.
 const TLB_REACH: u64 = 64 << 20;
 
-pub fn causes(s: &Scene, out: &mut Vec<Candidate>) {
+pub(super) fn causes(s: &Scene, out: &mut Vec<Candidate>) {
     if s.r.subsystem != Subsystem::Memory {
         return;
     }
@@ -25,7 +25,7 @@ pub fn causes(s: &Scene, out: &mut Vec<Candidate>) {
 /// The memory channels of one socket of `cpu`, and where that comes from: the vendors'
 /// specifications by family, for the server parts whose model name says which they are.
 /// `None` where the name does not (a guest's "AMD EPYC" alone, an unknown part).
-pub fn cpu_channels(cpu: &crate::sysinfo::CpuInfo) -> Option<(u32, &'static str)> {
+pub(super) fn cpu_channels(cpu: &crate::sysinfo::CpuInfo) -> Option<(u32, &'static str)> {
     let name = cpu.model_name.as_str();
     let number = name
         .split_whitespace()

@@ -21,7 +21,7 @@ use crate::result::{BenchResult, Cause, Evidence, Report};
 use crate::sysinfo::SysInfo;
 
 /// A cause before the verdict: what it is and which verdicts it can explain.
-pub struct Candidate {
+pub(super) struct Candidate {
     pub cause: Cause,
     /// The share of the result's work it leaves (0.5 for a quota of half the CPU time the
     /// threads need), where it can be computed.
@@ -70,13 +70,13 @@ impl Candidate {
 }
 
 /// Every candidate cause of one result.
-pub struct Candidates {
+pub(super) struct Candidates {
     pub causes: Vec<Candidate>,
 }
 
 impl Candidates {
     /// Whether an imposed limit holds the figure down.
-    pub fn holds(&self) -> bool {
+    pub(super) fn holds(&self) -> bool {
         self.causes.iter().any(|c| c.binds)
     }
 }
@@ -85,7 +85,7 @@ impl Candidates {
 const ABOVE_BOUND: f64 = 1.10;
 
 /// What judging one result needs: the result, its run and its evidence.
-pub struct Scene<'a> {
+pub(super) struct Scene<'a> {
     pub report: &'a Report,
     /// The inventory of the host that measured `r` (in a cluster run, its own).
     pub host: &'a SysInfo,
@@ -115,7 +115,7 @@ impl Scene<'_> {
 /// The evidence of the run on the host that measured `r`: in a cluster run each host's own
 /// (`cluster.evidence`), else the run's (`evidence`, read on `host`). None where that host's
 /// was not read (a cluster document of a peakbench before per-host evidence).
-pub fn run_evidence<'a>(report: &'a Report, r: &BenchResult) -> Option<&'a RunEvidence> {
+pub(super) fn run_evidence<'a>(report: &'a Report, r: &BenchResult) -> Option<&'a RunEvidence> {
     let own = report
         .cluster
         .as_ref()
@@ -129,7 +129,7 @@ pub fn run_evidence<'a>(report: &'a Report, r: &BenchResult) -> Option<&'a RunEv
 
 /// The candidate causes of `r`, from the evidence its run stored (none without evidence):
 /// each host's results by that host's evidence and inventory.
-pub fn of_result(report: &Report, r: &BenchResult) -> Candidates {
+pub(super) fn of_result(report: &Report, r: &BenchResult) -> Candidates {
     let (Some(run), Some(case)) = (run_evidence(report, r), r.evidence.as_ref()) else {
         return Candidates { causes: Vec::new() };
     };
@@ -164,7 +164,7 @@ pub fn of_result(report: &Report, r: &BenchResult) -> Candidates {
 }
 
 /// What concerns the run as a whole: a hypervisor, hosts that are one machine.
-pub fn run_causes(report: &Report) -> Vec<Cause> {
+pub(super) fn run_causes(report: &Report) -> Vec<Cause> {
     let mut causes = Vec::new();
     if let Some(vendor) = report.host.hypervisor.value.as_deref()
         && vendor != "none"

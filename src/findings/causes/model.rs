@@ -11,7 +11,7 @@ use super::{Candidate, Scene};
 use crate::result::{BenchResult, Cause, Evidence, Report, Subsystem};
 
 /// A kernel this much above its peak at its own clock proves the model wrong.
-pub const ABOVE_MODEL: f64 = 1.03;
+pub(super) const ABOVE_MODEL: f64 = 1.03;
 
 /// Kernels whose fractions of their peaks lie within this share of each other share a factor.
 const SAME_FRACTION: f64 = 0.03;
@@ -41,7 +41,7 @@ fn clocks(r: &BenchResult) -> Option<(f64, f64)> {
 
 /// A kernel above its peak at its own clock (the one measured right after it, where known):
 /// the model is wrong.
-pub fn model_wrong(s: &Scene, out: &mut Vec<Candidate>) {
+pub(super) fn model_wrong(s: &Scene, out: &mut Vec<Candidate>) {
     let r = s.r;
     let Some(peak) = r.peak.as_ref().filter(|p| p.value > 0.0 && kernel(r)) else {
         return;
@@ -102,7 +102,7 @@ fn fractions(report: &Report) -> Vec<(&BenchResult, f64)> {
 
 /// Every CPU kernel of the run short of its peak by the same fraction: the clock or the core
 /// count the peaks share is off (a clock probe 6 × too high read every kernel at 0.31).
-pub fn shared_fraction(report: &Report) -> Option<Cause> {
+pub(super) fn shared_fraction(report: &Report) -> Option<Cause> {
     let all = fractions(report);
     if all.len() < 3 {
         return None;
@@ -142,7 +142,7 @@ pub fn shared_fraction(report: &Report) -> Option<Cause> {
 /// the N CPUs are SMT siblings of N/2 cores (a hypervisor that shows each vCPU as a core), or
 /// a host that shares its cores. Half the peak at N threads is then the hardware's, not a
 /// shortfall.
-pub fn shared_cores(report: &Report) -> Option<Cause> {
+pub(super) fn shared_cores(report: &Report) -> Option<Cause> {
     let one: Vec<&BenchResult> = report
         .results
         .iter()

@@ -16,7 +16,7 @@ const HELD: [f64; 2] = [0.85, 1.05];
 /// A sleeping receiver woken more often than once per this many bytes received is named.
 const WAKE_BYTES: f64 = 64.0 * 1024.0;
 
-pub fn causes(s: &Scene, out: &mut Vec<Candidate>) {
+pub(super) fn causes(s: &Scene, out: &mut Vec<Candidate>) {
     if s.r.subsystem != Subsystem::Network {
         return;
     }

@@ -26,10 +26,8 @@ mod sender;
 mod sockets;
 mod threads;
 
-pub use pingpong::{PingPong, echo, ping_pong, prepare_ping};
-pub use receiver::{UdpTally, receive};
-pub use sender::send;
-pub use sockets::{POLL, Sockets, UDP_HEADER, now_ns, set_buffers};
-pub use threads::{
-    DataThreads, SPIN, StreamCpus, join_stream, pin_stream, receiver_spins, spawn_streams,
-};
+pub(crate) use pingpong::{PingPong, echo, ping_pong, prepare_ping};
+pub(crate) use receiver::{UdpTally, receive};
+pub(crate) use sender::send;
+pub(crate) use sockets::{Sockets, UDP_HEADER, now_ns, set_buffers};
+pub(crate) use threads::{DataThreads, SPIN, StreamCpus, join_stream, pin_stream};

@@ -13,7 +13,7 @@ use crate::net::limits::MAX_TEST;
 use crate::stats::LatencyHistogram;
 
 /// What one ping-pong stream measured.
-pub struct PingPong {
+pub(crate) struct PingPong {
     pub histogram: LatencyHistogram,
     /// Round trips timed.
     pub round_trips: u64,
@@ -24,7 +24,7 @@ pub struct PingPong {
 }
 
 /// Round trips on one connected socket: `warmup` untimed, then until `deadline` or `count`.
-pub fn ping_pong(
+pub(crate) fn ping_pong(
     socket: &Sockets,
     index: usize,
     msg: usize,
@@ -105,7 +105,7 @@ pub fn ping_pong(
 }
 
 /// Prepares one socket for ping-pong: no Nagle delay on TCP, a reply timeout.
-pub fn prepare_ping(sockets: &Sockets) -> Result<()> {
+pub(crate) fn prepare_ping(sockets: &Sockets) -> Result<()> {
     match sockets {
         Sockets::Tcp(streams) => {
             for s in streams {
@@ -123,7 +123,12 @@ pub fn prepare_ping(sockets: &Sockets) -> Result<()> {
 }
 
 /// Echoes every message back until the peer closes, `stop` is set or `deadline` passes.
-pub fn echo(sockets: &Sockets, msg: usize, stop: &AtomicBool, deadline: Instant) -> Result<()> {
+pub(crate) fn echo(
+    sockets: &Sockets,
+    msg: usize,
+    stop: &AtomicBool,
+    deadline: Instant,
+) -> Result<()> {
     let abort = || stop.store(true, Ordering::SeqCst);
     std::thread::scope(|scope| {
         let handles = match sockets {

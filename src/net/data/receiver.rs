@@ -106,7 +106,7 @@ impl Counters {
 /// with what was counted in it (which tells the sender to stop and returns what it sent),
 /// drains what is still in flight, and returns the window and the UDP counts. `gone` is asked
 /// while waiting: when it says the other side has vanished, the test ends at once.
-pub fn receive(
+pub(crate) fn receive(
     sockets: &Sockets,
     token: u64,
     omit: Duration,
@@ -281,7 +281,7 @@ fn wakeups(tid: i32) -> Option<u64> {
 /// [`UdpTally::record`], with no socket, so the datagram header is fuzzed
 /// (`fuzz/fuzz_targets/udp_datagram.rs`).
 #[derive(Default)]
-pub struct UdpTally {
+pub(crate) struct UdpTally {
     pub counts: UdpCounts,
     /// Payload bytes of the datagrams counted.
     pub bytes: u64,
@@ -296,7 +296,7 @@ impl UdpTally {
     /// (a header with the token's low 32 bits, or a headerless small one that is not a late
     /// repeat of the 8-byte token). Any bytes are accepted: a peer's sequence number and clock
     /// are only compared, in wrapping arithmetic.
-    pub fn record(&mut self, datagram: &[u8], token: u64, arrival_ns: u64) -> bool {
+    pub(crate) fn record(&mut self, datagram: &[u8], token: u64, arrival_ns: u64) -> bool {
         let n = datagram.len();
         if n >= UDP_HEADER && datagram[0..4] == (token as u32).to_le_bytes() {
             let seq = u64::from_le_bytes(datagram[4..12].try_into().expect("8 bytes"));

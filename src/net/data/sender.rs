@@ -13,7 +13,7 @@ use super::threads::{StreamCpus, join_stream, pin_stream, spawn_streams};
 /// Sends on every stream until `stop` is set or `deadline` passes; returns what each stream
 /// sent (bytes for TCP, datagrams for UDP). `rate_bps` paces each UDP stream; `cpus` places
 /// each stream's thread.
-pub fn send(
+pub(crate) fn send(
     sockets: &Sockets,
     msg: usize,
     token: u64,

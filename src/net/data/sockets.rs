@@ -8,26 +8,22 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Bytes of the UDP header inside each datagram.
-pub const UDP_HEADER: usize = 20;
+pub(crate) const UDP_HEADER: usize = 20;
 /// How often a blocked socket call wakes up to look at the stop flags.
-pub const POLL: Duration = Duration::from_millis(100);
+pub(crate) const POLL: Duration = Duration::from_millis(100);
 
 /// The data sockets of one test, in stream order.
-pub enum Sockets {
+pub(crate) enum Sockets {
     Tcp(Vec<TcpStream>),
     Udp(Vec<UdpSocket>),
 }
 
 impl Sockets {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             Sockets::Tcp(s) => s.len(),
             Sockets::Udp(s) => s.len(),
         }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -40,13 +36,13 @@ pub(super) fn timed_out(e: &std::io::Error) -> bool {
 }
 
 /// Nanoseconds on this process's monotonic clock.
-pub fn now_ns() -> u64 {
+pub(crate) fn now_ns() -> u64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
 /// Asks the kernel for socket buffers of `bytes` (it may grant less, up to its maximum).
-pub fn set_buffers(fd: &impl AsRawFd, bytes: usize) {
+pub(crate) fn set_buffers(fd: &impl AsRawFd, bytes: usize) {
     let value = bytes as libc::c_int;
     for option in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
         // SAFETY: a valid socket descriptor and a c_int option value of the right length.

@@ -8,12 +8,12 @@ use anyhow::{Context, Result};
 use crate::net::proto::{Proto, ReceiverWait, TestSpec};
 
 /// How long a spinning TCP receiver goes on reading an empty socket before it sleeps.
-pub const SPIN: Duration = Duration::from_micros(200);
+pub(crate) const SPIN: Duration = Duration::from_micros(200);
 
 /// How one side of a test runs its data threads: whether the TCP receivers spin on an empty
 /// socket (see [`receiver_spins`]), and where the sending and the receiving threads run.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct DataThreads {
+pub(crate) struct DataThreads {
     pub spin: bool,
     pub send: StreamCpus,
     pub receive: StreamCpus,
@@ -24,7 +24,7 @@ impl DataThreads {
     /// spinning receivers, and on loopback the placement of [`StreamCpus::loopback_pair`],
     /// which wins over `--pin`'s (`pin`: stream i on the i-th CPU, which would put a
     /// `--reverse` test's receivers on the server's senders' CPUs).
-    pub fn for_spec(spec: &TestSpec, loopback: bool, pin: bool) -> DataThreads {
+    pub(crate) fn for_spec(spec: &TestSpec, loopback: bool, pin: bool) -> DataThreads {
         let streams = spec.streams as usize;
         let spin = receiver_spins(
             spec.receiver_wait,
@@ -58,7 +58,7 @@ impl DataThreads {
 /// namespace's on this host, are not known here, so its receiver sleeps unless asked to spin. UDP
 /// receivers always sleep: their figure is the loss at a rate, which a spinning receiver would
 /// hide.
-pub fn receiver_spins(
+pub(crate) fn receiver_spins(
     wait: ReceiverWait,
     proto: Proto,
     streams: usize,
@@ -75,7 +75,7 @@ pub fn receiver_spins(
 
 /// Where the thread of each stream runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum StreamCpus {
+pub(crate) enum StreamCpus {
     /// Wherever the scheduler puts it.
     #[default]
     Free,
@@ -86,7 +86,7 @@ pub enum StreamCpus {
 
 impl StreamCpus {
     /// `--pin`'s placement, or none.
-    pub fn pinned(pin: bool) -> StreamCpus {
+    pub(crate) fn pinned(pin: bool) -> StreamCpus {
         if pin {
             StreamCpus::From(0)
         } else {
@@ -100,7 +100,11 @@ impl StreamCpus {
     /// receiver that then spins never sleeps again to be moved: in 12 runs in a row one
     /// stream read 13 Gb/s with both threads on one vCPU and the other idle, against 30-35
     /// when apart. Free unless the receivers `spin` on `loopback` and every thread has a CPU.
-    pub fn loopback_pair(spin: bool, loopback: bool, streams: usize) -> (StreamCpus, StreamCpus) {
+    pub(crate) fn loopback_pair(
+        spin: bool,
+        loopback: bool,
+        streams: usize,
+    ) -> (StreamCpus, StreamCpus) {
         if spin && loopback && 2 * streams <= crate::runner::online_cpus().len() {
             (StreamCpus::From(0), StreamCpus::From(streams))
         } else {
@@ -110,7 +114,7 @@ impl StreamCpus {
 }
 
 /// Puts the calling thread, that of stream `index`, where `cpus` says.
-pub fn pin_stream(cpus: StreamCpus, index: usize) -> Result<()> {
+pub(crate) fn pin_stream(cpus: StreamCpus, index: usize) -> Result<()> {
     match cpus {
         StreamCpus::Free => Ok(()),
         StreamCpus::From(first) => match crate::runner::cpu_for(true, first + index) {
@@ -123,7 +127,7 @@ pub fn pin_stream(cpus: StreamCpus, index: usize) -> Result<()> {
 /// Starts one thread per stream in `scope`, `f(i)` on the i-th. When the system refuses a
 /// thread (out of memory or of threads), `abort` is called so that the threads already started
 /// end, they are joined, and an error is returned instead of a panic.
-pub fn spawn_streams<'scope, T, F, G>(
+pub(crate) fn spawn_streams<'scope, T, F, G>(
     scope: &'scope std::thread::Scope<'scope, '_>,
     n: usize,
     f: F,
@@ -174,7 +178,7 @@ thread_local! {
 }
 
 /// A stream thread's result; a panic in it becomes an error.
-pub fn join_stream<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
+pub(crate) fn join_stream<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
     handle
         .join()
         .unwrap_or_else(|_| Err(anyhow::anyhow!("a stream thread panicked")))

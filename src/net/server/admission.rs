@@ -16,7 +16,7 @@ use super::{
 
 /// What the operator allows: who may run tests, and how large.
 #[derive(Clone, Debug)]
-pub struct Policy {
+pub(crate) struct Policy {
     /// The shared key every hello must prove; `None` serves anyone who reaches the port.
     pub key: Option<Key>,
     /// Client addresses served (`--allow`); empty: every address.
@@ -51,12 +51,12 @@ impl Default for Policy {
 
 impl Policy {
     /// Whether a client at `ip` may connect.
-    pub fn allows(&self, ip: IpAddr) -> bool {
+    pub(crate) fn allows(&self, ip: IpAddr) -> bool {
         self.allow.is_empty() || self.allow.iter().any(|c| c.contains(ip))
     }
 
     /// What is open and how to close it: the server's first line.
-    pub fn describe(&self, addr: SocketAddr) -> String {
+    pub(crate) fn describe(&self, addr: SocketAddr) -> String {
         let who = if self.allow.is_empty() {
             "open to every address that reaches it".to_string()
         } else {
@@ -86,11 +86,11 @@ impl Policy {
 /// Tests one client address block may run at once, unless `--max-per-address` says otherwise:
 /// 8 clients of one host (a sweep to 8 threads), each holding at most two slots for a moment
 /// (one repetition's test ending as the next one's starts), twice over.
-pub const DEFAULT_PER_ADDRESS: usize = 32;
+pub(crate) const DEFAULT_PER_ADDRESS: usize = 32;
 
 /// An address block, `10.0.0.0/8`, `2001:db8::/32` or one address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cidr {
+pub(crate) struct Cidr {
     pub(super) net: IpAddr,
     pub(super) prefix: u8,
 }
@@ -128,7 +128,7 @@ impl std::fmt::Display for Cidr {
 }
 
 impl Cidr {
-    pub fn contains(&self, ip: IpAddr) -> bool {
+    pub(crate) fn contains(&self, ip: IpAddr) -> bool {
         let bits = |ip: IpAddr| -> u128 {
             match ip {
                 IpAddr::V4(v4) => u32::from(v4) as u128,
@@ -183,7 +183,7 @@ pub(super) struct Need {
 
 /// The buffer memory a test's data threads hold, as counted against `--max-buffers`: each
 /// stream at least [`STREAM_BUFFER`], or its message when larger.
-pub fn buffer_bytes(spec: &TestSpec) -> u64 {
+pub(crate) fn buffer_bytes(spec: &TestSpec) -> u64 {
     u64::from(spec.streams) * spec.msg_bytes.max(STREAM_BUFFER)
 }
 

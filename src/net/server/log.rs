@@ -129,6 +129,6 @@ impl AcceptBackoff {
 /// One line on stderr for the operator. A server outlives its log: when stderr is full, closed
 /// or its reader gone (`2>/dev/full`, `2>&-`, `2>&1 | head -1`) the line is lost, never the
 /// server (`eprintln!` panics on a failed write).
-pub fn log_line(line: &str) {
+pub(crate) fn log_line(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "net serve: {line}");
 }

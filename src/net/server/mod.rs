@@ -38,28 +38,28 @@ mod log;
 #[cfg(test)]
 mod tests;
 
-pub use admission::{Cidr, DEFAULT_PER_ADDRESS, Policy, buffer_bytes};
+pub(crate) use admission::{Cidr, DEFAULT_PER_ADDRESS, Policy};
 use admission::{Slot, Slots, canonical};
-pub use log::log_line;
+pub(crate) use log::log_line;
 use log::{AcceptBackoff, Log};
 
 /// Tests served at once; one more is refused.
-pub const MAX_TESTS: usize = 64;
+pub(crate) const MAX_TESTS: usize = 64;
 /// Connections in their handshake (accepted, no valid hello yet) at once, in all.
-pub const MAX_HANDSHAKES: usize = 64;
+pub(crate) const MAX_HANDSHAKES: usize = 64;
 /// Connections in their handshake at once from one address block.
-pub const HANDSHAKES_PER_BLOCK: usize = 16;
+pub(crate) const HANDSHAKES_PER_BLOCK: usize = 16;
 /// Time a client has, after the challenge, to send its hello (and prove the key).
-pub const HELLO: Duration = Duration::from_secs(3);
+pub(crate) const HELLO: Duration = Duration::from_secs(3);
 /// Time a client has to open its data connections.
-pub const OPEN_STREAMS: Duration = Duration::from_secs(5);
+pub(crate) const OPEN_STREAMS: Duration = Duration::from_secs(5);
 /// Time a test is served beyond its own length (the final counts, a late client).
-pub const MARGIN: Duration = Duration::from_secs(10);
+pub(crate) const MARGIN: Duration = Duration::from_secs(10);
 /// Streams of all the tests running, unless `--max-total-streams` says otherwise (each is a
 /// thread and one or two sockets).
-pub const DEFAULT_TOTAL_STREAMS: u64 = 1024;
+pub(crate) const DEFAULT_TOTAL_STREAMS: u64 = 1024;
 /// Buffer memory of all the tests running, unless `--max-buffers` says otherwise.
-pub const DEFAULT_BUFFER_BYTES: u64 = 1 << 30;
+pub(crate) const DEFAULT_BUFFER_BYTES: u64 = 1 << 30;
 /// The buffer each stream's thread holds at least (the TCP receiver reads 256 KiB at a time).
 const STREAM_BUFFER: u64 = 256 * 1024;
 /// Open files a connection in its handshake may hold (the socket and its clones).
@@ -67,13 +67,13 @@ const HANDSHAKE_FILES: u64 = 4;
 /// Open files kept free for the server itself (its listener, /proc, a refused connection).
 const SPARE_FILES: u64 = 32;
 /// Longest log line, in characters, after escaping.
-pub const LOG_LINE: usize = 400;
+pub(crate) const LOG_LINE: usize = 400;
 /// Lines one address block may cause in [`LOG_PERIOD`]; the rest are counted, not logged.
-pub const LOG_BURST: u32 = 20;
-pub const LOG_PERIOD: Duration = Duration::from_secs(10);
+pub(crate) const LOG_BURST: u32 = 20;
+pub(crate) const LOG_PERIOD: Duration = Duration::from_secs(10);
 
 /// Serves on `listener` until `stop` is set.
-pub fn serve(
+pub(crate) fn serve(
     listener: TcpListener,
     stop: Arc<AtomicBool>,
     log: bool,
@@ -311,7 +311,7 @@ fn admit(control: &mut Control, policy: &Policy) -> Result<TestSpec> {
 /// protocol version, proving the key when the server has one (`nonce` is the challenge's),
 /// asking for a test the policy allows; else the reason it is refused. Pure, so it is fuzzed
 /// (`fuzz/fuzz_targets/control_line.rs`).
-pub fn judge_hello(
+pub(crate) fn judge_hello(
     received: Result<Msg>,
     nonce: &Nonce,
     policy: &Policy,
@@ -447,7 +447,7 @@ impl Test<'_> {
 }
 
 /// The soft and hard limits on open files.
-pub fn open_file_limit() -> (u64, u64) {
+pub(crate) fn open_file_limit() -> (u64, u64) {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -461,7 +461,7 @@ pub fn open_file_limit() -> (u64, u64) {
 
 /// Raises the soft limit on open files to the hard one (many streams, many clients); returns
 /// the limit now in force.
-pub fn raise_open_file_limit() -> u64 {
+pub(crate) fn raise_open_file_limit() -> u64 {
     let (soft, hard) = open_file_limit();
     if soft < hard {
         let limit = libc::rlimit {
@@ -675,7 +675,7 @@ fn wait_any(listener: &TcpListener, joining: &[Joining], ms: i32) {
 }
 
 /// 64 random bits from the kernel (a token, not a secret: it keeps stray traffic out).
-pub fn random_token() -> u64 {
+pub(crate) fn random_token() -> u64 {
     let mut bytes = [0u8; 8];
     // SAFETY: writes at most 8 bytes into an 8-byte buffer.
     let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), 8, 0) };
@@ -686,7 +686,7 @@ pub fn random_token() -> u64 {
 }
 
 /// An in-process server on a loopback port, stopped when dropped.
-pub struct LocalServer {
+pub(crate) struct LocalServer {
     pub addr: SocketAddr,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<Result<()>>>,
@@ -695,13 +695,13 @@ pub struct LocalServer {
 impl LocalServer {
     /// Starts serving on a free loopback port; with `key`, only clients holding it are served
     /// (a per-run [`Key::random`] keeps other local users out).
-    pub fn start(key: Option<Key>) -> Result<LocalServer> {
+    pub(crate) fn start(key: Option<Key>) -> Result<LocalServer> {
         Self::start_on(IpAddr::from([127, 0, 0, 1]), key)
     }
 
     /// A server on a free port of `ip` (the unspecified address for every interface), in this
     /// process, until dropped; with `key`, only clients holding it are served.
-    pub fn start_on(ip: IpAddr, key: Option<Key>) -> Result<LocalServer> {
+    pub(crate) fn start_on(ip: IpAddr, key: Option<Key>) -> Result<LocalServer> {
         let listener = TcpListener::bind((ip, 0))
             .with_context(|| format!("opening a port on {ip} for the server"))?;
         let addr = listener.local_addr()?;

@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 use super::draw::{Chart, draw};
 use super::lines::{Line, lines, readable_time};
 use super::{Item, Measure};
+use crate::report::cells::describe_params;
 use crate::report::charts::{HLine, LineChart, Marker, PALETTE, Scale, Series, Ticks, line_chart};
-use crate::report::table::describe_params;
 use crate::result::{AxisScale, BenchResult, Report, chart_axes};
 use crate::units::format_value;
 

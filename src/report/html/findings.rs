@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use crate::report::charts::escape;
+use crate::report::cells::escape;
 use crate::report::findings::{
     NO_CAUSE, case_name, cause_line, ratio, reason, several_hosts, shown, tally, test_note,
     wants_causes,
@@ -15,7 +15,7 @@ use crate::result::{Cause, Finding, Findings, Report, Verdict};
 use crate::units::format_value;
 
 /// The badges' colours: white text on each is at least 4.5:1 (WCAG AA).
-pub const STYLE: &str = ".verdict{display:inline-block;padding:.05em .5em;border-radius:.7em;color:#fff;font-weight:600;font-size:.9em;white-space:nowrap}\
+pub(super) const STYLE: &str = ".verdict{display:inline-block;padding:.05em .5em;border-radius:.7em;color:#fff;font-weight:600;font-size:.9em;white-space:nowrap}\
 .verdict.at-limit{background:#1a7f37}.verdict.below{background:#b35900}.verdict.above-limit{background:#c62828}\
 .verdict.unstable{background:#6f42c1}.verdict.unknown{background:#5f6368}\
 table.findings td{font-size:.95em}table.findings td.n{white-space:nowrap}.cause{margin:.1em 0 .4em}details.cause summary{font-weight:normal}details.cause ul{margin:.2em 0;padding-left:1.4em}details.cause p{margin:.2em 0}\
@@ -23,7 +23,7 @@ table.findings td{font-size:.95em}table.findings td.n{white-space:nowrap}.cause{
 
 /// The findings section of `runs`, under one heading, a sub-heading per run where there are
 /// several; nothing where no run has findings.
-pub fn section(out: &mut String, runs: &[(i64, &Report)]) {
+pub(super) fn section(out: &mut String, runs: &[(i64, &Report)]) {
     let judged: Vec<(i64, &Report, &Findings)> = runs
         .iter()
         .filter_map(|(id, r)| Some((*id, *r, r.findings.as_ref()?)))
@@ -397,7 +397,7 @@ mod tests {
             findings.results.insert(unknown + k, twin);
         }
         let page = render(1, &report);
-        let said = crate::report::charts::escape(&missing);
+        let said = crate::report::cells::escape(&missing);
         assert_eq!(page.matches(said.as_str()).count(), 1, "{page}");
         assert!(page.contains(&format!(
             "<td rowspan=\"4\"><div>to judge these 4: {said}</div></td>"

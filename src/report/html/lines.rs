@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Item, Measure};
-use crate::report::table::{describe_other, describe_params};
+use crate::report::cells::{describe_other, describe_params};
 use crate::result::{ParamRole, Params, param_role};
 
 /// One point of a line: x, our value, the tool's, the peak.

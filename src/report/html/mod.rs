@@ -35,9 +35,29 @@ mod page;
 
 use std::collections::BTreeMap;
 
-use crate::result::BenchResult;
+use super::Exporter;
+use crate::result::{BenchResult, Report};
 
-pub use page::{render, render_runs};
+use page::{render, render_runs};
+
+/// The HTML report: the page of one run (`peakbench run`'s report, `--html`), or of several
+/// on the same charts (`peakbench report A B --html`).
+#[derive(Debug)]
+pub(crate) struct Html {
+    /// The id in the history of the run [`Exporter::export`] shows (0 for a run not stored);
+    /// several runs each bring their own.
+    pub run: i64,
+}
+
+impl Exporter for Html {
+    fn export(&self, report: &Report) -> Vec<u8> {
+        render(self.run, report).into_bytes()
+    }
+
+    fn export_runs(&self, runs: &[(i64, &Report)]) -> Option<Vec<u8>> {
+        Some(render_runs(runs).into_bytes())
+    }
+}
 
 /// One quantity a result measured, as a chart plots it: the headline value, an extra metric
 /// of the same repetitions, or a latency percentile.

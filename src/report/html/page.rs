@@ -8,13 +8,12 @@ use std::fmt::Write;
 use super::Item;
 use super::choice::charts;
 use super::findings;
-use crate::report::charts::escape;
-use crate::report::table::{
+use crate::report::cells::{
     ACCESS_TIME_HEADER, PASTE_HEADERS, access_time_cell, all_warnings, any_access_time,
-    describe_params, paste_row, ratio_cell, reference_cell, shared_params, subsystems,
-    subsystems_of_runs,
+    change_cell, describe_params, escape, other_reference_line, paste_row, ratio_cell,
+    reference_cell, shared_params, subsystems, subsystems_of_runs,
 };
-use crate::report::{change_cell, cluster, table};
+use crate::report::{cluster, inventory, peaks};
 use crate::result::{BenchResult, Report, Subsystem};
 use crate::units::format_value;
 
@@ -28,13 +27,13 @@ svg .legend{font-size:12px}svg .note{font-size:11px;fill:#555}svg .marker-label{
 details{margin:.5em 0}.wide{overflow-x:auto}table.results{font-size:.82em}p.shared{font-size:.9em;color:#444}summary{cursor:pointer;font-weight:600}";
 
 /// The report of run `run_id` as one HTML document.
-pub fn render(run_id: i64, report: &Report) -> String {
+pub(super) fn render(run_id: i64, report: &Report) -> String {
     render_runs(&[(run_id, report)])
 }
 
 /// The report of one run or several (two machines, before and after a change) on the same
 /// charts, each run in its own line style.
-pub fn render_runs(runs: &[(i64, &Report)]) -> String {
+pub(super) fn render_runs(runs: &[(i64, &Report)]) -> String {
     let mut out = String::new();
     let ids: Vec<String> = runs.iter().map(|(id, _)| id.to_string()).collect();
     let hosts: Vec<&str> = runs.iter().map(|(_, r)| r.host.hostname.as_str()).collect();
@@ -67,9 +66,9 @@ pub fn render_runs(runs: &[(i64, &Report)]) -> String {
             String::new()
         };
         let _ = writeln!(out, "<h2>Machine{}</h2>", escape(&whose));
-        text_tables(&mut out, &crate::sysinfo::render(&report.host));
+        text_tables(&mut out, &inventory::render(&report.host));
         let _ = writeln!(out, "<h2>Theoretical peaks{}</h2>", escape(&whose));
-        text_tables(&mut out, &crate::peak::render(&report.peaks));
+        text_tables(&mut out, &peaks::render(&report.peaks));
     }
     for subsystem in subsystems_of_runs(runs) {
         section(&mut out, subsystem, &items_of(runs, subsystem), runs);
@@ -443,7 +442,7 @@ fn other_references(out: &mut String, items: &[Item]) {
             item.result
                 .other_references
                 .iter()
-                .map(|o| table::other_reference_line(item.result, o))
+                .map(|o| other_reference_line(item.result, o))
         })
         .collect();
     if !others.is_empty() {

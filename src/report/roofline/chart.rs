@@ -9,7 +9,8 @@
 
 use std::fmt::Write;
 
-use crate::report::charts::{PALETTE, escape};
+use crate::report::cells::escape;
+use crate::report::charts::PALETTE;
 use crate::result::roofline::{LEVELS, Model, TOLERANCE, level_rank, percent};
 use crate::units::{format_size_approx, format_value};
 
@@ -179,7 +180,7 @@ struct Labels {
 
 /// The roofline chart of one or several runs (`report A B` overlays them; the n-th run's lines
 /// are drawn thinner and its labels prefixed with its name).
-pub fn svg(models: &[(String, &Model)]) -> String {
+pub(crate) fn svg(models: &[(String, &Model)]) -> String {
     let frame = Frame::fit(models);
     let mut out = String::new();
     open(&mut out, models, frame.height);

@@ -8,15 +8,15 @@ mod chart;
 
 use std::fmt::Write;
 
-use crate::report::charts::escape;
+use crate::report::cells::escape;
 use crate::result::Report;
 use crate::result::roofline::{COUNTING, Model, TOLERANCE, model_of, percent};
 use crate::units::{format_size_approx, format_value};
 
-pub use chart::svg;
+pub(crate) use chart::svg;
 
 /// The model as lines of text, for the terminal.
-pub fn lines(m: &Model) -> Vec<String> {
+pub(crate) fn lines(m: &Model) -> Vec<String> {
     let mut out = vec![format!("Roofline ({} threads drawn)", m.threads)];
     ceiling_lines(m, &mut out);
     roof_lines(m, &mut out);
@@ -118,7 +118,7 @@ fn check_lines(m: &Model, out: &mut Vec<String>) {
 
 /// The roofline section of the HTML report: the chart of every run that has one (overlaid),
 /// the self-check and the warnings.
-pub fn html_section(out: &mut String, runs: &[(i64, &Report)]) {
+pub(crate) fn html_section(out: &mut String, runs: &[(i64, &Report)]) {
     let models: Vec<(String, Model)> = runs
         .iter()
         .filter_map(|(id, r)| model_of(r).map(|m| (format!("run {id} ({})", r.host.hostname), m)))

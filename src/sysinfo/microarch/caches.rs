@@ -5,7 +5,7 @@
 /// Load-to-use latency of a core's private caches, in cycles: a dependent chain of integer
 /// loads with simple addressing (`mov rax, [rax]`), which is what `mem latency` chases.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LoadLatency {
+pub(crate) struct LoadLatency {
     /// L1 data cache, cycles.
     pub l1_cycles: f64,
     /// L2 cache, cycles.
@@ -21,7 +21,7 @@ pub struct LoadLatency {
 /// Xeon, tests/fixtures/machines/xeon-amx-kvm-2vcpu). The shared L3 and DRAM have no cycle count
 /// a table can give: their latency is the mesh's or the fabric's and the memory's, banded in
 /// nanoseconds by [`far_latency`].
-pub fn load_latency(name: &str) -> Option<LoadLatency> {
+pub(crate) fn load_latency(name: &str) -> Option<LoadLatency> {
     const INTEL: &str = "Intel optimization manual, load-to-use latency";
     const AMD: &str = "AMD software optimization guide, load-to-use latency";
     let (l1, l2, source) = match name {
@@ -43,7 +43,7 @@ pub fn load_latency(name: &str) -> Option<LoadLatency> {
 /// What a core's private caches move per cycle: the load and store ports' bytes at L1 (ports ×
 /// the widest access the core does in one go), and the lines the L2 hands the L1 per cycle.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CacheBandwidth {
+pub(crate) struct CacheBandwidth {
     /// Bytes loaded from L1 per cycle.
     pub l1_load: f64,
     /// Bytes stored to L1 per cycle.
@@ -57,7 +57,7 @@ pub struct CacheBandwidth {
 /// The private caches' bandwidth of the row `name`, from the vendors' optimisation guides
 /// (Intel's tables "L1 peak bandwidth (bytes/cycle)" and "L2 peak bandwidth" per
 /// microarchitecture; AMD's load/store unit chapters of the family 17h, 19h and 1Ah guides).
-pub fn cache_bandwidth(name: &str) -> Option<CacheBandwidth> {
+pub(crate) fn cache_bandwidth(name: &str) -> Option<CacheBandwidth> {
     let (l1_load, l1_store, l2, source) = match name {
         "sandybridge" | "ivybridge" => (
             32.,
@@ -136,7 +136,7 @@ pub fn cache_bandwidth(name: &str) -> Option<CacheBandwidth> {
 /// last-level cache and at DRAM, each as a band `[fastest, slowest]` in nanoseconds: the mesh
 /// or fabric and the memory set them, so the band spans the parts sold with the core.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct FarLatency {
+pub(crate) struct FarLatency {
     pub l3_ns: [f64; 2],
     pub dram_ns: [f64; 2],
     /// Where the bands come from.
@@ -147,7 +147,7 @@ pub struct FarLatency {
 /// Latency Checker as published in the vendors' platform briefs and server reviews, and the
 /// chase measurements Chips and Cheese published per core; AMD's guides give the L3 in cycles
 /// (about 40 on Zen 1 and 2, 46 on Zen 3, 50 on Zen 4 and 5).
-pub fn far_latency(name: &str) -> Option<FarLatency> {
+pub(crate) fn far_latency(name: &str) -> Option<FarLatency> {
     let (l3_ns, dram_ns, source) = match name {
         "sandybridge" | "ivybridge" | "haswell" | "broadwell" | "skylake" | "icelake"
         | "tigerlake" | "rocketlake" | "alderlake" => (

@@ -5,7 +5,7 @@
 /// first: a hypervisor may hide features a core has, but cannot give it one it lacks, so the
 /// newest feature present bounds the generation from below. Where two rows share every flag
 /// (Ice Lake server and client), the rule names the one chosen and why.
-pub fn by_flags(
+pub(crate) fn by_flags(
     vendor: &str,
     family: u32,
     flags: &[String],

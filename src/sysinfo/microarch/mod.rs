@@ -18,10 +18,8 @@ use Entry::{Absent, OnFmaPipes, PerCycle};
 mod flags;
 mod caches;
 
-pub use caches::{
-    CacheBandwidth, FarLatency, LoadLatency, cache_bandwidth, far_latency, load_latency,
-};
-pub use flags::by_flags;
+pub(crate) use caches::{cache_bandwidth, far_latency, load_latency};
+pub(crate) use flags::by_flags;
 
 /// The microarchitectures: a name, the CPUs CPUID tells it for, and the pipes of one core,
 /// `pipes(FMA, FADD, vector integer add, scalar integer ALUs)`, the first three at 128, 256 and
@@ -251,7 +249,7 @@ const TABLE: &[Microarch] = &[
 
 /// The names of the table's rows, as [`identify`] gives them (the tests walk every row).
 #[cfg(test)]
-pub fn names() -> impl Iterator<Item = &'static str> {
+pub(crate) fn names() -> impl Iterator<Item = &'static str> {
     TABLE.iter().map(|row| row.name)
 }
 
@@ -295,7 +293,7 @@ pub struct CoreResources {
 /// row of the table; where the model is missing from the table, or names a core that lacks a
 /// feature the CPU reports (a hypervisor presenting a false model), told from the feature flags
 /// by [`by_flags`] instead, with the rule that matched; else unknown with the reason.
-pub fn identify(
+pub(crate) fn identify(
     vendor: &str,
     family: Option<u32>,
     model: Option<u32>,
@@ -352,7 +350,7 @@ pub fn identify(
 /// The pipes of the microarchitecture `name` (as [`identify`] gives it), with a line that says
 /// where they come from; `None` when the name is not in the table, or when the pipes depend on
 /// the SKU and the model name does not tell it.
-pub fn resources(name: &str, model_name: &str) -> Option<(CoreResources, String)> {
+pub(crate) fn resources(name: &str, model_name: &str) -> Option<(CoreResources, String)> {
     let row = TABLE.iter().find(|row| row.name == name)?;
     let pipes = &row.pipes;
     let mut fma_units = pipes.fma;

@@ -21,7 +21,7 @@ use std::ops::{Add, Mul};
 /// One tile: C[..mm, ..nn] (at `c`, leading dimension ldc) = α·Ap·Bp + β·C over `k` packed
 /// steps. Unsafe: the pointers must cover the packed panels and the tile, and the CPU must have
 /// the kernel's instructions.
-pub type TileFn<T> = unsafe fn(usize, *const T, *const T, *mut T, usize, T, T, usize, usize);
+pub(super) type TileFn<T> = unsafe fn(usize, *const T, *const T, *mut T, usize, T, T, usize, usize);
 
 /// The micro-kernel of one instruction set and element: `$mv` vectors of `$lanes` elements
 /// tall, `$nr` columns wide; the vector operations are passed in, so every kernel is this same
@@ -51,7 +51,7 @@ macro_rules! micro_kernel {
         /// (mm ≤ MR, nn ≤ NR), and the CPU has the instructions this kernel was built for.
         $(#[$attr])*
         #[allow(clippy::too_many_arguments)]
-        pub unsafe fn tile(
+        pub(crate) unsafe fn tile(
             k: usize,
             a: *const $t,
             b: *const $t,
@@ -193,7 +193,7 @@ pub(super) fn prefetch_l2(_: *const u8) {}
 /// The AVX-512F kernels: 16 × 12 f64 or 32 × 12 f32, 24 zmm accumulators.
 #[cfg(target_arch = "x86_64")]
 pub(super) mod avx512 {
-    pub mod double {
+    pub(crate) mod double {
         use std::arch::x86_64::*;
 
         micro_kernel! {
@@ -212,7 +212,7 @@ pub(super) mod avx512 {
         }
     }
 
-    pub mod single {
+    pub(crate) mod single {
         use std::arch::x86_64::*;
 
         micro_kernel! {
@@ -235,7 +235,7 @@ pub(super) mod avx512 {
 /// The AVX2 + FMA kernels: 8 × 6 f64 or 16 × 6 f32, 12 ymm accumulators.
 #[cfg(target_arch = "x86_64")]
 pub(super) mod avx2 {
-    pub mod double {
+    pub(crate) mod double {
         use std::arch::x86_64::*;
 
         micro_kernel! {
@@ -254,7 +254,7 @@ pub(super) mod avx2 {
         }
     }
 
-    pub mod single {
+    pub(crate) mod single {
         use std::arch::x86_64::*;
 
         micro_kernel! {
@@ -305,7 +305,7 @@ pub(super) mod portable {
         a * b
     }
 
-    pub mod double {
+    pub(crate) mod double {
         use super::{fma, load, mul, splat, store, zero};
 
         micro_kernel! {
@@ -323,7 +323,7 @@ pub(super) mod portable {
         }
     }
 
-    pub mod single {
+    pub(crate) mod single {
         use super::{fma, load, mul, splat, store, zero};
 
         micro_kernel! {

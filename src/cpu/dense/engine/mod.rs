@@ -9,7 +9,7 @@
 //! say of the engine.
 
 pub mod blas;
-pub mod probe;
+pub(crate) mod probe;
 pub mod product;
 
 use anyhow::{Context as _, Result, anyhow};

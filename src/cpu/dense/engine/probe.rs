@@ -13,7 +13,7 @@ use super::{forced_text, open, run_on_threads};
 /// The largest order of the probe multiply on one thread: large enough that every library runs
 /// its blocked kernels, small enough (2 GFLOP) to cost a fraction of a second. A case of a
 /// smaller order probes at its own.
-pub const PROBE_N: usize = 1000;
+pub(crate) const PROBE_N: usize = 1000;
 
 /// The pause before each engine's turn in the probe, on more than one thread: longer than
 /// the spin of the previous library's idle workers.
@@ -24,7 +24,7 @@ const PROBE_SETTLE: Duration = Duration::from_millis(250);
 /// threads each thread's share is too small for a library's threading to pay: on a 16-vCPU KVM
 /// guest of an Emerald Rapids Xeon the probe picked OpenBLAS (500 GFLOP/s at n = 4000) over MKL
 /// (812).
-pub fn probe_order(order: u64, threads: usize) -> usize {
+pub(crate) fn probe_order(order: u64, threads: usize) -> usize {
     let scaled = PROBE_N as f64 * (threads.max(1) as f64).cbrt();
     let n = ((scaled / 8.0).round() * 8.0) as usize;
     n.min(order.max(1) as usize)
@@ -35,7 +35,7 @@ pub fn probe_order(order: u64, threads: usize) -> usize {
 /// [`probe_order`] (after one unmeasured), on the case's threads, engine after engine with a
 /// pause between them (`PROBE_SETTLE`); the fastest multiply wins. A library that does not
 /// open, or lacks T's GEMM, is left out, and said so.
-pub fn resolve<T: BlasElement>(
+pub(crate) fn resolve<T: BlasElement>(
     solver: Solver,
     order: u64,
     threads: usize,

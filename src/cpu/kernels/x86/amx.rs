@@ -7,13 +7,13 @@ use std::hint::black_box;
 use std::sync::OnceLock;
 
 /// CPUID leaf 7 EDX bits of AMX.
-pub const AMX_BF16: u32 = 22;
-pub const AMX_TILE: u32 = 24;
-pub const AMX_INT8: u32 = 25;
+pub(crate) const AMX_BF16: u32 = 22;
+pub(super) const AMX_TILE: u32 = 24;
+pub(crate) const AMX_INT8: u32 = 25;
 
 /// Whether the CPU has AMX-TILE and the AMX feature `bit`, and Linux lets this process use
 /// the tile data (asked once, `arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)`).
-pub fn amx_usable(bit: u32) -> bool {
+pub(crate) fn amx_usable(bit: u32) -> bool {
     // CPUID leaf 7 (an absent leaf reads as zeros: no AMX).
     let edx = __cpuid_count(7, 0).edx;
     let has = |b: u32| edx & (1 << b) != 0;

@@ -107,7 +107,7 @@ kernel_fn!(add_i64_1, "sse2", reg, u64, u64, 1, 8, "add {a}, {x}", [0 1 2 3 4 5 
 use Isa::{Avx2, Avx512, Scalar, Sse};
 use Precision::{F32, F64, I8, I16, I32, I64};
 
-pub static KERNELS: &[Kernel] = &[
+pub(crate) static KERNELS: &[Kernel] = &[
     k(
         F64,
         Avx512,

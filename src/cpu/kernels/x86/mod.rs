@@ -31,11 +31,11 @@ mod amx;
 mod arith;
 mod special;
 
-pub use amx::{AMX_BF16, AMX_INT8, amx_usable};
-pub use arith::KERNELS;
+pub(super) use amx::{AMX_BF16, AMX_INT8, amx_usable};
+pub(super) use arith::KERNELS;
 #[cfg(test)]
-pub use special::FOLDED_F32;
-pub use special::SPECIAL;
+pub(crate) use special::FOLDED_F32;
+pub(super) use special::SPECIAL;
 
 #[allow(clippy::too_many_arguments)]
 const fn k(

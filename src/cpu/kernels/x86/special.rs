@@ -91,7 +91,7 @@ folded_fma_fn!(folded_f32_512, "avx512f", u32, 16, 0x3F80_0000, u32, 16,
     [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15]);
 
 /// Kernels beyond the element-wise arithmetic (16 accumulators of 512 bits, or 4 tiles).
-pub static SPECIAL: &[Kernel] = &[
+pub(crate) static SPECIAL: &[Kernel] = &[
     special(
         Precision::I8,
         Form::Dot,
@@ -162,7 +162,7 @@ pub static SPECIAL: &[Kernel] = &[
 
 /// The fold of the f16 kernel, in f32, for the tests.
 #[cfg(test)]
-pub static FOLDED_F32: Kernel = special(
+pub(crate) static FOLDED_F32: Kernel = special(
     Precision::F32,
     Form::Arith,
     true,

@@ -1,7 +1,8 @@
-//! The peaks as text for a person: the shared factors with their sources, the CPU table, then
-//! memory, NICs and disk. `peakbench sysinfo` prints it and the HTML report embeds it.
+//! The theoretical peaks ([`crate::peak`]) as text for a person: the shared factors with their
+//! sources, the CPU table, then memory, NICs and disk. `peakbench sysinfo` prints it and the
+//! HTML report embeds it.
 
-use super::{CpuFactors, CpuPeak, Factor, Form, Peaks, trim_float};
+use crate::peak::{CpuFactors, CpuPeak, Factor, Form, Peaks, trim_float};
 
 /// What the pair of clocks is: both with their sources and the measured one beside them, or
 /// which one is unknown.
@@ -40,7 +41,7 @@ fn clock_pair_line(f: &CpuFactors) -> String {
 
 /// The peaks as a human table: the shared factors with their sources, then one row per
 /// precision × ISA × FMA choice, then memory, NICs and disk.
-pub fn render(peaks: &Peaks) -> String {
+pub(crate) fn render(peaks: &Peaks) -> String {
     let mut out = String::from("Peaks\n");
     factor_lines(&peaks.cpu.factors, &mut out);
     cpu_table(&peaks.cpu.table, &mut out);
@@ -50,10 +51,10 @@ pub fn render(peaks: &Peaks) -> String {
 
 /// The factors every CPU row shares, with their sources.
 fn factor_lines(f: &CpuFactors, out: &mut String) {
-    out.push_str(&format!("  {}\n", f.cores.describe("cores")));
-    out.push_str(&format!("  {}\n", f.ghz.describe("clock GHz")));
-    out.push_str(&format!("  {}\n", f.measured_ghz.describe("measured GHz")));
-    out.push_str(&format!("  {}\n", f.turbo_ghz.describe("turbo GHz")));
+    out.push_str(&format!("  {}\n", &f.cores.describe("cores")));
+    out.push_str(&format!("  {}\n", &f.ghz.describe("clock GHz")));
+    out.push_str(&format!("  {}\n", &f.measured_ghz.describe("measured GHz")));
+    out.push_str(&format!("  {}\n", &f.turbo_ghz.describe("turbo GHz")));
     out.push_str(&format!(
         "  peaks below use {}\n",
         f.effective_clock().describe("clock GHz")
@@ -73,7 +74,7 @@ fn factor_lines(f: &CpuFactors, out: &mut String) {
     for (i, width) in ["128", "256", "512"].iter().enumerate() {
         out.push_str(&format!(
             "  {}\n",
-            f.fma_units[i].describe(&format!("FMA units at {width} bit"))
+            &f.fma_units[i].describe(&format!("FMA units at {width} bit"))
         ));
     }
 }
@@ -103,7 +104,7 @@ fn cpu_table(table: &[CpuPeak], out: &mut String) {
             } else {
                 row.isa.name()
             },
-            if row.precision.is_float() && row.form.is_arith() {
+            if row.precision.is_float() && row.form == Form::Arith {
                 if row.fma { "yes" } else { "no" }
             } else {
                 "-"
@@ -141,13 +142,13 @@ fn device_lines(peaks: &Peaks, out: &mut String) {
             Some(v) => format!(
                 "{} GB/s = {} × {} × 8 B",
                 trim_float(v),
-                m.channels.describe("channels"),
-                m.mts.describe("MT/s")
+                &m.channels.describe("channels"),
+                &m.mts.describe("MT/s")
             ),
             None => format!(
                 "unknown: {}; {}",
-                m.channels.describe("channels"),
-                m.mts.describe("MT/s")
+                &m.channels.describe("channels"),
+                &m.mts.describe("MT/s")
             ),
         }
     ));
@@ -155,7 +156,7 @@ fn device_lines(peaks: &Peaks, out: &mut String) {
         out.push_str(&format!(
             "  nic {}: {}\n",
             nic.interface,
-            nic.gbps.describe("Gb/s")
+            &nic.gbps.describe("Gb/s")
         ));
     }
     let (read_mbps, write_mbps) = peaks.disk.ratings(false);
@@ -167,4 +168,86 @@ fn device_lines(peaks: &Peaks, out: &mut String) {
         write_mbps.describe("MB/s"),
         write_iops.describe("IOPS")
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::PeakOverrides;
+    use crate::peak::MeasuredFactors;
+    use crate::sysinfo::{Fact, SysInfo};
+
+    /// The machine of `tests/fixtures/report.json` (no cpufreq, "AMD EPYC", `cpu MHz` 2.596).
+    fn fixture_host() -> SysInfo {
+        let doc: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/report.json")).unwrap();
+        serde_json::from_value(doc["host"].clone()).unwrap()
+    }
+
+    /// A clock of 2.7 GHz measured at rest.
+    fn probes() -> MeasuredFactors {
+        MeasuredFactors {
+            ghz: Some(2.7),
+            ..MeasuredFactors::default()
+        }
+    }
+
+    fn rendered(host: &SysInfo, flags: &PeakOverrides, probes: &MeasuredFactors) -> String {
+        render(&Peaks::compute(host, flags, probes))
+    }
+
+    /// A core that runs 512-bit floating point slower than plain adds (its AVX-512 licence) has
+    /// a line for the clock those rows stand on.
+    #[test]
+    fn the_clock_of_a_licence_has_its_own_line() {
+        let licensed = MeasuredFactors {
+            avx512_clock_ratio: Some(0.93),
+            amx_clock_ratio: Some(0.99),
+            ..probes()
+        };
+        let text = rendered(&fixture_host(), &PeakOverrides::default(), &licensed);
+        assert!(
+            text.contains("clock GHz of 512-bit floating point and dot products 2.511"),
+            "{text}"
+        );
+    }
+
+    /// A model that users reported from (a Xeon E5-2670 v3), seen without cpufreq: both clocks
+    /// of the pair with their sources, and the peaks at each beside every row.
+    #[test]
+    fn a_known_model_shows_the_pair_with_both_sources() {
+        let mut host = fixture_host();
+        host.cpu.model_name = "Intel(R) Xeon(R) CPU E5-2670 v3 @ 2.30GHz".into();
+        host.cpu.base_ghz = Fact::read(2.3, "model name string");
+        let text = rendered(&host, &PeakOverrides::default(), &probes());
+        assert!(
+            text.contains("peaks at base and turbo: base 2.3 GHz (model-string), turbo 3.1 GHz (known-models); measured 2.7 GHz"),
+            "{text}"
+        );
+        assert!(text.contains("(at base / at turbo)"), "{text}");
+    }
+
+    /// A base clock (the host's nominal `cpu MHz`) and no turbo anywhere, then only a turbo:
+    /// the text says which clock is known and the unknown column says so.
+    #[test]
+    fn only_one_clock_known_says_which() {
+        let text = rendered(&fixture_host(), &PeakOverrides::default(), &probes());
+        assert!(text.contains("peaks at base only: base 2.596"), "{text}");
+        assert!(text.contains("(at base / at turbo)"), "{text}");
+        assert!(
+            text.contains(" / unknown)\n"),
+            "the turbo column says so: {text}"
+        );
+        let mut host = fixture_host();
+        host.cpu.current_ghz = Fact::unknown("none");
+        let flags = PeakOverrides {
+            cpu_turbo_ghz: Some(3.0),
+            ..PeakOverrides::default()
+        };
+        let text = rendered(&host, &flags, &probes());
+        assert!(
+            text.contains("peaks at turbo only: turbo 3 GHz (flag)"),
+            "{text}"
+        );
+    }
 }

@@ -1,7 +1,8 @@
-//! A compact, human-readable rendering of a [`SysInfo`]: one aligned "key: value" section each
-//! for the CPU, caches, NUMA, memory, disks, network and OS.
+//! The machine's inventory ([`crate::sysinfo`]) as text for a person: one aligned "key: value"
+//! section each for the CPU, caches, NUMA, memory, disks, network and OS. `peakbench sysinfo`
+//! prints it and the HTML report embeds it.
 
-use super::{BlockDevice, Cache, Dimm, Fact, NetInterface, NumaNode, SysInfo};
+use crate::sysinfo::{BlockDevice, Cache, Dimm, Fact, NetInterface, NumaNode, SysInfo};
 
 /// One titled block of "key: value" rows.
 struct Section {
@@ -41,7 +42,7 @@ impl Section {
 
 /// Renders the inventory as plain text: every [`Fact`] is its value followed by its source in
 /// parentheses, or "unknown: " and the reason.
-pub fn render(info: &SysInfo) -> String {
+pub(crate) fn render(info: &SysInfo) -> String {
     let sections = [
         cpu_section(info),
         cache_section(&info.cpu.caches),
@@ -312,8 +313,8 @@ fn os_section(info: &SysInfo) -> Section {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{CpuInfo, MemoryInfo, OsInfo};
     use super::*;
+    use crate::sysinfo::{CpuInfo, MemoryInfo, OsInfo};
 
     fn sample() -> SysInfo {
         let no_dmi = "no DMI table readable; give --mem-channels and --mem-mts";
