@@ -101,7 +101,7 @@ fn saved_dir(db: &DbArgs) -> Result<PathBuf> {
     Ok(baseline::saved_dir(&crate::history::db_path(db)?))
 }
 
-pub fn checked_name<'a>(name: &'a str, flag: &str) -> Result<&'a str> {
+pub(crate) fn checked_name<'a>(name: &'a str, flag: &str) -> Result<&'a str> {
     if baseline::valid_name(name) {
         Ok(name)
     } else {
@@ -169,7 +169,7 @@ fn save(args: &BaselineSaveArgs) -> Result<()> {
 /// What a baseline is saved from: the history, the runs to keep (chosen ones, or the latest of
 /// this hardware), how many of each case, whether it replaces one of the same name, and the
 /// tolerance the warnings of cases too noisy to gate are for.
-pub struct Learning<'a> {
+pub(crate) struct Learning<'a> {
     pub db: &'a DbArgs,
     pub runs: &'a [i64],
     pub last: usize,
@@ -180,7 +180,7 @@ pub struct Learning<'a> {
 /// Saves the baseline `name` from the history's runs, keeping the cases learned from at least
 /// [`MIN_RUNS`] runs and refusing (exit 2) when none is; says what it saved and warns of the
 /// cases whose runs fell into two regimes or spread too far to gate.
-pub fn save_learned(name: &str, how: &Learning) -> Result<(Baseline, PathBuf)> {
+pub(crate) fn save_learned(name: &str, how: &Learning) -> Result<(Baseline, PathBuf)> {
     too_few(how.last, "--last", "give --last 12 or more")?;
     if !how.runs.is_empty() {
         too_few(how.runs.len(), "--runs", "name more runs")?;
@@ -238,7 +238,7 @@ pub fn save_learned(name: &str, how: &Learning) -> Result<(Baseline, PathBuf)> {
 }
 
 /// Refuses `n` runs, fewer than the gate learns from (one line naming `flag` and `fix`).
-pub fn too_few(n: usize, flag: &str, fix: &str) -> Result<()> {
+pub(crate) fn too_few(n: usize, flag: &str, fix: &str) -> Result<()> {
     if n >= MIN_RUNS {
         return Ok(());
     }

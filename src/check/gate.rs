@@ -57,7 +57,7 @@ pub(crate) enum Status {
 
 impl Status {
     /// Its name, as the JSON and the Prometheus label write it.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Status::Pass => "pass",
             Status::Fail => "fail",
@@ -85,7 +85,7 @@ pub(crate) struct BaselineFigures {
 /// Which rule judged a case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Rule {
+pub(crate) enum Rule {
     /// Beyond the tolerance below the slowest learning run.
     LearnedSpread,
     /// Beyond the tolerance below the pooled median: a baseline without run medians.

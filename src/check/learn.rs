@@ -14,7 +14,7 @@ use crate::session::{Ending, Session};
 
 /// Runs `n` learning checks and saves the baseline `--save-as`; refuses `n` below
 /// [`baseline::MIN_RUNS`] and a name already saved (without `--force`) before measuring.
-pub fn run(args: &CheckArgs, prepared: &Prepared, n: u32) -> Result<ExitCode> {
+pub(crate) fn run(args: &CheckArgs, prepared: &Prepared, n: u32) -> Result<ExitCode> {
     let n = n as usize;
     baseline_cmd::too_few(
         n,

@@ -8,11 +8,11 @@
 //! measurement that failed), 2 bad input, 3 no baseline for this hardware (0 with
 //! `--no-baseline-ok`).
 
-pub mod baseline_cmd;
-pub mod gate;
-pub mod learn;
-pub mod prometheus;
-pub mod verdict;
+pub(crate) mod baseline_cmd;
+pub(crate) mod gate;
+pub(crate) mod learn;
+pub(crate) mod prometheus;
+pub(crate) mod verdict;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -120,7 +120,7 @@ pub(crate) fn tolerance(text: &str) -> Result<f64, String> {
 
 /// The check's plan made from the flags once: its tables and the machine's context. Each
 /// measurement (a check, a learning check, a case measured again) plans from it.
-pub struct Prepared {
+pub(crate) struct Prepared {
     entries: Vec<Entry>,
     parsed: Vec<(&'static dyn crate::workload::Workload, clap::ArgMatches)>,
     origin: String,
@@ -130,7 +130,7 @@ pub struct Prepared {
 impl Prepared {
     /// The plan's tables (`--config`, else the check preset, with the run-wide targets
     /// applied), checked, and the machine read.
-    pub fn new(args: &CheckArgs) -> Result<Prepared> {
+    pub(crate) fn new(args: &CheckArgs) -> Result<Prepared> {
         let peak = PeakOverrides::try_from(&args.peak)?;
         let (origin, mut entries) = args.tables.entries(Preset::Check)?;
         args.net.apply(&mut entries);
@@ -155,7 +155,7 @@ impl Prepared {
     }
 
     /// The plan, its configuration saying it is a check with `args`' gate.
-    pub fn plan(&self, args: &CheckArgs) -> Result<Plan> {
+    pub(crate) fn plan(&self, args: &CheckArgs) -> Result<Plan> {
         let (mut plan, experiments) =
             config::plan(&self.entries, &self.parsed, &self.ctx, &self.origin)?;
         plan.config = serde_json::json!({
@@ -167,7 +167,7 @@ impl Prepared {
         Ok(plan)
     }
 
-    pub fn ctx(&self) -> &Context {
+    pub(crate) fn ctx(&self) -> &Context {
         &self.ctx
     }
 }

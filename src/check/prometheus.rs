@@ -16,7 +16,7 @@ use super::verdict::CheckOutcome;
 use crate::error::UsageError;
 
 /// What the file says: the verdict and how the check ended.
-pub struct Metrics<'a> {
+pub(crate) struct Metrics<'a> {
     pub verdict: &'a CheckOutcome,
     /// The check's exit code.
     pub exit: u8,
@@ -36,7 +36,7 @@ const STATUSES: [Status; 5] = [
 ];
 
 /// The metrics in the text exposition format (version 0.0.4).
-pub fn text(m: &Metrics) -> String {
+pub(crate) fn text(m: &Metrics) -> String {
     let mut out = String::new();
     let cases = &m.verdict.cases;
     family(
@@ -153,7 +153,7 @@ fn usage(path: &Path, why: impl std::fmt::Display) -> anyhow::Error {
 
 /// Fails fast, before anything is measured, where `path` cannot be written as [`write`] writes
 /// it (a file created beside it, then renamed); warns when the collector would not read it.
-pub fn probe(path: &Path) -> anyhow::Result<()> {
+pub(crate) fn probe(path: &Path) -> anyhow::Result<()> {
     if path.is_dir() {
         return Err(usage(path, "it is a directory"));
     }
@@ -172,7 +172,7 @@ pub fn probe(path: &Path) -> anyhow::Result<()> {
 
 /// Writes `text` to `path` atomically: to a temporary file in its directory, flushed to disk,
 /// then renamed over `path`.
-pub fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+pub(crate) fn write(path: &Path, text: &str) -> anyhow::Result<()> {
     let tmp = temporary(path).map_err(|why| usage(path, why))?;
     let written = std::fs::File::create(&tmp)
         .and_then(|mut f| {

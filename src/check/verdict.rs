@@ -253,7 +253,7 @@ pub(crate) fn write_junit(path: &Path, v: &CheckOutcome) -> anyhow::Result<()> {
 /// a failure per failing case with its line as the message and its causes as the text; an
 /// unstable case is a failure with `--strict`, otherwise skipped with its line, as are an
 /// ungateable and an unjudged one; no baseline is one skipped testcase.
-pub fn junit(v: &CheckOutcome) -> String {
+pub(crate) fn junit(v: &CheckOutcome) -> String {
     let count = |s: Status| v.cases.iter().filter(|c| c.status == s).count();
     let no_baseline = v.status == CheckStatus::NoBaseline && v.cases.is_empty();
     let mut out = format!(

@@ -27,18 +27,18 @@ pub(crate) const MAX_BYTES: u64 = 16 << 20;
 /// The most cases of one baseline.
 pub(crate) const MAX_CASES: usize = 4096;
 /// The most samples of one case.
-pub const MAX_SAMPLES: usize = 65_536;
+pub(crate) const MAX_SAMPLES: usize = 65_536;
 /// The fewest learning runs of a case `baseline save` keeps it from. A regime that a fraction p
 /// of the runs fall into is missed by n runs with chance (1 − p)^n: 33 % for a fifth of the
 /// runs and 5 runs, 7 % for 12 (3 % for a quarter); and the false failures an unseen regime
 /// causes, p (1 − p)^n, are at most 1 / (e (n + 1)) of all checks whatever p is: 6.7 % at 5
 /// runs, 2.9 % at 12. Each run is a check of about 30 s, so 12 cost about 6 minutes once.
-pub const MIN_RUNS: usize = 12;
+pub(crate) const MIN_RUNS: usize = 12;
 /// How many runs of each case `baseline save` keeps by default.
-pub const DEFAULT_RUNS: usize = MIN_RUNS;
+pub(crate) const DEFAULT_RUNS: usize = MIN_RUNS;
 /// The gate must be able to catch a halving: a case whose slowest learning run, less the
 /// tolerance, is below this share of its runs' median is too noisy to gate.
-pub const GATEABLE_SHARE: f64 = 0.5;
+pub(crate) const GATEABLE_SHARE: f64 = 0.5;
 
 /// The samples of one case in a baseline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -63,7 +63,7 @@ pub(crate) struct BaselineCase {
 /// What the learning runs of a case spread over, from their medians, in the direction of
 /// performance (a latency's slowest run is its highest).
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RunSpread {
+pub(crate) struct RunSpread {
     /// How many runs.
     pub runs: usize,
     /// The slowest run's median, in the case's unit.
@@ -85,7 +85,7 @@ pub struct RunSpread {
 /// Two regimes of a case's learning runs: the runs' medians fell into two tight groups far
 /// apart (two placements of the vCPUs, two paths).
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RunRegimes {
+pub(crate) struct RunRegimes {
     /// The lower group's median, in the case's unit, and how many runs it holds.
     pub low: f64,
     pub low_runs: usize,
@@ -97,19 +97,19 @@ pub struct RunRegimes {
 impl RunSpread {
     /// Whether a gate at `tolerance` could not even catch a halving: the slowest run less the
     /// tolerance is below [`GATEABLE_SHARE`] of the runs' median.
-    pub fn ungateable(&self, tolerance: f64) -> bool {
+    pub(crate) fn ungateable(&self, tolerance: f64) -> bool {
         self.slowest_share * (1.0 - tolerance) < GATEABLE_SHARE
     }
 }
 
 impl BaselineCase {
     /// Whether a higher figure is better (not a latency).
-    pub fn higher_is_better(&self) -> bool {
+    pub(crate) fn higher_is_better(&self) -> bool {
         crate::result::higher_is_better(&self.metric, &self.unit)
     }
 
     /// What its learning runs spread over; `None` for a baseline without run medians.
-    pub fn spread(&self) -> Option<RunSpread> {
+    pub(crate) fn spread(&self) -> Option<RunSpread> {
         let perf = |v: f64| if self.higher_is_better() { v } else { 1.0 / v };
         let slowest = *self
             .run_medians
@@ -215,12 +215,12 @@ impl Baseline {
     }
 
     /// Whether its cases carry their runs' medians (saved since the gate learns spreads).
-    pub fn learned_spreads(&self) -> bool {
+    pub(crate) fn learned_spreads(&self) -> bool {
         self.cases.iter().any(|c| !c.run_medians.is_empty())
     }
 
     /// Leaves out the cases learned from fewer than `min` runs; returns their ids.
-    pub fn keep_learned_from(&mut self, min: usize) -> Vec<String> {
+    pub(crate) fn keep_learned_from(&mut self, min: usize) -> Vec<String> {
         let (kept, left): (Vec<_>, Vec<_>) = std::mem::take(&mut self.cases)
             .into_iter()
             .partition(|c| c.runs.len() >= min);
@@ -318,7 +318,7 @@ impl Baseline {
     }
 
     /// What `baseline show` prints: the fingerprint, then one line per case.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         use crate::text::printable;
         let fp = &self.fingerprint;
         let mut out = format!(
@@ -397,7 +397,7 @@ impl Baseline {
 
     /// What `show` and `save` say of the baseline beside its table: that it predates learned
     /// spreads, the cases whose runs fell into two regimes, the cases learned from too few runs.
-    pub fn notes(&self) -> Vec<String> {
+    pub(crate) fn notes(&self) -> Vec<String> {
         use crate::units::format_value;
         let mut notes = Vec::new();
         if !self.learned_spreads() {
@@ -436,7 +436,7 @@ impl Baseline {
     /// What `baseline show --json` prints: the file, with `learned_spreads` and each case's
     /// `spread` (its runs' slowest, fastest and typical median, the largest tolerance that
     /// still catches a halving, and two regimes where its runs show them).
-    pub fn show_json(&self) -> serde_json::Value {
+    pub(crate) fn show_json(&self) -> serde_json::Value {
         let mut value = serde_json::to_value(self).expect("a baseline serialises");
         value["learned_spreads"] = self.learned_spreads().into();
         if let Some(cases) = value["cases"].as_array_mut() {
