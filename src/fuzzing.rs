@@ -118,7 +118,7 @@ pub fn udp_datagrams(data: &[u8]) {
 /// `compare`'s lines, the findings text and `explain`'s judging (all for a terminal: no raw
 /// control character), Markdown, HTML, CSV and JSON.
 pub fn document(text: &str) {
-    use crate::report::{Csv, Exporter, Html, Json, Markdown, MarkdownTables, Table};
+    use crate::report::{Csv, Exporter, Html, JsonDocument, Markdown, MarkdownTables, TextReport};
     let report = match Report::parse(text) {
         Ok(report) => report,
         // A refusal reaches the terminal too, naming the field it stopped in.
@@ -128,7 +128,7 @@ pub fn document(text: &str) {
         }
     };
     let terminal = [
-        String::from_utf8(Table.export(&report)).expect("the table is UTF-8"),
+        String::from_utf8(TextReport.export(&report)).expect("the table is UTF-8"),
         crate::history::compare::render(1, &report, 2, &report),
         crate::text::printable(&crate::history::short_command(&report.command.join(" "))),
     ];
@@ -144,10 +144,10 @@ pub fn document(text: &str) {
     assert!(terminal_safe(&shown), "raw control character in {shown:?}");
     let runs = [(1, &report), (2, &report)];
     let exporters: [&dyn Exporter; 6] = [
-        &Table,
+        &TextReport,
         &Markdown,
         &Csv,
-        &Json,
+        &JsonDocument,
         &MarkdownTables,
         &Html { run: 1 },
     ];

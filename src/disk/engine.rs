@@ -87,7 +87,7 @@ pub(crate) fn new_ring(entries: u32) -> std::io::Result<IoUring> {
 }
 
 #[derive(Clone, Copy)]
-struct Slot {
+struct IoSlot {
     kind: Kind,
     offset: u64,
     done: u64,
@@ -100,7 +100,7 @@ pub(crate) struct DiskWorker {
     file: File,
     ring: Option<IoUring>,
     buffers: Vec<AlignedBuf>,
-    slots: Vec<Option<Slot>>,
+    slots: Vec<Option<IoSlot>>,
     rng: Rng,
     region_start: u64,
     /// Next sequential position within the region.
@@ -265,7 +265,7 @@ impl DiskWorker {
         Ok(())
     }
 
-    fn push(&mut self, slot: usize, s: Slot) -> Result<()> {
+    fn push(&mut self, slot: usize, s: IoSlot) -> Result<()> {
         let fd = types::Fd(self.file.as_raw_fd());
         let ptr = self.buffers[slot].ptr();
         // SAFETY: `done` < block, so the range lies inside the slot's buffer.
@@ -373,7 +373,7 @@ impl DiskWorker {
             if kind == Kind::Write {
                 self.prepare_write(slot, offset);
             }
-            let s = Slot {
+            let s = IoSlot {
                 kind,
                 offset,
                 done: 0,
@@ -445,7 +445,7 @@ impl DiskWorker {
         }
         if self.job.op == Op::Rewrite && s.kind == Kind::Read && state.error.is_none() {
             self.prepare_write(slot, s.offset);
-            let w = Slot {
+            let w = IoSlot {
                 kind: Kind::Write,
                 offset: s.offset,
                 done: 0,

@@ -228,7 +228,7 @@ fn show(args: &HistoryShowArgs) -> Result<ExitCode> {
             "run {id}: {}\n",
             printable(&short_command(&report.command.join(" ")))
         );
-        std::io::stdout().write_all(&crate::report::Table.export(&report))?;
+        std::io::stdout().write_all(&crate::report::TextReport.export(&report))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -220,7 +220,7 @@ impl NetCase {
         bound: Bound,
     ) -> Result<Measured> {
         let streams = self.spec.streams as usize;
-        let mut series = Series::of(outcomes, streams, self.spec.proto == Proto::Udp)?;
+        let mut series = StreamRates::of(outcomes, streams, self.spec.proto == Proto::Udp)?;
         let counting = self.throughput_counting(series.spun, outcomes.len());
         let gbps: Vec<f64> = series.total.iter().map(|v| v / 1e3).collect();
         let peer = crate::evidence::PeerEvidence::merged(outcomes.iter().filter_map(|o| match o {
@@ -363,7 +363,7 @@ struct Bound {
 /// The series of a throughput case, one value per repetition: Mb/s in all and per stream, and
 /// for UDP the packets and jitter (µs); `spun`: the repetitions whose TCP receiver spun.
 #[derive(Default)]
-struct Series {
+struct StreamRates {
     total: Vec<f64>,
     per_stream: Vec<Vec<f64>>,
     sent: Vec<f64>,
@@ -378,11 +378,11 @@ struct Series {
     wakeups_per_mb: Vec<f64>,
 }
 
-impl Series {
-    fn of(outcomes: &[TestOutcome], streams: usize, udp: bool) -> Result<Series> {
-        let mut series = Series {
+impl StreamRates {
+    fn of(outcomes: &[TestOutcome], streams: usize, udp: bool) -> Result<StreamRates> {
+        let mut series = StreamRates {
             per_stream: vec![Vec::new(); streams],
-            ..Series::default()
+            ..StreamRates::default()
         };
         for outcome in outcomes {
             let TestOutcome::Throughput {

@@ -192,7 +192,7 @@ const PLOT_TOP: f64 = 40.0;
 const PLOT_BOTTOM: f64 = 300.0;
 const LEGEND_LINE: f64 = 18.0;
 
-struct Axis {
+struct ChartAxis {
     scale: Scale,
     lo: f64,
     hi: f64,
@@ -200,13 +200,13 @@ struct Axis {
     to: f64,
 }
 
-impl Axis {
+impl ChartAxis {
     fn new(
         scale: Scale,
         values: impl Iterator<Item = f64>,
         from_zero: bool,
         px: (f64, f64),
-    ) -> Axis {
+    ) -> ChartAxis {
         let (mut lo, mut hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
             (lo.min(v), hi.max(v))
         });
@@ -239,7 +239,7 @@ impl Axis {
                 }
             }
         }
-        Axis {
+        ChartAxis {
             scale,
             lo,
             hi,
@@ -352,7 +352,7 @@ fn svg_open(out: &mut String, height: f64, title: &str) {
 /// The chart as an `<svg>` element. Each series is a `<g class="series">` carrying its name and
 /// its number of points (`data-name`, `data-points`), so a test can count what was drawn.
 pub(crate) fn line_chart(chart: &LineChart) -> String {
-    let x = Axis::new(
+    let x = ChartAxis::new(
         chart.x_scale,
         chart
             .series
@@ -363,7 +363,7 @@ pub(crate) fn line_chart(chart: &LineChart) -> String {
         false,
         (PLOT_LEFT, PLOT_RIGHT),
     );
-    let y = Axis::new(
+    let y = ChartAxis::new(
         chart.y_scale,
         chart
             .series
@@ -393,7 +393,7 @@ pub(crate) fn line_chart(chart: &LineChart) -> String {
 }
 
 /// The grid lines and tick labels of both axes.
-fn grid(out: &mut String, x: &Axis, y: &Axis, x_ticks: Ticks) {
+fn grid(out: &mut String, x: &ChartAxis, y: &ChartAxis, x_ticks: Ticks) {
     for t in x.ticks(x_ticks == Ticks::Count) {
         let px = x.map(t);
         let _ = write!(
@@ -446,7 +446,7 @@ fn frame(out: &mut String, chart: &LineChart) {
 
 /// What is drawn behind the series: the band, the vertical markers and the horizontal lines,
 /// each labelled, those outside an axis left out.
-fn marks(out: &mut String, x: &Axis, y: &Axis, chart: &LineChart) {
+fn marks(out: &mut String, x: &ChartAxis, y: &ChartAxis, chart: &LineChart) {
     if let Some((lo, hi, label)) = &chart.band
         && y.contains(*lo)
         && y.contains(*hi)
@@ -492,7 +492,7 @@ fn marks(out: &mut String, x: &Axis, y: &Axis, chart: &LineChart) {
 
 /// One series: its polyline and a marker at each point (none for a dotted peak), the points
 /// outside an axis left out.
-fn series_svg(out: &mut String, x: &Axis, y: &Axis, series: &Series) {
+fn series_svg(out: &mut String, x: &ChartAxis, y: &ChartAxis, series: &Series) {
     let (color, shape) = style_of(series.style);
     let points: Vec<(f64, f64)> = series
         .points
@@ -595,7 +595,7 @@ mod tests {
 
     #[test]
     fn log_axes_tick_at_powers() {
-        let axis = Axis::new(Scale::Log2, [3000.0, 70e6].into_iter(), false, (0.0, 1.0));
+        let axis = ChartAxis::new(Scale::Log2, [3000.0, 70e6].into_iter(), false, (0.0, 1.0));
         let ticks = axis.ticks(false);
         assert_eq!(ticks[0], 2048.0);
         assert!(ticks.iter().all(|t| t.log2().fract() == 0.0));
@@ -638,7 +638,7 @@ mod tests {
             assert!(styles[i + 1..].iter().all(|b| b.0 != a.0), "{i}");
         }
         assert_ne!(style_of(0), style_of(16));
-        let axis = Axis::new(Scale::Linear, [1.0, 2.0].into_iter(), false, (0.0, 1.0));
+        let axis = ChartAxis::new(Scale::Linear, [1.0, 2.0].into_iter(), false, (0.0, 1.0));
         assert_eq!(axis.ticks(true), vec![1.0, 2.0]);
     }
 
@@ -646,13 +646,13 @@ mod tests {
     fn absurd_ranges_have_a_bounded_number_of_ticks() {
         let px = (0.0, 100.0);
         // A step of 5 below the spacing of floats near 1e17 (16) never moved the tick.
-        let near = Axis::new(Scale::Linear, [1e17, 1e17 + 16.0].into_iter(), false, px);
+        let near = ChartAxis::new(Scale::Linear, [1e17, 1e17 + 16.0].into_iter(), false, px);
         let ticks = near.ticks(false);
         assert!(!ticks.is_empty() && ticks.len() <= MAX_TICKS, "{ticks:?}");
-        let wide = Axis::new(Scale::Linear, [-1e308, 1e308].into_iter(), false, px);
+        let wide = ChartAxis::new(Scale::Linear, [-1e308, 1e308].into_iter(), false, px);
         assert!(wide.ticks(false).len() <= MAX_TICKS);
         for scale in [Scale::Log2, Scale::Log10] {
-            let axis = Axis::new(
+            let axis = ChartAxis::new(
                 scale,
                 [f64::MIN_POSITIVE / 1e10, 1e308].into_iter(),
                 false,

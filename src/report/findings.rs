@@ -449,7 +449,7 @@ pub(crate) fn cause_brief(cause: &Cause) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::report::{Exporter, Markdown, MarkdownTables, Table};
+    use crate::report::{Exporter, Markdown, MarkdownTables, TextReport};
     use crate::result::{Against, Evidence, Expectation, Subsystem};
 
     /// What `exporter` writes for `report`, as text.
@@ -688,7 +688,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_text_output_opens_with_the_findings_and_names_each_cause_with_its_value() {
-        let text = exported(&Table, &fixture());
+        let text = exported(&TextReport, &fixture());
         let findings = text.find("\nFindings:\n").expect("a findings section");
         let table = text.find("\ncase ").expect("the results table");
         assert!(findings < table, "{text}");
@@ -708,7 +708,7 @@ pub(crate) mod tests {
             ),
             "{text}"
         );
-        let planted = exported(&Table, &planted());
+        let planted = exported(&TextReport, &planted());
         assert!(!planted.contains('\u{1b}'), "{planted}");
         assert!(planted.contains("50000\\u{1b}[2J"), "{planted}");
     }
@@ -762,7 +762,7 @@ pub(crate) mod tests {
     fn a_document_without_findings_shows_no_findings_section() {
         let mut report = fixture();
         report.findings = None;
-        for exporter in [&Table as &dyn Exporter, &Markdown, &MarkdownTables] {
+        for exporter in [&TextReport as &dyn Exporter, &Markdown, &MarkdownTables] {
             let text = exported(exporter, &report);
             assert!(!text.contains("Findings"), "{text}");
         }

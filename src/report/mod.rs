@@ -1,5 +1,5 @@
 //! Exporters: each format is a pure function from the results document to bytes, behind one
-//! trait, [`Exporter`]: the text table ([`Table`]), [`Json`], [`Csv`], the Markdown table
+//! trait, [`Exporter`]: the text table ([`TextReport`]), [`JsonDocument`], [`Csv`], the Markdown table
 //! ([`Markdown`]), the Markdown tables to paste ([`MarkdownTables`]) and the HTML report
 //! ([`Html`]). [`by_extension`] and [`for_stdout`] pick one from a file name or the flags.
 //!
@@ -38,9 +38,9 @@ use crate::result::Report;
 
 pub(crate) use csv::Csv;
 pub(crate) use html::Html;
-pub(crate) use json::Json;
+pub(crate) use json::JsonDocument;
 pub(crate) use markdown_tables::MarkdownTables;
-pub(crate) use table::{Markdown, Table};
+pub(crate) use table::{Markdown, TextReport};
 
 /// One output format: a pure function from the results to bytes.
 pub(crate) trait Exporter: std::fmt::Debug + Sync {
@@ -57,12 +57,12 @@ pub(crate) trait Exporter: std::fmt::Debug + Sync {
 
 /// The formats a results file is written in, by the extensions of its name (lower case).
 const BY_EXTENSION: [(&str, &dyn Exporter); 6] = [
-    ("json", &Json),
+    ("json", &JsonDocument),
     ("csv", &Csv),
     ("md", &Markdown),
     ("markdown", &Markdown),
-    ("txt", &Table),
-    ("text", &Table),
+    ("txt", &TextReport),
+    ("text", &TextReport),
 ];
 
 /// The format a file name asks for by its extension (`--output FILE`), if it names one.
@@ -77,11 +77,11 @@ pub(crate) fn by_extension(path: &Path) -> Option<&'static dyn Exporter> {
 /// What a run prints on stdout: JSON with `--json`, CSV with `--csv`, else the table.
 pub(crate) fn for_stdout(output: &OutputArgs) -> &'static dyn Exporter {
     if output.json.on {
-        &Json
+        &JsonDocument
     } else if output.csv {
         &Csv
     } else {
-        &Table
+        &TextReport
     }
 }
 
@@ -154,12 +154,12 @@ mod snapshots {
     fn a_file_name_picks_its_format_by_its_extension() {
         let picked = |name: &str| by_extension(Path::new(name)).map(|e| format!("{e:?}"));
         for (name, format) in [
-            ("r.json", "Json"),
+            ("r.json", "JsonDocument"),
             ("r.CSV", "Csv"),
             ("r.md", "Markdown"),
             ("r.markdown", "Markdown"),
-            ("dir.d/r.txt", "Table"),
-            ("r.Text", "Table"),
+            ("dir.d/r.txt", "TextReport"),
+            ("r.Text", "TextReport"),
         ] {
             assert_eq!(picked(name).as_deref(), Some(format), "{name}");
         }
@@ -170,7 +170,7 @@ mod snapshots {
 
     #[test]
     fn table() {
-        insta::assert_snapshot!(text(&Table));
+        insta::assert_snapshot!(text(&TextReport));
     }
 
     #[test]
@@ -180,7 +180,7 @@ mod snapshots {
 
     #[test]
     fn json() {
-        insta::assert_snapshot!(text(&Json));
+        insta::assert_snapshot!(text(&JsonDocument));
     }
 
     #[test]
@@ -211,7 +211,7 @@ mod snapshots {
             value: 2.5,
             stats,
         });
-        let table = String::from_utf8(Table.export(&report)).unwrap();
+        let table = String::from_utf8(TextReport.export(&report)).unwrap();
         let header = table.lines().find(|l| l.contains("case")).unwrap();
         assert!(header.trim_end().ends_with("access time"), "{header}");
         let row = table
@@ -286,7 +286,7 @@ mod snapshots {
         assert!(page.contains("Other references"), "no section");
         let line = format!("ping {}", crate::units::format_value(4.0));
         assert!(page.contains(&line), "no {line} in the page");
-        let table = String::from_utf8(Table.export(&report)).unwrap();
+        let table = String::from_utf8(TextReport.export(&report)).unwrap();
         assert!(table.contains("Other references"), "{table}");
     }
 }

@@ -245,9 +245,9 @@ pub(super) fn render_markdown(report: &Report) -> String {
 /// The results table as aligned text: what a command prints by default, and `--output
 /// FILE.txt`.
 #[derive(Debug)]
-pub(crate) struct Table;
+pub(crate) struct TextReport;
 
-impl Exporter for Table {
+impl Exporter for TextReport {
     fn export(&self, report: &Report) -> Vec<u8> {
         render_table(report).into_bytes()
     }

@@ -422,8 +422,8 @@ fn read_cache_index(root: Root, dir: &str, cpu: usize) -> Option<CacheIndex> {
 /// Merges the per-CPU cache indexes into one entry per kind of cache (level, type, size and
 /// sharing), counting distinct instances by their shared CPU lists. Sorted by level, then type.
 pub(super) fn summarize_caches(indexes: &[CacheIndex]) -> Vec<Cache> {
-    type Key<'a> = (u32, &'a str, u64, usize);
-    let mut groups: BTreeMap<Key, (BTreeSet<&[usize]>, Option<u64>)> = BTreeMap::new();
+    type GroupKey<'a> = (u32, &'a str, u64, usize);
+    let mut groups: BTreeMap<GroupKey, (BTreeSet<&[usize]>, Option<u64>)> = BTreeMap::new();
     for index in indexes {
         let key = (
             index.level,

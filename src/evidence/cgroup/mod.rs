@@ -50,13 +50,13 @@ const NO_MEMORY_LIMIT: u64 = 1 << 62;
 
 /// One of this process's cgroups: its directory and the top of the mounted hierarchy it is in.
 #[derive(Clone, Debug, PartialEq)]
-struct Group {
+struct CgroupDir {
     version: CgroupVersion,
     dir: PathBuf,
     top: PathBuf,
 }
 
-impl Group {
+impl CgroupDir {
     /// The group's directory and its ancestors' up to the top of the mount, nearest first.
     fn lineage(&self) -> Vec<PathBuf> {
         let mut dirs = vec![self.dir.clone()];
@@ -78,9 +78,9 @@ impl Group {
 #[derive(Debug, Default)]
 struct Groups {
     /// Each v1 controller this process's `/proc/self/cgroup` names and that is mounted.
-    v1: std::collections::BTreeMap<String, Group>,
+    v1: std::collections::BTreeMap<String, CgroupDir>,
     /// The unified hierarchy's group, when it is mounted.
-    v2: Option<Group>,
+    v2: Option<CgroupDir>,
     /// Why the v1 group of a controller named in `/proc/self/cgroup` could not be found, by
     /// controller.
     missing_v1: std::collections::BTreeMap<String, String>,
@@ -91,7 +91,7 @@ struct Groups {
 impl Groups {
     /// The group to read `controller` from (`cpu`, `cpuset`, `memory`, `blkio`): its v1 group
     /// when that controller is mounted as v1, else the unified group.
-    fn of(&self, controller: &str) -> Option<&Group> {
+    fn of(&self, controller: &str) -> Option<&CgroupDir> {
         self.v1.get(controller).or(self.v2.as_ref())
     }
 }
@@ -172,7 +172,7 @@ fn group_dir(
     point: &str,
     root: &str,
     path: &str,
-) -> Option<Group> {
+) -> Option<CgroupDir> {
     let inside = if root == "/" {
         path
     } else {
@@ -187,7 +187,7 @@ fn group_dir(
     }
     let top = fs_root.join(point.trim_start_matches('/'));
     let dir = top.join(inside.trim_start_matches('/'));
-    Some(Group { version, dir, top })
+    Some(CgroupDir { version, dir, top })
 }
 
 /// Finds this process's groups from the text of `/proc/self/cgroup` and
@@ -375,7 +375,7 @@ fn read_limits_at(
 }
 
 /// The tightest CPU quota over the group and its ancestors, with the directory it is set on.
-fn cpu_quota(group: &Group) -> Option<(Read<CpuQuota>, PathBuf)> {
+fn cpu_quota(group: &CgroupDir) -> Option<(Read<CpuQuota>, PathBuf)> {
     let mut tightest: Option<(Read<CpuQuota>, PathBuf)> = None;
     for dir in group.lineage() {
         let found = match group.version {
@@ -419,7 +419,7 @@ fn cfs_quota(dir: &Path) -> Option<Read<CpuQuota>> {
 }
 
 /// The CPUs of the group's cpuset, as the kernel writes them.
-fn cpuset(group: &Group) -> Option<Read<String>> {
+fn cpuset(group: &CgroupDir) -> Option<Read<String>> {
     match group.version {
         CgroupVersion::V1 => ["cpuset.effective_cpus", "cpuset.cpus"]
             .into_iter()
@@ -440,7 +440,7 @@ fn cpuset(group: &Group) -> Option<Read<String>> {
 
 /// The tightest memory limit over the group and its ancestors, when below the machine's
 /// memory (a limit above it never binds).
-fn memory_limit(group: &Group, mem_total: Option<u64>) -> Option<Read<u64>> {
+fn memory_limit(group: &CgroupDir, mem_total: Option<u64>) -> Option<Read<u64>> {
     let name = match group.version {
         CgroupVersion::V1 => "memory.limit_in_bytes",
         CgroupVersion::V2 => "memory.max",
@@ -459,7 +459,7 @@ fn memory_limit(group: &Group, mem_total: Option<u64>) -> Option<Read<u64>> {
 }
 
 /// The memory the group uses now.
-fn memory_usage(group: &Group) -> Option<Read<u64>> {
+fn memory_usage(group: &CgroupDir) -> Option<Read<u64>> {
     let name = match group.version {
         CgroupVersion::V1 => "memory.usage_in_bytes",
         CgroupVersion::V2 => "memory.current",
@@ -470,7 +470,7 @@ fn memory_usage(group: &Group) -> Option<Read<u64>> {
 
 /// The I/O throttles of the group and its ancestors, the tightest per device and field, each
 /// device named from `/sys/dev/block` under `fs_root`.
-fn io_throttles(group: &Group, fs_root: &Path) -> Vec<IoThrottle> {
+fn io_throttles(group: &CgroupDir, fs_root: &Path) -> Vec<IoThrottle> {
     let mut tightest = Vec::new();
     for dir in group.lineage() {
         match group.version {

@@ -264,7 +264,7 @@ fn handle(
     // (its findings name this side's shapers and load): read before the data flows.
     let watch = CaseWatch::start();
     control.send(&Msg::Ready)?;
-    let test = Test {
+    let test = ServerTest {
         slot: Some(slot),
         sockets: &sockets,
         spec: &spec,
@@ -350,8 +350,8 @@ pub(crate) fn judge_hello(
 }
 
 /// An admitted test with its data connections, served until `deadline`.
-struct Test<'a> {
-    /// Given back ([`Test::release`]) once the data threads are joined, before the last
+struct ServerTest<'a> {
+    /// Given back ([`ServerTest::release`]) once the data threads are joined, before the last
     /// message: a client's next repetition must find it free.
     slot: Option<Slot>,
     sockets: &'a Sockets,
@@ -361,7 +361,7 @@ struct Test<'a> {
     threads: data::DataThreads,
 }
 
-impl Test<'_> {
+impl ServerTest<'_> {
     /// Gives the test's slot back: its data threads have all ended.
     fn release(&mut self) {
         self.slot = None;

@@ -22,18 +22,18 @@ const TOP: f64 = 50.0;
 const BOTTOM: f64 = 560.0;
 
 /// A log10 axis from `lo` to `hi` onto pixels `a` to `b`.
-struct Log {
+struct LogScale {
     lo: f64,
     hi: f64,
     a: f64,
     b: f64,
 }
 
-impl Log {
+impl LogScale {
     /// An axis a little wider than `lo`..`hi`, at least one decade long.
-    fn new(lo: f64, hi: f64, a: f64, b: f64) -> Log {
+    fn new(lo: f64, hi: f64, a: f64, b: f64) -> LogScale {
         let (lo, hi) = (lo / 1.6, (hi * 1.6).max(lo * 10.0));
-        Log { lo, hi, a, b }
+        LogScale { lo, hi, a, b }
     }
 
     fn map(&self, v: f64) -> f64 {
@@ -94,16 +94,16 @@ fn spread(mut ys: Vec<(usize, f64)>, gap: f64, lo: f64, hi: f64) -> Vec<(usize, 
 }
 
 /// The plot's axes, fitted to everything drawn, and the picture's height.
-struct Frame {
-    x: Log,
-    y: Log,
+struct PlotFrame {
+    x: LogScale,
+    y: LogScale,
     height: f64,
 }
 
-impl Frame {
+impl PlotFrame {
     /// Axes that hold every run's drawn ceilings, roofs (from 1/8 FLOP/byte), sweep points and
     /// user points, with room for the legend under the plot.
-    fn fit(models: &[(String, &Model)]) -> Frame {
+    fn fit(models: &[(String, &Model)]) -> PlotFrame {
         let mut xs: Vec<f64> = vec![1.0 / 8.0, 128.0];
         let mut ys: Vec<f64> = Vec::new();
         for (_, m) in models {
@@ -126,9 +126,9 @@ impl Frame {
         };
         // The roofs' legend (a row per level and run), then the notes.
         let legend_rows = models.len() * (LEVELS.len() + 1) + 3;
-        Frame {
-            x: Log::new(x_lo, x_hi, LEFT, RIGHT),
-            y: Log::new(y_lo, y_hi, BOTTOM, TOP),
+        PlotFrame {
+            x: LogScale::new(x_lo, x_hi, LEFT, RIGHT),
+            y: LogScale::new(y_lo, y_hi, BOTTOM, TOP),
             height: BOTTOM + 70.0 + 17.0 * legend_rows as f64,
         }
     }
@@ -181,7 +181,7 @@ struct Labels {
 /// The roofline chart of one or several runs (`report A B` overlays them; the n-th run's lines
 /// are drawn thinner and its labels prefixed with its name).
 pub(crate) fn svg(models: &[(String, &Model)]) -> String {
-    let frame = Frame::fit(models);
+    let frame = PlotFrame::fit(models);
     let mut out = String::new();
     open(&mut out, models, frame.height);
     grid(&mut out, &frame);
@@ -232,7 +232,7 @@ fn open(out: &mut String, models: &[(String, &Model)], height: f64) {
 
 /// A grid line and label at each power of ten of both axes, the plot's border and the axes'
 /// titles.
-fn grid(out: &mut String, frame: &Frame) {
+fn grid(out: &mut String, frame: &PlotFrame) {
     for t in frame.x.ticks() {
         let px = frame.x.map(t);
         let _ = write!(
@@ -265,7 +265,7 @@ fn grid(out: &mut String, frame: &Frame) {
 
 /// The run's ceilings: each from where the fastest roof meets it to the right edge, the top
 /// one solid, the others dashed; labelled right of the plot.
-fn ceilings(out: &mut String, frame: &Frame, run: &Run, labels: &mut Labels) {
+fn ceilings(out: &mut String, frame: &PlotFrame, run: &Run, labels: &mut Labels) {
     let (x, y, m) = (&frame.x, &frame.y, run.model);
     let fastest = m.drawn_roofs().map(|r| r.gbps).fold(0.0, f64::max);
     let top_name = m.top_ceiling().map(|c| c.name.clone());
@@ -305,7 +305,7 @@ fn ceilings(out: &mut String, frame: &Frame, run: &Run, labels: &mut Labels) {
 
 /// The run's roofs: each from the left edge to where it meets the top ceiling, coloured by
 /// level and dashed by traffic; labelled in the legend under the plot.
-fn roofs(out: &mut String, frame: &Frame, run: &Run, labels: &mut Labels) {
+fn roofs(out: &mut String, frame: &PlotFrame, run: &Run, labels: &mut Labels) {
     let (x, y, m) = (&frame.x, &frame.y, run.model);
     let top = m.top_ceiling().map(|c| c.gflops);
     for r in m.drawn_roofs() {
@@ -338,7 +338,7 @@ fn roofs(out: &mut String, frame: &Frame, run: &Run, labels: &mut Labels) {
 }
 
 /// A circle at each ridge point of the top ceiling.
-fn ridge_markers(out: &mut String, frame: &Frame, m: &Model) {
+fn ridge_markers(out: &mut String, frame: &PlotFrame, m: &Model) {
     let Some(top) = m.top_ceiling() else {
         return;
     };
@@ -356,7 +356,7 @@ fn ridge_markers(out: &mut String, frame: &Frame, m: &Model) {
 }
 
 /// The sweep: per level, a line through its points by intensity and a square at each.
-fn sweep_points(out: &mut String, frame: &Frame, run: &Run) {
+fn sweep_points(out: &mut String, frame: &PlotFrame, run: &Run) {
     let (x, y) = (&frame.x, &frame.y);
     for level in LEVELS {
         let points = run.model.sweep_line(level);
@@ -391,7 +391,7 @@ fn sweep_points(out: &mut String, frame: &Frame, run: &Run) {
 }
 
 /// A diamond at each of the user's points, labelled with what bounds it.
-fn user_points(out: &mut String, frame: &Frame, run: &Run) {
+fn user_points(out: &mut String, frame: &PlotFrame, run: &Run) {
     for p in &run.model.points {
         let (px, py) = (frame.x.map(p.intensity), frame.y.map(p.gflops));
         let _ = write!(

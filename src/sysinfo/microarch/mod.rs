@@ -13,7 +13,7 @@ use std::ops::RangeInclusive;
 
 use super::Fact;
 use Cpuid::{Amd, Intel, IntelSteppings};
-use Entry::{Absent, OnFmaPipes, PerCycle};
+use PipeEntry::{Absent, OnFmaPipes, PerCycle};
 
 mod flags;
 mod caches;
@@ -24,7 +24,7 @@ pub(crate) use flags::by_flags;
 /// The microarchitectures: a name, the CPUs CPUID tells it for, and the pipes of one core,
 /// `pipes(FMA, FADD, vector integer add, scalar integer ALUs)`, the first three at 128, 256 and
 /// 512 bit, then `.extensions(VNNI, BF16 dot, FP16 FMA, AMX tile)`: the 512-bit instructions
-/// beyond them, each an [`Entry`] that every row states (`Absent` where the ISA is not there).
+/// beyond them, each an [`PipeEntry`] that every row states (`Absent` where the ISA is not there).
 ///
 /// Sources: "SOG" is the vendor's optimisation guide (Intel 64 and IA-32 Architectures
 /// Optimization Reference Manual; AMD Software Optimization Guide for family 17h pub. 56305,
@@ -357,8 +357,8 @@ pub(crate) fn resources(name: &str, model_name: &str) -> Option<(CoreResources, 
     if pipes.avx512_fma_by_sku {
         fma_units[2] = xeon_avx512_units(model_name)?;
     }
-    let entry = |e: Entry| match e {
-        Entry::Unlisted => None,
+    let entry = |e: PipeEntry| match e {
+        PipeEntry::Unlisted => None,
         Absent => Some(0.),
         OnFmaPipes => Some(fma_units[2]),
         PerCycle(units) => Some(units),
@@ -473,18 +473,18 @@ struct Pipes {
     /// `fma` then holds the most any SKU has.
     avx512_fma_by_sku: bool,
     /// 512-bit VNNI dot products per cycle.
-    vnni: Entry,
+    vnni: PipeEntry,
     /// 512-bit bf16 dot products per cycle.
-    bf16: Entry,
+    bf16: PipeEntry,
     /// 512-bit f16 FMAs per cycle.
-    f16: Entry,
+    f16: PipeEntry,
     /// AMX tile multiplies per cycle.
-    amx: Entry,
+    amx: PipeEntry,
 }
 
 /// How many of one 512-bit instruction beyond the FMA and add pipes a core starts per cycle.
 #[derive(Clone, Copy)]
-enum Entry {
+enum PipeEntry {
     /// The row says nothing (only before `.extensions` is called; a test forbids it).
     Unlisted,
     /// The ISA is absent on this microarchitecture: 0 per cycle.
@@ -503,10 +503,10 @@ const fn pipes(fma: [f64; 3], fadd: [f64; 3], vector_int: [f64; 3], int_alus: f6
         vector_int,
         int_alus,
         avx512_fma_by_sku: false,
-        vnni: Entry::Unlisted,
-        bf16: Entry::Unlisted,
-        f16: Entry::Unlisted,
-        amx: Entry::Unlisted,
+        vnni: PipeEntry::Unlisted,
+        bf16: PipeEntry::Unlisted,
+        f16: PipeEntry::Unlisted,
+        amx: PipeEntry::Unlisted,
     }
 }
 
@@ -515,7 +515,7 @@ impl Microarch {
     /// name; `None` where the flags agree with the row.
     fn lacks(&self, flags: &[String]) -> Option<&'static str> {
         let p = &self.pipes;
-        let absent = |e: Entry| matches!(e, Absent);
+        let absent = |e: PipeEntry| matches!(e, Absent);
         let avx512 = p.fma[2] > 0.0;
         let fma = !matches!(self.name, "sandybridge" | "ivybridge");
         let avx2 = p.vector_int[1] > 0.0;
@@ -542,7 +542,13 @@ impl Pipes {
 
     /// The 512-bit VNNI dot products, bf16 dot products, f16 FMAs and AMX tile multiplies
     /// per cycle, each stated (`Absent` where the ISA is not there).
-    const fn extensions(mut self, vnni: Entry, bf16: Entry, f16: Entry, amx: Entry) -> Pipes {
+    const fn extensions(
+        mut self,
+        vnni: PipeEntry,
+        bf16: PipeEntry,
+        f16: PipeEntry,
+        amx: PipeEntry,
+    ) -> Pipes {
         self.vnni = vnni;
         self.bf16 = bf16;
         self.f16 = f16;

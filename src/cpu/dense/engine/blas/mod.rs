@@ -233,7 +233,7 @@ impl BlasElement for f32 {
 
 /// How a library's thread count is set.
 #[derive(Clone, Copy)]
-enum Threads {
+enum ThreadSetter {
     ByValue(SetThreads),
     ByReference(SetThreadsByRef),
 }
@@ -259,7 +259,7 @@ pub struct Blas {
     dgetrs: Option<Getrs<f64>>,
     sgetrf: Option<Getrf<f32>>,
     sgetrs: Option<Getrs<f32>>,
-    threads: Option<Threads>,
+    threads: Option<ThreadSetter>,
     // Kept open for the life of the process: the function pointers above point into them.
     _libraries: Vec<Library>,
 }
@@ -532,21 +532,21 @@ fn from_library(lib: Library, path: String, vendor: Option<Vendor>, given: bool)
                     version
                 },
                 text_of(&libs, "openblas_get_corename"),
-                symbol(&libs, "openblas_set_num_threads").map(Threads::ByValue),
+                symbol(&libs, "openblas_set_num_threads").map(ThreadSetter::ByValue),
             )
         }
         Some(Vendor::Blis) => (
             text_of(&libs, "bli_info_get_version_str")
                 .map_or("BLIS".into(), |v| format!("BLIS {v}")),
             text_of(&libs, "bli_arch_string_for_current"),
-            symbol(&libs, "bli_thread_set_num_threads").map(Threads::ByValue),
+            symbol(&libs, "bli_thread_set_num_threads").map(ThreadSetter::ByValue),
         ),
         Some(Vendor::Mkl) => (
             mkl_version(&libs),
             None,
             symbol(&libs, "MKL_Set_Num_Threads")
-                .map(Threads::ByValue)
-                .or_else(|| symbol(&libs, "mkl_set_num_threads_").map(Threads::ByReference)),
+                .map(ThreadSetter::ByValue)
+                .or_else(|| symbol(&libs, "mkl_set_num_threads_").map(ThreadSetter::ByReference)),
         ),
         None => (format!("BLAS at {path}"), None, None),
     };
@@ -645,9 +645,9 @@ impl Blas {
         let n = c_int::try_from(threads).unwrap_or(c_int::MAX);
         match self.threads {
             // SAFETY: the thread-count setters take a plain int (by value or by reference).
-            Some(Threads::ByValue(set)) => unsafe { set(n) },
+            Some(ThreadSetter::ByValue(set)) => unsafe { set(n) },
             // SAFETY: as above; the reference lives across the call.
-            Some(Threads::ByReference(set)) => unsafe { set(&n) },
+            Some(ThreadSetter::ByReference(set)) => unsafe { set(&n) },
             None => {}
         }
         work()
