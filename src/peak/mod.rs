@@ -155,18 +155,19 @@ fn flag_or_unknown(value: Option<f64>, flag: &str, what: &str) -> Factor {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::sysinfo::Fact;
 
     /// The machine of `tests/fixtures/report.json` (no cpufreq, "AMD EPYC", `cpu MHz` 2.596).
-    fn fixture_host() -> SysInfo {
+    pub(crate) fn fixture_host() -> SysInfo {
         let doc: serde_json::Value =
             serde_json::from_str(include_str!("../../tests/fixtures/report.json")).unwrap();
         serde_json::from_value(doc["host"].clone()).unwrap()
     }
 
-    fn probes() -> MeasuredFactors {
+    /// A clock of 2.7 GHz measured at rest.
+    pub(crate) fn probes() -> MeasuredFactors {
         MeasuredFactors {
             ghz: Some(2.7),
             ..MeasuredFactors::default()

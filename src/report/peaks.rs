@@ -175,22 +175,8 @@ mod tests {
     use super::*;
     use crate::options::PeakOverrides;
     use crate::peak::MeasuredFactors;
+    use crate::peak::tests::{fixture_host, probes};
     use crate::sysinfo::{Fact, SysInfo};
-
-    /// The machine of `tests/fixtures/report.json` (no cpufreq, "AMD EPYC", `cpu MHz` 2.596).
-    fn fixture_host() -> SysInfo {
-        let doc: serde_json::Value =
-            serde_json::from_str(include_str!("../../tests/fixtures/report.json")).unwrap();
-        serde_json::from_value(doc["host"].clone()).unwrap()
-    }
-
-    /// A clock of 2.7 GHz measured at rest.
-    fn probes() -> MeasuredFactors {
-        MeasuredFactors {
-            ghz: Some(2.7),
-            ..MeasuredFactors::default()
-        }
-    }
 
     fn rendered(host: &SysInfo, flags: &PeakOverrides, probes: &MeasuredFactors) -> String {
         render(&Peaks::compute(host, flags, probes))
