@@ -71,30 +71,10 @@ impl Lab {
     /// Writes `baseline` with every sample of every case multiplied by `factor`, to `name`.
     fn scaled(&self, baseline: &serde_json::Value, factor: f64, name: &str) -> PathBuf {
         let mut b = baseline.clone();
-        scale(&mut b, factor);
+        common::scale_baseline(&mut b, factor);
         let file = self.path(name);
         std::fs::write(&file, serde_json::to_string(&b).unwrap()).unwrap();
         file
-    }
-}
-
-/// Multiplies every sample of every case of baseline `b` by `factor`, and sets each of its
-/// runs' medians to the pooled median: runs that did not spread, so that a verdict against it
-/// does not hang on how far this machine's learning runs spread while the tests share its CPUs.
-fn scale(b: &mut serde_json::Value, factor: f64) {
-    for case in b["cases"].as_array_mut().unwrap() {
-        let mut samples: Vec<f64> = case["samples"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s.as_f64().unwrap() * factor)
-            .collect();
-        case["samples"] = samples.clone().into();
-        samples.sort_by(f64::total_cmp);
-        let median = samples[samples.len() / 2];
-        for m in case["run_medians"].as_array_mut().unwrap() {
-            *m = median.into();
-        }
     }
 }
 
@@ -419,7 +399,7 @@ fn alert_rule() -> String {
 /// others: no tolerance of 20 % could catch a halving of it.
 fn too_noisy(lab: &Lab, learned: &serde_json::Value, factor: f64, name: &str) -> PathBuf {
     let mut b = learned.clone();
-    scale(&mut b, factor);
+    common::scale_baseline(&mut b, factor);
     let case = &mut b["cases"][0];
     for s in case["samples"].as_array_mut().unwrap().iter_mut().take(3) {
         *s = (s.as_f64().unwrap() * 0.3).into();

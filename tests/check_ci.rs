@@ -92,26 +92,11 @@ impl Runner {
     }
 }
 
-/// Multiplies every sample of the baseline `file` by `factor`, and sets each of its runs'
-/// medians to the pooled median: runs that did not spread, so that the verdict does not hang
-/// on how far this machine's learning runs spread while the tests share its CPUs.
+/// The baseline `file` with every sample multiplied by `factor` ([`common::scale_baseline`]).
 fn scale(file: &Path, factor: f64) {
     let mut b: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-    for case in b["cases"].as_array_mut().unwrap() {
-        let mut samples: Vec<f64> = case["samples"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s.as_f64().unwrap() * factor)
-            .collect();
-        case["samples"] = samples.clone().into();
-        samples.sort_by(f64::total_cmp);
-        let median = samples[samples.len() / 2];
-        for m in case["run_medians"].as_array_mut().unwrap() {
-            *m = median.into();
-        }
-    }
+    common::scale_baseline(&mut b, factor);
     std::fs::write(file, b.to_string()).unwrap();
 }
 

@@ -199,7 +199,7 @@ pub(crate) fn gate_case(
     v.ratio = Some(past.ratio);
     v.p = Some(p);
     v.interval = crate::stats::ratio_interval(&r.samples, &base.samples, up, &r.id);
-    let (status, rule) = judge(&v, finding, gate);
+    let (status, rule) = status_of(&v, finding, gate);
     v.status = status;
     v.rule = Some(rule);
     v.line = line(&v, gate);
@@ -208,7 +208,7 @@ pub(crate) fn gate_case(
 
 /// The status of a case whose figures against the baseline `v` holds, and the rule that gave
 /// it (the module's doc says why).
-fn judge(v: &CaseVerdict, finding: Option<&Finding>, gate: Gate) -> (Status, Rule) {
+fn status_of(v: &CaseVerdict, finding: Option<&Finding>, gate: Gate) -> (Status, Rule) {
     let unstable = finding.is_some_and(|f| f.verdict == Verdict::Unstable);
     let imposed =
         finding.is_some_and(|f| f.expectations.iter().any(|e| e.against == Against::Imposed));

@@ -8,8 +8,7 @@
 //! their own (the textfile collector refuses them): `peakbench_check_timestamp_seconds` says
 //! when the check ended, so that an alert can tell a check that stopped running.
 
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::gate::Status;
 use super::verdict::CheckOutcome;
@@ -126,22 +125,6 @@ fn number(v: f64) -> String {
     }
 }
 
-/// The temporary file beside `path` the text is written to before it is renamed over it.
-fn temporary(path: &Path) -> Result<PathBuf, String> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| format!("{} names no file", path.display()))?;
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    Ok(dir.join(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    )))
-}
-
 fn usage(path: &Path, why: impl std::fmt::Display) -> anyhow::Error {
     UsageError(format!(
         "--prometheus: cannot write {}: {why}; choose a writable file in node_exporter's \
@@ -157,9 +140,8 @@ pub(crate) fn probe(path: &Path) -> anyhow::Result<()> {
     if path.is_dir() {
         return Err(usage(path, "it is a directory"));
     }
-    let tmp = temporary(path).map_err(|why| usage(path, why))?;
-    std::fs::File::create(&tmp).map_err(|e| usage(path, e))?;
-    let _ = std::fs::remove_file(&tmp);
+    // The file written at the end is created beside it, then renamed: what must work now.
+    crate::report::temporary_beside(path).map_err(|e| usage(path, format!("{e:#}")))?;
     if path.extension().is_none_or(|e| e != "prom") {
         eprintln!(
             "warning: --prometheus: {} does not end in .prom, and node_exporter's textfile \
@@ -170,20 +152,11 @@ pub(crate) fn probe(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes `text` to `path` atomically: to a temporary file in its directory, flushed to disk,
-/// then renamed over `path`.
+/// Writes `text` to `path` atomically ([`crate::report::write_atomically`]): the collector
+/// never reads half a file, and a link planted beside it is never followed.
 pub(crate) fn write(path: &Path, text: &str) -> anyhow::Result<()> {
-    let tmp = temporary(path).map_err(|why| usage(path, why))?;
-    let written = std::fs::File::create(&tmp)
-        .and_then(|mut f| {
-            f.write_all(text.as_bytes())?;
-            f.sync_all()
-        })
-        .and_then(|()| std::fs::rename(&tmp, path));
-    written.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        usage(path, e)
-    })
+    crate::report::write_atomically(path, text.as_bytes())
+        .map_err(|e| usage(path, format!("{e:#}")))
 }
 
 #[cfg(test)]

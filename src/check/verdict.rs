@@ -332,4 +332,4 @@ fn xml(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

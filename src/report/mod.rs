@@ -102,34 +102,52 @@ impl OutputFile {
         })
     }
 
-    /// Replaces the file's content with `report`, atomically: written to a new file of a random
-    /// name in the same directory (created with `O_EXCL`, so a symbolic link planted at any
-    /// name is never followed), then renamed over the path.
+    /// Replaces the file's content with `report`, atomically ([`write_atomically`]).
     pub(crate) fn write(&self, report: &Report) -> Result<()> {
-        let dir = match self.path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
-        let mut file = tempfile::Builder::new()
-            .prefix(".peakbench-")
-            .suffix(".partial")
-            .tempfile_in(dir)
-            .with_context(|| format!("cannot write a temporary file in {}", dir.display()))?;
-        // The results keep the mode the file was created with (tempfile makes it 0600).
-        if let Ok(meta) = fs::metadata(&self.path) {
-            let _ = file.as_file().set_permissions(meta.permissions());
-        }
-        file.write_all(&self.exporter.export(report))
-            .and_then(|()| file.as_file().sync_data())
-            .with_context(|| format!("cannot write {}", file.path().display()))?;
-        file.persist(&self.path)
-            .map(drop)
-            .with_context(|| format!("cannot replace {}", self.path.display()))
+        write_atomically(&self.path, &self.exporter.export(report))
     }
 
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// The directory a file at `path` is written in.
+fn dir_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+/// A new file of a random name in `path`'s directory, created with `O_EXCL`, so that a symbolic
+/// link planted at any name is never followed; it is removed when dropped unless persisted.
+pub(crate) fn temporary_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
+    let dir = dir_of(path);
+    tempfile::Builder::new()
+        .prefix(".peakbench-")
+        .suffix(".partial")
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot write a temporary file in {}", dir.display()))
+}
+
+/// Replaces `path`'s content with `bytes`, atomically: written and flushed to a new file beside
+/// it ([`temporary_beside`]), then renamed over it, so that a reader sees the old file or the new
+/// one, never half of one. The file keeps the mode it had; a new one gets 0644 (tempfile
+/// creates 0600, which a collector running as another user could not read).
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut file = temporary_beside(path)?;
+    let mode = fs::metadata(path)
+        .map(|meta| meta.permissions())
+        .unwrap_or_else(|_| fs::Permissions::from_mode(0o644));
+    let _ = file.as_file().set_permissions(mode);
+    file.write_all(bytes)
+        .and_then(|()| file.as_file().sync_data())
+        .with_context(|| format!("cannot write {}", file.path().display()))?;
+    file.persist(path)
+        .map(drop)
+        .with_context(|| format!("cannot replace {}", path.display()))
 }
 
 /// The exact text of every exporter over the fixture document, so that a change to any output

@@ -1,7 +1,5 @@
 use super::*;
-use crate::check::LocatedBaseline;
-use crate::check::gate::{CaseVerdict, Gate};
-use crate::sysinfo::Fingerprint;
+use crate::check::gate::CaseVerdict;
 
 fn case(id: &str, status: Status, ratio: Option<f64>) -> CaseVerdict {
     CaseVerdict {
@@ -28,23 +26,10 @@ fn case(id: &str, status: Status, ratio: Option<f64>) -> CaseVerdict {
 /// A check of two cases: one failed, one (with every character the format escapes in its id)
 /// not in the baseline.
 fn small() -> CheckOutcome {
-    let report =
-        crate::result::Report::parse(include_str!("../../../tests/fixtures/report.json")).unwrap();
-    let fp = Fingerprint::of(&report.host);
-    let b = crate::history::baseline::Baseline::from_runs("node", fp.clone(), &[(1, report)], 5);
-    let found = LocatedBaseline {
-        baseline: b,
-        origin: "saved baseline 'node'".into(),
-    };
-    let gate = Gate {
-        tolerance: 0.2,
-        strict: false,
-    };
-    let cases = vec![
+    crate::check::verdict::tests::verdict(vec![
         case("cpu-f64-fma-t1", Status::Fail, Some(0.45)),
         case("odd\\\"\nid", Status::Unjudged, None),
-    ];
-    CheckOutcome::new(Some(&found), &fp, gate, cases, Some(9))
+    ])
 }
 
 #[test]

@@ -32,7 +32,9 @@ fn case(id: &str, status: Status, ratio: f64) -> CaseVerdict {
     }
 }
 
-fn verdict(cases: Vec<CaseVerdict>) -> CheckOutcome {
+/// A check judged against a baseline of the fixture's run, with `cases` (the Prometheus tests
+/// use it too).
+pub(crate) fn verdict(cases: Vec<CaseVerdict>) -> CheckOutcome {
     let report =
         crate::result::Report::parse(include_str!("../../../tests/fixtures/report.json")).unwrap();
     let fp = Fingerprint::of(&report.host);
