@@ -12,6 +12,8 @@ In a temporary directory with its own history (PEAKBENCH_DB) and disk directory:
    - quota: a cgroup v1 CPU quota of 60 % of the CPUs (cpu.cfs_quota_us), the check inside it;
    - blkio: a cgroup v1 read throttle (blkio.throttle.read_bps_device) at half the baseline's
      1 MiB sequential-read rate on the disk holding the test file, the check inside it;
+   - cpuset: a cgroup v1 cpuset of CPU 0 alone, the check inside it (the node "lost" its other
+     CPUs: the check must name them, not run a smaller plan and pass);
    - spin: one busy process per CPU beside the check;
    - tbf: against a `peakbench net serve` in a network namespace behind a veth pair made here
      (10.231.62.0/30: nothing leaves the machine), with a baseline of its own learned the same
@@ -148,8 +150,10 @@ def ungateable(verdict):
 
 
 def failures(verdict):
-    """(case id, ratio, [cause kind value unit]) of each failing case."""
-    out = []
+    """(case id, ratio, [cause kind value unit]) of each failing case, and of each item of
+    hardware the node lost ("lost", None, ["lost-hardware TEXT"])."""
+    out = [("lost", None, [f"lost-hardware {loss['text']}"])
+           for loss in (verdict or {}).get("lost", [])]
     for case in (verdict or {}).get("cases", []):
         if str(case.get("status", "")).lower() == "fail":
             causes = [" ".join(str(x) for x in (
@@ -177,7 +181,8 @@ def trial(lab, name, tries, setup, args=(), cgroup=None):
             for cause in causes:
                 kind = cause.split()[0]
                 named.setdefault(kind, []).append(cause)
-        shown = "; ".join(f"{cid} {ratio:.2f}x [{', '.join(c)}]" for cid, ratio, c in fails)
+        shown = "; ".join(f"{cid} {'' if ratio is None else f'{ratio:.2f}x '}[{', '.join(c)}]"
+                          for cid, ratio, c in fails)
         noisy = ", ".join(ungateable(verdict))
         print(f"  {name} {i + 1}/{tries}: exit {code}, {took:.1f} s: {shown or 'no failure'}"
               f"{'; ungateable: ' + noisy if noisy else ''}", flush=True)
@@ -230,7 +235,7 @@ def main():
     ap.add_argument("--tries", type=int, default=10)
     ap.add_argument("--learn", type=int, default=12)
     ap.add_argument("--quiet", type=int, default=5, help="quiet checks against the baseline")
-    ap.add_argument("--faults", default="quota,blkio,spin,tbf")
+    ap.add_argument("--faults", default="quota,blkio,cpuset,spin,tbf")
     args = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("bench/check.py: run as root (cgroups, namespaces, tc)")
@@ -260,6 +265,12 @@ def main():
             print(f"blkio: {disk_of(lab.disk)} read at {rate / 1e6:.0f} MB/s (half of "
                   f"{mbps:.0f} {unit})")
             trial(lab, "blkio half rate", args.tries, nothing, cgroup=[group])
+        if "cpuset" in faults and cpus > 1:
+            group = lab.cgroup("cpuset", "pb-check-cpuset", {
+                "cpuset.cpus": "0",
+                "cpuset.mems": "0",
+            })
+            trial(lab, "cpuset of one CPU", args.tries, nothing, cgroup=[group])
         if "spin" in faults:
             trial(lab, f"spinner on each of {cpus} CPUs", args.tries, spinners(cpus))
         if "tbf" in faults:

@@ -198,6 +198,8 @@ fn a_baseline_of_other_hardware_or_a_bad_one_is_refused_naming_the_field() {
         text(&out.stderr)
     );
 
+    a_node_that_lost_cpus_is_judged_against_its_baseline_and_fails(&lab, &learned);
+
     let mut bad = learned.clone();
     bad["cases"][0]["samples"][1] = serde_json::json!(-5.0);
     std::fs::write(&file, bad.to_string()).unwrap();
@@ -212,6 +214,57 @@ fn a_baseline_of_other_hardware_or_a_bad_one_is_refused_naming_the_field() {
     let out = lab.check(&["--tolerance", "1.5", "--no-baseline-ok"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--tolerance"));
+}
+
+/// The saved baseline made two CPUs bigger than this node, with a case for them: the node, as
+/// if it had lost those CPUs, still finds it (its fingerprint differs only by less), and fails
+/// naming what it lost and the case its smaller plan dropped.
+fn a_node_that_lost_cpus_is_judged_against_its_baseline_and_fails(
+    lab: &Lab,
+    learned: &serde_json::Value,
+) {
+    let mut bigger = learned.clone();
+    let cpus = bigger["fingerprint"]["cpus"].as_u64().unwrap();
+    bigger["fingerprint"]["cpus"] = (cpus + 2).into();
+    let inventory = &mut bigger["inventory"];
+    assert_eq!(inventory["cpus_online"].as_u64(), Some(cpus), "{inventory}");
+    inventory["cpus_online"] = (cpus + 2).into();
+    let allowed = inventory["cpus_allowed"].as_array_mut().unwrap();
+    let n = allowed.len();
+    allowed.extend([serde_json::json!(4000), serde_json::json!(4001)]);
+    let mut wide = bigger["cases"][0].clone();
+    wide["id"] = "cpu-f64-fma-t4000-strong".into();
+    bigger["cases"].as_array_mut().unwrap().push(wide);
+    let saved = lab.saved("node");
+    let kept = std::fs::read_to_string(&saved).unwrap();
+    std::fs::write(&saved, bigger.to_string()).unwrap();
+    let out = lab.check(&[]);
+    std::fs::write(&saved, kept).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with(&format!(
+            "LOST {cpus} of {} CPUs online (/sys/devices/system/cpu/online)\nLOST {n} of {} \
+             CPUs allowed: ",
+            cpus + 2,
+            n + 2
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("MISSING cpu-f64-fma-t4000-strong: the plan could not run it"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("REGRESSION: 2 items of hardware lost"),
+        "{stdout}"
+    );
+    assert!(text(&out.stderr).contains("this node has less than saved baseline 'node'"));
+    let show = text(&lab.run(&["baseline", "show", "node"]).stdout);
+    assert!(
+        show.contains(&format!("inventory: {cpus} CPUs online")),
+        "{show}"
+    );
 }
 
 #[test]

@@ -23,6 +23,7 @@ use serde::Serialize;
 
 use crate::findings::ALPHA;
 use crate::history::baseline::{BaselineCase, RunSpread};
+use crate::history::inventory::Loss;
 use crate::result::{Against, BenchResult, Cause, Finding, Verdict, higher_is_better};
 use crate::stats::Summary;
 use crate::units::format_value;
@@ -53,6 +54,9 @@ pub(crate) enum Status {
     /// Nothing to judge it against: the baseline has no such case, or its samples cannot be
     /// compared.
     Unjudged,
+    /// A case of the baseline this check's plan did not run: a failure where the node lost
+    /// hardware (the plan shrank with it), else reported only (the plan changed).
+    Missing,
 }
 
 impl Status {
@@ -64,6 +68,7 @@ impl Status {
             Status::Unstable => "unstable",
             Status::Ungateable => "ungateable",
             Status::Unjudged => "unjudged",
+            Status::Missing => "missing",
         }
     }
 }
@@ -206,6 +211,70 @@ pub(crate) fn gate_case(
     v
 }
 
+/// The verdict on the baseline's case `base`, which this check did not run; `lost` is what
+/// the node lost since the baseline (the inventory's losses), the likely reason.
+pub(crate) fn missing_case(base: &BaselineCase, lost: &[Loss]) -> CaseVerdict {
+    let line = match lost.first() {
+        Some(loss) => format!(
+            "MISSING {}: the plan could not run it on what is left of the node: {}",
+            base.id, loss.text
+        ),
+        None => format!(
+            "missing {}: in the baseline, not in this check's plan (another --config, or a              tool, path or server it needs is absent): not judged",
+            base.id
+        ),
+    };
+    CaseVerdict {
+        id: base.id.clone(),
+        label: base.label.clone(),
+        subsystem: base.id.split('-').next().unwrap_or("").to_string(),
+        unit: base.unit.clone(),
+        status: Status::Missing,
+        value: f64::NAN,
+        cv: None,
+        repetitions: 0,
+        baseline: crate::stats::median(&base.samples).map(|median| BaselineFigures {
+            median,
+            cv: Summary::of(&base.samples).and_then(|s| s.cv),
+            samples: base.samples.len(),
+            runs: base.runs.clone(),
+            spread: base.spread(),
+        }),
+        ratio: None,
+        slowest_ratio: None,
+        interval: None,
+        p: None,
+        rule: None,
+        remeasured: false,
+        causes: Vec::new(),
+        line,
+    }
+}
+
+/// The cause a check names for a failure the findings found none for, where the node lost
+/// hardware since its baseline: every item lost, with where it was read.
+pub(crate) fn lost_hardware(lost: &[Loss]) -> Cause {
+    let items: Vec<&str> = lost.iter().map(|l| l.text.as_str()).collect();
+    Cause {
+        kind: "lost-hardware".into(),
+        value: None,
+        unit: String::new(),
+        text: format!(
+            "the node has lost hardware since its baseline ({}): the case runs on less",
+            items.join("; ")
+        ),
+        evidence: lost
+            .iter()
+            .map(|l| crate::result::Evidence::new(l.source.clone(), l.text.clone()))
+            .collect(),
+        bound: None,
+        explains: None,
+        remedy: "bring back what was lost (a CPU online or in the cpuset, a DIMM, a disk, a \
+                 NIC's link), or learn a baseline of the node as it is now"
+            .into(),
+    }
+}
+
 /// The status of a case whose figures against the baseline `v` holds, and the rule that gave
 /// it (the module's doc says why).
 fn status_of(v: &CaseVerdict, finding: Option<&Finding>, gate: Gate) -> (Status, Rule) {
@@ -291,6 +360,7 @@ fn line(v: &CaseVerdict, gate: Gate) -> String {
         (Status::Pass, _) => format!("ok {}: {figures}", v.id),
         (Status::Ungateable, None) => format!("UNGATEABLE {}: {figures}", v.id),
         (Status::Unjudged, _) => format!("unjudged {}: {figures}", v.id),
+        (Status::Missing, _) => v.line.clone(),
     }
 }
 

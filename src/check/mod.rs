@@ -23,6 +23,7 @@ use clap::Args;
 use crate::config::{self, Entry, Preset, ServerArg, TableSource};
 use crate::error::{Exit, UsageError};
 use crate::history::baseline::{self, Baseline};
+use crate::history::inventory::{Inventory, Loss};
 use crate::options::{
     DbArgs, Json, OutputArgs, PeakArgs, PeakOverrides, RunnerOptions, StoreArgs, positive_u32,
 };
@@ -190,7 +191,14 @@ pub(crate) fn locate(
         return Ok(None);
     };
     let differ = found.baseline.fingerprint.differences(fp);
-    if !differ.is_empty() {
+    if fp.degraded_from(&found.baseline.fingerprint) {
+        eprintln!(
+            "note: this node has less than {} was learned on ({}; here vs there): judged \
+             against it, and what it lost fails the check",
+            found.origin,
+            differ.join(", ")
+        );
+    } else if !differ.is_empty() {
         let line = format!(
             "{} was learned on other hardware: {} (there vs here)",
             found.origin,
@@ -221,14 +229,18 @@ fn find(arg: Option<&str>, db: &DbArgs, fp: &Fingerprint) -> Result<Option<Locat
         None => Ok(newest_saved(&saved, fp)),
         Some(arg) if Path::new(arg).is_dir() => {
             let file = Path::new(arg).join(format!("{}.json", fp.key()));
-            if !file.exists() {
-                eprintln!(
-                    "no baseline for this hardware in {arg}: no {}",
-                    file.display()
-                );
-                return Ok(None);
+            if file.exists() {
+                return read(&file, file.display().to_string());
             }
-            read(&file, file.display().to_string())
+            // A node that lost hardware has another key: its baseline is the one it fits in.
+            if let Some(found) = newest_saved(Path::new(arg), fp) {
+                return Ok(Some(found));
+            }
+            eprintln!(
+                "no baseline for this hardware in {arg}: no {}",
+                file.display()
+            );
+            Ok(None)
         }
         Some(arg) if arg.contains('/') || arg.ends_with(".json") || Path::new(arg).is_file() => {
             read(Path::new(arg), arg.to_string())
@@ -249,15 +261,23 @@ fn find(arg: Option<&str>, db: &DbArgs, fp: &Fingerprint) -> Result<Option<Locat
 }
 
 /// The newest saved baseline of fingerprint `fp` in `dir` (those that cannot be read are
-/// skipped with a warning).
+/// skipped with a warning); where there is none, the newest of a node this one could be after
+/// losing hardware ([`Fingerprint::degraded_from`]), so that a degraded node is judged against
+/// its baseline, and fails for what it lost, instead of finding none.
 fn newest_saved(dir: &Path, fp: &Fingerprint) -> Option<LocatedBaseline> {
-    let mut mine: Vec<Baseline> = baseline::saved(dir)
+    let readable: Vec<Baseline> = baseline::saved(dir)
         .into_iter()
         .filter_map(|b| b.map_err(|why| eprintln!("warning: skipped {why}")).ok())
-        .filter(|b| b.fingerprint == *fp)
         .collect();
-    mine.sort_by(|a, b| b.created_at.cmp(&a.created_at));
-    let baseline = mine.into_iter().next()?;
+    let newest = |matches: &dyn Fn(&Baseline) -> bool| {
+        readable
+            .iter()
+            .filter(|b| matches(b))
+            .max_by(|a, b| a.created_at.cmp(&b.created_at))
+            .cloned()
+    };
+    let baseline = newest(&|b| b.fingerprint == *fp)
+        .or_else(|| newest(&|b| fp.degraded_from(&b.fingerprint)))?;
     let origin = format!("saved baseline '{}'", baseline.name);
     Some(LocatedBaseline { baseline, origin })
 }
@@ -308,7 +328,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode> {
         tolerance: args.tolerance,
         strict: args.strict,
     };
-    let cases = match &found {
+    let mut cases = match &found {
         Some(found) => {
             let rerun = Rerun {
                 prepared: &prepared,
@@ -322,9 +342,40 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode> {
             Vec::new()
         }
     };
+    let lost = match &found {
+        Some(found) => {
+            let lost = Inventory::of(&session.report).losses(&found.baseline.inventory());
+            with_missing(&mut cases, &found.baseline, &lost);
+            lost
+        }
+        None => Vec::new(),
+    };
     let run_id = crate::history::store_run(&args.history, &session.report);
-    let verdict = CheckOutcome::new(found.as_ref(), &fp, gate, cases, run_id);
+    let verdict = CheckOutcome::new(found.as_ref(), &fp, gate, cases, lost, run_id);
     finish(args, &verdict, ending, started)
+}
+
+/// Adds a verdict for each case of `baseline` the check did not run, and names what the node
+/// `lost` as the cause of each failure that has none: a node short of a CPU runs its
+/// two-thread cases on one, and loopback TCP's sender and receiver share it.
+fn with_missing(cases: &mut Vec<CaseVerdict>, baseline: &Baseline, lost: &[Loss]) {
+    for base in &baseline.cases {
+        if !cases.iter().any(|c| c.id == base.id && c.unit == base.unit) {
+            cases.push(gate::missing_case(base, lost));
+        }
+    }
+    if lost.is_empty() {
+        return;
+    }
+    for case in cases
+        .iter_mut()
+        .filter(|c| c.status == Status::Fail && c.causes.is_empty())
+    {
+        case.causes.push(gate::lost_hardware(lost));
+        case.line = case
+            .line
+            .replace("; no cause found on this machine", "; cause: lost-hardware");
+    }
 }
 
 /// What measuring a case again needs: the plan's tables and the machine.

@@ -26,12 +26,13 @@ pub(crate) struct Metrics<'a> {
 }
 
 /// Every status a case can have, as the `status` label names it.
-const STATUSES: [Status; 5] = [
+const STATUSES: [Status; 6] = [
     Status::Pass,
     Status::Fail,
     Status::Unstable,
     Status::Ungateable,
     Status::Unjudged,
+    Status::Missing,
 ];
 
 /// The metrics in the text exposition format (version 0.0.4).
@@ -67,6 +68,18 @@ pub(crate) fn text(m: &Metrics) -> String {
             let on = u8::from(c.status == status);
             out.push_str(&format!("peakbench_check_case_status{labels} {on}\n"));
         }
+    }
+    family(
+        &mut out,
+        "peakbench_check_hardware_lost",
+        "Items of hardware the node lost since its baseline, by kind (CPUs online or allowed, memory, disks, NICs, link speed).",
+    );
+    for kind in crate::history::inventory::LOSS_KINDS {
+        let n = m.verdict.lost.iter().filter(|l| l.kind == kind).count();
+        out.push_str(&format!(
+            "peakbench_check_hardware_lost{} {n}\n",
+            labels(&[("kind", kind)])
+        ));
     }
     let check_wide = [
         (

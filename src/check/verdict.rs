@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::LocatedBaseline;
 use super::gate::{CaseVerdict, Gate, Status, format_p, short_cause};
 use crate::error::UsageError;
+use crate::history::inventory::Loss;
 use crate::sysinfo::Fingerprint;
 use crate::units::format_value;
 
@@ -53,6 +54,9 @@ pub(crate) struct CheckOutcome {
     pub strict: bool,
     /// The check's run in the history, where it was stored.
     pub run: Option<i64>,
+    /// What the node lost since its baseline (CPUs, memory, disks, NICs): each one fails it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lost: Vec<Loss>,
     pub cases: Vec<CaseVerdict>,
     /// The drain reason, when the node is not healthy.
     pub reason: Option<String>,
@@ -64,10 +68,11 @@ impl CheckOutcome {
         fp: &Fingerprint,
         gate: Gate,
         cases: Vec<CaseVerdict>,
+        lost: Vec<Loss>,
         run: Option<i64>,
     ) -> CheckOutcome {
         let judged = cases.iter().any(|c| c.status != Status::Unjudged);
-        let status = if cases.iter().any(|c| c.status == Status::Fail) {
+        let status = if !lost.is_empty() || cases.iter().any(|c| c.status == Status::Fail) {
             CheckStatus::Regression
         } else if found.is_none() || !judged {
             CheckStatus::NoBaseline
@@ -89,6 +94,7 @@ impl CheckOutcome {
             tolerance: gate.tolerance,
             strict: gate.strict,
             run,
+            lost,
             cases,
             reason: None,
         };
@@ -100,10 +106,17 @@ impl CheckOutcome {
     /// their evidence and remedy, and a summary line.
     pub(crate) fn render(&self) -> String {
         let mut out = String::new();
+        for loss in &self.lost {
+            out.push_str(&format!(
+                "LOST {} ({})\n",
+                crate::text::printable(&loss.text),
+                crate::text::printable(&loss.source)
+            ));
+        }
         for c in self.cases.iter().filter(|c| {
             matches!(
                 c.status,
-                Status::Fail | Status::Unstable | Status::Ungateable
+                Status::Fail | Status::Unstable | Status::Ungateable | Status::Missing
             )
         }) {
             out.push_str(&crate::text::printable(&c.line));
@@ -152,9 +165,20 @@ impl CheckOutcome {
             CheckStatus::Regression => "REGRESSION",
             CheckStatus::NoBaseline => "no baseline",
         };
+        let lost = match self.lost.len() {
+            0 => String::new(),
+            n => format!(
+                "{n} item{} of hardware lost, ",
+                if n == 1 { "" } else { "s" }
+            ),
+        };
+        let missing = match count(Status::Missing) {
+            0 => String::new(),
+            n => format!(", {n} missing"),
+        };
         format!(
-            "peakbench check: {status}: {} cases, {} pass, {} fail, {} unstable, {} ungateable, \
-             {} unjudged, {against} (tolerance {:.0} %{})",
+            "peakbench check: {status}: {lost}{} cases, {} pass, {} fail, {} unstable, {} \
+             ungateable, {} unjudged{missing}, {against} (tolerance {:.0} %{})",
             self.cases.len(),
             count(Status::Pass),
             count(Status::Fail),
@@ -177,6 +201,13 @@ fn reason(v: &CheckOutcome) -> Option<String> {
             "peakbench: no baseline for fingerprint {}",
             v.fingerprint_key
         ),
+        CheckStatus::Regression if !v.lost.is_empty() => {
+            let more = match v.lost.len() {
+                1 => String::new(),
+                n => format!(" (+{} more)", n - 1),
+            };
+            format!("peakbench: lost hardware: {}{more}", v.lost[0].text)
+        }
         CheckStatus::Regression => {
             let failed: Vec<&CaseVerdict> = v
                 .cases
@@ -252,20 +283,35 @@ pub(crate) fn write_junit(path: &Path, v: &CheckOutcome) -> anyhow::Result<()> {
 /// The verdict as JUnit XML: one testsuite, one testcase per case (classname its subsystem),
 /// a failure per failing case with its line as the message and its causes as the text; an
 /// unstable case is a failure with `--strict`, otherwise skipped with its line, as are an
-/// ungateable and an unjudged one; no baseline is one skipped testcase.
+/// ungateable and an unjudged one; no baseline is one skipped testcase. Each item of hardware
+/// lost is a failing testcase of classname `peakbench.inventory`, and a missing case fails
+/// where the node lost hardware (skipped otherwise).
 pub(crate) fn junit(v: &CheckOutcome) -> String {
     let count = |s: Status| v.cases.iter().filter(|c| c.status == s).count();
     let no_baseline = v.status == CheckStatus::NoBaseline && v.cases.is_empty();
+    // A missing case fails where the node lost hardware (its plan shrank with it).
+    let missing_fails = !v.lost.is_empty();
+    let missing = count(Status::Missing);
     let mut out = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"peakbench \
          check\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n",
-        v.cases.len().max(usize::from(no_baseline)),
-        count(Status::Fail),
+        v.cases.len().max(usize::from(no_baseline)) + v.lost.len(),
+        count(Status::Fail) + v.lost.len() + if missing_fails { missing } else { 0 },
         count(Status::Unstable)
             + count(Status::Ungateable)
             + count(Status::Unjudged)
+            + if missing_fails { 0 } else { missing }
             + usize::from(no_baseline),
     );
+    for loss in &v.lost {
+        out.push_str(&format!(
+            "<testcase classname=\"peakbench.inventory\" name=\"{}\"><failure message=\"{}\" \
+             type=\"lost-hardware\">{}</failure></testcase>\n",
+            xml(loss.kind),
+            xml(&loss.text),
+            xml(&loss.source)
+        ));
+    }
     if no_baseline {
         out.push_str(&format!(
             "<testcase classname=\"peakbench.check\" name=\"baseline\"><skipped message=\"{}\"/></testcase>\n",
@@ -284,7 +330,11 @@ pub(crate) fn junit(v: &CheckOutcome) -> String {
                 xml(&c.line),
                 xml(&details(c))
             )),
-            Status::Unstable | Status::Ungateable | Status::Unjudged => {
+            Status::Missing if missing_fails => out.push_str(&format!(
+                "<failure message=\"{}\" type=\"missing\"/>",
+                xml(&c.line)
+            )),
+            Status::Unstable | Status::Ungateable | Status::Unjudged | Status::Missing => {
                 out.push_str(&format!("<skipped message=\"{}\"/>", xml(&c.line)))
             }
             Status::Pass => out.push_str(&format!("<system-out>{}</system-out>", xml(&c.line))),

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::inventory::Inventory;
 use crate::result::validate;
 use crate::result::{Report, RunStatus};
 use crate::sysinfo::Fingerprint;
@@ -154,6 +155,11 @@ pub(crate) struct Baseline {
     pub fingerprint: Fingerprint,
     /// The host it was learned on.
     pub host: String,
+    /// What the node had when it was learned (its newest learning run's): the check fails a
+    /// node that lost any of it. Absent in a baseline saved before inventories were kept,
+    /// which is compared by its fingerprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inventory: Option<Inventory>,
     pub cases: Vec<BaselineCase>,
 }
 
@@ -168,12 +174,14 @@ impl Baseline {
     ) -> Baseline {
         let mut cases: BTreeMap<(String, String), BaselineCase> = BTreeMap::new();
         let mut host = String::new();
+        let mut inventory = None;
         for (id, report) in runs {
             if matches!(report.status, RunStatus::Failed) {
                 continue;
             }
             if host.is_empty() {
                 host = report.host.hostname.clone();
+                inventory = Some(Inventory::of(report));
             }
             for r in &report.results {
                 if r.samples.is_empty() || r.samples.iter().any(|v| !v.is_finite()) {
@@ -210,6 +218,7 @@ impl Baseline {
             tool_version: env!("CARGO_PKG_VERSION").into(),
             fingerprint,
             host,
+            inventory,
             cases: cases.into_values().collect(),
         }
     }
@@ -226,6 +235,14 @@ impl Baseline {
             .partition(|c| c.runs.len() >= min);
         self.cases = kept;
         left.into_iter().map(|c| c.id).collect()
+    }
+
+    /// What the node had: the inventory saved with the baseline, else what its fingerprint
+    /// says.
+    pub(crate) fn inventory(&self) -> Inventory {
+        self.inventory
+            .clone()
+            .unwrap_or_else(|| Inventory::from_fingerprint(&self.fingerprint))
     }
 
     /// The samples of case `id` in `unit`, if the baseline has it.
@@ -292,6 +309,12 @@ impl Baseline {
                 texts.push((format!("fingerprint.{name}[{i}]"), item));
             }
         }
+        if let Some(inventory) = &self.inventory {
+            match inventory.texts() {
+                Some(more) => texts.extend(more),
+                None => return Err("inventory: more disks, NICs or CPUs than a node has".into()),
+            }
+        }
         if self.cases.len() > MAX_CASES {
             return Err(format!("cases: more than {MAX_CASES} cases"));
         }
@@ -337,6 +360,14 @@ impl Baseline {
             printable(&fp.disks.join(",")),
             printable(&fp.nics.join(",")),
         );
+        if let Some(inventory) = &self.inventory {
+            // The blank line closing the header moves below the inventory.
+            out.pop();
+            out.push_str(&format!(
+                "  inventory: {}\n\n",
+                printable(&inventory.describe())
+            ));
+        }
         out.push_str(&self.cases_table());
         for note in self.notes() {
             out.push_str(&format!("note: {note}\n"));

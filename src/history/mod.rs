@@ -7,6 +7,7 @@
 //! the schema and how a file that is not ours is refused.
 
 pub(crate) mod baseline;
+pub(crate) mod inventory;
 pub(crate) mod compare;
 pub(crate) mod store;
 

@@ -14,6 +14,19 @@ use serde::{Deserialize, Serialize};
 
 use super::SysInfo;
 
+/// Whether a block device is virtual (loop, ram, device-mapper …): it comes and goes with
+/// containers and tests, so no fingerprint or inventory counts it.
+pub(crate) fn virtual_disk(name: &str) -> bool {
+    ["loop", "ram", "zram", "dm-", "nbd", "md"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+/// Whether a network interface's driver is a virtual one (veth, bridge, tun …).
+pub(crate) fn virtual_nic(driver: &str) -> bool {
+    matches!(driver, "veth" | "bridge" | "tun" | "dummy" | "ifb")
+}
+
 /// What makes two machines the same hardware for a baseline.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fingerprint {
@@ -36,12 +49,6 @@ pub struct Fingerprint {
 impl Fingerprint {
     /// The fingerprint of `host`.
     pub fn of(host: &SysInfo) -> Fingerprint {
-        let virtual_nic = |d: &str| matches!(d, "veth" | "bridge" | "tun" | "dummy" | "ifb");
-        let virtual_disk = |n: &str| {
-            ["loop", "ram", "zram", "dm-", "nbd", "md"]
-                .iter()
-                .any(|p| n.starts_with(p))
-        };
         let mut disks: Vec<String> = host
             .disks
             .iter()
@@ -103,6 +110,22 @@ impl Fingerprint {
         out
     }
 
+    /// Whether `self` could be the machine of `baseline` after losing hardware: the same CPU
+    /// and kernel, no more CPUs or memory, and no disk or NIC driver the baseline lacked. A
+    /// health check judges such a node against that baseline and fails it for what it lost,
+    /// instead of finding no baseline for the smaller machine it has become.
+    pub fn degraded_from(&self, baseline: &Fingerprint) -> bool {
+        let subset = |a: &[String], b: &[String]| a.iter().all(|x| b.contains(x));
+        self.microarch == baseline.microarch
+            && self.cpu_model == baseline.cpu_model
+            && self.kernel_major == baseline.kernel_major
+            && self.cpus <= baseline.cpus
+            && self.memory_gib <= baseline.memory_gib
+            && subset(&self.disks, &baseline.disks)
+            && subset(&self.nics, &baseline.nics)
+            && self != baseline
+    }
+
     /// A short stable name of the fingerprint (16 hex digits of FNV-1a over its fields): the
     /// file name of its baseline in a directory of baselines.
     pub fn key(&self) -> String {
@@ -122,5 +145,42 @@ impl Fingerprint {
             hash = hash.wrapping_mul(0x0100_0000_01b3);
         }
         format!("{hash:016x}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node() -> Fingerprint {
+        Fingerprint {
+            microarch: "Zen 5".into(),
+            cpu_model: "AMD EPYC 9B45".into(),
+            cpus: 2,
+            memory_gib: 24,
+            disks: vec!["vda=QEMU".into(), "vdb=QEMU".into()],
+            nics: vec!["virtio_net".into()],
+            kernel_major: "6".into(),
+        }
+    }
+
+    #[test]
+    fn a_node_that_lost_hardware_is_degraded_from_its_baseline() {
+        let mut lost = node();
+        lost.cpus = 1;
+        lost.memory_gib = 16;
+        lost.disks.pop();
+        assert!(lost.degraded_from(&node()));
+        // The same node is itself, not degraded; a bigger one or another CPU is other hardware.
+        assert!(!node().degraded_from(&node()));
+        let mut bigger = node();
+        bigger.cpus = 4;
+        assert!(!bigger.degraded_from(&node()));
+        let mut other = lost.clone();
+        other.cpu_model = "AMD EPYC 9654".into();
+        assert!(!other.degraded_from(&node()));
+        let mut new_disk = lost;
+        new_disk.disks.push("nvme0n1=Samsung".into());
+        assert!(!new_disk.degraded_from(&node()));
     }
 }

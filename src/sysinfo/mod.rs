@@ -19,6 +19,7 @@ mod root;
 pub use collect::{collect, replay};
 pub use cpu::{format_cpu_list, parse_cpu_list};
 pub use fingerprint::Fingerprint;
+pub(crate) use fingerprint::{virtual_disk, virtual_nic};
 pub use memory::run_for_at_most;
 
 use serde::{Deserialize, Serialize};

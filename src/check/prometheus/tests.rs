@@ -51,11 +51,22 @@ peakbench_check_case_status{case="cpu-f64-fma-t1",subsystem="cpu",status="fail"}
 peakbench_check_case_status{case="cpu-f64-fma-t1",subsystem="cpu",status="unstable"} 0
 peakbench_check_case_status{case="cpu-f64-fma-t1",subsystem="cpu",status="ungateable"} 0
 peakbench_check_case_status{case="cpu-f64-fma-t1",subsystem="cpu",status="unjudged"} 0
+peakbench_check_case_status{case="cpu-f64-fma-t1",subsystem="cpu",status="missing"} 0
 peakbench_check_case_status{case="odd\\\"\nid",subsystem="cpu",status="pass"} 0
 peakbench_check_case_status{case="odd\\\"\nid",subsystem="cpu",status="fail"} 0
 peakbench_check_case_status{case="odd\\\"\nid",subsystem="cpu",status="unstable"} 0
 peakbench_check_case_status{case="odd\\\"\nid",subsystem="cpu",status="ungateable"} 0
 peakbench_check_case_status{case="odd\\\"\nid",subsystem="cpu",status="unjudged"} 1
+peakbench_check_case_status{case="odd\\\"\nid",subsystem="cpu",status="missing"} 0
+# HELP peakbench_check_hardware_lost Items of hardware the node lost since its baseline, by kind (CPUs online or allowed, memory, disks, NICs, link speed).
+# TYPE peakbench_check_hardware_lost gauge
+peakbench_check_hardware_lost{kind="cpus-online"} 0
+peakbench_check_hardware_lost{kind="cpus-allowed"} 0
+peakbench_check_hardware_lost{kind="memory"} 0
+peakbench_check_hardware_lost{kind="memory-limit"} 0
+peakbench_check_hardware_lost{kind="disk"} 0
+peakbench_check_hardware_lost{kind="nic"} 0
+peakbench_check_hardware_lost{kind="link-speed"} 0
 # HELP peakbench_check_exit_code The check's exit code: 0 healthy, 1 a regression, 3 no baseline, 130 interrupted.
 # TYPE peakbench_check_exit_code gauge
 peakbench_check_exit_code 1
@@ -86,4 +97,30 @@ fn the_file_is_replaced_whole_and_a_bad_path_is_refused_before_the_run() {
         let why = probe(&bad).unwrap_err().to_string();
         assert!(why.starts_with("--prometheus: cannot write "), "{why}");
     }
+}
+
+#[test]
+fn a_lost_cpu_and_its_missing_case_are_counted() {
+    let verdict = crate::check::verdict::tests::one_cpu_lost();
+    let text = text(&Metrics {
+        verdict: &verdict,
+        exit: 1,
+        duration_s: 20.0,
+        timestamp_s: 1.0,
+    });
+    assert!(
+        text.contains("peakbench_check_hardware_lost{kind=\"cpus-allowed\"} 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("peakbench_check_hardware_lost{kind=\"memory\"} 0\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "peakbench_check_case_status{case=\"cpu-f64-avx2-fma-t2-strong\",subsystem=\"cpu\",\
+             status=\"missing\"} 1\n"
+        ),
+        "{text}"
+    );
 }

@@ -35,6 +35,11 @@ fn case(id: &str, status: Status, ratio: f64) -> CaseVerdict {
 /// A check judged against a baseline of the fixture's run, with `cases` (the Prometheus tests
 /// use it too).
 pub(crate) fn verdict(cases: Vec<CaseVerdict>) -> CheckOutcome {
+    verdict_with_losses(cases, Vec::new())
+}
+
+/// As [`verdict`], on a node that lost `lost` since the baseline.
+pub(crate) fn verdict_with_losses(cases: Vec<CaseVerdict>, lost: Vec<Loss>) -> CheckOutcome {
     let report =
         crate::result::Report::parse(include_str!("../../../tests/fixtures/report.json")).unwrap();
     let fp = Fingerprint::of(&report.host);
@@ -47,7 +52,7 @@ pub(crate) fn verdict(cases: Vec<CaseVerdict>) -> CheckOutcome {
         tolerance: 0.2,
         strict: false,
     };
-    CheckOutcome::new(Some(&found), &fp, gate, cases, Some(9))
+    CheckOutcome::new(Some(&found), &fp, gate, cases, lost, Some(9))
 }
 
 #[test]
@@ -168,4 +173,78 @@ fn a_baseline_without_run_medians_says_so_in_the_summary() {
         "{}",
         v.summary()
     );
+}
+
+/// A CPU out of the cpuset: the loss fails the node by itself (every case left passes), the
+/// two-thread case its plan dropped is missing and counts as a failure, and every output names
+/// the loss.
+pub(crate) fn one_cpu_lost() -> CheckOutcome {
+    let lost = vec![Loss {
+        kind: "cpus-allowed",
+        text: "1 of 2 CPUs allowed: cpuset 0".into(),
+        source: "/sys/fs/cgroup/cpuset/check/cpuset.effective_cpus".into(),
+    }];
+    let base = crate::history::baseline::BaselineCase {
+        id: "cpu-f64-avx2-fma-t2-strong".into(),
+        label: "flops t2".into(),
+        metric: "flops".into(),
+        unit: "GFLOP/s".into(),
+        runs: vec![1, 2],
+        samples: vec![100.0, 101.0],
+        run_medians: vec![100.0, 101.0],
+    };
+    let missing = super::super::gate::missing_case(&base, &lost);
+    verdict_with_losses(vec![case("a", Status::Pass, 1.0), missing], lost)
+}
+
+#[test]
+fn a_node_that_lost_a_cpu_fails_naming_it_and_its_missing_cases() {
+    let v = one_cpu_lost();
+    assert_eq!(v.status, CheckStatus::Regression);
+    assert_eq!(
+        v.reason.as_deref(),
+        Some("peakbench: lost hardware: 1 of 2 CPUs allowed: cpuset 0")
+    );
+    let text = v.render();
+    assert!(
+        text.starts_with(
+            "LOST 1 of 2 CPUs allowed: cpuset 0 (/sys/fs/cgroup/cpuset/check/cpuset.effective_cpus)\n\
+             MISSING cpu-f64-avx2-fma-t2-strong: the plan could not run it on what is left of the \
+             node: 1 of 2 CPUs allowed: cpuset 0\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("REGRESSION: 1 item of hardware lost, 2 cases"),
+        "{text}"
+    );
+    assert!(text.contains("1 missing"), "{text}");
+    let junit = junit(&v);
+    assert!(junit.contains("tests=\"3\" failures=\"2\""), "{junit}");
+    assert!(junit.contains("type=\"lost-hardware\""), "{junit}");
+    assert!(junit.contains("type=\"missing\""), "{junit}");
+    let json = serde_json::to_value(&v).unwrap();
+    assert_eq!(json["lost"][0]["kind"], "cpus-allowed");
+    assert_eq!(json["cases"][1]["status"], "missing");
+}
+
+#[test]
+fn a_missing_case_on_a_node_that_lost_nothing_is_only_reported() {
+    let base = crate::history::baseline::BaselineCase {
+        id: "disk-randread".into(),
+        label: "randread".into(),
+        metric: "iops".into(),
+        unit: "IOPS".into(),
+        runs: vec![1],
+        samples: vec![1000.0],
+        run_medians: vec![1000.0],
+    };
+    let missing = super::super::gate::missing_case(&base, &[]);
+    let v = verdict(vec![case("a", Status::Pass, 1.0), missing]);
+    assert_eq!(v.status, CheckStatus::Healthy);
+    assert!(
+        v.render()
+            .contains("missing disk-randread: in the baseline, not in this check's plan")
+    );
+    assert!(junit(&v).contains("failures=\"0\""));
 }
