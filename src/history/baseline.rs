@@ -59,6 +59,41 @@ pub(crate) struct BaselineCase {
     /// is judged by its pooled samples alone).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub run_medians: Vec<f64>,
+    /// Runs left out of this case because their own findings named a disturbance while it ran
+    /// ([`DISTURBANCES`]), with the kind named, newest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disturbed: Vec<DisturbedRun>,
+}
+
+/// A learning run left out of a case: its findings named a disturbance of that case.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct DisturbedRun {
+    pub run: i64,
+    /// The cause's kind, e.g. `other-processes`.
+    pub cause: String,
+}
+
+/// The causes that disturb one run and not the machine: a learning run whose findings name one
+/// of them for a case is left out of that case, since a single such run would set the slowest
+/// learning run, and with it how far below every later check must fall before it fails (one
+/// run at 0.34 of the others made a triad ungateable). Causes the machine keeps (a quota, a
+/// cpuset, a shaper) are its normal, and stay.
+pub(crate) const DISTURBANCES: [&str; 4] =
+    ["other-processes", "steal", "off-core", "thermal-throttle"];
+
+/// The disturbance the findings of `report` name for its result `id`, if any.
+pub(crate) fn disturbance(report: &Report, id: &str) -> Option<String> {
+    let finding = report
+        .findings
+        .as_ref()?
+        .results
+        .iter()
+        .find(|f| f.id == id)?;
+    finding
+        .causes
+        .iter()
+        .find(|c| DISTURBANCES.contains(&c.kind.as_str()))
+        .map(|c| c.kind.clone())
 }
 
 /// What the learning runs of a case spread over, from their medians, in the direction of
@@ -165,7 +200,8 @@ pub(crate) struct Baseline {
 
 impl Baseline {
     /// A baseline named `name` of the runs `runs` (newest first), keeping for each case the
-    /// samples of the newest `last` runs that have it. Failed runs are left out.
+    /// samples of the newest `last` runs that have it undisturbed. Failed runs are left out,
+    /// and so is a run from a case whose findings name a disturbance of it ([`DISTURBANCES`]).
     pub(crate) fn from_runs(
         name: &str,
         fingerprint: Fingerprint,
@@ -201,8 +237,14 @@ impl Baseline {
                         runs: Vec::new(),
                         samples: Vec::new(),
                         run_medians: Vec::new(),
+                        disturbed: Vec::new(),
                     });
-                if case.runs.len() < last && !case.runs.contains(id) {
+                if case.runs.len() >= last || case.runs.contains(id) {
+                    continue;
+                }
+                if let Some(cause) = disturbance(report, &r.id) {
+                    case.disturbed.push(DisturbedRun { run: *id, cause });
+                } else {
                     case.runs.push(*id);
                     case.samples.extend_from_slice(&r.samples);
                     case.run_medians
@@ -328,6 +370,12 @@ impl Baseline {
                 texts.push((format!("cases[{i}].{field}"), text));
             }
             check_samples(i, case)?;
+            if case.disturbed.len() > MAX_SAMPLES {
+                return Err(format!("cases[{i}].disturbed: more than {MAX_SAMPLES}"));
+            }
+            for (j, d) in case.disturbed.iter().enumerate() {
+                texts.push((format!("cases[{i}].disturbed[{j}].cause"), &d.cause));
+            }
         }
         for (field, text) in texts {
             check_text(&field, text)?;
@@ -451,6 +499,18 @@ impl Baseline {
                     format_value(r.high),
                     r.high_runs,
                     unit = c.unit,
+                ));
+            }
+            if !c.disturbed.is_empty() {
+                let runs: Vec<String> = c
+                    .disturbed
+                    .iter()
+                    .map(|d| format!("run {} ({})", d.run, d.cause))
+                    .collect();
+                notes.push(format!(
+                    "{}: left out {}, disturbed while it ran, by its own findings",
+                    c.id,
+                    runs.join(", ")
                 ));
             }
             if spread.runs < MIN_RUNS {

@@ -68,6 +68,7 @@ fn case_of(runs: &[Vec<f64>], learned: bool) -> BaselineCase {
         } else {
             Vec::new()
         },
+        disturbed: Vec::new(),
     }
 }
 

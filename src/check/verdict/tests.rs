@@ -192,6 +192,7 @@ pub(crate) fn one_cpu_lost() -> CheckOutcome {
         runs: vec![1, 2],
         samples: vec![100.0, 101.0],
         run_medians: vec![100.0, 101.0],
+        disturbed: Vec::new(),
     };
     let missing = super::super::gate::missing_case(&base, &lost);
     verdict_with_losses(vec![case("a", Status::Pass, 1.0), missing], lost)
@@ -238,6 +239,7 @@ fn a_missing_case_on_a_node_that_lost_nothing_is_only_reported() {
         runs: vec![1],
         samples: vec![1000.0],
         run_medians: vec![1000.0],
+        disturbed: Vec::new(),
     };
     let missing = super::super::gate::missing_case(&base, &[]);
     let v = verdict(vec![case("a", Status::Pass, 1.0), missing]);

@@ -152,6 +152,7 @@ fn case_with(medians: &[f64]) -> BaselineCase {
         runs: (1..=medians.len() as i64).rev().collect(),
         samples: runs.concat(),
         run_medians: medians.to_vec(),
+        disturbed: Vec::new(),
     }
 }
 
@@ -192,4 +193,70 @@ fn a_latency_runs_slowest_is_its_highest() {
     let spread = case.spread().unwrap();
     assert_eq!((spread.slowest, spread.fastest), (120.0, 95.0));
     assert!((spread.slowest_share - 100.0 / 120.0).abs() < 1e-12);
+}
+
+#[test]
+fn a_learning_run_whose_findings_name_a_disturbance_is_left_out_of_that_case() {
+    use crate::result::{Cause, Finding, Findings, Verdict};
+    let report = fixture();
+    let fp = Fingerprint::of(&report.host);
+    let r = &report.results[0];
+    let mut disturbed = report.clone();
+    let cause = |kind: &str| Cause {
+        kind: kind.into(),
+        value: Some(1.0),
+        unit: "CPU".into(),
+        text: String::new(),
+        evidence: Vec::new(),
+        bound: None,
+        explains: None,
+        remedy: String::new(),
+    };
+    let finding = |kind: &str| Finding {
+        id: r.id.clone(),
+        host: String::new(),
+        subsystem: r.subsystem,
+        label: String::new(),
+        value: r.value,
+        unit: r.unit.clone(),
+        verdict: Verdict::Below,
+        line: String::new(),
+        expectations: Vec::new(),
+        causes: vec![cause(kind)],
+        missing: Vec::new(),
+    };
+    disturbed.findings = Some(Findings {
+        results: vec![finding("other-processes")],
+        ..Findings::default()
+    });
+    // A quota is the machine's normal, not a disturbance of one run.
+    let mut quota = report.clone();
+    quota.findings = Some(Findings {
+        results: vec![finding("cpu-quota")],
+        ..Findings::default()
+    });
+    let runs: Vec<(i64, Report)> = (1..=7)
+        .rev()
+        .map(|id| match id {
+            5 => (id, disturbed.clone()),
+            4 => (id, quota.clone()),
+            _ => (id, report.clone()),
+        })
+        .collect();
+    let b = Baseline::from_runs("node", fp, &runs, 5);
+    let case = b.case(&r.id, &r.unit).unwrap();
+    assert_eq!(case.runs, vec![7, 6, 4, 3, 2]);
+    assert_eq!(case.run_medians.len(), 5);
+    assert_eq!(
+        case.disturbed,
+        vec![DisturbedRun {
+            run: 5,
+            cause: "other-processes".into()
+        }]
+    );
+    assert_eq!(Baseline::parse(&b.to_json()).unwrap(), b);
+    // The other cases of the disturbed run keep it.
+    if let Some(other) = b.cases.iter().find(|c| c.id != r.id) {
+        assert_eq!(other.runs, vec![7, 6, 5, 4, 3]);
+    }
 }
