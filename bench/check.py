@@ -165,7 +165,7 @@ def failures(verdict):
 
 
 def trial(lab, name, tries, setup, args=(), cgroup=None):
-    codes, times, named = [], [], {}
+    codes, times, named, uncaused = [], [], {}, 0
     if tries == 0:
         return 0, 0
     for i in range(tries):
@@ -177,6 +177,7 @@ def trial(lab, name, tries, setup, args=(), cgroup=None):
         codes.append(code)
         times.append(took)
         fails = failures(verdict)
+        uncaused += sum(1 for _, _, causes in fails if not causes)
         for _, _, causes in fails:
             for cause in causes:
                 kind = cause.split()[0]
@@ -187,6 +188,8 @@ def trial(lab, name, tries, setup, args=(), cgroup=None):
         print(f"  {name} {i + 1}/{tries}: exit {code}, {took:.1f} s: {shown or 'no failure'}"
               f"{'; ungateable: ' + noisy if noisy else ''}", flush=True)
     failed = sum(1 for c in codes if c == 1)
+    if uncaused:
+        print(f"{name}: {uncaused} failing case(s) with no cause found (target: 0)")
     print(f"{name}: {failed} of {tries} failed (target: all); exit codes {codes}; check time "
           f"median {statistics.median(times):.1f} s (min {min(times):.1f}, max {max(times):.1f}; "
           f"target <= 60 s)")

@@ -407,15 +407,26 @@ pub fn num_cpus() -> usize {
 
 /// Pins the calling thread to one CPU.
 pub fn pin_to(cpu: usize) -> Result<()> {
-    // SAFETY: cpu_set_t is plain data; the set names one CPU below CPU_SETSIZE.
+    pin_to_set(&[cpu])
+}
+
+/// Confines the calling thread, and the threads it starts after, to `cpus`.
+pub fn pin_to_set(cpus: &[usize]) -> Result<()> {
+    if let Some(&bad) = cpus.iter().find(|&&c| c >= libc::CPU_SETSIZE as usize) {
+        bail!("cannot pin a thread to CPU {bad}: beyond the CPUs a set can name");
+    }
+    // SAFETY: cpu_set_t is plain data; every CPU set is below CPU_SETSIZE (checked above).
     let rc = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
+        for &cpu in cpus {
+            libc::CPU_SET(cpu, &mut set);
+        }
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
     };
     if rc != 0 {
         bail!(
-            "cannot pin a thread to CPU {cpu}: {}",
+            "cannot pin a thread to CPU {}: {}",
+            crate::sysinfo::format_cpu_list(cpus),
             std::io::Error::last_os_error()
         );
     }

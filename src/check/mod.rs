@@ -139,8 +139,12 @@ impl Prepared {
             .iter()
             .map(|entry| config::parse_entry(entry, &origin))
             .collect::<Result<Vec<_>, _>>()?;
+        // Every case measured the same way each time: thread i on the i-th CPU (the loopback
+        // pair's sender and receiver on CPUs of their own, a BLAS on the first CPUs), so that
+        // where the scheduler happens to put them is no second regime of the case.
         let runner = RunnerOptions {
             repetitions: args.repetitions,
+            pin: true,
             ..RunnerOptions::default()
         };
         let mut ctx = session::context(runner, &peak, &crate::registry::probe());

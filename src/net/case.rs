@@ -51,6 +51,14 @@ impl Case for NetCase {
             params.other.insert("loopback".into(), true.into());
         }
         if s.mode == Mode::Throughput {
+            let loopback = self.target.loopback();
+            let threads = super::data::DataThreads::for_spec(s, loopback, self.pin);
+            params.other.insert(
+                "placement".into(),
+                threads.describe(s.streams as usize, loopback).into(),
+            );
+        }
+        if s.mode == Mode::Throughput {
             params
                 .other
                 .insert("omit_s".into(), (s.omit_ms as f64 / 1e3).into());

@@ -47,6 +47,31 @@ impl DataThreads {
     }
 }
 
+impl DataThreads {
+    /// Where this side's threads run, in words, for the result's `placement`: "senders from
+    /// CPU 0, receivers from CPU 1", or why no placement is fixed.
+    pub(crate) fn describe(&self, streams: usize, loopback: bool) -> String {
+        let first = |cpus: StreamCpus| match cpus {
+            StreamCpus::From(k) => crate::runner::cpu_for(true, k),
+            StreamCpus::Free => None,
+        };
+        let allowed = crate::runner::online_cpus().len();
+        match (first(self.send), first(self.receive)) {
+            (Some(s), Some(r)) if loopback => {
+                format!("senders from CPU {s}, receivers from CPU {r}")
+            }
+            (Some(s), _) => format!("streams from CPU {s}"),
+            _ if loopback && 2 * streams > allowed => format!(
+                "not fixed: {allowed} CPU{} for {} sending and receiving threads, which share \
+                 them",
+                if allowed == 1 { "" } else { "s" },
+                2 * streams
+            ),
+            _ => "where the scheduler puts them".into(),
+        }
+    }
+}
+
 /// Whether the TCP receiver of a test spins on its empty sockets ([`SPIN`]) instead of sleeping in
 /// a blocking read at once. A sleeping receiver is woken by the kernel on the sender's side for
 /// every burst of data, and on a VM that wake-up (an interrupt to a halted vCPU) costs the sending

@@ -59,9 +59,10 @@ pub fn open(engine: DenseEngine) -> Result<Option<&'static Blas>> {
 }
 
 /// Runs `work` with the library's threads: for a BLAS, on a thread of its own with a
-/// [`LAPACK_STACK`] stack, pinned to the first CPU with `pin`, and the library set to
-/// `threads`; for the built-in engine, in a rayon pool of `threads` threads, thread i pinned to
-/// the i-th CPU with `pin`. `name` names the thread in errors and warnings.
+/// [`LAPACK_STACK`] stack, confined with `pin` to the first `threads` CPUs (which the library's
+/// threads inherit), and the library set to `threads`; for the built-in engine, in a rayon
+/// pool of `threads` threads, thread i pinned to the i-th CPU with `pin`. `name` names the
+/// thread in errors and warnings.
 pub fn run_on_threads<T: Send>(
     name: &str,
     library: Option<&Blas>,
@@ -75,8 +76,13 @@ pub fn run_on_threads<T: Send>(
                 .name(name.into())
                 .stack_size(LAPACK_STACK)
                 .spawn_scoped(scope, || {
-                    if let Some(cpu) = runner::cpu_for(pin, 0) {
-                        runner::pin_to(cpu)?;
+                    // The library's own threads inherit this thread's CPUs: one CPU would
+                    // put them all on it, so it gets the first `threads` CPUs.
+                    let cpus: Vec<usize> = (0..threads)
+                        .filter_map(|i| runner::cpu_for(pin, i))
+                        .collect();
+                    if !cpus.is_empty() {
+                        runner::pin_to_set(&cpus)?;
                     }
                     blas.with_threads(threads, work)
                 })
