@@ -353,7 +353,21 @@ fn a_blas_that_is_not_installed_is_a_usage_error_naming_the_package() {
     if std::path::Path::new("/usr/lib/x86_64-linux-gnu/libmkl_rt.so").exists() {
         return; // this machine has MKL: nothing to refuse
     }
-    let output = peakbench(&["cpu", "linpack", "--blas", "mkl", "-n", "100"]);
+    // Nothing of the user's: no Python on PATH, a fresh home, none of the variables that lead
+    // to an installation (this machine's pyenv may well have MKL).
+    let empty = tempfile::tempdir().unwrap();
+    let mut cmd = common::command(&["cpu", "linpack", "--blas", "mkl", "-n", "100"]);
+    cmd.env("PATH", empty.path());
+    for var in [
+        "CONDA_PREFIX",
+        "VIRTUAL_ENV",
+        "PYENV_ROOT",
+        "PYENV_VERSION",
+        "LD_LIBRARY_PATH",
+    ] {
+        cmd.env_remove(var);
+    }
+    let output = cmd.output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(

@@ -374,3 +374,57 @@ fn blas_path_without_the_routine_a_case_needs_is_a_usage_error() {
         "{stderr}"
     );
 }
+
+/// The variables through which the search finds a BLAS the user installed.
+const USER_INSTALL_VARS: [&str; 5] = [
+    "CONDA_PREFIX",
+    "VIRTUAL_ENV",
+    "PYENV_ROOT",
+    "PYENV_VERSION",
+    "LD_LIBRARY_PATH",
+];
+
+/// Regression (issue #56): `pip install mkl` under pyenv puts `libmkl_rt.so.*` in
+/// `~/.pyenv/versions/X.Y.Z/lib`, while `python3` on PATH is a shim in `~/.pyenv/shims`.
+/// With a fake pyenv (a shim script that prints the prefix; OpenBLAS linked in as MKL's file
+/// name, since only the file name is searched for) and nothing else set, `--blas mkl` finds it
+/// and the result says how.
+#[test]
+fn mkl_installed_by_pip_under_pyenv_is_found_through_the_shim() {
+    if !Path::new(OPENBLAS).exists() {
+        assert!(!common::strict(), "strict mode: {OPENBLAS} is missing");
+        eprintln!("skipped: no {OPENBLAS} (apt-get install libopenblas0-pthread)");
+        return;
+    }
+    if Path::new("/usr/lib/x86_64-linux-gnu/libmkl_rt.so").exists() {
+        eprintln!("skipped: this machine's own MKL comes before any user's");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let prefix = home.join(".pyenv/versions/3.11.7");
+    std::fs::create_dir_all(prefix.join("lib")).unwrap();
+    let mkl = prefix.join("lib/libmkl_rt.so.3");
+    std::os::unix::fs::symlink(OPENBLAS, &mkl).unwrap();
+    let shims = home.join(".pyenv/shims");
+    std::fs::create_dir_all(&shims).unwrap();
+    let shim = shims.join("python3");
+    let body = format!("#!/bin/sh\necho {0}\necho {0}\n", prefix.display());
+    std::fs::write(&shim, body).unwrap();
+    std::fs::set_permissions(&shim, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+
+    let mut cmd = command(&[
+        "cpu", "gemm", "-n", "64", "-t", "1", "-r", "1", "--warmup", "0", "--blas", "mkl", "--json",
+    ]);
+    cmd.env("HOME", home).env("PATH", &shims);
+    for var in USER_INSTALL_VARS {
+        cmd.env_remove(var);
+    }
+    let doc = common::json(&cmd.output().unwrap());
+    let other = &doc["results"][0]["params"]["other"];
+    assert_eq!(other["library_path"], mkl.display().to_string(), "{other}");
+    assert_eq!(
+        other["library_found_by"],
+        format!("found by asking {} for sys.prefix", shim.display())
+    );
+}

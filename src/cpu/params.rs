@@ -22,6 +22,7 @@ static CPU_PARAMS: &[ParamInfo] = &[
     ParamInfo::bookkeeping("library"),
     ParamInfo::bookkeeping("library_kernel"),
     ParamInfo::bookkeeping("library_path"),
+    ParamInfo::bookkeeping("library_found_by"),
     ParamInfo::bookkeeping("library_version"),
     ParamInfo::bookkeeping("solver"),
     ParamInfo::bookkeeping("dense_engine"),

@@ -180,6 +180,9 @@ pub fn library_params<T: Element>(
                 ("library_version", blas.version.clone().into()),
                 ("library_path", blas.path.clone().into()),
             ];
+            if let Some(how) = &blas.found_by {
+                params.push(("library_found_by", how.clone().into()));
+            }
             if let Some(kernel) = &blas.kernel {
                 params.push(("library_kernel", kernel.clone().into()));
             }

@@ -245,6 +245,9 @@ pub struct Blas {
     pub vendor: Option<Vendor>,
     /// The file the BLAS was opened from.
     pub path: String,
+    /// How the search found that file (e.g. "found by asking ~/.pyenv/shims/python3 for
+    /// sys.prefix"); `None` for a file `--blas PATH` gave.
+    pub(crate) found_by: Option<String>,
     /// Whether `--blas PATH` named the file (a routine it lacks is then a usage error).
     pub given: bool,
     /// Where LAPACK's dgetrf/dgetrs came from, when not the BLAS file itself.
@@ -365,7 +368,12 @@ pub fn choose(flag: &BlasFlag) -> Result<Vec<Solver>> {
             "--blas {}: {} is not installed (none of {}); install it ({}) or choose --blas auto or builtin",
             choice.name(),
             vendor.name(),
-            vendor.candidates().join(", "),
+            vendor
+                .candidates()
+                .into_iter()
+                .map(|c| c.path)
+                .collect::<Vec<_>>()
+                .join(", "),
             vendor.install()
         )));
     }
@@ -467,9 +475,14 @@ fn text_of(libs: &[Library], name: &str) -> Option<String> {
 
 fn load(vendor: Vendor) -> Result<Blas> {
     let candidates = vendor.candidates();
-    let candidates: Vec<&str> = candidates.iter().map(String::as_str).collect();
-    let (lib, path) = open_first(&candidates)?;
-    let blas = from_library(lib, path, Some(vendor), false)?;
+    let paths: Vec<&str> = candidates.iter().map(|c| c.path.as_str()).collect();
+    let (lib, path) = open_first(&paths)?;
+    let found_by = candidates
+        .iter()
+        .find(|c| c.path == path)
+        .map(|c| c.how.clone());
+    let mut blas = from_library(lib, path, Some(vendor), false)?;
+    blas.found_by = found_by;
     blas.dgemm.context("no dgemm_ in it")?;
     blas.dgetrf.context("no dgetrf_ in it")?;
     blas.dgetrs.context("no dgetrs_ in it")?;
@@ -564,6 +577,7 @@ fn from_library(lib: Library, path: String, vendor: Option<Vendor>, given: bool)
         sgetrs: symbol(&libs, "sgetrs_"),
         threads,
         path,
+        found_by: None,
         _libraries: libs,
     })
 }

@@ -1,10 +1,15 @@
 //! Where a BLAS library is looked for: the distributions' paths, then its file names in the
-//! places users install it (conda, a Python prefix, `~/.local`, `LD_LIBRARY_PATH`), then the
-//! dynamic linker's cache.
+//! places users install it ([`places`]: conda, a venv, the prefix of every Python on `PATH`
+//! (asked, so pyenv's shims lead to the real one), pyenv's versions, `~/.local`,
+//! `LD_LIBRARY_PATH`), then the dynamic linker's cache. Each path keeps how it was found.
 
 use std::path::Path;
 
 use super::Vendor;
+
+mod places;
+
+use places::{Env, Place, places};
 
 impl Vendor {
     /// Where Debian and Ubuntu (multi-arch paths), Fedora and Intel's installer put it.
@@ -40,22 +45,42 @@ impl Vendor {
         }
     }
 
-    /// Every path it may be at, in the order they are tried: the system's paths, then its file
-    /// names in the places users install it ([`search_dirs`]: `pip install mkl`, conda,
-    /// `LD_LIBRARY_PATH`), then the dynamic linker's cache.
-    pub(super) fn candidates(self) -> Vec<String> {
-        let mut paths: Vec<String> = self.system_paths().iter().map(|p| p.to_string()).collect();
-        for dir in search_dirs() {
-            for name in self.file_names() {
-                paths.push(format!("{}/{name}", dir.trim_end_matches('/')));
-            }
-        }
-        for name in self.file_names() {
-            paths.extend(linker_cache(name));
-        }
+    /// Every path it may be at, in the order they are tried, with how it was found: the
+    /// system's paths, then its file names in the places users install it ([`places()`]:
+    /// `pip install mkl` under any Python, conda, `LD_LIBRARY_PATH`), then the dynamic linker's
+    /// cache.
+    pub(super) fn candidates(self) -> Vec<Candidate> {
+        self.candidates_in(user_places(), linker_cache)
+    }
+
+    /// [`Vendor::candidates`] with the places and the linker's cache given.
+    fn candidates_in(
+        self,
+        places: &[Place],
+        cache: impl Fn(&str) -> Vec<String>,
+    ) -> Vec<Candidate> {
+        let system = self.system_paths().iter().map(|p| Candidate {
+            path: p.to_string(),
+            how: "a system path (Debian, Fedora or Intel's installer)".into(),
+        });
+        let user = places.iter().flat_map(|place| {
+            self.file_names().iter().map(|name| Candidate {
+                path: place.dir.join(name).display().to_string(),
+                how: place.how.clone(),
+            })
+        });
+        let cached = self.file_names().iter().flat_map(|name| {
+            cache(name).into_iter().map(|path| Candidate {
+                path,
+                how: "the dynamic linker's cache (ldconfig -p)".into(),
+            })
+        });
         let mut seen = std::collections::HashSet::new();
-        paths.retain(|p| seen.insert(p.clone()));
-        paths
+        system
+            .chain(user)
+            .chain(cached)
+            .filter(|c| seen.insert(c.path.clone()))
+            .collect()
     }
 
     /// Whether one of its files is there.
@@ -65,43 +90,29 @@ impl Vendor {
 
     /// The first of its files that is there.
     pub fn installed_path(self) -> Option<String> {
+        self.found().map(|c| c.path)
+    }
+
+    /// The first of its files that is there, with how it was found.
+    pub(crate) fn found(self) -> Option<Candidate> {
         self.candidates()
             .into_iter()
-            .find(|p| Path::new(p).exists())
+            .find(|c| Path::new(&c.path).exists())
     }
 }
 
-/// The library directories where users install a BLAS outside the system's paths, in order:
-/// `$CONDA_PREFIX/lib` (conda), the `lib` of every Python prefix whose `python3` is on `PATH`
-/// (`pip install mkl` puts `libmkl_rt.so.*` there, in a virtual environment too), the user's
-/// `~/.local/lib` (`pip install --user`), and each directory of `LD_LIBRARY_PATH`.
-fn search_dirs() -> Vec<String> {
-    let mut dirs = Vec::new();
-    if let Some(conda) = std::env::var_os("CONDA_PREFIX") {
-        dirs.push(format!("{}/lib", conda.to_string_lossy()));
-    }
-    if let Some(path) = std::env::var_os("PATH") {
-        for bin in std::env::split_paths(&path) {
-            // A venv's python3 is a link to the system's, but its prefix is the venv: the
-            // directory above the bin it was found in, not where the link points.
-            if bin.join("python3").exists()
-                && let Some(prefix) = bin.parent()
-            {
-                dirs.push(format!("{}/lib", prefix.display()));
-            }
-        }
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        dirs.push(format!("{}/.local/lib", home.to_string_lossy()));
-    }
-    if let Some(ld) = std::env::var_os("LD_LIBRARY_PATH") {
-        dirs.extend(
-            std::env::split_paths(&ld)
-                .filter(|d| d.is_absolute())
-                .map(|d| d.display().to_string()),
-        );
-    }
-    dirs
+/// A path a library may be at, and how the search came to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Candidate {
+    pub(crate) path: String,
+    /// E.g. "found by asking /root/.pyenv/shims/python3 for sys.prefix".
+    pub(crate) how: String,
+}
+
+/// The [`places()`] of this process's environment, found once (finding them runs Python).
+fn user_places() -> &'static [Place] {
+    static PLACES: std::sync::OnceLock<Vec<Place>> = std::sync::OnceLock::new();
+    PLACES.get_or_init(|| places(&Env::current()))
 }
 
 /// The paths the dynamic linker's cache (`ldconfig -p`) lists for the file `name`, read once.
@@ -148,20 +159,44 @@ mod tests {
         assert!(parse_linker_cache(listing, "libblis.so.4").is_empty());
     }
 
-    /// MKL from `pip install mkl` is looked for in the Python prefix's lib/, and a library in a
-    /// directory of `LD_LIBRARY_PATH` is found by its file name.
+    /// A library's file names in each place, after the system's paths and before the linker's
+    /// cache, each path once with the first way it was found.
     #[test]
-    fn a_blas_is_looked_for_where_users_install_it() {
-        let mkl = Vendor::Mkl.candidates();
-        if let Some(prefix) = std::env::var_os("PATH")
-            .and_then(|p| std::env::split_paths(&p).find(|d| d.join("python3").exists()))
-            .and_then(|bin| bin.parent().map(|p| p.display().to_string()))
-        {
-            let pip = format!("{prefix}/lib/libmkl_rt.so.3");
-            assert!(mkl.contains(&pip), "{pip} not in {mkl:?}");
-        }
-        assert!(mkl.iter().any(|p| p.ends_with("/libmkl_rt.so.2")));
-        let unique: std::collections::HashSet<&String> = mkl.iter().collect();
+    fn each_place_is_searched_for_the_library_s_file_names() {
+        let places = [
+            Place {
+                dir: "/p/versions/3.11.7/lib".into(),
+                how: "found by asking /p/shims/python3 for sys.prefix".into(),
+            },
+            Place {
+                dir: "/opt/lib".into(),
+                how: "$LD_LIBRARY_PATH".into(),
+            },
+        ];
+        let cache = |name: &str| vec![format!("/opt/lib/{name}"), format!("/cache/{name}")];
+        let mkl = Vendor::Mkl.candidates_in(&places, cache);
+        let system = Vendor::Mkl.system_paths().len();
+        assert!(
+            mkl[..system]
+                .iter()
+                .all(|c| c.how.starts_with("a system path"))
+        );
+        assert_eq!(
+            mkl[system],
+            Candidate {
+                path: "/p/versions/3.11.7/lib/libmkl_rt.so.3".into(),
+                how: "found by asking /p/shims/python3 for sys.prefix".into(),
+            }
+        );
+        let opt = mkl
+            .iter()
+            .find(|c| c.path == "/opt/lib/libmkl_rt.so.2")
+            .unwrap();
+        assert_eq!(opt.how, "$LD_LIBRARY_PATH");
+        let last = mkl.last().unwrap();
+        assert_eq!(last.path, "/cache/libmkl_rt.so");
+        assert_eq!(last.how, "the dynamic linker's cache (ldconfig -p)");
+        let unique: std::collections::HashSet<&String> = mkl.iter().map(|c| &c.path).collect();
         assert_eq!(unique.len(), mkl.len(), "each place once");
     }
 }
