@@ -24,6 +24,7 @@
 
 pub(crate) mod args;
 pub(crate) mod bound;
+pub(crate) mod c2c;
 mod params;
 mod case;
 pub(crate) mod kernels;

@@ -192,7 +192,9 @@ pub(crate) fn measure_pair(cpus: [usize; 2], settings: &PairSettings) -> Result<
             gone.store(true, Ordering::Relaxed);
             answered
         });
-        let led = (|| {
+        // A runs on a thread of its own too: the caller's thread keeps its affinity (a tool
+        // started after the matrix inherits it).
+        let leader = s.spawn(|| {
             let pinned = pin_to(a);
             barrier.wait();
             pinned?;
@@ -202,7 +204,10 @@ pub(crate) fn measure_pair(cpus: [usize; 2], settings: &PairSettings) -> Result<
                 gone: &gone,
             };
             lead(&line.value, settings, &peer)
-        })();
+        });
+        let led = leader
+            .join()
+            .unwrap_or_else(|_| Err(anyhow!("the thread on CPU {a} panicked")));
         // However A ended, B stops: on the line, and by the flag if A never started.
         line.value.store(STOP, Ordering::Release);
         quit.store(true, Ordering::Relaxed);
@@ -240,6 +245,8 @@ mod tests {
                 "{pair:?}"
             );
             assert!(pair.round_trips_per_batch >= 64, "{pair:?}");
+            // The caller's own thread is left as it was: unpinned.
+            assert_eq!(crate::sysinfo::affinity::allowed_cpus(), cpus);
         }
     }
 
