@@ -94,7 +94,7 @@ pub(crate) struct C2cArgs {
     pub mode: crate::sysinfo::c2c::C2cMode,
     /// CPUs to measure (a kernel CPU list, e.g. 0-3,8; default every CPU this process may use)
     #[arg(long, value_name = "LIST", value_parser = cpu_list)]
-    pub cpus: Option<Vec<usize>>,
+    pub cpus: Option<CpuList>,
     /// Time for the whole matrix, all repetitions: each pair gets budget / (repetitions ×
     /// pairs), at most 20 ms and at least 2 ms, and past --max-pairs the pairs are sampled
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::options::positive_duration)]
@@ -108,13 +108,18 @@ pub(crate) struct C2cArgs {
     pub svg: Option<std::path::PathBuf>,
 }
 
+/// CPUs given as a kernel CPU list, in order, without repeats (one value for clap, not a list
+/// of values).
+#[derive(Clone, Debug)]
+pub(crate) struct CpuList(pub Vec<usize>);
+
 /// A kernel CPU list ("0-3,8"), at least two CPUs.
-fn cpu_list(text: &str) -> Result<Vec<usize>, String> {
+fn cpu_list(text: &str) -> Result<CpuList, String> {
     let cpus = crate::sysinfo::parse_cpu_list(text);
     if cpus.len() < 2 {
         return Err(format!(
             "'{text}' names fewer than 2 CPUs: give a list such as 0-3 or 0,2"
         ));
     }
-    Ok(cpus)
+    Ok(CpuList(cpus))
 }

@@ -41,7 +41,7 @@ impl Benchmark for MemC2c {
 
     fn plan(args: &C2cArgs, ctx: &Context) -> Result<Plan> {
         let allowed = crate::sysinfo::affinity::allowed_cpus();
-        let cpus = match &args.cpus {
+        let cpus = match args.cpus.as_ref().map(|c| &c.0) {
             Some(asked) => {
                 if let Some(cpu) = asked.iter().find(|c| !allowed.contains(c)) {
                     return Err(usage(format!(
