@@ -64,8 +64,7 @@ impl Benchmark for MemC2c {
         let max = usize::try_from(args.max_pairs).unwrap_or(usize::MAX);
         let (pairs, sampled) = choose_pairs(&cpus, max);
         let reps = ctx.runner.repetitions.max(1) as usize;
-        let per_pair = args.budget.as_secs_f64() / (reps * pairs.len()) as f64;
-        let pair_time = Duration::from_secs_f64(per_pair).clamp(PAIR_TIME_MIN, PAIR_TIME_MAX);
+        let pair_time = pair_time(args.budget, reps, pairs.len());
         let mut notes = Vec::new();
         if let Some(how) = &sampled {
             notes.push(how.clone());
@@ -87,6 +86,13 @@ impl Benchmark for MemC2c {
         });
         Ok(Plan::new(vec![Box::new(case)], notes, config)?.with_summary(case::summary))
     }
+}
+
+/// Each pair's time per repetition: the budget split between all pairs of all repetitions,
+/// within [`PAIR_TIME_MIN`] and [`PAIR_TIME_MAX`].
+fn pair_time(budget: Duration, repetitions: usize, pairs: usize) -> Duration {
+    let share = budget.as_secs_f64() / (repetitions.max(1) * pairs.max(1)) as f64;
+    Duration::from_secs_f64(share).clamp(PAIR_TIME_MIN, PAIR_TIME_MAX)
 }
 
 /// Every pair of `cpus` (the lower CPU first), or, past `max`, a sample: each CPU with the
@@ -157,6 +163,27 @@ mod tests {
         ] {
             let e = plan_for::<MemC2c>(&argv, &ctx).err().unwrap().to_string();
             assert!(e.starts_with(flag), "{argv:?}: {e}");
+        }
+    }
+
+    /// 16 CPUs in under 10 s and 256 CPUs in about the budget, by the case's own estimate
+    /// (thread start and calibration included), with the default budget and repetitions.
+    #[test]
+    fn the_default_budget_scales_from_16_to_256_cpus() {
+        let ctx = Context::fixture();
+        for (n, most) in [(16usize, 10.0), (256, 14.0)] {
+            let cpus: Vec<usize> = (0..n).collect();
+            let (pairs, sampled) = choose_pairs(&cpus, 1024);
+            let case = C2cCase {
+                mode: C2cMode::Cas,
+                pair_time: pair_time(Duration::from_secs(10), 3, pairs.len()),
+                cpus,
+                pairs,
+                sampled,
+                svg: None,
+            };
+            let estimate = case.estimate(&ctx).as_secs_f64();
+            assert!(estimate < most, "{n} CPUs: {estimate} s");
         }
     }
 

@@ -174,3 +174,28 @@ impl C2cMatrix {
         infer::order(&self.cpus, &self.inferred)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The probe other commands call: one pair in about its budget, the caller's thread left
+    /// unpinned; refused for one CPU twice or a CPU the process may not use.
+    #[test]
+    fn the_placement_probe_measures_one_pair_and_refuses_bad_pairs() {
+        let cpus = super::super::affinity::allowed_cpus();
+        assert!(pair_round_trip(cpus[0], cpus[0], Duration::from_millis(10)).is_err());
+        let absent = (0..4096).find(|c| !cpus.contains(c)).unwrap();
+        let e = pair_round_trip(cpus[0], absent, Duration::from_millis(10)).unwrap_err();
+        assert!(e.to_string().contains(&format!("CPU {absent}")), "{e}");
+        if cpus.len() < 2 {
+            return;
+        }
+        let pair = pair_round_trip(cpus[0], cpus[1], Duration::from_millis(20)).unwrap();
+        assert_eq!((pair.cpus, pair.mode), ([cpus[0], cpus[1]], C2cMode::Cas));
+        assert!(pair.samples >= 5 && pair.median_ns > 0.0, "{pair:?}");
+        let (placement, why) = classify(pair.median_ns, &[]);
+        assert!(!why.is_empty(), "{placement}");
+        assert_eq!(super::super::affinity::allowed_cpus(), cpus);
+    }
+}
