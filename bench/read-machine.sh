@@ -2,7 +2,8 @@
 # Reads this machine into a fixture folder the way ../shared/machines/README.md describes, so
 # the tests can replay it (tests/machines.rs): /proc, lscpu, raw CPUID, the sysfs cache folders,
 # an independent clock reading (bench/clock.c) and, where the CPU has AVX-512, the clock under
-# 512-bit FMAs (bench/licence.c), and peakbench's own sysinfo, CPU, latency and quick runs.
+# 512-bit FMAs (bench/licence.c), and peakbench's own sysinfo, CPU, latency, core-to-core and
+# quick runs.
 #
 #     bench/read-machine.sh DIR [PEAKBENCH]
 #
@@ -52,4 +53,6 @@ step peakbench-sysinfo.json 60 "$pb" sysinfo --json
 step peakbench-cpu-all.json 300 "$pb" cpu --precision i8,i16,i32,i64,f16,bf16,f32,f64 --isa all \
     --fma both --threads "1,$n" --duration 300ms -r 3 --json --no-history
 step peakbench-mem-latency.json 120 "$pb" mem latency --json --no-history
+# The core-to-core matrix (about 10 s at any size: the budget is split between the pairs).
+step peakbench-mem-c2c.json 120 "$pb" mem c2c --json --no-history
 step peakbench-quick.json 180 "$pb" run --preset quick --json --no-history

@@ -514,6 +514,27 @@ pub(crate) fn thread_count(text: &str) -> Result<usize, String> {
     }
 }
 
+/// Refuses an `--svg` path whose directory does not exist, or that is a directory, before
+/// anything runs; `example` is a file name to suggest.
+pub(crate) fn check_svg_path(path: &std::path::Path, example: &str) -> anyhow::Result<()> {
+    if path.is_dir() {
+        return Err(crate::error::usage(format!(
+            "--svg: {} is a directory: give a file name, e.g. {example}",
+            path.display()
+        )));
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(parent) = parent
+        && !parent.is_dir()
+    {
+        return Err(crate::error::usage(format!(
+            "--svg: the directory {} does not exist: create it or give another path",
+            parent.display()
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,7 @@ pub(crate) const WORKLOADS: &[&dyn Workload] = &[
     &Registered::<crate::cpu::Gemm>::NEW,
     &Registered::<crate::memory::Mem>::NEW,
     &Registered::<crate::memory::MemLatency>::NEW,
+    &Registered::<crate::memory::c2c::MemC2c>::NEW,
     &Registered::<crate::disk::Disk>::NEW,
     &Registered::<crate::net::Net>::NEW,
     &Registered::<crate::roofline::Roofline>::NEW,

@@ -384,17 +384,7 @@ fn assemble(round: Vec<Option<Stamped>>) -> Option<Repetition> {
 
 /// The CPUs this process may run on, in order.
 pub fn online_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it for the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            let all = std::thread::available_parallelism().map_or(1, |n| n.get());
-            return (0..all).collect();
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
-            .collect()
-    }
+    crate::sysinfo::affinity::allowed_cpus()
 }
 
 /// Logical CPUs this process may run on (its affinity mask). Not the standard library's
@@ -407,30 +397,12 @@ pub fn num_cpus() -> usize {
 
 /// Pins the calling thread to one CPU.
 pub fn pin_to(cpu: usize) -> Result<()> {
-    pin_to_set(&[cpu])
+    crate::sysinfo::affinity::pin_to(cpu)
 }
 
 /// Confines the calling thread, and the threads it starts after, to `cpus`.
 pub fn pin_to_set(cpus: &[usize]) -> Result<()> {
-    if let Some(&bad) = cpus.iter().find(|&&c| c >= libc::CPU_SETSIZE as usize) {
-        bail!("cannot pin a thread to CPU {bad}: beyond the CPUs a set can name");
-    }
-    // SAFETY: cpu_set_t is plain data; every CPU set is below CPU_SETSIZE (checked above).
-    let rc = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &cpu in cpus {
-            libc::CPU_SET(cpu, &mut set);
-        }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if rc != 0 {
-        bail!(
-            "cannot pin a thread to CPU {}: {}",
-            crate::sysinfo::format_cpu_list(cpus),
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok(())
+    crate::sysinfo::affinity::pin_to_set(cpus)
 }
 
 /// The smallest interval the monotonic clock reports, measured.

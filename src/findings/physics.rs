@@ -295,6 +295,11 @@ fn class_of(report: &Report, r: &BenchResult) -> Result<Option<&'static Class>, 
              --reference, or judge it by its past)"
                 .into(),
         ),
+        (Subsystem::Memory, "c2c") => Err(
+            "a model of the core-to-core round trip: peakbench has none (the interconnect's \
+             latency is not in any vendor table); judge it by its past or with --reference"
+                .into(),
+        ),
         // A roofline's ceilings and roofs are the `cpu` and `mem` kernels' own cases.
         (Subsystem::Memory | Subsystem::Roofline, "bandwidth") | (Subsystem::Memory, _) => {
             memory_class(report, r, threads)

@@ -85,3 +85,41 @@ pub(crate) struct LatencyArgs {
     #[arg(long, value_name = "SIZE", value_parser = positive_size, requires = "load_threads")]
     pub load_size: Option<u64>,
 }
+
+#[derive(Args, Debug)]
+pub(crate) struct C2cArgs {
+    /// How the line goes back and forth: cas (a compare-and-swap each way, as
+    /// core-to-core-latency's default) or store (a store each way, seen by loads)
+    #[arg(long, value_enum, ignore_case = true, default_value = "cas")]
+    pub mode: crate::sysinfo::c2c::C2cMode,
+    /// CPUs to measure (a kernel CPU list, e.g. 0-3,8; default every CPU this process may use)
+    #[arg(long, value_name = "LIST", value_parser = cpu_list)]
+    pub cpus: Option<CpuList>,
+    /// Time for the whole matrix, all repetitions: each pair gets budget / (repetitions ×
+    /// pairs), at most 20 ms and at least 2 ms, and past --max-pairs the pairs are sampled
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::options::positive_duration)]
+    pub budget: Duration,
+    /// Most pairs measured per repetition; more are sampled (each CPU with its neighbours, the
+    /// CPU half the list away, and random partners)
+    #[arg(long, value_name = "N", default_value = "1024", value_parser = positive_count)]
+    pub max_pairs: u64,
+    /// Also write the heat map as a standalone SVG file
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<std::path::PathBuf>,
+}
+
+/// CPUs given as a kernel CPU list, in order, without repeats (one value for clap, not a list
+/// of values).
+#[derive(Clone, Debug)]
+pub(crate) struct CpuList(pub Vec<usize>);
+
+/// A kernel CPU list ("0-3,8"), at least two CPUs.
+fn cpu_list(text: &str) -> Result<CpuList, String> {
+    let cpus = crate::sysinfo::parse_cpu_list(text);
+    if cpus.len() < 2 {
+        return Err(format!(
+            "'{text}' names fewer than 2 CPUs: give a list such as 0-3 or 0,2"
+        ));
+    }
+    Ok(CpuList(cpus))
+}

@@ -1,4 +1,5 @@
-//! Memory bandwidth and latency: `peakbench mem` and `peakbench mem latency`.
+//! Memory bandwidth and latency: `peakbench mem` and `peakbench mem latency`; the core-to-core
+//! matrix of `peakbench mem c2c` ([`c2c`]).
 //!
 //! **Bandwidth.** Each case runs one operation on N threads over a working set of `--size`
 //! bytes split among the threads (strong scaling, as STREAM does): every thread maps its own
@@ -24,6 +25,7 @@
 
 pub(crate) mod args;
 pub(crate) mod bound;
+pub(crate) mod c2c;
 mod params;
 mod case;
 pub(crate) mod kernels;
@@ -51,7 +53,7 @@ pub(crate) struct Mem;
 impl Benchmark for Mem {
     const NAME: &'static str = "mem";
     const PATH: &'static [&'static str] = &["mem"];
-    const ABOUT: &'static str = "Memory bandwidth (GB/s) per operation, block size and thread count, STREAM kernels; `mem latency`";
+    const ABOUT: &'static str = "Memory bandwidth (GB/s) per operation, block size and thread count, STREAM kernels; `mem latency`, `mem c2c`";
     type Args = MemArgs;
 
     fn plan(args: &MemArgs, ctx: &Context) -> Result<Plan> {

@@ -18,4 +18,8 @@ static MEMORY_PARAMS: &[ParamInfo] = &[
     // Measured (smaps), not chosen: the kernel backs a region with huge pages as it can, so
     // two sizes of one sweep may differ, and a setting would split the sweep's line.
     ParamInfo::bookkeeping("huge_page_share"),
+    // `mem c2c`: the matrix itself (drawn by report::c2c), its size and how it was driven.
+    ParamInfo::bookkeeping("c2c"),
+    ParamInfo::derived("pairs"),
+    ParamInfo::derived("cpus"),
 ];

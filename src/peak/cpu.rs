@@ -29,6 +29,11 @@ pub struct MeasuredFactors {
     /// The same right after AMX tile multiplies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amx_clock_ratio: Option<f64>,
+    /// Cores counted from a core-to-core matrix that shows siblings the kernel hides
+    /// (`sysinfo::c2c::measured_cores`, on its clear-signal rule); the cores factor then
+    /// counts these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_cores: Option<crate::sysinfo::c2c::MeasuredCores>,
 }
 
 /// The factors shared by every CPU peak.
@@ -140,9 +145,13 @@ fn cpu_factors(
     probes: &MeasuredFactors,
     isas: &[Isa],
 ) -> CpuFactors {
-    let cores = match flags.cores {
-        Some(c) => Factor::known(c as f64, "flag", "--cores"),
-        None => Factor::known(
+    let cores = match (flags.cores, &probes.measured_cores) {
+        (Some(c), _) => Factor::known(c as f64, "flag", "--cores"),
+        // Only fewer cores than the kernel shows: the matrix found siblings it hides.
+        (None, Some(m)) if m.cores > 0 && m.cores < info.cpu.physical_cores => {
+            Factor::known(m.cores as f64, "measured", m.detail.clone())
+        }
+        (None, _) => Factor::known(
             info.cpu.physical_cores as f64,
             "cpuinfo",
             "physical cores (SMT siblings share execution units)",

@@ -174,6 +174,58 @@ pub(crate) mod tests {
         }
     }
 
+    /// A 16-vCPU guest that is 8 cores × 2 threads, the hypervisor showing 16 cores: the
+    /// matrix's siblings (3 of 3 repetitions) make the cores factor 8, measured, and halve
+    /// every all-thread peak; a matrix without siblings changes nothing.
+    #[test]
+    fn hidden_siblings_in_the_matrix_halve_the_all_thread_peaks() {
+        let mut host = fixture_host();
+        host.cpu.physical_cores = 16;
+        host.cpu.logical_cpus = 16;
+        let matrix = |sibling_ns: f64| -> Vec<(usize, usize, f64)> {
+            let mut pairs = Vec::new();
+            for a in 0..16 {
+                for b in a + 1..16 {
+                    let ns = if a % 8 == b % 8 { sibling_ns } else { 60.0 };
+                    pairs.push((a, b, ns + (a + b) as f64 * 0.1));
+                }
+            }
+            pairs
+        };
+        let reps = vec![matrix(16.0); 3];
+        let cores = crate::sysinfo::c2c::measured_cores(&reps, 16, 16, 16);
+        let flags = PeakOverrides::default();
+        let plain = Peaks::compute(&host, &flags, &probes());
+        let measured = Peaks::compute(
+            &host,
+            &flags,
+            &MeasuredFactors {
+                measured_cores: cores,
+                ..probes()
+            },
+        );
+        let factor = &measured.cpu.factors.cores;
+        assert_eq!(
+            (factor.value, factor.source.as_str()),
+            (Some(8.0), "measured")
+        );
+        assert!(
+            factor.detail.contains("core-to-core matrix"),
+            "{}",
+            factor.detail
+        );
+        for (a, b) in plain.cpu.table.iter().zip(&measured.cpu.table) {
+            if let (Some(a), Some(b)) = (a.value, b.value) {
+                assert!((b / a - 0.5).abs() < 1e-9, "{a} → {b}");
+            }
+        }
+        let uniform = vec![matrix(60.0); 3];
+        assert_eq!(
+            crate::sysinfo::c2c::measured_cores(&uniform, 16, 16, 16),
+            None
+        );
+    }
+
     /// Chains that disagree leave the clock unknown, the peaks on the base clock with a warning;
     /// a unit count is read only from a rate near a whole number.
     #[test]

@@ -406,7 +406,7 @@ fn flagged_links(out: &mut String, matrix: &Matrix, threshold: f64) {
 }
 
 /// A value in at most 4 significant digits.
-fn short(v: f64) -> String {
+pub(super) fn short(v: f64) -> String {
     if v >= 1000.0 {
         format!("{v:.0}")
     } else if v >= 100.0 {

@@ -15,6 +15,7 @@
 //! atomically after every case, so an interrupted run leaves a complete, valid file.
 
 pub(crate) mod cells;
+pub(crate) mod c2c;
 pub(crate) mod charts;
 mod cluster;
 mod csv;

@@ -170,7 +170,7 @@ impl Benchmark for Roofline {
         let threads = args.threads.or(&unique_sorted(&[1, runner::num_cpus()]));
         let sweep_threads = *threads.iter().max().expect("at least one thread count");
         if let Some(path) = &args.svg {
-            check_svg_path(path)?;
+            crate::options::check_svg_path(path, "roofline.svg")?;
         }
         let mut plan = Builder::new(args.timing.duration);
         let (precisions, isas) = plan.ceilings(ctx, &threads);
@@ -393,27 +393,6 @@ fn unique_sorted(items: &[usize]) -> Vec<usize> {
     v.sort_unstable();
     v.dedup();
     v
-}
-
-/// Refuses an SVG path whose directory does not exist, or that is a directory, before anything
-/// runs.
-fn check_svg_path(path: &std::path::Path) -> Result<()> {
-    if path.is_dir() {
-        return Err(usage(format!(
-            "--svg: {} is a directory: give a file name, e.g. roofline.svg",
-            path.display()
-        )));
-    }
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-    if let Some(parent) = parent
-        && !parent.is_dir()
-    {
-        return Err(usage(format!(
-            "--svg: the directory {} does not exist: create it or give another path",
-            parent.display()
-        )));
-    }
-    Ok(())
 }
 
 /// The traffic kinds of the roofs.

@@ -5,6 +5,8 @@
 //! from another one (for example a clock taken from the model string) names that derivation in
 //! its source.
 
+pub mod affinity;
+pub mod c2c;
 pub mod clock;
 pub(crate) mod clocks;
 mod collect;

@@ -15,6 +15,7 @@ mod disk;
 mod memory;
 mod model;
 mod net;
+mod topology;
 
 use crate::evidence::{CaseEvidence, RunEvidence};
 use crate::result::{BenchResult, Cause, Evidence, Report};
@@ -197,6 +198,7 @@ pub(super) fn run_causes(report: &Report) -> Vec<Cause> {
     causes.extend(shared_machines(report));
     causes.extend(model::shared_fraction(report));
     causes.extend(model::shared_cores(report));
+    causes.extend(topology::c2c_causes(report));
     causes.extend(super::boundaries::cache_sizes_wrong(report));
     causes
 }

@@ -346,6 +346,9 @@ fn section(out: &mut String, subsystem: Subsystem, items: &[Item], runs: &[(i64,
     for chart in charts(items, runs[0].1, runs.len()) {
         let _ = writeln!(out, "<figure>{chart}</figure>");
     }
+    if subsystem == Subsystem::Memory {
+        crate::report::c2c::html_section(out, runs);
+    }
 }
 
 /// The table users paste, a row per result (the parameters in `shared` left to the line
