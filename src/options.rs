@@ -48,6 +48,10 @@ pub struct RunnerOptions {
     pub pin: bool,
     /// Also run the standard tool of the field on each case.
     pub reference: bool,
+    /// Read where the first two CPUs of each case that uses two or more sit, by a cache line's
+    /// round trip between them just before and just after it (`peakbench check`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub placement: bool,
 }
 
 impl Default for RunnerOptions {
@@ -58,6 +62,7 @@ impl Default for RunnerOptions {
             warmup: Duration::from_millis(200),
             pin: false,
             reference: false,
+            placement: false,
         }
     }
 }
@@ -75,6 +80,7 @@ impl From<&RunnerArgs> for RunnerOptions {
             warmup,
             pin,
             reference,
+            placement: false,
         }
     }
 }

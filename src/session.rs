@@ -255,11 +255,18 @@ impl Session {
 /// others, steal, throttling), writes the files it hands back, and drops it; the result
 /// carries what was seen. A file that cannot be written fails the case.
 pub(crate) fn run_case(case: Box<dyn Case>, ctx: &Context) -> Result<BenchResult> {
+    let pair = if ctx.runner.placement {
+        placement_pair(&case.spec().params)
+    } else {
+        None
+    };
+    let before = pair.and_then(round_trip);
     let watch = crate::evidence::CaseWatch::start();
     let outcome = case
         .run(ctx)
         .and_then(|result| Ok((case.files(&result)?, result)));
     drop(case);
+    let after = pair.and_then(round_trip);
     let (files, mut result) = outcome?;
     for file in files {
         std::fs::write(&file.path, &file.bytes)
@@ -269,8 +276,41 @@ pub(crate) fn run_case(case: Box<dyn Case>, ctx: &Context) -> Result<BenchResult
     let peer = result.evidence.take().and_then(|e| e.peer);
     let mut evidence = watched(watch, &result);
     evidence.peer = peer;
+    if let (Some(cpus), Some(before_ns), Some(after_ns)) = (pair, before, after) {
+        evidence.placement = Some(crate::evidence::PlacementProbe {
+            cpus,
+            before_ns,
+            after_ns,
+        });
+    }
     result.evidence = Some(evidence);
     Ok(result)
+}
+
+/// The two CPUs whose placement a case depends on: the first two this process may use, for a
+/// case of two or more threads (pinned, its first two threads run there) or a loopback pair
+/// whose sender and receiver were placed apart; `None` for a case on one CPU.
+fn placement_pair(params: &crate::result::Params) -> Option<[usize; 2]> {
+    let placed_apart = params
+        .other
+        .get("placement")
+        .and_then(|p| p.as_str())
+        .is_some_and(|p| p.starts_with("senders from"));
+    if params.threads.unwrap_or(1) < 2 && !placed_apart {
+        return None;
+    }
+    match crate::runner::online_cpus()[..] {
+        [a, b, ..] => Some([a, b]),
+        _ => None,
+    }
+}
+
+/// A cache line's round trip between `cpus` in ns, the median of 0.1 s of batches; `None`
+/// where it cannot be read (a CPU that cannot be pinned).
+fn round_trip(cpus: [usize; 2]) -> Option<f64> {
+    crate::sysinfo::c2c::pair_round_trip(cpus[0], cpus[1], std::time::Duration::from_millis(100))
+        .map(|p| p.median_ns)
+        .ok()
 }
 
 /// What the machine did while `result`'s case ran, read by `watch`; the case's file (a disk

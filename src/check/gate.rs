@@ -21,6 +21,7 @@
 
 use serde::Serialize;
 
+use crate::evidence::{PlacementProbe, same_placement};
 use crate::findings::ALPHA;
 use crate::history::baseline::{BaselineCase, RunSpread};
 use crate::history::inventory::Loss;
@@ -168,10 +169,13 @@ pub(crate) fn gate_case(
         causes: finding.map(|f| f.causes.clone()).unwrap_or_default(),
         line: String::new(),
     };
-    let Some(base) = base else {
+    let Some(all_runs) = base else {
         v.line = format!("{}: not in the baseline: not judged", v.id);
         return v;
     };
+    let placement = r.evidence.as_ref().and_then(|e| e.placement.as_ref());
+    let same_place = in_placement(all_runs, placement);
+    let base = same_place.as_ref().unwrap_or(all_runs);
     let past = finding.and_then(|f| {
         f.expectations
             .iter()
@@ -207,8 +211,96 @@ pub(crate) fn gate_case(
     let (status, rule) = status_of(&v, finding, gate);
     v.status = status;
     v.rule = Some(rule);
+    if status == Status::Fail
+        && let Some(cause) = placement.and_then(|p| placement_cause(p, all_runs))
+    {
+        v.causes.insert(0, cause);
+    }
     v.line = line(&v, gate);
     v
+}
+
+/// The fewest runs of the baseline in this check's placement that it is judged against alone.
+pub(crate) const MIN_PLACED_RUNS: usize = 3;
+
+/// The baseline's case with only the runs whose placement was this check's (`here`), where the
+/// runs read one and at least [`MIN_PLACED_RUNS`] of them (not all) were in it: a case judged
+/// against the runs in its own placement, not against a spread another placement made. The
+/// pooled samples stay, for the test. `None` where nothing is to be left out.
+fn in_placement(base: &BaselineCase, here: Option<&PlacementProbe>) -> Option<BaselineCase> {
+    let here = here?;
+    if base.placements.len() != base.runs.len() || base.run_medians.len() != base.runs.len() {
+        return None;
+    }
+    let same: Vec<usize> = (0..base.runs.len())
+        .filter(|&i| same_placement(base.placements[i], here.ns()))
+        .collect();
+    if same.len() < MIN_PLACED_RUNS || same.len() == base.runs.len() {
+        return None;
+    }
+    let mut kept = base.clone();
+    kept.runs = same.iter().map(|&i| base.runs[i]).collect();
+    kept.run_medians = same.iter().map(|&i| base.run_medians[i]).collect();
+    kept.placements = same.iter().map(|&i| base.placements[i]).collect();
+    Some(kept)
+}
+
+/// The placement as the cause of a failure: where the CPUs the case used sat unlike in every
+/// run of the baseline that read it, or moved during the case.
+fn placement_cause(here: &PlacementProbe, base: &BaselineCase) -> Option<Cause> {
+    let unlike = !base.placements.is_empty()
+        && !base
+            .placements
+            .iter()
+            .any(|&p| same_placement(p, here.ns()));
+    if !unlike && !here.moved() {
+        return None;
+    }
+    let (place, _) = crate::sysinfo::c2c::classify(here.ns(), &[]);
+    let [a, b] = here.cpus;
+    let then = match crate::stats::median(&base.placements) {
+        Some(typical) => {
+            let (was, _) = crate::sysinfo::c2c::classify(typical, &[]);
+            format!(
+                "; the baseline's {} runs read {} ns at the median ({})",
+                base.placements.len(),
+                format_value(typical),
+                was.name()
+            )
+        }
+        None => String::new(),
+    };
+    let moved = if here.moved() {
+        " and moved during the case"
+    } else {
+        ""
+    };
+    Some(Cause {
+        kind: "placement".into(),
+        value: Some(here.ns()),
+        unit: "ns".into(),
+        text: format!(
+            "CPUs {a} and {b} sat in {}{moved}: a cache line's round trip {} ns before the case, \
+             {} after{then}",
+            place.name(),
+            format_value(here.before_ns),
+            format_value(here.after_ns),
+        ),
+        evidence: vec![crate::result::Evidence::new(
+            format!("cache-line round trip CPU {a} <-> {b} (sysinfo::c2c, 0.1 s before and after)"),
+            format!(
+                "{} ns, {} ns",
+                format_value(here.before_ns),
+                format_value(here.after_ns)
+            ),
+        )],
+        bound: None,
+        explains: None,
+        remedy: "inside a guest the hypervisor places the vCPUs: ask for them pinned to host \
+                 cores (libvirt's vcpupin, a dedicated-CPU flavour), or learn the baseline with \
+                 runs in both placements"
+            .into(),
+    })
 }
 
 /// The verdict on the baseline's case `base`, which this check did not run; `lost` is what

@@ -145,6 +145,7 @@ impl Prepared {
         let runner = RunnerOptions {
             repetitions: args.repetitions,
             pin: true,
+            placement: true,
             ..RunnerOptions::default()
         };
         let mut ctx = session::context(runner, &peak, &crate::registry::probe());

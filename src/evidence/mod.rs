@@ -283,6 +283,45 @@ pub struct CaseEvidence {
     /// The other end of a network case, as its server read it and sent it back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<PeerEvidence>,
+    /// Where the first two CPUs the case used sat, read around it (only where the run asked,
+    /// as `peakbench check` does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<PlacementProbe>,
+}
+
+/// A cache line's round trip between the first two CPUs a case used (A→B→A, the median of
+/// 0.1 s of batches, `sysinfo::c2c::pair_round_trip`), just before and just after the case:
+/// inside a guest, pinning threads to vCPUs does not pin the vCPUs to host cores, and this is
+/// where the host had put them (a few ns: one core's SMT threads; tens: a shared L3; 100 and
+/// more: different L3 domains or sockets).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlacementProbe {
+    pub cpus: [usize; 2],
+    pub before_ns: f64,
+    pub after_ns: f64,
+}
+
+impl PlacementProbe {
+    /// The case's round trip: the larger of the two readings (the farther placement it saw).
+    pub fn ns(&self) -> f64 {
+        self.before_ns.max(self.after_ns)
+    }
+
+    /// Whether the placement changed during the case: the two readings apart by more than
+    /// [`PLACEMENT_RATIO`].
+    pub fn moved(&self) -> bool {
+        !same_placement(self.before_ns, self.after_ns)
+    }
+}
+
+/// Two round trips within this factor of each other are one placement: between the groups of
+/// a matrix the round trip grows several times (about 28 ns in one L3, 130 across two on a
+/// Zen 5 guest), within one it moves by a few tens of percent.
+pub(crate) const PLACEMENT_RATIO: f64 = 1.6;
+
+/// Whether round trips `a` and `b` (ns) are one placement ([`PLACEMENT_RATIO`]).
+pub(crate) fn same_placement(a: f64, b: f64) -> bool {
+    a > 0.0 && b > 0.0 && a.max(b) / a.min(b) <= PLACEMENT_RATIO
 }
 
 /// [`CaseEvidence::others_cpu_s`] and [`CaseEvidence::steal_s`] on the CPUs this process may
@@ -542,6 +581,7 @@ impl CaseWatch {
             route,
             watch_s: procstat::to_microseconds((self.cost + reading.elapsed()).as_secs_f64()),
             peer: None,
+            placement: None,
         }
     }
 }

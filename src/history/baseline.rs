@@ -59,6 +59,11 @@ pub(crate) struct BaselineCase {
     /// is judged by its pooled samples alone).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub run_medians: Vec<f64>,
+    /// Each run's placement, in the order of `runs`: a cache line's round trip between the
+    /// first two CPUs the case used, ns ([`crate::evidence::PlacementProbe::ns`]). Empty where
+    /// a run did not read it (a case on one CPU, a baseline saved before it was read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placements: Vec<f64>,
     /// Runs left out of this case because their own findings named a disturbance while it ran
     /// ([`DISTURBANCES`]), with the kind named, newest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -237,6 +242,7 @@ impl Baseline {
                         runs: Vec::new(),
                         samples: Vec::new(),
                         run_medians: Vec::new(),
+                        placements: Vec::new(),
                         disturbed: Vec::new(),
                     });
                 if case.runs.len() >= last || case.runs.contains(id) {
@@ -245,11 +251,20 @@ impl Baseline {
                 if let Some(cause) = disturbance(report, &r.id) {
                     case.disturbed.push(DisturbedRun { run: *id, cause });
                 } else {
+                    if let Some(p) = r.evidence.as_ref().and_then(|e| e.placement.as_ref()) {
+                        case.placements.push(p.ns());
+                    }
                     case.runs.push(*id);
                     case.samples.extend_from_slice(&r.samples);
                     case.run_medians
                         .push(crate::stats::median(&r.samples).expect("finite samples"));
                 }
+            }
+        }
+        for case in cases.values_mut() {
+            // One per run or none: runs that did not read it leave the case without.
+            if case.placements.len() != case.runs.len() {
+                case.placements.clear();
             }
         }
         Baseline {
@@ -370,6 +385,22 @@ impl Baseline {
                 texts.push((format!("cases[{i}].{field}"), text));
             }
             check_samples(i, case)?;
+            if !case.placements.is_empty() && case.placements.len() != case.runs.len() {
+                return Err(format!(
+                    "cases[{i}].placements: {} values for {} runs: give one per run, or none",
+                    case.placements.len(),
+                    case.runs.len()
+                ));
+            }
+            if let Some(j) = case
+                .placements
+                .iter()
+                .position(|v| !(v.is_finite() && *v > 0.0))
+            {
+                return Err(format!(
+                    "cases[{i}].placements[{j}]: not a finite number above 0"
+                ));
+            }
             if case.disturbed.len() > MAX_SAMPLES {
                 return Err(format!("cases[{i}].disturbed: more than {MAX_SAMPLES}"));
             }

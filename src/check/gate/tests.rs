@@ -68,6 +68,7 @@ fn case_of(runs: &[Vec<f64>], learned: bool) -> BaselineCase {
         } else {
             Vec::new()
         },
+        placements: Vec::new(),
         disturbed: Vec::new(),
     }
 }
@@ -295,4 +296,94 @@ fn a_tolerance_is_a_share_or_a_percentage_between_0_and_1() {
     for bad in ["0", "1", "100%", "-0.1", "x", "NaN", "inf", ""] {
         assert!(super::super::tolerance(bad).is_err(), "{bad}");
     }
+}
+
+/// As [`judged`], the check's CPUs read at `ns` before and after the case.
+fn judged_placed(here: &[f64], case: &BaselineCase, ns: f64) -> CaseVerdict {
+    let mut report = report(here);
+    report.results[0].evidence = Some(crate::evidence::CaseEvidence {
+        placement: Some(PlacementProbe {
+            cpus: [0, 1],
+            before_ns: ns,
+            after_ns: ns,
+        }),
+        ..Default::default()
+    });
+    let r = &report.results[0];
+    let index = crate::findings::PastIndex::from_samples(
+        [(
+            case.id.as_str(),
+            case.unit.as_str(),
+            case.runs.as_slice(),
+            case.samples.as_slice(),
+        )],
+        0.8,
+    );
+    let findings = crate::findings::judge_with(&report, &index);
+    gate_case(r, Some(case), findings.results.first(), GATE)
+}
+
+/// The bimodal case of [`bimodal`] with each run's placement: the fast runs with the two vCPUs
+/// in one L3 (a 60 ns round trip), the slow ones across two (270 ns), as on the Zen 5 guest.
+fn placed_bimodal() -> BaselineCase {
+    let runs = bimodal();
+    let mut case = case_of(&runs, true);
+    case.placements = runs
+        .iter()
+        .map(|r| if r[2] > 55.0 { 60.0 } else { 270.0 })
+        .collect();
+    case
+}
+
+#[test]
+fn a_case_is_judged_against_the_learning_runs_in_its_own_placement() {
+    let case = placed_bimodal();
+    // Across two L3s, as 4 of the learning runs were: judged against those, it passes.
+    let v = judged_placed(&run_at(43.8), &case, 265.0);
+    assert_eq!(v.status, Status::Pass, "{}", v.line);
+    assert_eq!(v.baseline.as_ref().unwrap().runs.len(), 4);
+    // In one L3, as the other 8 were: 50 is 0.76 of their slowest (66), beyond the tolerance,
+    // though above the slowest of all 12 (43.5), which would have passed it.
+    let v = judged_placed(&run_at(50.0), &case, 62.0);
+    assert_eq!(v.status, Status::Fail, "{}", v.line);
+    assert_eq!(v.baseline.as_ref().unwrap().runs.len(), 8);
+    assert!(
+        v.causes.is_empty(),
+        "the placement is the baseline's: not a cause"
+    );
+    // Without a placement read, the rule is the one of all runs.
+    assert_eq!(
+        judged(&run_at(50.0), &case, GATE, false).status,
+        Status::Pass
+    );
+}
+
+#[test]
+fn a_placement_unlike_every_learning_run_is_named_as_the_cause() {
+    let runs: Vec<Vec<f64>> = (0..12).map(|i| run_at(67.0 + f64::from(i) * 0.1)).collect();
+    let mut case = case_of(&runs, true);
+    case.placements = vec![60.0; 12];
+    let v = judged_placed(&run_at(44.0), &case, 270.0);
+    assert_eq!(v.status, Status::Fail, "{}", v.line);
+    let cause = &v.causes[0];
+    assert_eq!(cause.kind, "placement");
+    assert!(
+        cause
+            .text
+            .starts_with("CPUs 0 and 1 sat in different L3 domains"),
+        "{}",
+        cause.text
+    );
+    assert!(
+        cause
+            .text
+            .contains("the baseline's 12 runs read 60 ns at the median"),
+        "{}",
+        cause.text
+    );
+    assert!(v.line.contains("; cause: placement 270 ns"), "{}", v.line);
+    // In the baseline's placement the same shortfall has no such cause.
+    let v = judged_placed(&run_at(44.0), &case, 58.0);
+    assert_eq!(v.status, Status::Fail);
+    assert!(v.causes.is_empty(), "{:?}", v.causes);
 }

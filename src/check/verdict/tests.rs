@@ -192,6 +192,7 @@ pub(crate) fn one_cpu_lost() -> CheckOutcome {
         runs: vec![1, 2],
         samples: vec![100.0, 101.0],
         run_medians: vec![100.0, 101.0],
+        placements: Vec::new(),
         disturbed: Vec::new(),
     };
     let missing = super::super::gate::missing_case(&base, &lost);
@@ -239,6 +240,7 @@ fn a_missing_case_on_a_node_that_lost_nothing_is_only_reported() {
         runs: vec![1],
         samples: vec![1000.0],
         run_medians: vec![1000.0],
+        placements: Vec::new(),
         disturbed: Vec::new(),
     };
     let missing = super::super::gate::missing_case(&base, &[]);

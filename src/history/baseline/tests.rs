@@ -152,6 +152,7 @@ fn case_with(medians: &[f64]) -> BaselineCase {
         runs: (1..=medians.len() as i64).rev().collect(),
         samples: runs.concat(),
         run_medians: medians.to_vec(),
+        placements: Vec::new(),
         disturbed: Vec::new(),
     }
 }
@@ -259,4 +260,38 @@ fn a_learning_run_whose_findings_name_a_disturbance_is_left_out_of_that_case() {
     if let Some(other) = b.cases.iter().find(|c| c.id != r.id) {
         assert_eq!(other.runs, vec![7, 6, 5, 4, 3]);
     }
+}
+
+#[test]
+fn each_run_keeps_its_placement_where_every_run_read_one() {
+    let mut report = fixture();
+    let r = &mut report.results[0];
+    let mut evidence = r.evidence.clone().unwrap_or_default();
+    evidence.placement = Some(crate::evidence::PlacementProbe {
+        cpus: [0, 1],
+        before_ns: 60.0,
+        after_ns: 270.0,
+    });
+    r.evidence = Some(evidence);
+    let id = r.id.clone();
+    let fp = Fingerprint::of(&report.host);
+    let runs: Vec<(i64, Report)> = (1..=3).rev().map(|i| (i, report.clone())).collect();
+    let b = Baseline::from_runs("node", fp.clone(), &runs, 5);
+    let case = b.cases.iter().find(|c| c.id == id).unwrap();
+    // The farther of the two readings, one per run.
+    assert_eq!(case.placements, vec![270.0; 3]);
+    assert_eq!(Baseline::parse(&b.to_json()).unwrap(), b);
+    // A run that did not read it leaves the case without any.
+    let mut older = fixture();
+    older.results[0].evidence = None;
+    let mixed = vec![(2, report), (1, older)];
+    let b = Baseline::from_runs("node", fp, &mixed, 5);
+    assert!(
+        b.cases
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap()
+            .placements
+            .is_empty()
+    );
 }
