@@ -136,6 +136,7 @@ pub(crate) fn choose_pairs(cpus: &[usize], max: usize) -> (Vec<[usize; 2]>, Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::Case;
     use crate::sysinfo::c2c::C2cMode;
     use crate::workload::plan_for;
 
