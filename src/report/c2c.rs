@@ -151,7 +151,8 @@ pub(crate) fn svg(m: &C2cMatrix, host: &str) -> String {
          role=\"img\" aria-label=\"core-to-core round trip\" font-family=\"sans-serif\">\n\
          <text x=\"{left}\" y=\"18\" font-size=\"13\">Core-to-core round trip, ns ({mode}), {host}: \
          {lo} to {hi} ns</text>\n",
-        w = left + size + 20.0,
+        // Wide enough for the title and the legend, however few the CPUs.
+        w = (left + size + 20.0).max(620.0),
         h = top + size + 40.0,
         mode = m.mode,
         host = escape(host),
@@ -290,5 +291,63 @@ pub(crate) fn html_section(out: &mut String, runs: &[(i64, &Report)]) {
                 escape(&lines(&m).join("\n"))
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sysinfo::c2c::{C2cMode, KernelTopology, PairCell, infer};
+
+    /// 8 CPUs, 4 cores × 2 threads with CPU i and i + 4 on one core.
+    fn hidden_siblings() -> C2cMatrix {
+        let mut pairs = Vec::new();
+        for a in 0..8usize {
+            for b in a + 1..8 {
+                let ns = if a % 4 == b % 4 { 16.0 } else { 60.0 };
+                pairs.push(PairCell {
+                    cpus: [a, b],
+                    median_ns: ns,
+                    repetitions_ns: vec![ns; 3],
+                    reference_ns: None,
+                });
+            }
+        }
+        let mut m = C2cMatrix {
+            mode: C2cMode::Cas,
+            cpus: (0..8).collect(),
+            pairs,
+            sampled: None,
+            inferred: Vec::new(),
+            kernel: KernelTopology::default(),
+            measured_cores: None,
+        };
+        m.inferred = infer(&m.medians());
+        m
+    }
+
+    #[test]
+    fn the_heat_map_orders_cpus_by_group_and_outlines_each_group() {
+        let m = hidden_siblings();
+        let svg = svg(&m, "<host>");
+        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+        assert!(svg.contains("&lt;host&gt;") && !svg.contains("<host>"));
+        assert_eq!(svg.matches("<title>SMT siblings: CPUs").count(), 4, "{svg}");
+        assert!(svg.contains("CPU 0 ↔ CPU 4: 16.00 ns"));
+        let text = lines(&m);
+        assert_eq!(
+            text[1].split_whitespace().collect::<Vec<_>>()[1..4],
+            ["0", "4", "1"]
+        );
+        assert!(
+            text.iter()
+                .any(|l| l.starts_with("inferred: 4 × SMT siblings (0,4 1,5 2,6 3,7)")),
+            "{text:?}"
+        );
+        assert!(
+            text.iter()
+                .any(|l| l.contains("the matrix shows siblings the kernel does not")),
+            "{text:?}"
+        );
     }
 }

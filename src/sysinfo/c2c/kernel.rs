@@ -80,14 +80,10 @@ impl KernelTopology {
             .find(|l| l.is_siblings())
             .map_or(&[], |l| &l.groups);
         let mut lines = vec![format!(
-            "kernel: {} sibling group{} ({}), {} L3 domain{}, {} socket{}; CPUID leaf 0xB: {}",
-            self.siblings.len(),
-            plural(self.siblings.len()),
+            "kernel: siblings {}; L3 shared by {}; sockets {}; CPUID leaf 0xB: {}",
             lists(&self.siblings),
-            self.l3.len().max(1),
-            plural(self.l3.len().max(1)),
-            self.sockets.len().max(1),
-            plural(self.sockets.len().max(1)),
+            lists(&self.l3),
+            lists(&self.sockets),
             self.cpuid_threads_per_core
                 .map_or("not read".to_string(), |t| format!(
                     "{t} thread{} per core",
