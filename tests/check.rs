@@ -390,7 +390,13 @@ fn a_baseline_is_learned_from_enough_runs_and_says_how_many_more_it_needs() {
     let out = lab.check(&["--learn", &LEARN.to_string(), "--save-as", "rack1"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let err = text(&out.stderr);
-    assert_eq!(err.matches("learning check ").count(), LEARN, "{err}");
+    // One progress line per check; more than LEARN where a check was disturbed (the tests
+    // run beside each other), at most half as many again.
+    let checks = err
+        .lines()
+        .filter(|l| l.starts_with("learning check "))
+        .count();
+    assert!((LEARN..=LEARN + LEARN / 2).contains(&checks), "{err}");
     assert!(err.contains("saved baseline 'rack1'"), "{err}");
     assert!(text(&out.stdout).starts_with("baseline rack1 "));
     let out = lab.check(&["--learn", &LEARN.to_string(), "--save-as", "rack1"]);

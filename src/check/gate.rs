@@ -173,9 +173,8 @@ pub(crate) fn gate_case(
         v.line = format!("{}: not in the baseline: not judged", v.id);
         return v;
     };
+    let base = all_runs;
     let placement = r.evidence.as_ref().and_then(|e| e.placement.as_ref());
-    let same_place = in_placement(all_runs, placement);
-    let base = same_place.as_ref().unwrap_or(all_runs);
     let past = finding.and_then(|f| {
         f.expectations
             .iter()
@@ -212,7 +211,7 @@ pub(crate) fn gate_case(
     v.status = status;
     v.rule = Some(rule);
     if status == Status::Fail
-        && let Some(cause) = placement.and_then(|p| placement_cause(p, all_runs))
+        && let Some(cause) = placement.and_then(|p| placement_cause(p, base))
     {
         v.causes.insert(0, cause);
     }
@@ -225,9 +224,13 @@ pub(crate) const MIN_PLACED_RUNS: usize = 3;
 
 /// The baseline's case with only the runs whose placement was this check's (`here`), where the
 /// runs read one and at least [`MIN_PLACED_RUNS`] of them (not all) were in it: a case judged
-/// against the runs in its own placement, not against a spread another placement made. The
-/// pooled samples stay, for the test. `None` where nothing is to be left out.
-fn in_placement(base: &BaselineCase, here: Option<&PlacementProbe>) -> Option<BaselineCase> {
+/// against the runs in its own placement, by the test and by the learned spread, not against
+/// a spread another placement made. Their samples are cut out where every run gave as many
+/// (else the test keeps the pooled ones). `None` where nothing is to be left out.
+pub(crate) fn in_placement(
+    base: &BaselineCase,
+    here: Option<&PlacementProbe>,
+) -> Option<BaselineCase> {
     let here = here?;
     if base.placements.len() != base.runs.len() || base.run_medians.len() != base.runs.len() {
         return None;
@@ -242,6 +245,13 @@ fn in_placement(base: &BaselineCase, here: Option<&PlacementProbe>) -> Option<Ba
     kept.runs = same.iter().map(|&i| base.runs[i]).collect();
     kept.run_medians = same.iter().map(|&i| base.run_medians[i]).collect();
     kept.placements = same.iter().map(|&i| base.placements[i]).collect();
+    let each = base.samples.len() / base.runs.len();
+    if each > 0 && each * base.runs.len() == base.samples.len() {
+        kept.samples = same
+            .iter()
+            .flat_map(|&i| base.samples[i * each..(i + 1) * each].iter().copied())
+            .collect();
+    }
     Some(kept)
 }
 

@@ -45,8 +45,8 @@ pub(crate) fn run(args: &CheckArgs, prepared: &Prepared, n: u32) -> Result<ExitC
         }
         if i == n + 1 {
             eprintln!(
-                "{short} case{} had a learning check disturbed: learning more, up to {most} \
-                 checks",
+                "{short} case{} had a disturbed run among the {n}: learning more, up to \
+                 {most} checks",
                 if short == 1 { "" } else { "s" }
             );
         }

@@ -431,8 +431,22 @@ fn judge_and_remeasure(
 /// The findings of the session's document against `baseline` (kept in the document), and
 /// the gate's verdict on each result.
 fn gate_all(session: &mut Session, baseline: &Baseline, gate: Gate) -> Vec<CaseVerdict> {
+    // Each case as the baseline's runs in its placement saw it, where there are such runs.
+    let placed: Vec<baseline::BaselineCase> = baseline
+        .cases
+        .iter()
+        .map(|c| {
+            let here = session
+                .report
+                .results
+                .iter()
+                .find(|r| r.id == c.id && r.unit == c.unit)
+                .and_then(|r| r.evidence.as_ref()?.placement.as_ref());
+            gate::in_placement(c, here).unwrap_or_else(|| c.clone())
+        })
+        .collect();
     let index = crate::findings::PastIndex::from_samples(
-        baseline.cases.iter().map(|c| {
+        placed.iter().map(|c| {
             (
                 c.id.as_str(),
                 c.unit.as_str(),
@@ -449,7 +463,8 @@ fn gate_all(session: &mut Session, baseline: &Baseline, gate: Gate) -> Vec<CaseV
         .iter()
         .map(|r| {
             let finding = findings.results.iter().find(|f| f.id == r.id);
-            gate::gate_case(r, baseline.case(&r.id, &r.unit), finding, gate)
+            let base = placed.iter().find(|c| c.id == r.id && c.unit == r.unit);
+            gate::gate_case(r, base, finding, gate)
         })
         .collect();
     session.report.findings = Some(findings);

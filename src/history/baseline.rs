@@ -86,6 +86,81 @@ pub(crate) struct DisturbedRun {
 pub(crate) const DISTURBANCES: [&str; 4] =
     ["other-processes", "steal", "off-core", "thermal-throttle"];
 
+/// One run's result of a case, as [`Baseline::from_runs`] chooses among them.
+struct Candidate<'a> {
+    run: i64,
+    result: &'a crate::result::BenchResult,
+    disturbance: Option<String>,
+}
+
+/// A case learned from `list` (its results, newest run first): the newest `last` undisturbed
+/// runs; where fewer than `last` are undisturbed (a machine busy through most of its learning),
+/// the newest disturbed ones make up the count, so that the case is still learned, from what
+/// the machine is. The disturbed runs left out are listed.
+fn learned_case(list: &[Candidate], last: usize) -> BaselineCase {
+    let clean = list.iter().filter(|c| c.disturbance.is_none()).count();
+    let mut room = last.saturating_sub(clean);
+    let mut kept: Vec<&Candidate> = Vec::new();
+    let mut disturbed = Vec::new();
+    for c in list {
+        let take = match &c.disturbance {
+            None => kept.iter().filter(|k| k.disturbance.is_none()).count() < last,
+            Some(_) if room > 0 => {
+                room -= 1;
+                true
+            }
+            Some(cause) => {
+                disturbed.push(DisturbedRun {
+                    run: c.run,
+                    cause: cause.clone(),
+                });
+                false
+            }
+        };
+        if take && kept.len() < last {
+            kept.push(c);
+        }
+    }
+    let r = list[0].result;
+    let placements: Vec<f64> = kept
+        .iter()
+        .filter_map(|c| {
+            c.result
+                .evidence
+                .as_ref()?
+                .placement
+                .as_ref()
+                .map(|p| p.ns())
+        })
+        .collect();
+    BaselineCase {
+        id: r.id.clone(),
+        label: format!(
+            "{} {}",
+            r.op,
+            crate::report::cells::describe_params(&r.params)
+        ),
+        metric: r.metric.clone(),
+        unit: r.unit.clone(),
+        runs: kept.iter().map(|c| c.run).collect(),
+        samples: kept
+            .iter()
+            .flat_map(|c| c.result.samples.iter().copied())
+            .collect(),
+        run_medians: kept
+            .iter()
+            .map(|c| crate::stats::median(&c.result.samples).expect("finite samples"))
+            .collect(),
+        // One per run or none: a run that did not read it leaves the case without.
+        placements: if placements.len() == kept.len() {
+            placements
+        } else {
+            Vec::new()
+        },
+        disturbed,
+    }
+}
+
 /// The disturbance the findings of `report` name for its result `id`, if any.
 pub(crate) fn disturbance(report: &Report, id: &str) -> Option<String> {
     let finding = report
@@ -213,7 +288,9 @@ impl Baseline {
         runs: &[(i64, Report)],
         last: usize,
     ) -> Baseline {
-        let mut cases: BTreeMap<(String, String), BaselineCase> = BTreeMap::new();
+        // Each case's results, newest run first, each with the disturbance its run's findings
+        // name for it.
+        let mut found: BTreeMap<(String, String), Vec<Candidate>> = BTreeMap::new();
         let mut host = String::new();
         let mut inventory = None;
         for (id, report) in runs {
@@ -228,45 +305,20 @@ impl Baseline {
                 if r.samples.is_empty() || r.samples.iter().any(|v| !v.is_finite()) {
                     continue;
                 }
-                let case = cases
-                    .entry((r.id.clone(), r.unit.clone()))
-                    .or_insert_with(|| BaselineCase {
-                        id: r.id.clone(),
-                        label: format!(
-                            "{} {}",
-                            r.op,
-                            crate::report::cells::describe_params(&r.params)
-                        ),
-                        metric: r.metric.clone(),
-                        unit: r.unit.clone(),
-                        runs: Vec::new(),
-                        samples: Vec::new(),
-                        run_medians: Vec::new(),
-                        placements: Vec::new(),
-                        disturbed: Vec::new(),
+                let list = found.entry((r.id.clone(), r.unit.clone())).or_default();
+                if !list.iter().any(|c| c.run == *id) {
+                    list.push(Candidate {
+                        run: *id,
+                        result: r,
+                        disturbance: disturbance(report, &r.id),
                     });
-                if case.runs.len() >= last || case.runs.contains(id) {
-                    continue;
-                }
-                if let Some(cause) = disturbance(report, &r.id) {
-                    case.disturbed.push(DisturbedRun { run: *id, cause });
-                } else {
-                    if let Some(p) = r.evidence.as_ref().and_then(|e| e.placement.as_ref()) {
-                        case.placements.push(p.ns());
-                    }
-                    case.runs.push(*id);
-                    case.samples.extend_from_slice(&r.samples);
-                    case.run_medians
-                        .push(crate::stats::median(&r.samples).expect("finite samples"));
                 }
             }
         }
-        for case in cases.values_mut() {
-            // One per run or none: runs that did not read it leave the case without.
-            if case.placements.len() != case.runs.len() {
-                case.placements.clear();
-            }
-        }
+        let cases = found
+            .into_values()
+            .map(|list| learned_case(&list, last))
+            .collect();
         Baseline {
             format: FORMAT.into(),
             version: FORMAT_VERSION,
@@ -276,7 +328,7 @@ impl Baseline {
             fingerprint,
             host,
             inventory,
-            cases: cases.into_values().collect(),
+            cases,
         }
     }
 
@@ -303,6 +355,7 @@ impl Baseline {
     }
 
     /// The samples of case `id` in `unit`, if the baseline has it.
+    #[cfg(test)]
     pub(crate) fn case(&self, id: &str, unit: &str) -> Option<&BaselineCase> {
         self.cases.iter().find(|c| c.id == id && c.unit == unit)
     }

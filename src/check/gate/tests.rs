@@ -310,6 +310,9 @@ fn judged_placed(here: &[f64], case: &BaselineCase, ns: f64) -> CaseVerdict {
         ..Default::default()
     });
     let r = &report.results[0];
+    // As `check`'s gate_all: the runs in this placement, where there are some.
+    let placement = r.evidence.as_ref().and_then(|e| e.placement.as_ref());
+    let case = &in_placement(case, placement).unwrap_or_else(|| case.clone());
     let index = crate::findings::PastIndex::from_samples(
         [(
             case.id.as_str(),
@@ -377,7 +380,7 @@ fn a_placement_unlike_every_learning_run_is_named_as_the_cause() {
     assert!(
         cause
             .text
-            .contains("the baseline's 12 runs read 60 ns at the median"),
+            .contains("the baseline's 12 runs read 60.0 ns at the median"),
         "{}",
         cause.text
     );

@@ -256,6 +256,22 @@ fn a_learning_run_whose_findings_name_a_disturbance_is_left_out_of_that_case() {
         }]
     );
     assert_eq!(Baseline::parse(&b.to_json()).unwrap(), b);
+    // A machine busy through its learning: too few clean runs, made up with the newest
+    // disturbed ones, so that the case is still learned.
+    let busy: Vec<(i64, Report)> = (1..=6)
+        .rev()
+        .map(|id| match id {
+            1 | 2 => (id, report.clone()),
+            _ => (id, disturbed.clone()),
+        })
+        .collect();
+    let learned_busy = Baseline::from_runs("node", Fingerprint::of(&report.host), &busy, 5);
+    let case = learned_busy.case(&r.id, &r.unit).unwrap();
+    assert_eq!(case.runs, vec![6, 5, 4, 2, 1]);
+    assert_eq!(
+        case.disturbed.iter().map(|d| d.run).collect::<Vec<_>>(),
+        [3]
+    );
     // The other cases of the disturbed run keep it.
     if let Some(other) = b.cases.iter().find(|c| c.id != r.id) {
         assert_eq!(other.runs, vec![7, 6, 5, 4, 3]);
