@@ -31,4 +31,5 @@ static NET_PARAMS: &[ParamInfo] = &[
     ParamInfo::bookkeeping("server"),
     ParamInfo::bookkeeping("in_process_server"),
     ParamInfo::bookkeeping("loopback"),
+    ParamInfo::bookkeeping("placement"),
 ];
