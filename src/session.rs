@@ -266,7 +266,6 @@ pub(crate) fn run_case(case: Box<dyn Case>, ctx: &Context) -> Result<BenchResult
         .run(ctx)
         .and_then(|result| Ok((case.files(&result)?, result)));
     drop(case);
-    let after = pair.and_then(round_trip);
     let (files, mut result) = outcome?;
     for file in files {
         std::fs::write(&file.path, &file.bytes)
@@ -276,6 +275,9 @@ pub(crate) fn run_case(case: Box<dyn Case>, ctx: &Context) -> Result<BenchResult
     let peer = result.evidence.take().and_then(|e| e.peer);
     let mut evidence = watched(watch, &result);
     evidence.peer = peer;
+    // Read after the watch ends, so that the probe's two spinning threads are not counted as
+    // the case's CPU time.
+    let after = pair.and_then(round_trip);
     if let (Some(cpus), Some(before_ns), Some(after_ns)) = (pair, before, after) {
         evidence.placement = Some(crate::evidence::PlacementProbe {
             cpus,

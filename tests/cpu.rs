@@ -384,7 +384,7 @@ const USER_INSTALL_VARS: [&str; 5] = [
     "LD_LIBRARY_PATH",
 ];
 
-/// Regression (issue #56): `pip install mkl` under pyenv puts `libmkl_rt.so.*` in
+/// `pip install mkl` under pyenv puts `libmkl_rt.so.*` in
 /// `~/.pyenv/versions/X.Y.Z/lib`, while `python3` on PATH is a shim in `~/.pyenv/shims`.
 /// With a fake pyenv (a shim script that prints the prefix; OpenBLAS linked in as MKL's file
 /// name, since only the file name is searched for) and nothing else set, `--blas mkl` finds it

@@ -88,6 +88,20 @@ pub(crate) struct BaselineFigures {
     pub spread: Option<RunSpread>,
 }
 
+impl BaselineFigures {
+    /// The figures of the baseline's case `base`; `None` without samples.
+    fn of(base: &BaselineCase) -> Option<BaselineFigures> {
+        let summary = Summary::of(&base.samples)?;
+        Some(BaselineFigures {
+            median: summary.median,
+            cv: summary.cv,
+            samples: base.samples.len(),
+            runs: base.runs.clone(),
+            spread: base.spread(),
+        })
+    }
+}
+
 /// Which rule judged a case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -169,18 +183,17 @@ pub(crate) fn gate_case(
         causes: finding.map(|f| f.causes.clone()).unwrap_or_default(),
         line: String::new(),
     };
-    let Some(all_runs) = base else {
+    let Some(base) = base else {
         v.line = format!("{}: not in the baseline: not judged", v.id);
         return v;
     };
-    let base = all_runs;
     let placement = r.evidence.as_ref().and_then(|e| e.placement.as_ref());
     let past = finding.and_then(|f| {
         f.expectations
             .iter()
             .find(|e| e.against == Against::Past && e.test.is_some())
     });
-    let (Some(past), Some(summary)) = (past, Summary::of(&base.samples)) else {
+    let (Some(past), Some(figures)) = (past, BaselineFigures::of(base)) else {
         v.line = format!(
             "{}: its repetitions cannot be compared with the baseline's",
             v.id
@@ -188,22 +201,15 @@ pub(crate) fn gate_case(
         return v;
     };
     let p = past.test.as_ref().map_or(1.0, |t| t.p);
-    let spread = base.spread();
     let up = higher_is_better(&r.metric, &r.unit);
-    v.slowest_ratio = spread.as_ref().map(|s| {
+    v.slowest_ratio = figures.spread.as_ref().map(|s| {
         if up {
             v.value / s.slowest
         } else {
             s.slowest / v.value
         }
     });
-    v.baseline = Some(BaselineFigures {
-        median: summary.median,
-        cv: summary.cv,
-        samples: base.samples.len(),
-        runs: base.runs.clone(),
-        spread,
-    });
+    v.baseline = Some(figures);
     v.ratio = Some(past.ratio);
     v.p = Some(p);
     v.interval = crate::stats::ratio_interval(&r.samples, &base.samples, up, &r.id);
@@ -329,19 +335,13 @@ pub(crate) fn missing_case(base: &BaselineCase, lost: &[Loss]) -> CaseVerdict {
     CaseVerdict {
         id: base.id.clone(),
         label: base.label.clone(),
-        subsystem: base.id.split('-').next().unwrap_or("").to_string(),
+        subsystem: base.subsystem.clone(),
         unit: base.unit.clone(),
         status: Status::Missing,
         value: f64::NAN,
         cv: None,
         repetitions: 0,
-        baseline: crate::stats::median(&base.samples).map(|median| BaselineFigures {
-            median,
-            cv: Summary::of(&base.samples).and_then(|s| s.cv),
-            samples: base.samples.len(),
-            runs: base.runs.clone(),
-            spread: base.spread(),
-        }),
+        baseline: BaselineFigures::of(base),
         ratio: None,
         slowest_ratio: None,
         interval: None,

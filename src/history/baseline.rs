@@ -48,6 +48,10 @@ pub(crate) struct BaselineCase {
     pub id: String,
     /// The case as the tables name it.
     pub label: String,
+    /// What part of the machine it measures (`cpu`, `memory`, …); empty in a baseline saved
+    /// before it was kept.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub subsystem: String,
     pub metric: String,
     pub unit: String,
     /// The runs of the history the samples come from, newest first.
@@ -140,6 +144,7 @@ fn learned_case(list: &[Candidate], last: usize) -> BaselineCase {
             r.op,
             crate::report::cells::describe_params(&r.params)
         ),
+        subsystem: r.subsystem.to_string(),
         metric: r.metric.clone(),
         unit: r.unit.clone(),
         runs: kept.iter().map(|c| c.run).collect(),
@@ -432,6 +437,7 @@ impl Baseline {
             for (field, text) in [
                 ("id", &case.id),
                 ("label", &case.label),
+                ("subsystem", &case.subsystem),
                 ("metric", &case.metric),
                 ("unit", &case.unit),
             ] {

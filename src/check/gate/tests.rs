@@ -57,6 +57,7 @@ fn case_of(runs: &[Vec<f64>], learned: bool) -> BaselineCase {
     BaselineCase {
         id: r.id.clone(),
         label: String::new(),
+        subsystem: String::new(),
         metric: r.metric.clone(),
         unit: r.unit.clone(),
         runs: (1..=runs.len() as i64).rev().collect(),

@@ -187,6 +187,7 @@ pub(crate) fn one_cpu_lost() -> CheckOutcome {
     let base = crate::history::baseline::BaselineCase {
         id: "cpu-f64-avx2-fma-t2-strong".into(),
         label: "flops t2".into(),
+        subsystem: "cpu".into(),
         metric: "flops".into(),
         unit: "GFLOP/s".into(),
         runs: vec![1, 2],
@@ -235,6 +236,7 @@ fn a_missing_case_on_a_node_that_lost_nothing_is_only_reported() {
     let base = crate::history::baseline::BaselineCase {
         id: "disk-randread".into(),
         label: "randread".into(),
+        subsystem: String::new(),
         metric: "iops".into(),
         unit: "IOPS".into(),
         runs: vec![1],

@@ -147,6 +147,7 @@ fn case_with(medians: &[f64]) -> BaselineCase {
     BaselineCase {
         id: "net-tcp-throughput-m131072-s1".into(),
         label: String::new(),
+        subsystem: String::new(),
         metric: "throughput".into(),
         unit: "Mb/s".into(),
         runs: (1..=medians.len() as i64).rev().collect(),
