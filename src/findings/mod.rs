@@ -112,6 +112,16 @@ fn judge_result(report: &Report, r: &BenchResult, past: &past::Index) -> Finding
                 .total_cmp(&a.explains.unwrap_or(-1.0))
         });
     }
+    // Above its physics' ceiling with nothing on the machine (a cache) to explain it: the peak
+    // is wrong, the model's or the user's rating, never the hardware above its limit.
+    if verdict == Verdict::AboveLimit
+        && causes.is_empty()
+        && let Some(physics) = expectations
+            .iter()
+            .find(|e| e.against == Against::Physics && e.verdict == Verdict::AboveLimit)
+    {
+        causes.push(causes::above_peak(r, physics));
+    }
     let line = line(
         r,
         verdict,
@@ -414,8 +424,18 @@ fn line(
                 })
                 .unwrap_or_default()
         }
+        Verdict::AboveLimit if causes.iter().any(|c| c.kind == "rating-wrong") => {
+            decided(Verdict::AboveLimit)
+                .map(|e| {
+                    format!(
+                        "above the rating given, so the rating is wrong: {}",
+                        against(e)
+                    )
+                })
+                .unwrap_or_default()
+        }
         Verdict::AboveLimit => decided(Verdict::AboveLimit)
-            .map(|e| format!("above what the hardware can do: {}", against(e)))
+            .map(|e| format!("above its peak: {}", against(e)))
             .unwrap_or_default(),
         Verdict::Unstable => format!(
             "unstable: {}",

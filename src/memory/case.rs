@@ -10,7 +10,7 @@ use super::op::MemOp;
 use super::reference;
 use super::region::{HugePages, Region};
 use super::work::Work;
-use crate::peak::{self, PrivateLevel};
+use crate::peak::{self, CacheLevel};
 use crate::plan::{Case, CaseSpec, Context, guess};
 use crate::result::{BenchResult, Params, Subsystem};
 use crate::rng::Rng;
@@ -169,16 +169,16 @@ impl BandwidthCase {
 }
 
 impl BandwidthCase {
-    /// The private cache (L1, L2) each core's share of the working set stays in, for a kernel
-    /// whose peak there the ports give: sequential or STREAM, cached stores, blocks of 4 KiB
-    /// or more (a smaller block spends a share of its time in the call per block).
-    pub(super) fn private_level(&self, ctx: &Context) -> Option<PrivateLevel> {
+    /// The cache (L1, L2, L3) each core's share of the working set stays in, for a kernel
+    /// whose peak there the ports and lines give: sequential or STREAM, cached stores, blocks
+    /// of 4 KiB or more (a smaller block spends a share of its time in the call per block).
+    pub(super) fn cache_level(&self, ctx: &Context) -> Option<CacheLevel> {
         self.op.accesses()?;
         if self.nt || self.block.is_some_and(|b| b < 4096) {
             return None;
         }
         let cores = self.threads.min(ctx.host.cpu.physical_cores.max(1)) as u64;
-        PrivateLevel::holding(&ctx.host, self.working_set() / cores)
+        CacheLevel::holding(&ctx.host, self.working_set() / cores, self.working_set())
     }
 }
 
@@ -262,7 +262,7 @@ impl Case for BandwidthCase {
                 samples,
             )?
             .walls(reps.iter().map(|r| r.wall));
-        result = match self.private_level(ctx) {
+        result = match self.cache_level(ctx) {
             Some(level) => result.param("cache_level", level.name()).peak(
                 peak::cache_peak(
                     &ctx.host,
@@ -270,7 +270,7 @@ impl Case for BandwidthCase {
                     level,
                     self.op
                         .accesses()
-                        .expect("private_level checked the accesses"),
+                        .expect("cache_level checked the accesses"),
                     self.threads,
                 )
                 .ok(),

@@ -124,8 +124,8 @@ pub(super) fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<St
                 None => shape.block_cases(options)?,
             };
             for case in shaped {
-                // A case held in a private cache is judged against that cache's peak.
-                beyond_caches |= case.private_level(ctx).is_none();
+                // A case held in a cache is judged against that cache's peak.
+                beyond_caches |= case.cache_level(ctx).is_none();
                 cases.push(Box::new(case));
             }
         }
@@ -133,7 +133,7 @@ pub(super) fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<St
     if beyond_caches && ctx.peaks.memory.value.is_none() {
         notes.push(
             "the memory bandwidth peak is unknown (no readable DIMM table): give --mem-channels \
-             and --mem-mts for the peak and the efficiency of the cases beyond the private caches"
+             and --mem-mts for the peak and the efficiency of the cases beyond the caches"
                 .into(),
         );
     }

@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use crate::options::PeakOverrides;
 use crate::sysinfo::SysInfo;
 
-pub use caches::{Accesses, PrivateLevel, cache_peak};
+pub use caches::{Accesses, CacheLevel, cache_peak};
 pub use clock::ClockPair;
 pub use cpu::{CpuFactors, CpuPeak, CpuPeaks, MeasuredFactors, Pipe, isas_of, tile_multiply_adds};
 pub use devices::{DiskPeak, MemoryPeak, NicPeak};

@@ -21,6 +21,8 @@ use crate::evidence::{CaseEvidence, RunEvidence};
 use crate::result::{BenchResult, Cause, Evidence, Report};
 use crate::sysinfo::SysInfo;
 
+pub(super) use model::{above_peak, at_own_clock};
+
 /// A cause before the verdict: what it is and which verdicts it can explain.
 pub(super) struct Candidate {
     pub cause: Cause,

@@ -8,7 +8,7 @@
 //! share (the clock, the core count) is off, not each kernel.
 
 use super::{Candidate, Scene};
-use crate::result::{BenchResult, Cause, Evidence, Report, Subsystem};
+use crate::result::{BenchResult, Cause, Evidence, Expectation, Report, Subsystem};
 
 /// A kernel this much above its peak at its own clock proves the model wrong.
 pub(super) const ABOVE_MODEL: f64 = 1.03;
@@ -37,6 +37,15 @@ fn clocks(r: &BenchResult) -> Option<(f64, f64)> {
     let (at_base, base) = (pair.at_base?, pair.base_ghz.value?);
     let after = r.extra.iter().find(|e| e.metric == "clock_after")?.value;
     (at_base > 0.0 && after > 0.0).then(|| (base * peak.value / at_base, after))
+}
+
+/// The share of its peak a CPU kernel reads at the clock measured right after it, where that
+/// clock is above the one its peak was computed at: a boost clock that rose during the run
+/// raised the hardware's limit with it.
+pub(in crate::findings) fn at_own_clock(r: &BenchResult) -> Option<f64> {
+    let peak = r.peak.as_ref().filter(|p| p.value > 0.0 && kernel(r))?;
+    let (peak_clock, after) = clocks(r)?;
+    (after > peak_clock).then(|| r.value / peak.value * peak_clock / after)
 }
 
 /// A kernel above its peak at its own clock (the one measured right after it, where known):
@@ -207,4 +216,80 @@ pub(super) fn shared_cores(report: &Report) -> Option<Cause> {
                  with their SMT siblings"
             .into(),
     })
+}
+
+/// The flags whose values a peak can stand on: a peak whose source names one is the user's
+/// rating, not the model's.
+const RATING_FLAGS: &[&str] = &[
+    "--disk-",
+    "--mem-mts",
+    "--mem-channels",
+    "--nic-gbps",
+    "--cpu-ghz",
+    "--fma-units",
+    "--int-units",
+    "--cores",
+];
+
+/// A result above its physics' ceiling, whatever its subsystem: the peak it passed is wrong.
+/// Where the peak stands on a flag the user gave, the rating is (`rating-wrong`); otherwise the
+/// model is (`model-wrong`, with the peak's factors). No figure passes the hardware's limit,
+/// so neither ever reads "above what the hardware can do".
+pub(in crate::findings) fn above_peak(r: &BenchResult, physics: &Expectation) -> Cause {
+    let flags: Vec<&str> = RATING_FLAGS
+        .iter()
+        .copied()
+        .filter(|f| physics.source.contains(f))
+        .collect();
+    let top = physics.band.map_or(1.0, |b| b[1]);
+    let what = match physics.class.as_deref() {
+        Some("cache-latency" | "far-latency") => format!(
+            "the load took {:.2} of the time the table allows as its shortest (faster than the \
+             level can be)",
+            1.0 / physics.ratio
+        ),
+        _ => format!(
+            "{} {} is {:.2} of the peak, over the {top:.2} no honest figure passes",
+            crate::units::format_value(r.value),
+            r.unit,
+            physics.ratio
+        ),
+    };
+    let (kind, text, remedy) = if flags.is_empty() {
+        (
+            "model-wrong",
+            format!(
+                "{what}: the hardware cannot beat its own limit, so the model of this machine \
+                 is wrong (a factor of the peak: the table's row for this core, the clock, the \
+                 level the working set was held in, or the bytes the kernel is counted with), \
+                 not the hardware above its limit"
+            ),
+            "report 'peakbench sysinfo --json' with this run so that the table is corrected; \
+             meanwhile give the factor with its flag (--cpu-ghz, --fma-units, --mem-mts …)",
+        )
+    } else {
+        (
+            "rating-wrong",
+            format!(
+                "{what}: the peak stands on the rating given with {}, and the hardware did more, \
+                 so the rating is wrong (or a cache the rating leaves out served the work)",
+                flags.join(" and ")
+            ),
+            "give the device's real rating (its datasheet's figure at this block size and \
+             queue depth), or leave the flag out",
+        )
+    };
+    Cause {
+        kind: kind.into(),
+        value: Some(physics.ratio),
+        unit: "of the peak".into(),
+        text,
+        evidence: vec![Evidence::new(
+            "the peak and its factors",
+            physics.source.clone(),
+        )],
+        bound: None,
+        explains: None,
+        remedy: remedy.into(),
+    }
 }

@@ -971,5 +971,6 @@ fn a_property_of_the_build_is_named_below_the_peak_not_below_the_tool_that_share
 }
 
 mod boundaries;
+mod corpus;
 mod model;
 mod net;

@@ -33,8 +33,13 @@ fn kernel_clocked(report: &Report, share: f64, after: f64) -> BenchResult {
 #[test]
 fn a_clock_that_moved_after_the_peak_was_measured_explains_a_figure_over_or_under_it() {
     let mut report = document();
-    // 1.06 of a peak at 2.92 GHz, the core at 3.10 GHz after the case: the clock's, 1.00 there.
+    // 1.06 of a peak at 2.92 GHz, the core at 3.10 GHz after the case: 1.00 of the peak at its
+    // own clock, so at its limit, never above it.
     report.results.push(kernel_clocked(&report, 1.06, 3.10));
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::AtLimit, "{f:#?}");
+    // 1.13 is 1.06 at 3.10 GHz: above even there, and the moved clock is named beside it.
+    report.results[0] = kernel_clocked(&report, 1.13, 3.10);
     let f = judged(&report);
     assert_eq!(f.verdict, Verdict::AboveLimit, "{f:#?}");
     let c = cause(&f, "clock-moved");
@@ -43,7 +48,7 @@ fn a_clock_that_moved_after_the_peak_was_measured_explains_a_figure_over_or_unde
         c.text
             .starts_with("the core ran at 3.10 GHz right after this case, 6 % above the 2.92 GHz")
             && c.text
-                .ends_with("at 3.10 GHz the figure is 1.00 of its peak"),
+                .ends_with("at 3.10 GHz the figure is 1.06 of its peak"),
         "{}",
         c.text
     );
@@ -53,7 +58,7 @@ fn a_clock_that_moved_after_the_peak_was_measured_explains_a_figure_over_or_unde
     assert_eq!(f.verdict, Verdict::Below, "{f:#?}");
     assert!(cause(&f, "clock-moved").text.contains("14 % below"));
     // A peak at the clock --cpu-ghz gave: the given clock is what is off, not the machine's.
-    let mut r = kernel_clocked(&report, 1.2, 3.12);
+    let mut r = kernel_clocked(&report, 1.3, 3.12);
     let pair = r.peak.as_mut().unwrap().pair.as_mut().unwrap();
     pair.base_ghz = crate::peak::Factor::known(2.6, "flag", "--cpu-ghz");
     pair.at_base = Some(100.0);
@@ -61,7 +66,7 @@ fn a_clock_that_moved_after_the_peak_was_measured_explains_a_figure_over_or_unde
     let f = judged(&report);
     let text = &cause(&f, "clock-moved").text;
     assert!(
-        text.contains("20 % above the 2.60 GHz its peak was computed at: the cores do not run at the clock --cpu-ghz gave; at 3.12 GHz the figure is 1.00"),
+        text.contains("20 % above the 2.60 GHz its peak was computed at: the cores do not run at the clock --cpu-ghz gave; at 3.12 GHz the figure is 1.08"),
         "{text}"
     );
     // A clock within 3 % of the peak's is not a cause.
@@ -290,15 +295,36 @@ fn a_bandwidth_in_a_private_cache_is_judged_in_the_cache_band() {
         });
         r
     };
+    // The fixture's row (Zen 5) reads 0.85 of its ports' peak: at its limit from 0.77.
     for (gbs, verdict) in [
-        (252.0, Verdict::AtLimit),
-        (150.0, Verdict::Below),
+        (400.0, Verdict::AtLimit),
+        (300.0, Verdict::Below),
         (520.0, Verdict::AboveLimit),
     ] {
         report.results = vec![read(gbs)];
         let f = judged(&report);
         assert_eq!(f.verdict, verdict, "{gbs}: {}", f.line);
+        let physics = &f.expectations[0];
+        assert!(
+            physics.source.contains("read at L1 of zen5 reaches 0.85"),
+            "{}",
+            physics.source
+        );
     }
+    // Above a modelled peak the model is wrong, and the line says so, naming the peak's factors.
+    report.results = vec![read(520.0)];
+    let f = judged(&report);
+    assert!(
+        f.line
+            .starts_with("above the model's peak, so the model is wrong"),
+        "{}",
+        f.line
+    );
+    assert!(
+        cause(&f, "model-wrong").evidence[0]
+            .value
+            .contains("128 B of loads")
+    );
     // Without its peak (an unknown row or clock) the finding names the cache peak, not DIMMs.
     let mut unpeaked = read(252.0);
     unpeaked.peak = None;

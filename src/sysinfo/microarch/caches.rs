@@ -40,96 +40,182 @@ pub(crate) fn load_latency(name: &str) -> Option<LoadLatency> {
     })
 }
 
-/// What a core's private caches move per cycle: the load and store ports' bytes at L1 (ports ×
-/// the widest access the core does in one go), and the lines the L2 hands the L1 per cycle.
+/// What a core's caches move per cycle: the load and store ports' bytes at L1 (ports × the
+/// widest access the core does in one go), the lines the L2 hands the L1 and takes back, and
+/// the lines the shared L3 hands one core's L2 and takes back.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct CacheBandwidth {
     /// Bytes loaded from L1 per cycle.
     pub l1_load: f64,
     /// Bytes stored to L1 per cycle.
     pub l1_store: f64,
-    /// Bytes between L2 and L1 per cycle (fills; write-backs are counted against it too).
+    /// Bytes the L2 fills into the L1 per cycle.
     pub l2: f64,
+    /// Bytes the L1 writes back to the L2 per cycle on a path of their own (AMD's cores), or 0
+    /// where write-backs take the fills' path (Intel's).
+    pub l2_write: f64,
+    /// Bytes the shared L3 fills into one core's L2 per cycle.
+    pub l3: f64,
+    /// Bytes one core's L2 writes back to the L3 per cycle on a path of their own, or 0 where
+    /// they take the fills' path.
+    pub l3_write: f64,
     /// Where the figures come from.
     pub source: &'static str,
 }
 
-/// The private caches' bandwidth of the row `name`, from the vendors' optimisation guides
-/// (Intel's tables "L1 peak bandwidth (bytes/cycle)" and "L2 peak bandwidth" per
-/// microarchitecture; AMD's load/store unit chapters of the family 17h, 19h and 1Ah guides).
+/// The caches' bandwidth of the row `name`, from the vendors' optimisation guides (Intel's
+/// tables "L1 peak bandwidth (bytes/cycle)", "L2 peak bandwidth" and the L3's per
+/// microarchitecture; AMD's load/store unit and cache chapters of the family 17h, 19h and 1Ah
+/// guides: the L2 and the L3 each move 32 bytes a cycle per core in each direction, 64 between
+/// L1 and L2 on Zen 5).
 pub(crate) fn cache_bandwidth(name: &str) -> Option<CacheBandwidth> {
-    let (l1_load, l1_store, l2, source) = match name {
-        "sandybridge" | "ivybridge" => (
-            32.,
-            16.,
-            32.,
-            "Intel SOG, Sandy Bridge: two 16-byte loads and one 16-byte store per cycle (a \
-             256-bit access takes two), L2 32 bytes per cycle",
-        ),
-        "haswell" | "broadwell" | "skylake" => (
-            64.,
-            32.,
-            64.,
-            "Intel SOG, Haswell and Skylake: two 32-byte loads and one 32-byte store per cycle, \
-             L2 64 bytes per cycle peak",
-        ),
-        "skylake-sp" | "cascadelake" | "cooperlake" => (
-            128.,
-            64.,
-            64.,
-            "Intel SOG, Skylake Server: L1 128 bytes per cycle of loads (two 64-byte) and 64 of \
-             stores, L2 64 bytes per cycle peak (52 sustained)",
-        ),
-        "icelake" | "tigerlake" | "rocketlake" | "icelake-sp" => (
-            128.,
-            64.,
-            64.,
-            "Intel SOG, Ice Lake (Sunny Cove): two 64-byte loads and 64 bytes of stores (two \
-             store ports) per cycle, L2 64 bytes per cycle peak (48 sustained)",
-        ),
-        "alderlake" => (
-            96.,
-            64.,
-            64.,
-            "Intel SOG, Golden Cove: three 32-byte loads and two 32-byte stores per cycle (no \
-             AVX-512 on Alder Lake), L2 64 bytes per cycle",
-        ),
-        "sapphirerapids" | "emeraldrapids" | "graniterapids" => (
-            128.,
-            64.,
-            64.,
-            "Intel SOG, Golden Cove and Redwood Cove server: two 64-byte loads (three at 256 \
-             bits) and 64 bytes of stores per cycle, L2 64 bytes per cycle",
-        ),
-        "zen" => (
-            32.,
-            16.,
-            32.,
-            "AMD SOG family 17h: two 128-bit loads and one 128-bit store per cycle, L2 to L1 32 \
-             bytes per cycle",
-        ),
-        "zen2" | "zen3" | "zen4" => (
-            64.,
-            32.,
-            32.,
-            "AMD SOG families 17h (Zen 2) and 19h: two 256-bit loads and one 256-bit store per \
-             cycle (Zen 4 splits a 512-bit access in two), L2 to L1 32 bytes per cycle",
-        ),
-        "zen5" => (
-            128.,
-            64.,
-            64.,
-            "AMD SOG family 1Ah: two 512-bit loads and one 512-bit store per cycle, L2 to L1 64 \
-             bytes per cycle (twice Zen 4's)",
-        ),
-        _ => return None,
-    };
-    Some(CacheBandwidth {
+    let row = |l1_load, l1_store, l2, l2_write, l3, l3_write, source| CacheBandwidth {
         l1_load,
         l1_store,
         l2,
+        l2_write,
+        l3,
+        l3_write,
         source,
+    };
+    Some(match name {
+        "sandybridge" | "ivybridge" => row(
+            32.,
+            16.,
+            32.,
+            0.,
+            32.,
+            0.,
+            "Intel SOG, Sandy Bridge: two 16-byte loads and one 16-byte store per cycle (a \
+             256-bit access takes two), L2 32 bytes per cycle, the ring's L3 32 bytes per cycle \
+             per core",
+        ),
+        "haswell" | "broadwell" | "skylake" => row(
+            64.,
+            32.,
+            64.,
+            0.,
+            32.,
+            0.,
+            "Intel SOG, Haswell and Skylake: two 32-byte loads and one 32-byte store per cycle, \
+             L2 64 bytes per cycle peak, the ring's L3 32 bytes per cycle per core",
+        ),
+        "skylake-sp" | "cascadelake" | "cooperlake" => row(
+            128.,
+            64.,
+            64.,
+            0.,
+            32.,
+            0.,
+            "Intel SOG, Skylake Server: L1 128 bytes per cycle of loads (two 64-byte) and 64 of \
+             stores, L2 64 bytes per cycle peak (52 sustained), a line from the mesh's L3 every \
+             2 cycles per core",
+        ),
+        "icelake" | "tigerlake" | "rocketlake" | "icelake-sp" => row(
+            128.,
+            64.,
+            64.,
+            0.,
+            32.,
+            0.,
+            "Intel SOG, Ice Lake (Sunny Cove): two 64-byte loads and 64 bytes of stores (two \
+             store ports) per cycle, L2 64 bytes per cycle peak (48 sustained), a line from the \
+             L3 every 2 cycles per core",
+        ),
+        "alderlake" => row(
+            96.,
+            64.,
+            64.,
+            0.,
+            32.,
+            0.,
+            "Intel SOG, Golden Cove: three 32-byte loads and two 32-byte stores per cycle (no \
+             AVX-512 on Alder Lake), L2 64 bytes per cycle, the ring's L3 32 bytes per cycle \
+             per core",
+        ),
+        "sapphirerapids" | "emeraldrapids" | "graniterapids" => row(
+            128.,
+            64.,
+            64.,
+            0.,
+            32.,
+            0.,
+            "Intel SOG, Golden Cove and Redwood Cove server: two 64-byte loads (three at 256 \
+             bits) and 64 bytes of stores per cycle, L2 64 bytes per cycle, a line from the \
+             mesh's L3 every 2 cycles per core",
+        ),
+        "zen" => row(
+            32.,
+            16.,
+            32.,
+            32.,
+            32.,
+            32.,
+            "AMD SOG family 17h: two 128-bit loads and one 128-bit store per cycle, L2 to L1 and \
+             L3 to L2 32 bytes per cycle each way",
+        ),
+        "zen2" | "zen3" | "zen4" => row(
+            64.,
+            32.,
+            32.,
+            32.,
+            32.,
+            32.,
+            "AMD SOG families 17h (Zen 2) and 19h: two 256-bit loads and one 256-bit store per \
+             cycle (Zen 4 splits a 512-bit access in two), L2 to L1 and L3 to L2 32 bytes per \
+             cycle each way",
+        ),
+        "zen5" => row(
+            128.,
+            64.,
+            64.,
+            64.,
+            32.,
+            32.,
+            "AMD SOG family 1Ah: two 512-bit loads and one 512-bit store per cycle, L2 to L1 64 \
+             bytes per cycle each way (twice Zen 4's), L3 to L2 32 bytes per cycle each way",
+        ),
+        _ => return None,
     })
+}
+
+/// The share of a cache level's peak (its ports' or lines' bytes per cycle, [`cache_bandwidth`])
+/// a kernel reaches on an idle core of the row `name`, with where it was measured: a kernel
+/// that uses every byte pays an instruction per vector beside its loads and stores, and a core
+/// sustains fewer lines than its paths' width. `op` is the memory operation's name, `level`
+/// "L1", "L2" or "L3". Only what was measured on the row is here; another row or kernel has
+/// no expected share, and its band is the class's wide one.
+pub(crate) fn cache_kernel_share(name: &str, level: &str, op: &str) -> Option<(f64, &'static str)> {
+    const ZEN5: &str = "measured on a 2-vCPU KVM guest of a Zen 5 EPYC at 4.05 GHz \
+                        (tests/fixtures/machines/zen5-kvm-2vcpu: its quick run and roofline, 1 and 2 \
+                        threads)";
+    const GOLDEN_COVE: &str = "measured on 2-vCPU KVM guests of Golden Cove server Xeons \
+                               (tests/fixtures/machines/xeon-amx-kvm-2vcpu, and docs/memory.md's \
+                               side-by-side runs with likwid-bench), 1 and 2 threads";
+    let share = match (name, level, op) {
+        ("zen5", "L1", "read") => (0.85, ZEN5),
+        ("zen5", "L1", "copy") => (0.93, ZEN5),
+        ("zen5", "L1", "stream-copy") => (0.90, ZEN5),
+        ("zen5", "L1", "stream-triad") => (0.70, ZEN5),
+        ("zen5", "L2", "read") => (0.87, ZEN5),
+        ("zen5", "L2", "copy") => (0.88, ZEN5),
+        ("zen5", "L2", "stream-copy") => (0.78, ZEN5),
+        ("zen5", "L2", "stream-triad") => (0.83, ZEN5),
+        ("zen5", "L3", "read") => (0.74, ZEN5),
+        ("zen5", "L3", "stream-copy") => (0.70, ZEN5),
+        ("zen5", "L3", "stream-triad") => (0.78, ZEN5),
+        ("sapphirerapids" | "emeraldrapids" | "graniterapids", level, op) => match (level, op) {
+            ("L1", "read") => (0.80, GOLDEN_COVE),
+            ("L1", "copy") => (0.92, GOLDEN_COVE),
+            ("L1", "stream-triad") => (0.52, GOLDEN_COVE),
+            ("L2", "read") => (0.60, GOLDEN_COVE),
+            ("L2", "copy") => (0.60, GOLDEN_COVE),
+            ("L2", "stream-triad") => (0.62, GOLDEN_COVE),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(share)
 }
 
 /// The load-to-use latency a chase over 2 MiB pages reads on an idle machine at the shared

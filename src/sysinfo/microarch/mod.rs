@@ -18,7 +18,9 @@ use PipeEntry::{Absent, OnFmaPipes, PerCycle};
 mod flags;
 mod caches;
 
-pub(crate) use caches::{cache_bandwidth, far_latency, load_latency};
+pub(crate) use caches::{
+    CacheBandwidth, cache_bandwidth, cache_kernel_share, far_latency, load_latency,
+};
 pub(crate) use flags::by_flags;
 
 /// The microarchitectures: a name, the CPUs CPUID tells it for, and the pipes of one core,
