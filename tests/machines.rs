@@ -36,6 +36,15 @@ const GOLDEN_COVE_SERVER: &[(&str, &str, &str, bool, f64)] = &[
     ("i8", "avx512", "dot", false, 256.0),
 ];
 
+/// Zen 5 (full-width AVX-512): 2 × 512-bit FMA (32 f64 FLOP, 64 f32 per cycle), VNNI at 256
+/// int8 ops and AVX512-BF16 at 128 bf16 FLOP per cycle (AMD's family 1Ah optimisation guide).
+const ZEN5: &[(&str, &str, &str, bool, f64)] = &[
+    ("f64", "avx512", "arith", true, 32.0),
+    ("f32", "avx512", "arith", true, 64.0),
+    ("i8", "avx512", "dot", false, 256.0),
+    ("bf16", "avx512", "dot", false, 128.0),
+];
+
 const MACHINES: &[Expected] = &[
     // The hypervisor presents Rocket Lake's model 0xA7, which has no AMX.
     Expected {
@@ -52,6 +61,14 @@ const MACHINES: &[Expected] = &[
         source_says: &["CPUID family 6 model 207"],
         cores: 16.0,
         per_cycle: GOLDEN_COVE_SERVER,
+    },
+    // Family 26 model 2 is Zen 5 (EPYC Turin); cpuinfo's 2.60 GHz is not the 4.0-4.1 it runs at.
+    Expected {
+        folder: "zen5-kvm-2vcpu",
+        microarch: "zen5",
+        source_says: &["CPUID family 26 model 2"],
+        cores: 2.0,
+        per_cycle: ZEN5,
     },
 ];
 

@@ -22,6 +22,11 @@ pub struct ClockPair {
     pub turbo_ghz: Factor,
     /// The clock measured by the probe (dependent add and imul chains on one core), GHz.
     pub measured_ghz: Option<f64>,
+    /// The clock the peak itself stands on (the one its efficiency uses), with its source:
+    /// measured, an instruction set's licence, cpuinfo's nominal clock or a flag. Absent in
+    /// documents written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_ghz: Option<Factor>,
 }
 
 impl ClockPair {
@@ -221,6 +226,7 @@ impl CpuFactors {
             at_turbo: at(self.turbo_clock()),
             turbo_ghz: self.turbo_ghz.clone(),
             measured_ghz: self.measured_ghz.value,
+            used_ghz: None,
         }
     }
 }

@@ -541,7 +541,8 @@ impl CpuPeaks {
         let cores = self.factors.cores.value?;
         let used = (threads as f64).min(cores);
         let value = used * clock.value? * row.per_cycle_per_core?;
-        let pair = self.factors.pair(row.per_cycle_per_core?, used);
+        let mut pair = self.factors.pair(row.per_cycle_per_core?, used);
+        pair.used_ghz = Some(clock.clone());
         let source = format!(
             "{} cores × {} GHz × {} lanes × {} units × {} op = {} {}; {}; {}; {}",
             trim_float(used),

@@ -118,8 +118,9 @@ fn footer(report: &Report, out: &mut String, escape: fn(&str) -> String) {
     }
 }
 
-/// The CPU peaks at the base and the turbo clock, where a result has them: the clocks with
-/// their sources once, then each result's pair.
+/// The CPU peaks of each result: the one its efficiency uses, at the clock it stands on and
+/// where that clock came from (measured, a licence, cpuinfo or a flag), then the same peak at
+/// the base and the turbo clock for comparison. The clocks with their sources come once.
 fn clock_pairs(report: &Report, out: &mut String, escape: fn(&str) -> String) {
     let paired: Vec<(&BenchResult, &crate::peak::PeakRef, &crate::peak::ClockPair)> = report
         .results
@@ -146,7 +147,7 @@ fn clock_pairs(report: &Report, out: &mut String, escape: fn(&str) -> String) {
         .map(|m| format!("; measured {} GHz", format_value(m)))
         .unwrap_or_default();
     out.push_str(&format!(
-        "\nPeaks at base / turbo clock ({}):\n",
+        "\nCPU peaks: the one each efficiency uses, then at base / turbo clock ({}):\n",
         escape(&format!(
             "{}; {}{measured}",
             clock("base", &first.base_ghz),
@@ -155,13 +156,18 @@ fn clock_pairs(report: &Report, out: &mut String, escape: fn(&str) -> String) {
     ));
     let cell = |v: Option<f64>| v.map(format_value).unwrap_or_else(|| "unknown".into());
     for (r, peak, pair) in paired {
+        let used = match pair.used_ghz.as_ref().and_then(|f| Some((f.value?, f))) {
+            Some((ghz, f)) => format!(" at {} GHz ({})", format_value(ghz), f.source),
+            None => String::new(),
+        };
         let line = format!(
-            "{} {}: {} / {} {}",
+            "{} {}: {} {}{used}, used; at base / turbo {} / {}",
             r.op,
             describe_params(&r.params),
+            format_value(peak.value),
+            peak.unit,
             cell(pair.at_base),
             cell(pair.at_turbo),
-            peak.unit
         );
         out.push_str(&format!("  {}\n", escape(&line)));
     }

@@ -146,6 +146,7 @@ pub(super) fn of_result(report: &Report, r: &BenchResult) -> Candidates {
     let mut causes = Vec::new();
     cpu::causes(&scene, &mut causes);
     model::model_wrong(&scene, &mut causes);
+    model::sibling_placement(&scene, &mut causes);
     memory::causes(&scene, &mut causes);
     disk::causes(&scene, &mut causes);
     net::causes(&scene, &mut causes);

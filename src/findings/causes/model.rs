@@ -293,3 +293,81 @@ pub(in crate::findings) fn above_peak(r: &BenchResult, physics: &Expectation) ->
         remedy: remedy.into(),
     }
 }
+
+/// At most this share of N × its one-thread rate, with its threads on the CPU, an N-thread
+/// kernel did one core's work: its CPUs were SMT siblings of fewer cores for that case.
+const ONE_CORE_SHARE: f64 = 0.62;
+
+/// Its threads had at least this share of their CPU time (the rest is start-up and the watch).
+const FULL_CPU: f64 = 0.85;
+
+/// An N-thread kernel that ran at about its one-thread rate while its threads had their CPUs to
+/// themselves (their CPU time all there, no steal, no other process): the vCPUs sat on SMT
+/// siblings of one host core for that case. Execution units are per core, so that is what the
+/// hardware gives two threads there. A hypervisor can move vCPUs onto siblings for a while (a
+/// Zen 5 guest's 2-thread f64 AVX2 FMA kernel read 63.8 GFLOP/s, its one-thread rate, with
+/// 2.35 CPU-seconds in 1.28 s and no steal, while the cases beside it scaled 2 ×): a placement,
+/// not a shortfall of the hardware and not a wrong core count.
+pub(super) fn sibling_placement(s: &Scene, out: &mut Vec<Candidate>) {
+    let r = s.r;
+    let n = s.threads();
+    if !kernel(r) || n < 2 || s.case.wall_s <= 0.0 {
+        return;
+    }
+    let Some(single) = s.report.results.iter().find(|o| {
+        kernel(o)
+            && o.params.threads == Some(1)
+            && o.host == r.host
+            && o.op == r.op
+            && o.params.precision == r.params.precision
+            && o.params.isa == r.params.isa
+            && o.params.fma == r.params.fma
+    }) else {
+        return;
+    };
+    if single.value <= 0.0 {
+        return;
+    }
+    let share = r.value / (n as f64 * single.value);
+    let cpu = s.case.own_cpu_s / (n as f64 * s.case.wall_s);
+    let stolen = s.case.steal_s / s.case.wall_s;
+    let others = s.case.others_cpu_s / s.case.wall_s;
+    if share > ONE_CORE_SHARE || cpu < FULL_CPU || stolen > 0.05 || others > 0.10 {
+        return;
+    }
+    let cores = (n as f64 * share).round().max(1.0);
+    let mut c = Candidate::new(
+        "sibling-placement",
+        format!(
+            "the {n} threads did {share:.2} of {n} × the one-thread rate ({} against {} {}) \
+             with their CPUs to themselves ({:.2} CPU-seconds in {:.2} s, {:.2} CPU stolen, \
+             {:.2} CPU to other processes): for this case their vCPUs sat on SMT siblings of \
+             {} host core{} (execution units are per core), a placement the hypervisor chose, \
+             not a shortfall of the hardware",
+            crate::units::format_value(r.value),
+            crate::units::format_value(single.value),
+            r.unit,
+            s.case.own_cpu_s,
+            s.case.wall_s,
+            stolen,
+            others,
+            cores,
+            if cores == 1.0 { "" } else { "s" },
+        ),
+        vec![
+            Evidence::new(single.id.clone(), crate::units::format_value(single.value)),
+            Evidence::new(
+                "the case's CPU time",
+                format!("{:.2} CPU-s in {:.2} s", s.case.own_cpu_s, s.case.wall_s),
+            ),
+        ],
+        "re-run the case: a guest's vCPUs move between host cores; `peakbench mem c2c` beside \
+         it reads a sibling pair as a round trip of a few nanoseconds; dedicated (pinned) vCPUs \
+         keep them apart",
+    )
+    .value(share, "of N × 1 thread");
+    c.factor = Some((cores / n as f64).clamp(0.0, 1.0));
+    c.slows = true;
+    c.noisy = true;
+    out.push(c);
+}

@@ -191,3 +191,32 @@ fn the_golden_cove_quick_run_has_nothing_above_its_peaks() {
         ]
     );
 }
+
+/// The Zen 5 guest's 2-thread f64 AVX2 FMA kernel ran at its one-thread rate with both vCPUs
+/// busy and no steal: the findings name the placement on SMT siblings for that case, not the
+/// model and not "no cause", and name no shared cores for the run (the other kernels scaled).
+#[test]
+fn a_kernel_at_its_one_thread_rate_on_busy_vcpus_names_the_sibling_placement() {
+    let report = Report::parse(include_str!(
+        "../../../tests/fixtures/machines/zen5-kvm-2vcpu/peakbench-cpu-all.json"
+    ))
+    .unwrap();
+    let findings = judge(&report, &[]);
+    let f = findings
+        .results
+        .iter()
+        .find(|f| f.id == "cpu-f64-avx2-fma-t2-strong")
+        .unwrap();
+    assert_eq!(f.verdict, Below);
+    let c = cause(f, "sibling-placement");
+    assert!(c.text.contains("2.35 CPU-seconds in 1.28 s"), "{}", c.text);
+    assert!(f.line.contains("SMT siblings of 1 host core"), "{}", f.line);
+    assert!(findings.run.iter().all(|c| c.kind != "shared-cores"));
+    // The kernels that scaled name no placement.
+    let scaled = findings
+        .results
+        .iter()
+        .find(|f| f.id == "cpu-f64-avx512-fma-t2-strong")
+        .unwrap();
+    assert!(scaled.causes.iter().all(|c| c.kind != "sibling-placement"));
+}

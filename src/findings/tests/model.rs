@@ -20,6 +20,7 @@ fn kernel_clocked(report: &Report, share: f64, after: f64) -> BenchResult {
         at_turbo: None,
         turbo_ghz: crate::peak::Factor::unknown("test"),
         measured_ghz: Some(2.92),
+        used_ghz: None,
     });
     r.extra.push(crate::result::Extra {
         metric: "clock_after".into(),
