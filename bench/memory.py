@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""peakbench mem against likwid-bench (STREAM copy and triad, load) and an independent C chase.
+"""peakbench mem against likwid-bench (STREAM copy and triad, load and sum) and an independent C chase.
 
 Alternates the tools round by round with the same threads and the same working set (likwid's
 `-w S0:SIZE:THREADS` sizes all streams of all threads together, as peakbench's --size does),
@@ -13,6 +13,7 @@ page size, and reports peakbench's L1 latency in cycles at its measured clock.
     apt-get install -y likwid gcc      # reference tools (optional: skipped with a reason)
     cargo build --release
     python3 bench/memory.py --rounds 5 --size 1GiB --latency-size 1GiB
+    python3 bench/memory.py --rounds 5 --size 32KiB,512KiB,6MiB --ops read,copy,stream-copy,stream-triad
 
 The machine is shared and noisy: compare medians of alternating runs, never absolute figures.
 """
@@ -33,9 +34,15 @@ PEAKBENCH = os.environ.get("PEAKBENCH", os.path.join(HERE, "..", "target", "rele
 # peakbench op -> likwid-bench kernel (same counting: loads + stores, 8 B each), at the widest
 # vector width the CPU has, as peakbench's memory kernels use it.
 LIKWID = {
-    "avx512": {"stream-copy": "copy_avx512", "stream-triad": "stream_avx512_fma", "read": "load_avx512"},
-    "avx2": {"stream-copy": "copy_avx", "stream-triad": "stream_avx_fma", "read": "load_avx"},
+    "avx512": {"stream-copy": "copy_avx512", "copy": "copy_avx512",
+               "stream-triad": "stream_avx512_fma", "read": "load_avx512"},
+    "avx2": {"stream-copy": "copy_avx", "copy": "copy_avx", "stream-triad": "stream_avx_fma",
+             "read": "load_avx"},
 }
+# likwid-bench's kernel that, like peakbench's read, uses every byte it loads (a sum): `load`
+# discards what it loads, so on a core where a load and an add issue together slower than loads
+# alone it reads higher than any kernel that proves its bytes were read.
+USES_EVERY_BYTE = {"avx512": "sum_avx512", "avx2": "sum_avx"}
 
 
 def run(cmd, timeout=600):
@@ -57,7 +64,8 @@ def peakbench_mem(op, threads, size):
     doc = json.loads(run([PEAKBENCH, "mem", "--op", op, "-t", str(threads), "--size", str(size),
                           "-r", "3", "--pin", "--json", "--no-history"]))
     r = doc["results"][0]
-    return r["value"], r["stats"]["cv"] or 0.0, r["params"]["working_set_bytes"]
+    return (r["value"], r["stats"]["cv"] or 0.0, r["params"]["working_set_bytes"],
+            r["params"]["other"].get("cache_level") or "memory", r.get("efficiency"))
 
 
 def likwid(kernel, threads, size):
@@ -84,28 +92,41 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", default=f"1,{os.cpu_count()}")
-    ap.add_argument("--size", default="1GiB", help="bandwidth working set, all threads together")
+    ap.add_argument("--size", default="1GiB",
+                    help="bandwidth working sets, all threads together (a list: e.g. "
+                         "32KiB,512KiB,6MiB,1GiB for L1, L2, L3 and memory)")
     ap.add_argument("--latency-size", default="1GiB")
     ap.add_argument("--ops", default="stream-copy,stream-triad,read")
     args = ap.parse_args()
     if not os.path.exists(PEAKBENCH):
         sys.exit("build first: cargo build --release")
-    size = size_bytes(args.size)
+    sizes = [size_bytes(s) for s in args.size.split(",")]
     threads = sorted({int(t) for t in args.threads.split(",")})
 
     isas = json.loads(run([PEAKBENCH, "sysinfo", "--json"]))["peaks"]["cpu"]["isas"]
-    kernels = LIKWID["avx512" if "avx512" in isas else "avx2"]
+    width = "avx512" if "avx512" in isas else "avx2"
+    kernels = LIKWID[width]
     if shutil.which("likwid-bench"):
-        for op in args.ops.split(","):
-            for t in threads:
-                ours, theirs, cvs = [], [], []
-                for _ in range(args.rounds):
-                    value, cv, ws = peakbench_mem(op, t, size)
-                    ours.append(value)
-                    cvs.append(cv)
-                    theirs.append(likwid(kernels[op], t, ws))
-                summary(f"{op} {t}T vs likwid {kernels[op]}", ours, theirs, "GB/s",
-                        f"  CV {statistics.median(cvs) * 100:.1f} %")
+        for size in sizes:
+            for op in args.ops.split(","):
+                for t in threads:
+                    ours, theirs, sums, cvs, effs = [], [], [], [], []
+                    level = "?"
+                    for _ in range(args.rounds):
+                        value, cv, ws, level, eff = peakbench_mem(op, t, size)
+                        ours.append(value)
+                        cvs.append(cv)
+                        if eff:
+                            effs.append(eff)
+                        theirs.append(likwid(kernels[op], t, ws))
+                        if op == "read":
+                            sums.append(likwid(USES_EVERY_BYTE[width], t, ws))
+                    share = f"  {statistics.median(effs):.2f} of peak" if effs else ""
+                    summary(f"{level} {op} {t}T vs likwid {kernels[op]}", ours, theirs, "GB/s",
+                            f"  CV {statistics.median(cvs) * 100:.1f} %{share}")
+                    if sums:
+                        summary(f"{level} {op} {t}T vs likwid {USES_EVERY_BYTE[width]}", ours,
+                                sums, "GB/s")
     else:
         print("likwid-bench not installed (apt-get install likwid): bandwidth comparison skipped")
 

@@ -169,9 +169,48 @@ pub fn probe() -> MeasuredFactors {
         fma_isa: widest.map(|k| k.isa),
         avx512_clock_ratio,
         amx_clock_ratio,
-        // A core-to-core matrix takes seconds: no run measures one unasked (`mem c2c` does).
-        measured_cores: None,
+        measured_cores: hidden_siblings(),
     }
+}
+
+/// Up to this many allowed CPUs, every run's probe measures a core-to-core matrix (3
+/// repetitions of every pair at [`MATRIX_PAIR_TIME`] each: about 0.8 s for 16 CPUs' 120 pairs,
+/// a few milliseconds for 2); beyond, `peakbench mem c2c` measures it when asked.
+const MATRIX_CPUS: usize = 16;
+
+/// Each pair's time per repetition in the probe's matrix: hundreds of batches of round trips,
+/// enough for a median a few nanoseconds wide.
+const MATRIX_PAIR_TIME: Duration = Duration::from_millis(2);
+
+/// The cores a short core-to-core matrix counts where it shows SMT siblings the kernel hides (a
+/// hypervisor that shows each vCPU as a core), on the clear-signal rule of
+/// [`crate::sysinfo::c2c::measured_cores`] (sibling round trips under half the next group's in
+/// 3 of 3 repetitions); `None` otherwise, and whenever a pair cannot be measured. Two CPUs have
+/// no second group to compare with, so they never count fewer cores.
+fn hidden_siblings() -> Option<crate::sysinfo::c2c::MeasuredCores> {
+    use crate::sysinfo::c2c::{KernelTopology, measured_cores, pingpong};
+    let cpus = crate::sysinfo::affinity::allowed_cpus();
+    if !(3..=MATRIX_CPUS).contains(&cpus.len()) {
+        return None;
+    }
+    let kernel = KernelTopology::read(&cpus);
+    let hidden: usize = kernel.siblings.iter().map(|g| g.len() - 1).sum();
+    let settings = pingpong::PairSettings {
+        time: MATRIX_PAIR_TIME,
+        ..pingpong::PairSettings::default()
+    };
+    let mut repetitions = Vec::new();
+    for _ in 0..3 {
+        let mut pairs = Vec::new();
+        for (i, &a) in cpus.iter().enumerate() {
+            for &b in &cpus[i + 1..] {
+                let pair = pingpong::measure_pair([a, b], &settings).ok()?;
+                pairs.push((a, b, pair.median_ns));
+            }
+        }
+        repetitions.push(pairs);
+    }
+    measured_cores(&repetitions, cpus.len(), cpus.len() - hidden, cpus.len())
 }
 
 /// Expands the options into cases; also returns notes about combinations that were skipped.
