@@ -77,9 +77,10 @@ macro_rules! squared_fn {
         fn $name(iters: u64) -> u64 {
             // SAFETY: same size, every bit pattern valid.
             let mut sums: [$v; 8] = unsafe { std::mem::transmute([[0 as $e; $lanes]; 8]) };
-            // SAFETY: as above; the products start at (and stay) one.
-            let mut products: [$v; 8] =
-                unsafe { std::mem::transmute([[black_box(1 as $e); $lanes]; 8]) };
+            // The products start at (and stay) one.
+            let ones = [[black_box(1 as $e); $lanes]; 8];
+            // SAFETY: same size, every bit pattern valid.
+            let mut products: [$v; 8] = unsafe { std::mem::transmute(ones) };
             for _ in 0..iters {
                 for _ in 0..crate::cpu::kernels::UNROLL {
                     $(
