@@ -337,3 +337,31 @@ fn a_bandwidth_in_a_private_cache_is_judged_in_the_cache_band() {
         f.missing
     );
 }
+
+/// Above a peak that stands on the user's rating, the rating is wrong, and the line says so;
+/// above a modelled peak (a DRAM peak from the DIMM table) the model is.
+#[test]
+fn above_a_rating_the_rating_is_wrong_and_above_a_model_the_model_is() {
+    let mut report = document();
+    let mut r = BenchResult::example("disk-seqread", "MB/s", vec![640.0, 650.0, 660.0]);
+    r.host = report.host.hostname.clone();
+    r.subsystem = Subsystem::Disk;
+    r.op = "seqread".into();
+    r.peak = Some(PeakRef {
+        value: 500.0,
+        unit: "MB/s".into(),
+        source: "the device's read rating (flag: --disk-mbps)".into(),
+        pair: None,
+    });
+    report.results = vec![r];
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::AboveLimit);
+    assert!(
+        f.line
+            .starts_with("above the rating given, so the rating is wrong: 1.30 of the peak"),
+        "{}",
+        f.line
+    );
+    assert!(cause(&f, "rating-wrong").text.contains("--disk-"), "{f:#?}");
+    assert!(!f.line.contains("above what the hardware can do"));
+}
