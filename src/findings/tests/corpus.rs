@@ -168,7 +168,8 @@ fn the_zen5_roofline_has_nothing_above_its_peaks() {
 }
 
 /// The Golden Cove guest's quick run (the memory levels, the chase over huge pages): every
-/// cache bandwidth at the row's measured share but the 2-thread L1 triad.
+/// cache bandwidth at the row's measured share but the L1 read (the kernel of its day lost a
+/// third of its rate to a mispredicted loop exit per 8 KB block) and the 2-thread L1 triad.
 #[test]
 fn the_golden_cove_quick_run_has_nothing_above_its_peaks() {
     let report = remodelled(
@@ -188,8 +189,8 @@ fn the_golden_cove_quick_run_has_nothing_above_its_peaks() {
     assert_eq!(
         cache,
         [
-            ("mem-read-b8000-s32000-t1", AtLimit),
-            ("mem-read-b8000-s32000-t2", AtLimit),
+            ("mem-read-b8000-s32000-t1", Below),
+            ("mem-read-b8000-s32000-t2", Below),
             ("mem-copy-b8000-s32000-t1", AtLimit),
             ("mem-copy-b8000-s32000-t2", AtLimit),
             ("mem-stream-triad-s32760-t1", AtLimit),
