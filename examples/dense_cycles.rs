@@ -162,8 +162,10 @@ fn main() {
                     x.copy_from_slice(sb.col_as_slice(0));
                     match library {
                         Some(l) => l.solve(nl, &mut factors, &mut x, &mut ipiv).unwrap(),
-                        None => lu::factor_and_solve(&mut factors, nl, &mut x, &mut piv, lu::NB)
-                            .unwrap(),
+                        None => {
+                            lu::factor_and_solve(&mut factors, nl, &mut x, &mut piv, lu::NB)
+                                .unwrap();
+                        }
                     }
                 })
             };

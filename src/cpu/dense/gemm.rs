@@ -124,7 +124,13 @@ impl Operation for Gemm {
             .param("checked_error_of_bound_max", worst)
             .warn(runner::oversubscription_warning(case.threads))
             .warn(case.waiting_warning(&rounds));
-        let mut result = case::with_engine::<T>(measured, library, why, !case.f32());
+        let mut result = case::with_engine::<T>(
+            measured,
+            library,
+            why,
+            !case.f32(),
+            (case.threads, case.pin),
+        );
         if ctx.runner.reference {
             result = result.reference(openblas_gemm(
                 case.n,

@@ -27,7 +27,7 @@ use faer::Mat;
 use faer::linalg::solvers::Solve as _;
 
 use super::args::{DenseArgs, DenseDefaults};
-use super::builtin::lu::{self, LuElement};
+use super::builtin::lu::{self, LuElement, LuProfile};
 use super::case::{self, DenseCase, DenseRound, Operation};
 use super::engine::blas::{Blas, DenseEngine, Solver};
 use super::engine::{self, DenseElement};
@@ -130,7 +130,7 @@ impl Operation for Linpack {
         if let Some(blas) = library {
             blas.require_lapack::<T>()?;
         }
-        let rounds = repetitions(case, ctx, library, (&a, &b))?;
+        let (rounds, profile) = repetitions(case, ctx, library, (&a, &b))?;
         let residual_max = rounds.iter().map(|r| r.value.1).fold(0.0, f64::max);
         let counting = format!(
             "HPL's count 2/3·n³ + 3/2·n² FLOP per solve; timed: LU with partial pivoting \
@@ -151,7 +151,14 @@ impl Operation for Linpack {
             .param("scaled_residual_max", residual_max)
             .warn(runner::oversubscription_warning(case.threads))
             .warn(case.waiting_warning(&rounds));
-        let mut result = case::with_engine::<T>(measured, library, why, true);
+        let mut result =
+            case::with_engine::<T>(measured, library, why, true, (case.threads, case.pin));
+        if let Some(profile) = profile {
+            // Where the built-in LU's time went, over every measured solve together.
+            result = result
+                .param("lu_time_split", profile.describe())
+                .param("lu_time_split_s", serde_json::to_value(profile)?);
+        }
         // HPL solves in f64 only: an f32 solve has no reference to stand beside.
         if ctx.runner.reference && !case.f32() {
             result = result.reference(crate::cpu::reference::hpcc_hpl(case.n, case.threads)?);
@@ -204,13 +211,14 @@ fn warmup_order(n: u64, budget: Duration) -> usize {
 }
 
 /// The repetitions of a case on its engine (a library's LAPACK, or for `None` peakbench's LU
-/// on a pool of the case's threads): GFLOP/s and HPL's scaled residual of each.
+/// on a pool of the case's threads): GFLOP/s and HPL's scaled residual of each; and for
+/// peakbench's LU, where the measured solves' time went, summed.
 fn repetitions<T: DenseElement>(
     case: &DenseCase<Linpack>,
     ctx: &Context,
     library: Option<&Blas>,
     (a, b): (&Mat<T>, &Mat<T>),
-) -> Result<Vec<DenseRound>> {
+) -> Result<(Vec<DenseRound>, Option<LuProfile>)> {
     let n = case.n as usize;
     let name = if library.is_some() {
         "LAPACK"
@@ -221,12 +229,14 @@ fn repetitions<T: DenseElement>(
         let mut factors = vec![T::ZERO; n * n];
         let mut x = vec![T::ZERO; n];
         let (mut piv, mut ipiv) = (vec![0; n], vec![0; n]);
-        // Factors the m × m A in `factors` and solves for the b in `x`, by the case's engine.
+        let mut profile: Option<LuProfile> = None;
+        // Factors the m × m A in `factors` and solves for the b in `x`, by the case's engine;
+        // peakbench's LU says where its time went.
         let mut solve = |m: usize, factors: &mut [T], x: &mut [T]| match library {
-            Some(blas) => blas.solve(m, factors, x, &mut ipiv),
-            None => lu::factor_and_solve(factors, m, x, &mut piv, lu::NB),
+            Some(blas) => blas.solve(m, factors, x, &mut ipiv).map(|()| None),
+            None => lu::factor_and_solve(factors, m, x, &mut piv, lu::NB).map(Some),
         };
-        runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
+        let rounds = runner::repeat(&ctx.runner, ctx.runner.repetitions, |round| match round {
             Round::Warmup(budget) => {
                 // Unmeasured solves of a smaller system until the budget is spent: the
                 // threads, the caches and the clock get going; the result is checked.
@@ -244,7 +254,9 @@ fn repetitions<T: DenseElement>(
                 copy_system(a, b, &mut factors, &mut x);
                 let (solved, elapsed, waited) =
                     runner::timed_waiting(case.threads, || solve(n, &mut factors, &mut x));
-                solved?;
+                if let Some(split) = solved? {
+                    profile.get_or_insert_default().add(&split);
+                }
                 let residual = check(a, &column(&x), b, case.n)?;
                 Ok((
                     Linpack::flops(case.n) / elapsed.as_secs_f64() / 1e9,
@@ -252,7 +264,8 @@ fn repetitions<T: DenseElement>(
                     waited,
                 ))
             }
-        })
+        })?;
+        Ok((rounds, profile))
     })
 }
 

@@ -9,7 +9,9 @@
 //! for jc in 0..n step NC            B block KC × NC, packed once per pc, shared by the threads
 //!   for pc in 0..k step KC          (β applies at pc = 0 only; later passes add)
 //!     pack B[pc.., jc..] into NR-column panels (zero-padded), in parallel by panel
-//!     for ic in 0..m step MC        in parallel: each thread packs its own A block MC × KC
+//!     for each row block (≤ MC)     in parallel: each thread packs its own A block ≤ MC × KC
+//!                                   (the blocks a multiple of the threads in number, equal in
+//!                                   work, `row_blocks`)
 //!       pack A[ic.., pc..] into MR-row panels (zero-padded)
 //!       for jr in 0..NC step NR     the B micro-panel KC × NR stays in L1
 //!         for ir in 0..MC step MR   A micro-panels stream from L2; before each tile, a
@@ -268,6 +270,40 @@ impl Blocking {
 
     /// The rule applied to the caches of the inventory.
     pub fn from_caches<T: Element>(caches: &[Cache], kernel: MicroKernel) -> Blocking {
+        let (l1d, l2, l3) = Self::cache_sizes(caches);
+        Blocking::from_sizes::<T>(l1d, l2, l3, kernel)
+    }
+
+    /// How [`Blocking::from_caches`] came to its sizes, as results state it: each block, the
+    /// cache it is sized for and that cache's size (or the size assumed where the inventory
+    /// has none).
+    pub fn source<T: Element>(&self, caches: &[Cache], kernel: MicroKernel) -> String {
+        let (l1d, l2, l3) = Self::cache_sizes(caches);
+        let size = |bytes: u64, assumed: &str| {
+            if bytes == 0 {
+                format!("{assumed} assumed")
+            } else {
+                crate::units::format_size_approx(bytes)
+            }
+        };
+        let s = std::mem::size_of::<T>();
+        format!(
+            "KC={}: the B micro-panel KC×NR×{s} B in half the L1d ({}); MC={}: the A block \
+             MC×KC×{s} B in half the L2 ({}); NC={}: the B block KC×NC×{s} B in half a core's \
+             share of the L3 ({}), at most {}",
+            self.kc,
+            size(l1d, "32 KiB"),
+            self.mc,
+            size(l2, "512 KiB"),
+            self.nc,
+            size(l3, "4 × L2"),
+            8192 / kernel.nr() * kernel.nr()
+        )
+    }
+
+    /// The per-core L1d and L2 and the L3 share of a core, in bytes, from the inventory (0
+    /// where it lacks a level).
+    fn cache_sizes(caches: &[Cache]) -> (u64, u64, u64) {
         let size = |level: u32, per_core: bool| {
             caches
                 .iter()
@@ -282,7 +318,7 @@ impl Blocking {
                 .max()
                 .unwrap_or(0)
         };
-        Blocking::from_sizes::<T>(size(1, false), size(2, false), size(3, true), kernel)
+        (size(1, false), size(2, false), size(3, true))
     }
 }
 
@@ -293,6 +329,9 @@ pub struct BuiltinGemm<T> {
     pub blocking: Blocking,
     /// Why a faster kernel the CPU has is not used (a failed self-check), if so.
     pub fallback: Option<String>,
+    /// How the blocking was chosen: from which caches ([`Blocking::source`]), or the variable
+    /// that set it.
+    pub blocking_source: String,
     element: std::marker::PhantomData<T>,
 }
 
@@ -341,6 +380,7 @@ impl<T: Element> BuiltinGemm<T> {
             }
         };
         let mut blocking = Blocking::from_caches::<T>(caches, kernel);
+        let mut blocking_source = blocking.source::<T>(caches, kernel);
         let env = T::BLOCKING_ENV;
         if let Ok(text) = std::env::var(env)
             && !text.trim().is_empty()
@@ -350,7 +390,10 @@ impl<T: Element> BuiltinGemm<T> {
                 .filter_map(|v| v.trim().parse().ok())
                 .collect();
             match sizes[..] {
-                [mc, kc, nc] if mc > 0 && kc > 0 && nc > 0 => blocking = Blocking { mc, kc, nc },
+                [mc, kc, nc] if mc > 0 && kc > 0 && nc > 0 => {
+                    blocking = Blocking { mc, kc, nc };
+                    blocking_source = format!("set by {env}={text}");
+                }
                 _ => bail!("{env}={text}: write MC,KC,NC (three positive numbers), or unset it"),
             }
         }
@@ -358,6 +401,7 @@ impl<T: Element> BuiltinGemm<T> {
             kernel,
             blocking,
             fallback: (!notes.is_empty()).then(|| notes.join("; ")),
+            blocking_source,
             element: std::marker::PhantomData,
         })
     }
@@ -368,6 +412,7 @@ impl<T: Element> BuiltinGemm<T> {
             kernel,
             blocking,
             fallback: None,
+            blocking_source: "given".into(),
             element: std::marker::PhantomData,
         }
     }
@@ -394,6 +439,7 @@ impl<T: Element> BuiltinGemm<T> {
                 kernel: MicroKernel::Portable,
                 blocking: Blocking::from_sizes::<T>(0, 0, 0, MicroKernel::Portable),
                 fallback: Some(format!("{e:#}")),
+                blocking_source: "assumed caches".into(),
                 element: std::marker::PhantomData,
             })
         })
@@ -402,6 +448,30 @@ impl<T: Element> BuiltinGemm<T> {
     /// The micro-kernel's name for this element, e.g. `avx2-fma 8x6`.
     pub fn kernel_name(&self) -> String {
         self.kernel.name::<T>()
+    }
+
+    /// Why the micro-kernel's tile is its size, as results state it.
+    pub fn tile_source(&self) -> String {
+        let (mr, nr) = (self.kernel.mr::<T>(), self.kernel.nr());
+        match self.kernel {
+            MicroKernel::Portable => format!("{mr}×{nr} scalars: the portable fallback"),
+            k => {
+                let (registers, width) = if k == MicroKernel::Avx512 {
+                    (32, "zmm")
+                } else {
+                    (16, "ymm")
+                };
+                let accumulators = 2 * nr;
+                format!(
+                    "{mr}×{nr}: {accumulators} {width} accumulators of {registers}, 2 for the A \
+                     column and 1 for a broadcast; {accumulators} independent FMA chains, {:.1}× \
+                     the 8 that keep 2 FMA units of 4 cycles' latency busy; per k step 2 vector \
+                     loads and {nr} broadcasts feed {accumulators} FMAs ({nr} cycles), within \
+                     the L1d's 2 loads a cycle",
+                    accumulators as f64 / 8.0
+                )
+            }
+        }
     }
 
     /// What the results say: `peakbench dgemm avx2-fma 8x6, MC=96 KC=336 NC=3120`.
@@ -455,6 +525,12 @@ impl<T: Element> BuiltinGemm<T> {
             return;
         }
         let Blocking { mc, kc, nc } = self.blocking;
+        let threads = if parallel {
+            rayon::current_num_threads()
+        } else {
+            1
+        };
+        let row_blocks = row_blocks(m, mc, self.kernel.mr::<T>(), threads);
         let c = SendPtr(c.as_mut_ptr());
         let mut packed_b = Vec::new();
         for jc in (0..n).step_by(nc) {
@@ -471,11 +547,11 @@ impl<T: Element> BuiltinGemm<T> {
                     alpha,
                     beta: if pc == 0 { beta } else { T::ONE },
                 };
-                let block = |ic: usize| self.block(&pass, (a, lda), (ic, mc.min(m - ic)), (c, ldc));
+                let block = |rows: (usize, usize)| self.block(&pass, (a, lda), rows, (c, ldc));
                 if parallel {
-                    (0..m).into_par_iter().step_by(mc).for_each(block);
+                    row_blocks.par_iter().copied().for_each(block);
                 } else {
-                    (0..m).step_by(mc).for_each(block);
+                    row_blocks.iter().copied().for_each(block);
                 }
             }
         }
@@ -580,6 +656,24 @@ struct Pass<'a, T> {
     kb: usize,
     alpha: T,
     beta: T,
+}
+
+/// The row blocks (first row, rows) of an m-row C that the threads share out: at most `mc` rows
+/// each, a number of them that is a multiple of `threads`, and tiles of `mr` rows spread over
+/// them as evenly as whole tiles allow, so each thread's half (or third, …) of the blocks holds
+/// the same work. Blocks of MC rows with the rest in a short last one left one of 2 threads
+/// idle for most of a block at every pass over k (at n = 4000: 7 blocks of 512 rows and one
+/// of 416, 4 % of a pass).
+fn row_blocks(m: usize, mc: usize, mr: usize, threads: usize) -> Vec<(usize, usize)> {
+    let tiles = m.div_ceil(mr);
+    let threads = threads.clamp(1, tiles.max(1));
+    let blocks = m.div_ceil(mc.max(mr)).div_ceil(threads) * threads;
+    let blocks = blocks.clamp(1, tiles.max(1));
+    let edge = |b: usize| (tiles * b / blocks * mr).min(m);
+    (0..blocks)
+        .map(|b| (edge(b), edge(b + 1) - edge(b)))
+        .filter(|&(_, rows)| rows > 0)
+        .collect()
 }
 
 /// C = β·C (β = 0 writes zeros without reading).
@@ -868,6 +962,40 @@ mod tests {
             c
         };
         assert_eq!(run(1), run(2), "each tile is computed the same way");
+    }
+
+    #[test]
+    fn the_row_blocks_cover_c_once_in_equal_shares_per_thread() {
+        for (m, mc, mr, threads) in [
+            (4000, 512, 16, 2),
+            (4000, 512, 16, 1),
+            (9743, 512, 16, 2),
+            (1, 512, 16, 2),
+            (37, 16, 8, 3),
+            (100, 1000, 4, 8),
+        ] {
+            let blocks = row_blocks(m, mc, mr, threads);
+            let mut next = 0;
+            for &(first, rows) in &blocks {
+                assert_eq!(first, next, "{m} rows: blocks are contiguous");
+                assert!(
+                    rows <= mc.max(mr) && first % mr == 0,
+                    "{m} rows: {blocks:?}"
+                );
+                next = first + rows;
+            }
+            assert_eq!(next, m, "{m} rows: blocks cover C");
+            if blocks.len() >= threads && m % mr == 0 {
+                // Each thread's contiguous share of the blocks differs by at most one tile.
+                let shares: Vec<usize> = blocks
+                    .chunks(blocks.len() / threads)
+                    .map(|s| s.iter().map(|b| b.1).sum())
+                    .collect();
+                let (lo, hi) = (shares.iter().min().unwrap(), shares.iter().max().unwrap());
+                assert!(hi - lo <= mr, "{m} rows on {threads} threads: {shares:?}");
+            }
+        }
+        assert_eq!(row_blocks(4000, 512, 16, 2).len(), 8);
     }
 
     #[test]

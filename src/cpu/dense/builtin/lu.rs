@@ -27,6 +27,8 @@
 //! n = 10 000) and the triangular solves are faer's, run sequentially inside each task. The
 //! same code factors f64 (as `dgetrf`) and f32 (as `sgetrf`).
 
+use std::time::Instant;
+
 use anyhow::{Result, bail};
 use faer::linalg::triangular_solve::{
     solve_unit_lower_triangular_in_place, solve_upper_triangular_in_place,
@@ -60,6 +62,79 @@ pub fn engine_text<T: Element>(nb: usize) -> String {
     )
 }
 
+/// Where the time of one solve went, in seconds of the thread that drives it (the phases follow
+/// each other, so they add up to the solve's time), and the panel's own time on the thread that
+/// factors it beside the multiply.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct LuProfile {
+    /// The first panel, factored before anything else can start (one thread).
+    pub first_panel_s: f64,
+    /// Each step's row swaps and U₁₂ = L₁₁⁻¹A₁₂ over the columns right of its panel (all
+    /// threads).
+    pub swaps_and_solve_s: f64,
+    /// The look-ahead: the multiply of the next panel's columns (all threads).
+    pub next_panel_update_s: f64,
+    /// The rest of each step's multiply, with the next panel factored beside it on one thread,
+    /// until both have ended.
+    pub update_beside_panel_s: f64,
+    /// Of that, the time the panels took on their own thread.
+    pub panel_s: f64,
+    /// Of that, the time the multiply had ended and the step still waited for its panel: the
+    /// panel on the critical path.
+    pub panel_exposed_s: f64,
+    /// The row swaps applied left of each panel at the end (all threads).
+    pub final_swaps_s: f64,
+    /// The two triangular solves for x after the factorisation.
+    pub triangular_solves_s: f64,
+}
+
+impl LuProfile {
+    /// The sum of the phases: the solve's time as its driving thread saw it.
+    pub fn total_s(&self) -> f64 {
+        self.first_panel_s
+            + self.swaps_and_solve_s
+            + self.next_panel_update_s
+            + self.update_beside_panel_s
+            + self.final_swaps_s
+            + self.triangular_solves_s
+    }
+
+    /// Adds another solve's times.
+    pub fn add(&mut self, other: &LuProfile) {
+        self.first_panel_s += other.first_panel_s;
+        self.swaps_and_solve_s += other.swaps_and_solve_s;
+        self.next_panel_update_s += other.next_panel_update_s;
+        self.update_beside_panel_s += other.update_beside_panel_s;
+        self.panel_s += other.panel_s;
+        self.panel_exposed_s += other.panel_exposed_s;
+        self.final_swaps_s += other.final_swaps_s;
+        self.triangular_solves_s += other.triangular_solves_s;
+    }
+
+    /// The split as results state it: each phase's share of the total, e.g. "multiply beside
+    /// the panel 88 % (panel 21 % on one thread, 0.4 % waited for)".
+    pub fn describe(&self) -> String {
+        let total = self.total_s();
+        if total <= 0.0 {
+            return "no time measured".into();
+        }
+        let pct = |s: f64| format!("{:.1} %", 100.0 * s / total);
+        format!(
+            "of {total:.3} s: first panel {}, row swaps and U12 solves {}, look-ahead multiply \
+             of the next panel's columns {}, multiply beside the next panel {} (the panel {} \
+             on one thread, {} waited for), final row swaps {}, triangular solves for x {}",
+            pct(self.first_panel_s),
+            pct(self.swaps_and_solve_s),
+            pct(self.next_panel_update_s),
+            pct(self.update_beside_panel_s),
+            pct(self.panel_s),
+            pct(self.panel_exposed_s),
+            pct(self.final_swaps_s),
+            pct(self.triangular_solves_s),
+        )
+    }
+}
+
 /// A factorisation that met an exactly zero pivot: U(j, j) = 0, A is singular.
 #[derive(Debug)]
 pub struct Singular {
@@ -76,6 +151,17 @@ pub fn factor<T: LuElement>(
     piv: &mut [usize],
     nb: usize,
 ) -> Result<(), Singular> {
+    factor_timed(a, n, piv, nb, &mut LuProfile::default())
+}
+
+/// [`factor`], adding the time of each phase to `profile`.
+fn factor_timed<T: LuElement>(
+    a: &mut [T],
+    n: usize,
+    piv: &mut [usize],
+    nb: usize,
+    profile: &mut LuProfile,
+) -> Result<(), Singular> {
     assert!(
         a.len() >= n * n && piv.len() >= n,
         "lu::factor: buffers smaller than n"
@@ -91,12 +177,14 @@ pub fn factor<T: LuElement>(
             zero = Some(zero.map_or(s.column, |z| z.min(s.column)));
         }
     };
+    let clock = Instant::now();
     note(factor_panel(
         &mut a[..nb.min(n) * n],
         n,
         0,
         &mut piv[..nb.min(n)],
     ));
+    profile.first_panel_s += clock.elapsed().as_secs_f64();
     let threads = rayon::current_num_threads();
     // U₁₂ of one step (kb × the columns right of its panel), allocated once.
     let mut u = vec![T::ZERO; nb.min(n) * n];
@@ -116,10 +204,13 @@ pub fn factor<T: LuElement>(
         // blocks, U₁₂ copied out for the multiplies.
         let u = &mut u[..kb * cols];
         let width = cols.div_ceil(4 * threads).max(1);
+        let clock = Instant::now();
         trailing
             .par_chunks_mut(width * n)
             .zip(u.par_chunks_mut(width * kb))
             .for_each(|(cols, u)| solve_rows(panel, n, k, pivots, cols, u));
+        let solved = Instant::now();
+        profile.swaps_and_solve_s += (solved - clock).as_secs_f64();
         let next_b = nb.min(n - next);
         let (next_cols, rest) = trailing.split_at_mut(next_b * n);
         let (u_next, u_rest) = u.split_at(next_b * kb);
@@ -127,15 +218,27 @@ pub fn factor<T: LuElement>(
         // then the panel is factored on one thread while the others multiply the rest, which
         // the panel's thread joins when it is done.
         multiply(panel, n, k, u_next, next_cols);
+        let updated = Instant::now();
+        profile.next_panel_update_s += (updated - solved).as_secs_f64();
         let next_piv = &mut later[..next_b];
-        let (factored, ()) = rayon::join(
-            || factor_panel(next_cols, n, next, next_piv),
-            || multiply(panel, n, k, u_rest, rest),
+        let ((factored, panel_end), multiply_end) = rayon::join(
+            || (factor_panel(next_cols, n, next, next_piv), Instant::now()),
+            || {
+                multiply(panel, n, k, u_rest, rest);
+                Instant::now()
+            },
         );
+        let joined = Instant::now();
+        profile.update_beside_panel_s += (joined - updated).as_secs_f64();
+        profile.panel_s += (panel_end - updated).as_secs_f64();
+        profile.panel_exposed_s += panel_end
+            .saturating_duration_since(multiply_end)
+            .as_secs_f64();
         note(factored);
         k = next;
     }
     // The row swaps of each panel, applied to the columns left of it.
+    let clock = Instant::now();
     let piv = &piv[..n];
     a.par_chunks_mut(n).enumerate().for_each(|(j, col)| {
         let from = (j / nb + 1) * nb;
@@ -143,6 +246,7 @@ pub fn factor<T: LuElement>(
             col.swap(i, p);
         }
     });
+    profile.final_swaps_s += clock.elapsed().as_secs_f64();
     match zero {
         Some(column) => Err(Singular { column }),
         None => Ok(()),
@@ -326,15 +430,16 @@ pub fn solve<T: LuElement>(lu: &[T], n: usize, piv: &[usize], b: &mut [T], par: 
 }
 
 /// Factors and solves, the whole timed work of a Linpack repetition: `a` becomes the factors,
-/// `b` the solution. Err when A is singular.
+/// `b` the solution, and the time of each phase is returned. Err when A is singular.
 pub fn factor_and_solve<T: LuElement>(
     a: &mut [T],
     n: usize,
     b: &mut [T],
     piv: &mut [usize],
     nb: usize,
-) -> Result<()> {
-    if let Err(s) = factor(a, n, piv, nb) {
+) -> Result<LuProfile> {
+    let mut profile = LuProfile::default();
+    if let Err(s) = factor_timed(a, n, piv, nb, &mut profile) {
         bail!(
             "the matrix is singular: U({0},{0}) is exactly zero after partial pivoting (column {0}, from 0)",
             s.column
@@ -344,8 +449,10 @@ pub fn factor_and_solve<T: LuElement>(
         1 => Par::Seq,
         t => Par::rayon(t),
     };
+    let clock = Instant::now();
     solve(a, n, piv, b, par);
-    Ok(())
+    profile.triangular_solves_s = clock.elapsed().as_secs_f64();
+    Ok(profile)
 }
 
 #[cfg(test)]
@@ -426,6 +533,25 @@ mod tests {
         let mut piv = vec![0; n];
         factor(&mut lu, n, &mut piv, 64).unwrap();
         check_factors(&a, &lu, &piv, n);
+    }
+
+    #[test]
+    fn the_profile_splits_the_solve_into_phases_that_add_up() {
+        let n = 300;
+        let mut a = random::<f64>(n, 4);
+        let mut b = vec![1.0; n];
+        let mut piv = vec![0; n];
+        let p = factor_and_solve(&mut a, n, &mut b, &mut piv, 64).unwrap();
+        assert!(
+            p.first_panel_s > 0.0 && p.update_beside_panel_s > 0.0,
+            "{p:?}"
+        );
+        assert!(p.panel_exposed_s <= p.panel_s, "{p:?}");
+        let text = p.describe();
+        assert!(text.contains("first panel") && text.contains('%'), "{text}");
+        let mut twice = p;
+        twice.add(&p);
+        assert!((twice.total_s() - 2.0 * p.total_s()).abs() < 1e-12);
     }
 
     #[test]

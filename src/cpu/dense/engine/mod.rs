@@ -110,6 +110,36 @@ pub fn run_on_threads<T: Send>(
     }
 }
 
+/// Where a case's `threads` run, as its result states it: for the built-in engine each
+/// thread's CPU when pinned ("thread 0 on CPU 0, thread 1 on CPU 1"), for a library the CPUs
+/// its threads are confined to; otherwise that the scheduler places them.
+pub fn placement(library: Option<&Blas>, threads: usize, pin: bool) -> String {
+    let cpus: Vec<usize> = (0..threads)
+        .filter_map(|i| runner::cpu_for(pin, i))
+        .collect();
+    if cpus.is_empty() {
+        return format!("{threads} threads, unpinned: the scheduler places them");
+    }
+    match library {
+        None => cpus
+            .iter()
+            .enumerate()
+            .map(|(i, cpu)| format!("thread {i} on CPU {cpu}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Some(blas) => {
+            let mut set = cpus.clone();
+            set.sort_unstable();
+            set.dedup();
+            format!(
+                "{threads} threads of {} confined to CPUs {} (the library places them inside)",
+                blas.name(),
+                crate::sysinfo::format_cpu_list(&set)
+            )
+        }
+    }
+}
+
 /// A case id's suffix naming a library engine (`-openblas`, or for `--blas PATH` the file's
 /// name in lower-case letters, digits and dashes: `-libblis-so-4`), so `--blas all` gives each
 /// its own.
@@ -214,6 +244,8 @@ pub fn library_params<T: Element>(
                     )
                     .into(),
                 ),
+                ("gemm_blocking_source", gemm.blocking_source.clone().into()),
+                ("gemm_tile_source", gemm.tile_source().into()),
             ]);
             params
         }
