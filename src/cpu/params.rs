@@ -31,4 +31,9 @@ static CPU_PARAMS: &[ParamInfo] = &[
     ParamInfo::bookkeeping("gemm_engine"),
     ParamInfo::bookkeeping("gemm_kernel"),
     ParamInfo::bookkeeping("gemm_blocking"),
+    ParamInfo::bookkeeping("gemm_blocking_source"),
+    ParamInfo::bookkeeping("gemm_tile_source"),
+    ParamInfo::bookkeeping("lu_time_split"),
+    ParamInfo::bookkeeping("lu_time_split_s"),
+    ParamInfo::bookkeeping("placement"),
 ];
