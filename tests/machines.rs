@@ -62,6 +62,14 @@ const MACHINES: &[Expected] = &[
         cores: 16.0,
         per_cycle: GOLDEN_COVE_SERVER,
     },
+    // The guest this project's developers worked on in 2026-11-28's sessions.
+    Expected {
+        folder: "emeraldrapids-kvm-2vcpu",
+        microarch: "emeraldrapids",
+        source_says: &["CPUID family 6 model 207"],
+        cores: 2.0,
+        per_cycle: GOLDEN_COVE_SERVER,
+    },
     // Family 26 model 2 is Zen 5 (EPYC Turin); cpuinfo's 2.60 GHz is not the 4.0-4.1 it runs at.
     Expected {
         folder: "zen5-kvm-2vcpu",
