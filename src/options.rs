@@ -49,7 +49,8 @@ pub struct RunnerOptions {
     /// Also run the standard tool of the field on each case.
     pub reference: bool,
     /// Read where the first two CPUs of each case that uses two or more sit, by a cache line's
-    /// round trip between them just before and just after it (`peakbench check`).
+    /// round trip between them just before and just after it (`peakbench check`, and every run
+    /// inside a guest).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub placement: bool,
 }

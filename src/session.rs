@@ -30,11 +30,15 @@ use crate::units::format_duration;
 /// ran (the clock of one core and the FMA instructions it retires per cycle, which the CPU
 /// workload measures: the session names no workload).
 pub(crate) fn context(
-    runner: RunnerOptions,
+    mut runner: RunnerOptions,
     peak: &PeakOverrides,
     probes: &MeasuredFactors,
 ) -> Context {
-    Context::new(crate::sysinfo::collect(), peak, probes, runner)
+    let host = crate::sysinfo::collect();
+    // Inside a guest, pinning threads to vCPUs does not pin the vCPUs to host cores: every run
+    // reads where each case's first two CPUs sat, as `peakbench check` does everywhere.
+    runner.placement |= host.hypervisor.as_ref().is_some_and(|v| v != "none");
+    Context::new(host, peak, probes, runner)
 }
 
 /// Warnings about the machine as a whole, each with what to do.

@@ -219,6 +219,8 @@ pub(crate) fn gate_case(
     if status == Status::Fail
         && let Some(cause) = placement.and_then(|p| placement_cause(p, base))
     {
+        // Against the baseline's placements, in place of the findings' against this run's.
+        v.causes.retain(|c| c.kind != "placement");
         v.causes.insert(0, cause);
     }
     v.line = line(&v, gate);

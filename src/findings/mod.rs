@@ -84,6 +84,14 @@ fn judge_result(report: &Report, r: &BenchResult, past: &past::Index) -> Finding
     let (mut expectations, mut missing) = expectations(report, r, past);
     // What the machine imposed: the bound each cause puts on this result.
     let mut found = causes::of_result(report, r);
+    // A placement unlike every earlier run's, where the result is below its past.
+    if expectations
+        .iter()
+        .any(|e| e.against == Against::Past && e.verdict == Verdict::Below)
+        && let Some(c) = causes::placement_against_past(r, past.placements(r))
+    {
+        found.causes.push(c);
+    }
     for cause in &found.causes {
         if let (Some(bound), true) = (cause.cause.bound, cause.binds) {
             expectations.push(Expectation {

@@ -68,6 +68,9 @@ pub(crate) struct Index<'a> {
     /// Below this share of the past's median (with a significant test) is below the past.
     band: f64,
     cases: std::collections::HashMap<CaseKey<'a>, Vec<(i64, &'a [f64])>>,
+    /// The round trip between the case's first two CPUs each earlier run read around it
+    /// (`evidence.placement`), where it read one.
+    placements: std::collections::HashMap<CaseKey<'a>, Vec<f64>>,
 }
 
 /// A case's id, its unit and (in a cluster run) its host.
@@ -77,14 +80,19 @@ impl<'a> Index<'a> {
     pub(crate) fn new(report: &Report, past: &'a [PastRun]) -> Index<'a> {
         let cluster = report.hosts.len() > 1;
         let mut cases: std::collections::HashMap<_, Vec<_>> = std::collections::HashMap::new();
+        let mut placements: std::collections::HashMap<_, Vec<_>> = Default::default();
         for run in past {
             for earlier in &run.report.results {
                 if earlier.samples.iter().all(|v| v.is_finite()) {
                     let host = if cluster { earlier.host.as_str() } else { "" };
+                    let key = (earlier.id.as_str(), earlier.unit.as_str(), host);
                     cases
-                        .entry((earlier.id.as_str(), earlier.unit.as_str(), host))
+                        .entry(key)
                         .or_default()
                         .push((run.id, earlier.samples.as_slice()));
+                    if let Some(p) = earlier.evidence.as_ref().and_then(|e| e.placement.as_ref()) {
+                        placements.entry(key).or_default().push(p.ns());
+                    }
                 }
             }
         }
@@ -92,6 +100,7 @@ impl<'a> Index<'a> {
             cluster,
             band: PAST_BAND,
             cases,
+            placements,
         }
     }
 
@@ -113,7 +122,17 @@ impl<'a> Index<'a> {
             cluster: false,
             band,
             cases: index,
+            placements: Default::default(),
         }
+    }
+
+    /// The round trips the earlier runs of `r`'s case read between its first two CPUs (none
+    /// where they read none).
+    pub(crate) fn placements<'s>(&'s self, r: &'s BenchResult) -> &'s [f64] {
+        let host = if self.cluster { r.host.as_str() } else { "" };
+        self.placements
+            .get(&(r.id.as_str(), r.unit.as_str(), host))
+            .map_or(&[], Vec::as_slice)
     }
 }
 

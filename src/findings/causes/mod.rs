@@ -8,13 +8,15 @@
 //! - [`cpu`]: the CPU quota, the cpuset, other processes, steal, SMT, the clock, thermal events;
 //! - [`memory`]: the memory limit, transparent huge pages, NUMA;
 //! - [`disk`]: the I/O throttle on the file's device, the page cache, the queue, the device;
-//! - [`net`]: the shaping qdiscs on the route to the server, its MTU, the receiver's mode.
+//! - [`net`]: the shaping qdiscs on the route to the server, its MTU, the receiver's mode;
+//! - [`placement`]: where a guest's vCPUs sat for the case, against the run and the past.
 
 mod cpu;
 mod disk;
 mod memory;
 mod model;
 mod net;
+mod placement;
 mod topology;
 
 use crate::evidence::{CaseEvidence, RunEvidence};
@@ -22,6 +24,7 @@ use crate::result::{BenchResult, Cause, Evidence, Report};
 use crate::sysinfo::SysInfo;
 
 pub(super) use model::{above_peak, at_own_clock};
+pub(super) use placement::against_past as placement_against_past;
 
 /// A cause before the verdict: what it is and which verdicts it can explain.
 pub(super) struct Candidate {
@@ -147,6 +150,7 @@ pub(super) fn of_result(report: &Report, r: &BenchResult) -> Candidates {
     cpu::causes(&scene, &mut causes);
     model::model_wrong(&scene, &mut causes);
     model::sibling_placement(&scene, &mut causes);
+    placement::causes(&scene, &mut causes);
     memory::causes(&scene, &mut causes);
     disk::causes(&scene, &mut causes);
     net::causes(&scene, &mut causes);
@@ -202,6 +206,7 @@ pub(super) fn run_causes(report: &Report) -> Vec<Cause> {
     causes.extend(model::shared_fraction(report));
     causes.extend(model::shared_cores(report));
     causes.extend(topology::c2c_causes(report));
+    causes.extend(placement::run_changes(report));
     causes.extend(super::boundaries::cache_sizes_wrong(report));
     causes
 }

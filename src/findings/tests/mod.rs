@@ -974,3 +974,4 @@ mod boundaries;
 mod corpus;
 mod model;
 mod net;
+mod placement;

@@ -1,0 +1,263 @@
+//! Where the two CPUs a case used sat, read around it (`evidence.placement`: a cache line's
+//! round trip between them before and after the case, which a run reads inside a guest and
+//! `peakbench check` always). Inside a guest, pinning threads to vCPUs does not pin the vCPUs
+//! to host cores, so a case can run with its CPUs on one core's SMT threads, in one L3 or
+//! across two, and the case's figure follows.
+//!
+//! - a placement that moved during the case (the two readings apart);
+//! - a placement farther than the run's other cases saw, where their readings fall into two
+//!   placements with a gap between them (`placement`, on the case);
+//! - a placement unlike every earlier run's of the same case (`placement`, against the past);
+//! - a run whose cases sat in more than one placement (`placement-changed`, on the run).
+//!
+//! Two readings are one placement within [`PLACEMENT_RATIO`] of each other.
+
+use super::{Candidate, Scene};
+use crate::evidence::{PLACEMENT_RATIO, PlacementProbe, same_placement};
+use crate::result::{BenchResult, Cause, Evidence, Report};
+
+const REMEDY: &str = "re-run the case and compare it with runs in the same placement; a \
+                      guest's vCPUs move between host cores, so ask for dedicated (pinned) vCPUs \
+                      for figures of the hardware; `peakbench mem c2c` draws the whole matrix";
+
+/// The probe of `r`, where its run read one.
+fn probe(r: &BenchResult) -> Option<&PlacementProbe> {
+    r.evidence.as_ref()?.placement.as_ref()
+}
+
+/// The run's probes on `r`'s host and CPUs, other than `r`'s own: (case id, probe).
+fn others<'a>(report: &'a Report, r: &BenchResult, cpus: [usize; 2]) -> Vec<(&'a str, f64)> {
+    report
+        .results
+        .iter()
+        .filter(|o| o.host == r.host && o.id != r.id)
+        .filter_map(|o| Some((o.id.as_str(), probe(o)?)))
+        .filter(|(_, p)| p.cpus == cpus && !p.moved())
+        .map(|(id, p)| (id, p.ns()))
+        .collect()
+}
+
+/// Where round trips read in one run fall into two placements: split at their widest gap
+/// between neighbours in order, where that gap is wider than [`PLACEMENT_RATIO`]; the last
+/// reading of the nearer placement, or `None` for one placement. A guest's readings of one
+/// placement spread without a gap (102–213 ns on the Emerald Rapids-class guest), its two
+/// placements with one (26–31 against 126–150 ns on the Zen 5 guest), so a reading is never
+/// set apart by its distance from the nearest alone.
+fn split(readings: &[f64]) -> Option<f64> {
+    let mut sorted: Vec<f64> = readings
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect();
+    sorted.sort_by(f64::total_cmp);
+    sorted
+        .windows(2)
+        .filter(|w| !same_placement(w[0], w[1]))
+        .max_by(|x, y| (x[1] / x[0]).total_cmp(&(y[1] / y[0])))
+        .map(|w| w[0])
+}
+
+/// The placement of the case as causes of a shortfall: moved during it, or in the farther of
+/// two placements the run's cases read ([`split`]).
+pub(super) fn causes(s: &Scene, out: &mut Vec<Candidate>) {
+    let Some(here) = s.case.placement.as_ref() else {
+        return;
+    };
+    let [a, b] = here.cpus;
+    if here.moved() {
+        let mut c = Candidate::new(
+            "placement",
+            format!(
+                "CPUs {a} and {b} moved during the case: a cache line's round trip between \
+                 them read {:.0} ns before it and {:.0} ns after (more than {PLACEMENT_RATIO} × \
+                 apart), so the hypervisor put their vCPUs elsewhere while it ran and part of \
+                 the case ran in each placement",
+                here.before_ns, here.after_ns
+            ),
+            vec![Evidence::new(
+                "the case's placement probe",
+                format!("{:.0} ns, then {:.0} ns", here.before_ns, here.after_ns),
+            )],
+            REMEDY,
+        )
+        .value(here.ns(), "ns");
+        c.slows = true;
+        c.noisy = true;
+        out.push(c);
+        return;
+    }
+    let rest = others(s.report, s.r, here.cpus);
+    let mut readings: Vec<f64> = rest.iter().map(|(_, ns)| *ns).collect();
+    readings.push(here.ns());
+    let Some(cut) = split(&readings) else {
+        return;
+    };
+    if here.ns() <= cut {
+        return;
+    }
+    let near: Vec<f64> = rest
+        .iter()
+        .map(|(_, ns)| *ns)
+        .filter(|ns| *ns <= cut)
+        .collect();
+    let Some(median) = crate::stats::median(&near) else {
+        return;
+    };
+    let mut c = Candidate::new(
+        "placement",
+        format!(
+            "CPUs {a} and {b} sat farther apart for this case than for {} other case{} of \
+             the run: a cache line's round trip read {:.0} ns against {:.0} ns at their \
+             median, so the hypervisor had put their vCPUs on host cores farther apart (another \
+             L3 domain or socket) while it ran",
+            near.len(),
+            if near.len() == 1 { "" } else { "s" },
+            here.ns(),
+            median
+        ),
+        vec![
+            Evidence::new(
+                "the case's placement probe",
+                format!("{:.0} ns, then {:.0} ns", here.before_ns, here.after_ns),
+            ),
+            Evidence::new(
+                "the run's nearer placements",
+                format!("{} cases, median {median:.0} ns", near.len()),
+            ),
+        ],
+        REMEDY,
+    )
+    .value(here.ns(), "ns");
+    c.slows = true;
+    out.push(c);
+}
+
+/// The placement as the cause of a result below its past: the case read a round trip unlike
+/// every earlier run's of it that read one (`past`, ns) and farther than theirs.
+pub(in crate::findings) fn against_past(r: &BenchResult, past: &[f64]) -> Option<Candidate> {
+    let here = probe(r)?;
+    if past.is_empty()
+        || past.iter().any(|&p| same_placement(p, here.ns()))
+        || past.iter().any(|&p| p > here.ns())
+    {
+        return None;
+    }
+    let median = crate::stats::median(past)?;
+    let [a, b] = here.cpus;
+    let mut c = Candidate::new(
+        "placement",
+        format!(
+            "CPUs {a} and {b} sat farther apart than in any earlier run of this case: a cache \
+             line's round trip read {:.0} ns, against {median:.0} ns at the median of {} \
+             earlier run{}, so the hypervisor had put their vCPUs on host cores farther apart \
+             this time",
+            here.ns(),
+            past.len(),
+            if past.len() == 1 { "" } else { "s" },
+        ),
+        vec![
+            Evidence::new(
+                "the case's placement probe",
+                format!("{:.0} ns, then {:.0} ns", here.before_ns, here.after_ns),
+            ),
+            Evidence::new(
+                "the earlier runs' placement probes",
+                past.iter()
+                    .map(|p| format!("{p:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+                    + " ns",
+            ),
+        ],
+        REMEDY,
+    )
+    .value(here.ns(), "ns");
+    c.slows = true;
+    Some(c)
+}
+
+/// A case's id and its placement probe.
+type Probed<'a> = (&'a str, &'a PlacementProbe);
+
+/// A run whose cases did not all sit in one placement: per host and pair of CPUs, the cases
+/// read round trips in more than one placement, or one moved during its case.
+pub(super) fn run_changes(report: &Report) -> Vec<Cause> {
+    let mut by_pair: std::collections::BTreeMap<(&str, [usize; 2]), Vec<Probed>> =
+        Default::default();
+    for r in &report.results {
+        if let Some(p) = probe(r) {
+            by_pair
+                .entry((r.host.as_str(), p.cpus))
+                .or_default()
+                .push((r.id.as_str(), p));
+        }
+    }
+    let mut causes = Vec::new();
+    for ((host, [a, b]), probes) in by_pair {
+        let moved: Vec<&str> = probes
+            .iter()
+            .filter(|(_, p)| p.moved())
+            .map(|(id, _)| *id)
+            .collect();
+        let steady: Vec<&Probed> = probes.iter().filter(|(_, p)| !p.moved()).collect();
+        let cut = split(&steady.iter().map(|(_, p)| p.ns()).collect::<Vec<_>>());
+        let (near, far): (Vec<&Probed>, Vec<&Probed>) = steady
+            .into_iter()
+            .partition(|(_, p)| cut.is_none_or(|cut| p.ns() <= cut));
+        if far.is_empty() && moved.is_empty() {
+            continue;
+        }
+        let median = |set: &[&Probed]| {
+            crate::stats::median(&set.iter().map(|(_, p)| p.ns()).collect::<Vec<_>>())
+                .unwrap_or(f64::NAN)
+        };
+        let ids = |set: &[&Probed]| set.iter().map(|(id, _)| *id).collect::<Vec<_>>().join(", ");
+        let on = if host.is_empty() {
+            String::new()
+        } else {
+            format!(" on {host}")
+        };
+        let mut parts = Vec::new();
+        if !near.is_empty() {
+            parts.push(format!(
+                "{} case{} read about {:.0} ns",
+                near.len(),
+                if near.len() == 1 { "" } else { "s" },
+                median(&near)
+            ));
+        }
+        if !far.is_empty() {
+            parts.push(format!("{} read about {:.0} ns", far.len(), median(&far)));
+        }
+        if !moved.is_empty() {
+            parts.push(format!("{} moved while they ran", moved.len()));
+        }
+        let mut evidence = Vec::new();
+        if !near.is_empty() {
+            evidence.push(Evidence::new("nearer placement", ids(&near)));
+        }
+        if !far.is_empty() {
+            evidence.push(Evidence::new("farther placement", ids(&far)));
+        }
+        if !moved.is_empty() {
+            evidence.push(Evidence::new("moved during the case", moved.join(", ")));
+        }
+        causes.push(Cause {
+            kind: "placement-changed".into(),
+            value: Some((far.len() + moved.len()) as f64),
+            unit: "cases".into(),
+            text: format!(
+                "CPUs {a} and {b}{on} did not stay in one placement during the run (a cache \
+                 line's round trip between them, read around each case that used both): {}; \
+                 the hypervisor moved their vCPUs between host cores, and cases in different \
+                 placements are not comparable",
+                parts.join(", ")
+            ),
+            evidence,
+            bound: None,
+            explains: None,
+            remedy: REMEDY.into(),
+        });
+    }
+    causes
+}
