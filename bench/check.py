@@ -21,10 +21,13 @@ In a temporary directory with its own history (PEAKBENCH_DB) and disk directory:
 3. prints, per slowdown, how many checks failed (the target: every one), the cause kinds the
    failing cases named with their values, the exit codes and the check's time (median, min,
    max; the target: at most 60 s), and for the quiet checks the false failures with a 95 %
-   upper bound (Clopper-Pearson, 0 of n: 1 - 0.025^(1/n)).
+   upper bound (Clopper-Pearson, 0 of n: 1 - 0.025^(1/n)) and each case's spread between
+   the checks (the CV of its medians, and 1.4826 MAD / median; the loopback TCP case's
+   target: under 5 %).
 
     cargo build --release
     python3 bench/check.py --tries 10 --quiet 5      # as root; about 45 minutes on 2 cores
+    python3 bench/check.py --tries 10 --quiet 40     # the issue's targets; 65 minutes
 
 Measure on a quiet machine: a build beside it makes the baseline itself slow. Everything it
 creates (cgroups, the namespace, the veths, the server, the spinners, the temporary directory)
@@ -164,8 +167,23 @@ def failures(verdict):
     return out
 
 
+def spread_between_checks(values):
+    """Per case, the spread of its median between checks: (checks, median, CV, robust CV),
+    CV = stdev / mean and robust CV = 1.4826 MAD / median, both in per cent."""
+    out = {}
+    for cid, xs in sorted(values.items()):
+        if len(xs) < 3:
+            continue
+        med = statistics.median(xs)
+        mad = statistics.median(abs(x - med) for x in xs)
+        out[cid] = (len(xs), med, 100 * statistics.stdev(xs) / statistics.fmean(xs),
+                    100 * 1.4826 * mad / med if med else float("nan"))
+    return out
+
+
 def trial(lab, name, tries, setup, args=(), cgroup=None):
     codes, times, named, uncaused = [], [], {}, 0
+    values = {}
     if tries == 0:
         return 0, 0
     for i in range(tries):
@@ -176,6 +194,9 @@ def trial(lab, name, tries, setup, args=(), cgroup=None):
             undo()
         codes.append(code)
         times.append(took)
+        for case in (verdict or {}).get("cases", []):
+            if case.get("value") is not None:
+                values.setdefault(case["id"], []).append(case["value"])
         fails = failures(verdict)
         uncaused += sum(1 for _, _, causes in fails if not causes)
         for _, _, causes in fails:
@@ -194,8 +215,13 @@ def trial(lab, name, tries, setup, args=(), cgroup=None):
     print(f"{name}: {failed} of {tries} failed (target: {target}); exit codes {codes}; check time "
           f"median {statistics.median(times):.1f} s (min {min(times):.1f}, max {max(times):.1f}; "
           f"target <= 60 s)")
-    for kind, values in sorted(named.items()):
-        print(f"  cause {kind}: named {len(values)} times, e.g. {values[0]}")
+    for kind, causes in sorted(named.items()):
+        print(f"  cause {kind}: named {len(causes)} times, e.g. {causes[0]}")
+    if name == "quiet":
+        print("quiet: each case's median between checks (the loopback TCP case's CV: target "
+              "< 5 %)")
+        for cid, (n, med, cv, rcv) in spread_between_checks(values).items():
+            print(f"  {cid}: {n} checks, median {med:.4g}, CV {cv:.1f} %, robust CV {rcv:.1f} %")
     return failed, tries
 
 
