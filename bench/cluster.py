@@ -34,6 +34,12 @@ docs/cluster.md explains the gap.
     cargo build --release --features mpi
     python3 bench/cluster.py --rounds 10         # as root: namespaces, bridge, cgroups
 
+`--only tcp --census` also reads, every 0.25 s while each TCP run goes on, every thread in each
+host's cgroup (the rank, the MPI library's threads and its daemon; or iperf3): per thread its
+CPU share and its voluntary and involuntary context switches a second, over the windows in
+which data moved, printed on stderr for peakbench's run and iperf3's: what shares the CPU with
+the sender and the receiver.
+
 `--scale 2,4,8,16` measures instead how a run grows with the hosts: the namespace cluster with
 the most hosts asked (not pinned: 16 hosts on this machine's CPUs), and
 in alternating rounds (the order of the host counts reversed every round) `peakbench cluster
@@ -62,6 +68,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -359,6 +366,109 @@ def mpi4py_run(lab, python):
     return {"m4_lat": rows[8] * 1e6, "m4_bw2m": gbs(2 << 20), "m4_bw": gbs(4 << 20)}
 
 
+class Census:
+    """Every thread in each host's cgroup (its cpuset's `tasks`: the rank, its MPI threads and
+    Open MPI's daemon, or iperf3), read every PERIOD s from /proc/TID/stat and status in a
+    thread of this script while a TCP run goes on: each thread's CPU time and its voluntary and
+    involuntary context switches. Only the windows in which data moved count: a thread other
+    than an MPI rank's main thread or the daemon used at least BUSY of a CPU. Per host, each
+    thread's wake-ups a second and CPU share in those windows: what shares the CPU with the
+    sender or the receiver during the test."""
+
+    PERIOD = 0.25
+    BUSY = 0.3
+    DAEMONS = ("orted", "prted", "prterun", "mpirun")
+
+    def __init__(self, lab):
+        self.lab, self.samples, self.done = lab, [], threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_):
+        self.done.set()
+        self.thread.join()
+
+    def _loop(self):
+        while not self.done.is_set():
+            self.samples.append((time.monotonic(), self._read()))
+            self.done.wait(self.PERIOD)
+
+    def _read(self):
+        snap = {}
+        tick = os.sysconf("SC_CLK_TCK")
+        for host in range(len(self.lab.hosts)):
+            tasks = f"{CGROUP_V1}/cpuset/pbbg{self.lab.id}h{host}/tasks"
+            try:
+                with open(tasks) as f:
+                    tids = f.read().split()
+            except OSError:
+                continue
+            for tid in tids:
+                # /proc/TID/stat sums the whole process's CPU time; the thread's own is under
+                # its process's task/ directory.
+                try:
+                    with open(f"/proc/{tid}/status") as f:
+                        tgid = dict(line.split(":", 1) for line in f if ":" in line)["Tgid"].strip()
+                    task = f"/proc/{tgid}/task/{tid}"
+                    with open(f"{task}/stat") as f:
+                        stat = f.read()
+                    with open(f"{task}/status") as f:
+                        status = dict(line.split(":", 1) for line in f if ":" in line)
+                    with open(f"/proc/{tgid}/comm") as f:
+                        proc = f.read().strip()
+                except (OSError, KeyError):
+                    continue
+                fields = stat[stat.rindex(")") + 2:].split()
+                cpu_s = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+                switches = (int(status["voluntary_ctxt_switches"]),
+                            int(status["nonvoluntary_ctxt_switches"]))
+                snap[(host, int(tid))] = (proc, tid == tgid, cpu_s, switches)
+        return snap
+
+    def rates(self):
+        """{host: [(label, wake-ups/s voluntary, involuntary, CPU share)]}, busiest first, and
+        the seconds of data windows per host."""
+        busy_s, totals = {}, {}
+        for (t0, a), (t1, b) in zip(self.samples, self.samples[1:]):
+            dt = t1 - t0
+            for host in range(len(self.lab.hosts)):
+                deltas = {}
+                for key, (proc, main, cpu, sw) in b.items():
+                    if key[0] != host or key not in a:
+                        continue
+                    _, _, cpu0, sw0 = a[key]
+                    deltas[key] = (proc, main, (cpu - cpu0) / dt, sw[0] - sw0[0], sw[1] - sw0[1])
+                data = any(c >= self.BUSY and proc not in self.DAEMONS
+                           and not (main and proc == "peakbench")
+                           for proc, main, c, _, _ in deltas.values())
+                if not data:
+                    continue
+                busy_s[host] = busy_s.get(host, 0.0) + dt
+                for key, (proc, main, c, vol, inv) in deltas.items():
+                    t = totals.setdefault(host, {}).setdefault(key, [proc, main, 0.0, 0, 0])
+                    t[2] += c * dt
+                    t[3] += vol
+                    t[4] += inv
+        out = {}
+        for host, threads in totals.items():
+            secs = busy_s[host]
+            rows = [(f"{proc} {'main' if main else 'thread'} {tid}", vol / secs, inv / secs,
+                     cpu / secs) for (_, tid), (proc, main, cpu, vol, inv) in threads.items()]
+            out[host] = sorted(rows, key=lambda r: -r[3])
+        return out, busy_s
+
+    def show(self, name):
+        rates, busy_s = self.rates()
+        for host in sorted(rates):
+            rows = "; ".join(f"{label} {cpu * 100:.0f} % CPU, {vol:.0f}+{inv:.0f} wake-ups/s"
+                             for label, vol, inv, cpu in rates[host] if cpu >= 0.001 or vol + inv >= 1)
+            print(f"  census {name} h{host} ({busy_s[host]:.1f} s of data): {rows}",
+                  file=sys.stderr, flush=True)
+
+
 def one_round(lab, index, args, exe):
     """peakbench first on even rounds, the references first on odd ones."""
     # This machine switches between a fast and a slow regime every ten seconds or so (a plain C
@@ -379,12 +489,27 @@ def one_round(lab, index, args, exe):
     if args.only == "tcp":
         # The TCP rows alone: peakbench's matrix and iperf3 both ways, alternating.
         b = {}
+
+        def ours_counted():
+            if not args.census:
+                return ours()
+            with Census(lab) as census:
+                got = ours()
+            census.show("peakbench")
+            return got
+
+        def iperf3_counted(ref):
+            if not args.census:
+                return iperf3_both(ref)
+            with Census(lab) as census:
+                iperf3_both(ref)
+            census.show("iperf3")
         if index % 2 == 0:
-            a = ours()
-            iperf3_both(b)
+            a = ours_counted()
+            iperf3_counted(b)
         else:
-            iperf3_both(b)
-            a = ours()
+            iperf3_counted(b)
+            a = ours_counted()
         return a, b
     if index % 2 == 0:
         a = ours()
@@ -487,6 +612,9 @@ def main():
                         help="with --scale: also run --matrix sample:K at the largest count")
     parser.add_argument("--only", choices=["tcp"],
                         help="tcp: only the TCP rows (the matrix against iperf3 both ways, issue 47)")
+    parser.add_argument("--census", action="store_true",
+                        help="with --only tcp: each host's threads while data moved (CPU share, "
+                             "wake-ups a second), peakbench's run against iperf3's, on stderr")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     if os.geteuid() != 0:
