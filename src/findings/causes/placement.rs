@@ -5,8 +5,10 @@
 //! across two, and the case's figure follows.
 //!
 //! - a placement that moved during the case (the two readings apart);
-//! - a placement farther than the run's other cases saw, where their readings fall into two
-//!   placements with a gap between them (`placement`, on the case);
+//! - a placement unlike the one most of the run's other cases sat in, where their readings
+//!   fall into two placements with a gap between them (`placement`, on the case): closer (one
+//!   host core's SMT threads share its execution units) or farther apart (a line they share
+//!   crosses farther);
 //! - a placement unlike every earlier run's of the same case (`placement`, against the past);
 //! - a run whose cases sat in more than one placement (`placement-changed`, on the run).
 //!
@@ -57,8 +59,8 @@ fn split(readings: &[f64]) -> Option<f64> {
         .map(|w| w[0])
 }
 
-/// The placement of the case as causes of a shortfall: moved during it, or in the farther of
-/// two placements the run's cases read ([`split`]).
+/// The placement of the case as causes of a shortfall: moved during it, or in the other of
+/// two placements the run's cases read ([`split`]) from the one most of them sat in.
 pub(super) fn causes(s: &Scene, out: &mut Vec<Candidate>) {
     let Some(here) = s.case.placement.as_ref() else {
         return;
@@ -92,28 +94,27 @@ pub(super) fn causes(s: &Scene, out: &mut Vec<Candidate>) {
     let Some(cut) = split(&readings) else {
         return;
     };
-    if here.ns() <= cut {
-        return;
-    }
-    let near: Vec<f64> = rest
+    // Set apart only where the run's other cases sat mostly in the other placement.
+    let near = here.ns() <= cut;
+    let theirs: Vec<f64> = rest
         .iter()
         .map(|(_, ns)| *ns)
-        .filter(|ns| *ns <= cut)
+        .filter(|ns| (*ns <= cut) != near)
         .collect();
-    let Some(median) = crate::stats::median(&near) else {
+    if 2 * theirs.len() <= rest.len() {
+        return;
+    }
+    let Some(typical) = crate::stats::median(&theirs) else {
         return;
     };
     let mut c = Candidate::new(
         "placement",
         format!(
-            "CPUs {a} and {b} sat farther apart for this case than for {} other case{} of \
-             the run: a cache line's round trip read {:.0} ns against {:.0} ns at their \
-             median, so the hypervisor had put their vCPUs on host cores farther apart (another \
-             L3 domain or socket) while it ran",
-            near.len(),
-            if near.len() == 1 { "" } else { "s" },
-            here.ns(),
-            median
+            "CPUs {a} and {b} sat {} for this case than for {} other case{} of the run: {}",
+            if near { "closer" } else { "farther apart" },
+            theirs.len(),
+            if theirs.len() == 1 { "" } else { "s" },
+            unlike(here.ns(), typical, "at their median"),
         ),
         vec![
             Evidence::new(
@@ -121,8 +122,8 @@ pub(super) fn causes(s: &Scene, out: &mut Vec<Candidate>) {
                 format!("{:.0} ns, then {:.0} ns", here.before_ns, here.after_ns),
             ),
             Evidence::new(
-                "the run's nearer placements",
-                format!("{} cases, median {median:.0} ns", near.len()),
+                "the run's other placement",
+                format!("{} cases, median {typical:.0} ns", theirs.len()),
             ),
         ],
         REMEDY,
@@ -132,28 +133,51 @@ pub(super) fn causes(s: &Scene, out: &mut Vec<Candidate>) {
     out.push(c);
 }
 
+/// What a round trip of `ns` against the usual `typical` means, named by the absolute bounds
+/// of `sysinfo::c2c::classify`: on one host core's SMT threads the two threads share its
+/// execution units and caches (a compute or cache-bound case slows); farther apart, every line
+/// they share crosses farther (a case that passes data between them slows).
+fn unlike(ns: f64, typical: f64, which: &str) -> String {
+    let (place, _) = crate::sysinfo::c2c::classify(ns, &[]);
+    let (was, _) = crate::sysinfo::c2c::classify(typical, &[]);
+    let meaning = if ns < typical {
+        if place == crate::sysinfo::c2c::Placement::SameCore {
+            "so the hypervisor had put both vCPUs on one host core, whose execution units and \
+             caches their threads then shared"
+        } else {
+            "so the hypervisor had put their vCPUs nearer each other than usual"
+        }
+    } else {
+        "so the hypervisor had put their vCPUs on host cores farther apart, and every line \
+         they share crossed farther"
+    };
+    format!(
+        "a cache line's round trip between them read {ns:.0} ns ({}) against {typical:.0} ns \
+         {which} ({}), {meaning}",
+        place.name(),
+        was.name()
+    )
+}
+
 /// The placement as the cause of a result below its past: the case read a round trip unlike
-/// every earlier run's of it that read one (`past`, ns) and farther than theirs.
+/// every earlier run's of it that read one (`past`, ns), nearer or farther.
 pub(in crate::findings) fn against_past(r: &BenchResult, past: &[f64]) -> Option<Candidate> {
     let here = probe(r)?;
-    if past.is_empty()
-        || past.iter().any(|&p| same_placement(p, here.ns()))
-        || past.iter().any(|&p| p > here.ns())
-    {
+    if past.iter().any(|&p| same_placement(p, here.ns())) {
         return None;
     }
     let median = crate::stats::median(past)?;
     let [a, b] = here.cpus;
+    let which = format!(
+        "at the median of {} earlier run{}",
+        past.len(),
+        if past.len() == 1 { "" } else { "s" }
+    );
     let mut c = Candidate::new(
         "placement",
         format!(
-            "CPUs {a} and {b} sat farther apart than in any earlier run of this case: a cache \
-             line's round trip read {:.0} ns, against {median:.0} ns at the median of {} \
-             earlier run{}, so the hypervisor had put their vCPUs on host cores farther apart \
-             this time",
-            here.ns(),
-            past.len(),
-            if past.len() == 1 { "" } else { "s" },
+            "CPUs {a} and {b} sat unlike in every earlier run of this case: {}",
+            unlike(here.ns(), median, &which)
         ),
         vec![
             Evidence::new(
@@ -244,7 +268,7 @@ pub(super) fn run_changes(report: &Report) -> Vec<Cause> {
         }
         causes.push(Cause {
             kind: "placement-changed".into(),
-            value: Some((far.len() + moved.len()) as f64),
+            value: Some((near.len().min(far.len()) + moved.len()) as f64),
             unit: "cases".into(),
             text: format!(
                 "CPUs {a} and {b}{on} did not stay in one placement during the run (a cache \

@@ -58,7 +58,13 @@ fn a_case_farther_apart_than_the_rest_of_its_run_names_the_placement() {
         .iter()
         .find(|c| c.kind == "placement")
         .unwrap();
-    assert!(c.text.contains("131 ns against 29 ns"), "{}", c.text);
+    assert!(
+        c.text.contains("farther apart")
+            && c.text
+                .contains("131 ns (shared L3) against 29 ns at their median"),
+        "{}",
+        c.text
+    );
     let run = findings
         .run
         .iter()
@@ -110,7 +116,12 @@ fn a_case_below_its_past_in_a_farther_placement_names_it() {
     let f = judge(&report, &past_at(28.0)).results.remove(0);
     assert_eq!(f.verdict, Verdict::Below, "{f:#?}");
     let c = cause(&f, "placement");
-    assert!(c.text.contains("132 ns, against 29 ns"), "{}", c.text);
+    assert!(
+        c.text
+            .contains("132 ns (shared L3) against 29 ns at the median of 3 earlier runs"),
+        "{}",
+        c.text
+    );
     // The same placement as the past's is not the cause.
     let f = judge(&report, &past_at(125.0)).results.remove(0);
     assert!(f.causes.iter().all(|c| c.kind != "placement"), "{f:#?}");
@@ -135,6 +146,41 @@ fn readings_spread_without_a_gap_are_one_placement() {
             .all(|c| !c.kind.starts_with("placement"))
     );
     for i in 0..4 {
+        assert!(!causes_of(&findings, &format!("cpu-{i}")).contains(&"placement"));
+    }
+}
+
+/// The quick run on the Emerald Rapids-class guest: 16 cases read about 150 ns, and the
+/// 2-thread L1 copy 16 ns (both vCPUs on one host core) and half its usual rate. That case
+/// names its placement, closer and on one core; the cases of the usual placement name none.
+#[test]
+fn a_case_on_one_host_cores_siblings_names_the_placement_closer() {
+    let mut report = document();
+    let usual = kernel(&report, 2, 0.97);
+    for i in 0..16 {
+        let ns = 120.0 + 3.0 * i as f64;
+        report
+            .results
+            .push(placed(usual.clone(), &format!("cpu-{i}"), ns, ns));
+    }
+    report
+        .results
+        .push(placed(kernel(&report, 2, 0.55), "mem-copy", 16.0, 16.0));
+    let findings = judge(&report, &[]);
+    let f = findings
+        .results
+        .iter()
+        .find(|f| f.id == "mem-copy")
+        .unwrap();
+    let c = cause(f, "placement");
+    assert!(c.text.contains("sat closer"), "{}", c.text);
+    assert!(
+        c.text.contains("16 ns (same core (SMT siblings))"),
+        "{}",
+        c.text
+    );
+    assert!(c.text.contains("one host core"), "{}", c.text);
+    for i in 0..16 {
         assert!(!causes_of(&findings, &format!("cpu-{i}")).contains(&"placement"));
     }
 }
