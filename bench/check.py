@@ -27,7 +27,7 @@ In a temporary directory with its own history (PEAKBENCH_DB) and disk directory:
 
     cargo build --release
     python3 bench/check.py --tries 10 --quiet 5      # as root; about 45 minutes on 2 cores
-    python3 bench/check.py --tries 10 --quiet 40     # the targets; 65 minutes
+    python3 bench/check.py --tries 10 --quiet 40     # docs/check.md's targets; 65 minutes
 
 Measure on a quiet machine: a build beside it makes the baseline itself slow. Everything it
 creates (cgroups, the namespace, the veths, the server, the spinners, the temporary directory)

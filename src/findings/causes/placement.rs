@@ -27,6 +27,19 @@ fn probe(r: &BenchResult) -> Option<&PlacementProbe> {
     r.evidence.as_ref()?.placement.as_ref()
 }
 
+/// The case's own two readings, as evidence.
+fn probe_evidence(p: &PlacementProbe) -> Evidence {
+    Evidence::new(
+        "the case's placement probe",
+        format!("{:.0} ns, then {:.0} ns", p.before_ns, p.after_ns),
+    )
+}
+
+/// The fewest cases of a run (or earlier runs of a case) that must agree on a placement before
+/// another case, or the run, is named apart from it: two readings alone, 102 and 213 ns, are one placement's spread on
+/// the Emerald Rapids-class guest, yet more than 1.6 × apart.
+const AGREEING: usize = 3;
+
 /// The run's probes on `r`'s host and CPUs, other than `r`'s own: (case id, probe).
 fn others<'a>(report: &'a Report, r: &BenchResult, cpus: [usize; 2]) -> Vec<(&'a str, f64)> {
     report
@@ -76,10 +89,7 @@ pub(super) fn causes(s: &Scene, out: &mut Vec<Candidate>) {
                  the case ran in each placement",
                 here.before_ns, here.after_ns
             ),
-            vec![Evidence::new(
-                "the case's placement probe",
-                format!("{:.0} ns, then {:.0} ns", here.before_ns, here.after_ns),
-            )],
+            vec![probe_evidence(here)],
             REMEDY,
         )
         .value(here.ns(), "ns");
@@ -101,7 +111,7 @@ pub(super) fn causes(s: &Scene, out: &mut Vec<Candidate>) {
         .map(|(_, ns)| *ns)
         .filter(|ns| (*ns <= cut) != near)
         .collect();
-    if 2 * theirs.len() <= rest.len() {
+    if 2 * theirs.len() <= rest.len() || theirs.len() < AGREEING {
         return;
     }
     let Some(typical) = crate::stats::median(&theirs) else {
@@ -117,10 +127,7 @@ pub(super) fn causes(s: &Scene, out: &mut Vec<Candidate>) {
             unlike(here.ns(), typical, "at their median"),
         ),
         vec![
-            Evidence::new(
-                "the case's placement probe",
-                format!("{:.0} ns, then {:.0} ns", here.before_ns, here.after_ns),
-            ),
+            probe_evidence(here),
             Evidence::new(
                 "the run's other placement",
                 format!("{} cases, median {typical:.0} ns", theirs.len()),
@@ -160,10 +167,11 @@ fn unlike(ns: f64, typical: f64, which: &str) -> String {
 }
 
 /// The placement as the cause of a result below its past: the case read a round trip unlike
-/// every earlier run's of it that read one (`past`, ns), nearer or farther.
+/// every earlier run's of it that read one (`past`, ns, at least [`AGREEING`] of them), nearer
+/// or farther.
 pub(in crate::findings) fn against_past(r: &BenchResult, past: &[f64]) -> Option<Candidate> {
     let here = probe(r)?;
-    if past.iter().any(|&p| same_placement(p, here.ns())) {
+    if past.len() < AGREEING || past.iter().any(|&p| same_placement(p, here.ns())) {
         return None;
     }
     let median = crate::stats::median(past)?;
@@ -180,10 +188,7 @@ pub(in crate::findings) fn against_past(r: &BenchResult, past: &[f64]) -> Option
             unlike(here.ns(), median, &which)
         ),
         vec![
-            Evidence::new(
-                "the case's placement probe",
-                format!("{:.0} ns, then {:.0} ns", here.before_ns, here.after_ns),
-            ),
+            probe_evidence(here),
             Evidence::new(
                 "the earlier runs' placement probes",
                 past.iter()
@@ -224,7 +229,12 @@ pub(super) fn run_changes(report: &Report) -> Vec<Cause> {
             .map(|(id, _)| *id)
             .collect();
         let steady: Vec<&Probed> = probes.iter().filter(|(_, p)| !p.moved()).collect();
-        let cut = split(&steady.iter().map(|(_, p)| p.ns()).collect::<Vec<_>>());
+        let readings: Vec<f64> = steady.iter().map(|(_, p)| p.ns()).collect();
+        // Two placements only where the larger holds enough cases to agree on one.
+        let cut = split(&readings).filter(|&cut| {
+            let near = readings.iter().filter(|&&ns| ns <= cut).count();
+            near.max(readings.len() - near) >= AGREEING
+        });
         let (near, far): (Vec<&Probed>, Vec<&Probed>) = steady
             .into_iter()
             .partition(|(_, p)| cut.is_none_or(|cut| p.ns() <= cut));
@@ -266,10 +276,12 @@ pub(super) fn run_changes(report: &Report) -> Vec<Cause> {
         if !moved.is_empty() {
             evidence.push(Evidence::new("moved during the case", moved.join(", ")));
         }
+        // The cases set apart: those of the smaller placement, and those that moved.
+        let apart = near.len().min(far.len()) + moved.len();
         causes.push(Cause {
             kind: "placement-changed".into(),
-            value: Some((near.len().min(far.len()) + moved.len()) as f64),
-            unit: "cases".into(),
+            value: Some(apart as f64),
+            unit: if apart == 1 { "case" } else { "cases" }.into(),
             text: format!(
                 "CPUs {a} and {b}{on} did not stay in one placement during the run (a cache \
                  line's round trip between them, read around each case that used both): {}; \
