@@ -17,7 +17,7 @@ use crate::rng::Rng;
 use crate::runner::{self, Quota, Repetition, RunSettings, Stop, Tally, Worker};
 use crate::units::{format_size, format_size_approx};
 
-/// The byte every source region is filled with.
+/// The byte every copy's source region is filled with (a read's holds `kernels::READ_WORD`).
 const FILL: u8 = 0x5a;
 /// The byte every destination region holds before the run.
 const INIT: u8 = 0x11;
@@ -339,9 +339,14 @@ impl BlockWorker {
         let block = case.block.expect("block ops have a block") as usize;
         let slice = case.slice as usize;
         let (reads, writes) = case.op.regions();
+        // Each region is first touched here, by this thread.
         let map = |fill: u8| -> Result<Region> {
             let mut region = Region::map(slice, HugePages::System)?;
-            region.as_mut_slice().fill(fill); // first touch, by this thread
+            if !writes {
+                kernels::fill_read_source(region.as_mut_slice());
+            } else {
+                region.as_mut_slice().fill(fill);
+            }
             Ok(region)
         };
         Ok(BlockWorker {
@@ -464,7 +469,7 @@ impl Worker for BlockWorker {
             MemOp::Read | MemOp::RandRead => done,
             _ => 0,
         };
-        let expected = kernels::checksum_of_constant(FILL, block).wrapping_mul(reads);
+        let expected = kernels::read_checksum(self.isa, block).wrapping_mul(reads);
         if checksum != expected {
             bail!(
                 "{}: checksum {checksum:#x} of the bytes read, expected {expected:#x}: the counted bytes were not all read",
@@ -720,6 +725,9 @@ mod tests {
         for &op in MemOp::ALL {
             for nt in [false, true] {
                 for block in [1u64, 8, 100, 4096] {
+                    if op.regions() == (true, false) && block % 8 != 0 {
+                        continue; // a read's block is whole words (refused by the plan)
+                    }
                     let mut c = case(op, block, 64 * 1024, 1);
                     c.nt = nt && op.has_nt() && c.isa.has_nt();
                     if op.stream().is_none() {

@@ -3,11 +3,16 @@
 //! portable code is compiled for the baseline x86-64 (SSE2): 16-byte loads, a quarter of what an
 //! AVX-512 core loads per cycle, which is why the AVX2 family exists.
 //!
-//! Reads fold every 8-byte word they load into a wrapping sum (the checksum), with eight
-//! independent accumulators so that the adds never wait on each other; the checksum is compared
-//! with its closed form after the run, so the loads cannot be removed. The checksum of a block
-//! is defined the same way by every implementation: the wrapping sum of the little-endian u64
-//! words at offsets 0, 8, 16, … of the block while a whole word fits, plus each remaining byte.
+//! Reads fold every 8-byte word they load into a sum (the checksum) with independent
+//! accumulators, so that the adds never wait on each other; the checksum is compared with its
+//! closed form after the run, so the loads cannot be removed. The AVX-512 kernel adds the words
+//! as `f64`: on a Golden Cove server core a 512-bit load folded into a floating-point add
+//! issues about 1.2 times as often as one folded into an integer add (docs/memory.md). Its
+//! sources hold [`READ_WORD`], a small whole number, so every partial sum is exact and the order
+//! of the adds does not matter. The other families add the words as wrapping `u64`, which is
+//! as fast there. Each family's checksum of a block is therefore defined as follows: the whole
+//! words at offsets 0, 8, 16, … of the block, summed as `f64` (AVX-512, taken as a whole
+//! number) or as wrapping `u64` (the others), plus each remaining byte.
 //! Writes store one known byte value; copies move bytes unchanged. Non-temporal variants
 //! (`--nt`) store with `vmovntdq`/`vmovntpd` from 64-byte-aligned addresses (the unaligned head
 //! and the tail are stored normally); the caller issues `sfence` before it stops its clock.
@@ -82,26 +87,60 @@ impl Stream {
     }
 }
 
+/// The word every read source holds: 1.0 as an `f64`, so that the AVX-512 kernel's sums are
+/// exact whole numbers. The block of a read is a whole number of these words (`--block`).
+pub(crate) const READ_WORD: u64 = 0x3ff0_0000_0000_0000;
+
+/// Whether `isa`'s read kernel adds its words as `f64` rather than as wrapping `u64`.
+fn reads_as_f64(isa: MemIsa) -> bool {
+    isa == MemIsa::Avx512
+}
+
 /// The checksum of a block by definition, the reference the kernels are tested against.
 #[cfg(test)]
-pub(crate) fn checksum_reference(block: &[u8]) -> u64 {
+pub(crate) fn checksum_reference(isa: MemIsa, block: &[u8]) -> u64 {
     let mut words = block.chunks_exact(8);
-    let mut sum = 0u64;
+    let (mut sum, mut real) = (0u64, 0f64);
     for w in &mut words {
-        sum = sum.wrapping_add(u64::from_le_bytes(w.try_into().expect("8 bytes")));
+        let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        if reads_as_f64(isa) {
+            real += f64::from_bits(w);
+        } else {
+            sum = sum.wrapping_add(w);
+        }
     }
     for &b in words.remainder() {
         sum = sum.wrapping_add(u64::from(b));
     }
-    sum
+    sum.wrapping_add(real as u64)
 }
 
-/// The checksum of `len` bytes that all hold `byte`, without reading them.
-pub(crate) fn checksum_of_constant(byte: u8, len: usize) -> u64 {
-    let word = u64::from(byte).wrapping_mul(0x0101_0101_0101_0101);
-    ((len / 8) as u64)
-        .wrapping_mul(word)
-        .wrapping_add((len % 8) as u64 * u64::from(byte))
+/// The checksum that `isa`'s read kernel returns for `len` bytes of a source filled with
+/// [`READ_WORD`] from a word boundary, without reading them.
+pub(crate) fn read_checksum(isa: MemIsa, len: usize) -> u64 {
+    let words = (len / 8) as u64;
+    let whole = if reads_as_f64(isa) {
+        // Exact: 1.0 times a count below 2^53.
+        (words as f64 * f64::from_bits(READ_WORD)) as u64
+    } else {
+        words.wrapping_mul(READ_WORD)
+    };
+    READ_WORD.to_le_bytes()[..len % 8]
+        .iter()
+        .fold(whole, |s, &b| s.wrapping_add(u64::from(b)))
+}
+
+/// Fills `bytes` (which start on a word boundary) with [`READ_WORD`], the way every read
+/// source is filled.
+pub(crate) fn fill_read_source(bytes: &mut [u8]) {
+    let word = READ_WORD.to_le_bytes();
+    let mut chunks = bytes.chunks_exact_mut(8);
+    for c in &mut chunks {
+        c.copy_from_slice(&word);
+    }
+    let rest = chunks.into_remainder();
+    let n = rest.len();
+    rest.copy_from_slice(&word[..n]);
 }
 
 /// Reads `len` bytes at `p` and returns their checksum.
@@ -265,24 +304,35 @@ mod x86 {
 
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn read(p: *const u8, len: usize) -> u64 {
-        let mut acc = [_mm512_setzero_si512(); 8];
-        let mut i = 0;
+        let mut acc = [_mm512_setzero_pd(); 16];
         // SAFETY: every load stays below p + len, which the caller owns.
         unsafe {
-            // `n` vectors from p + i, vector k into accumulator (first + k) % 8.
+            // 16 vectors a turn: the loop's own instructions once per kilobyte, off the two
+            // ports (0 and 5) that a Golden Cove server core's 512-bit adds need. The loop
+            // steps a pointer so that each load is addressed as pointer + constant: a load
+            // folded into an add with an index register is split in two when it is renamed on
+            // Intel cores, and 32 operations a turn then fill the renamer (a tenth slower on
+            // the Emerald Rapids guest).
+            let end = p.add(len / 1024 * 1024);
+            let mut q = p;
+            while q < end {
+                for (k, a) in acc.iter_mut().enumerate() {
+                    // Sixteen chains, each added to once a turn: more than a 4-cycle add at two a
+                    // cycle needs.
+                    *a = _mm512_add_pd(*a, _mm512_loadu_pd(q.add(64 * k) as *const f64));
+                }
+                q = q.add(1024);
+            }
+            let mut i = len / 1024 * 1024;
+            // `n` vectors from p + i, vector k into accumulator first + k.
             macro_rules! add {
                 ($n:expr, $first:expr) => {
                     for k in 0..$n {
-                        let x = _mm512_loadu_si512(p.add(i + 64 * k) as *const _);
-                        acc[($first + k) % 8] = _mm512_add_epi64(acc[($first + k) % 8], x);
+                        let x = _mm512_loadu_pd(p.add(i + 64 * k) as *const f64);
+                        acc[$first + k] = _mm512_add_pd(acc[$first + k], x);
                     }
                     i += 64 * $n;
                 };
-            }
-            // 16 vectors a turn: the loop's own four instructions once per kilobyte, off the
-            // two ports (0 and 5) that a Golden Cove server core's 512-bit adds need.
-            while i + 1024 <= len {
-                add!(16, 0);
             }
             // The 0-15 whole vectors left, in straight steps rather than a loop: a block size
             // is the same on every call, so each step's branch is always predicted, where a
@@ -293,24 +343,27 @@ mod x86 {
                 add!(8, 0);
             }
             if left & 4 != 0 {
-                add!(4, 0);
+                add!(4, 8);
             }
             if left & 2 != 0 {
-                add!(2, 4);
+                add!(2, 12);
             }
             if left & 1 != 0 {
-                add!(1, 6);
+                add!(1, 14);
             }
-            let s01 = _mm512_add_epi64(acc[0], acc[1]);
-            let s23 = _mm512_add_epi64(acc[2], acc[3]);
-            let s45 = _mm512_add_epi64(acc[4], acc[5]);
-            let s67 = _mm512_add_epi64(acc[6], acc[7]);
-            let all = _mm512_add_epi64(_mm512_add_epi64(s01, s23), _mm512_add_epi64(s45, s67));
-            let mut sum = _mm512_reduce_add_epi64(all) as u64;
+            let mut width = 16;
+            while width > 1 {
+                width /= 2;
+                for k in 0..width {
+                    acc[k] = _mm512_add_pd(acc[k], acc[k + width]);
+                }
+            }
+            let mut real = _mm512_reduce_add_pd(acc[0]);
             while i + 8 <= len {
-                sum = sum.wrapping_add(u64::from_le((p.add(i) as *const u64).read_unaligned()));
+                real += f64::from_bits(u64::from_le((p.add(i) as *const u64).read_unaligned()));
                 i += 8;
             }
+            let mut sum = real as u64;
             while i < len {
                 sum = sum.wrapping_add(u64::from(*p.add(i)));
                 i += 1;
@@ -728,23 +781,63 @@ mod tests {
             .collect()
     }
 
+    /// Bytes whose 8-byte words from `start` hold small whole numbers as `f64`, different
+    /// from word to word, so that a sum that skips or repeats a word is wrong either way.
+    fn whole_words(len: usize, start: usize) -> Vec<u8> {
+        let mut data = pattern(len, 7);
+        for (k, w) in data[start..].chunks_exact_mut(8).enumerate() {
+            w.copy_from_slice(&((k % 1000) as f64 + 1.0).to_le_bytes());
+        }
+        data
+    }
+
     #[test]
     fn reads_sum_every_byte_of_any_block_at_any_alignment() {
-        let data = pattern(5000, 7);
         for isa in isas() {
             for start in [0, 1, 7, 63, 64] {
-                for len in [0, 1, 7, 8, 9, 63, 64, 65, 511, 512, 513, 1000, 4000] {
+                let data = whole_words(5000, start);
+                for len in [
+                    0, 1, 7, 8, 9, 63, 64, 65, 511, 512, 513, 1000, 1024, 1088, 4000,
+                ] {
                     let block = &data[start..start + len];
                     // SAFETY: the block is a live slice.
                     let got = unsafe { read(isa, block.as_ptr(), len) };
-                    assert_eq!(got, checksum_reference(block), "{isa:?} {start} {len}");
+                    assert_eq!(got, checksum_reference(isa, block), "{isa:?} {start} {len}");
                 }
             }
         }
-        assert_eq!(
-            checksum_of_constant(0x5a, 1003),
-            checksum_reference(&[0x5a; 1003])
-        );
+    }
+
+    /// A word left out or read twice changes the checksum: the kernel reads each word once.
+    #[test]
+    fn reads_miss_no_word() {
+        for isa in isas() {
+            for len in [8, 64, 1000, 1024, 3000] {
+                let data = whole_words(len, 0);
+                let all = checksum_reference(isa, &data);
+                for w in 0..len / 8 {
+                    let mut changed = data.clone();
+                    changed[8 * w..8 * w + 8].copy_from_slice(&2000.0f64.to_le_bytes());
+                    // SAFETY: a live slice.
+                    let got = unsafe { read(isa, changed.as_ptr(), len) };
+                    assert_eq!(got, checksum_reference(isa, &changed), "{isa:?} {len} {w}");
+                    assert_ne!(got, all, "{isa:?} {len}: word {w} was not read");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn read_checksum_is_the_kernels_on_a_filled_source() {
+        for isa in isas() {
+            for len in [0, 5, 8, 64, 1000, 8000, 65536, 1 << 20] {
+                let mut data = vec![0u8; len];
+                fill_read_source(&mut data);
+                // SAFETY: a live slice.
+                let got = unsafe { read(isa, data.as_ptr(), len) };
+                assert_eq!(got, read_checksum(isa, len), "{isa:?} {len}");
+            }
+        }
     }
 
     #[test]

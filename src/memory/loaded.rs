@@ -197,7 +197,10 @@ fn load_thread(op: LoadOp, bytes: usize, pace: Duration, cpu: Option<usize>, sha
         Ok(r) => r,
         Err(e) => return fail(e.to_string()),
     };
-    region.as_mut_slice().fill(FILL);
+    match op {
+        LoadOp::Read => kernels::fill_read_source(region.as_mut_slice()),
+        _ => region.as_mut_slice().fill(FILL),
+    }
     let isa = MemIsa::detect();
     let base = region.as_ptr();
     // A copy moves the first half into the second; read and write span the buffer.
@@ -207,7 +210,7 @@ fn load_thread(op: LoadOp, bytes: usize, pace: Duration, cpu: Option<usize>, sha
     };
     let chunks = (span / CHUNK_BYTES).max(1);
     let len = CHUNK_BYTES.min(span);
-    let expected = kernels::checksum_of_constant(FILL, len);
+    let expected = kernels::read_checksum(isa, len);
     let mut k = 0;
     while !shared.stop.load(Ordering::Relaxed) {
         let at = (k % chunks) * len;

@@ -149,6 +149,25 @@ mod tests {
                 .starts_with("--block: 1 MiB is larger than each thread's share"),
             "{e}"
         );
+        // A read's block is whole 8-byte words; a copy's may be any size.
+        let e = plan_for::<Mem>(
+            &["mem", "--op", "read", "--size", "1MiB", "-b", "100"],
+            &ctx,
+        )
+        .err()
+        .unwrap();
+        assert!(
+            e.to_string()
+                .starts_with("--block: 100 B is not a whole number of 8-byte words"),
+            "{e}"
+        );
+        assert!(
+            plan_for::<Mem>(
+                &["mem", "--op", "copy", "--size", "1MiB", "-b", "100"],
+                &ctx
+            )
+            .is_ok()
+        );
         let e = plan_for::<MemLatency>(&["latency", "--sizes", "64B"], &ctx)
             .err()
             .unwrap();

@@ -222,13 +222,31 @@ impl Shape {
                 op.name()
             )));
         }
+        // A read adds up whole 8-byte words as it loads them (kernels.rs), so its blocks are
+        // whole words, each starting on a word of the source.
+        let word = if writes { 1 } else { 8 };
+        if slice < word {
+            return Err(usage(format!(
+                "--size: {} leaves each of {threads} threads of {} less than one 8-byte word: give a larger --size or fewer --threads",
+                format_size(size),
+                op.name()
+            )));
+        }
         let blocks = match &options.blocks {
             Some(blocks) => blocks.clone(),
-            None if op.random() => vec![64.min(slice)],
-            None => vec![(1u64 << 20).min(slice)],
+            None if op.random() => vec![64.min(slice) / word * word],
+            None => vec![(1u64 << 20).min(slice) / word * word],
         };
         let mut cases = Vec::new();
         for block in blocks {
+            if block % word != 0 {
+                return Err(usage(format!(
+                    "--block: {} is not a whole number of 8-byte words, which {} adds up as it loads them: give a multiple of 8 B such as {} B",
+                    format_size(block),
+                    op.name(),
+                    (block / word * word).max(word)
+                )));
+            }
             if block > size {
                 return Err(usage(format!(
                     "--block: {} is larger than the working set (--size {}): give a smaller block or a larger --size",
