@@ -410,8 +410,9 @@ fn memory_class(
     if llc > 0 && set < 4 * llc && !in_memory {
         Err(format!(
             "a peak for a working set in the shared cache ({} against a {} last-level \
-                 cache): peakbench models the private caches' bandwidth (L1, L2), not the \
-                 L3's; judge it by its past or with --reference",
+                 cache): the L3 model holds a set of at most half of it, and the run's latency \
+                 curve did not show where this guest's share of it ends; judge it by its past \
+                 or with --reference",
             crate::units::format_size(set),
             crate::units::format_size(llc)
         ))
