@@ -62,6 +62,14 @@ const MACHINES: &[Expected] = &[
         cores: 16.0,
         per_cycle: GOLDEN_COVE_SERVER,
     },
+    // The same kind of guest, lent again on 2026-11-28 and read with its core-to-core matrix.
+    Expected {
+        folder: "emeraldrapids-kvm-16vcpu-c2c",
+        microarch: "emeraldrapids",
+        source_says: &["CPUID family 6 model 207"],
+        cores: 16.0,
+        per_cycle: GOLDEN_COVE_SERVER,
+    },
     // The guest this project's developers worked on in 2026-11-28's sessions.
     Expected {
         folder: "emeraldrapids-kvm-2vcpu",
