@@ -41,6 +41,10 @@ pub(crate) struct MemArgs {
     /// Working set of all threads together (default 1 GiB, at least 4 × the last-level cache)
     #[arg(long, short = 's', value_name = "SIZE", value_parser = positive_size)]
     pub size: Option<u64>,
+    /// Working set per thread instead: SIZE × the threads at each thread count, so that each
+    /// thread's share stays in one cache level on a machine of any size
+    #[arg(long, value_name = "SIZE", value_parser = positive_size, conflicts_with = "size")]
+    pub size_per_thread: Option<u64>,
     /// Non-temporal (streaming) stores for write, copy and the STREAM kernels
     #[arg(long)]
     pub nt: bool,

@@ -64,6 +64,7 @@ impl Benchmark for Mem {
             options.threads = unique(threads);
         }
         options.size = args.size;
+        options.size_per_thread = args.size_per_thread;
         options.nt = args.nt;
         options.duration = args.timing.duration;
         options.work = match (args.bytes, args.ops) {
@@ -72,9 +73,11 @@ impl Benchmark for Mem {
             (None, None) => None,
         };
         let (cases, notes) = plan::plan(&options, ctx)?;
-        let working_set = options.size.unwrap_or_else(|| plan::default_size(ctx).0);
         let mut config = serde_json::to_value(&options)?;
-        config["working_set_bytes"] = working_set.into();
+        if options.size_per_thread.is_none() {
+            let working_set = options.size.unwrap_or_else(|| plan::default_size(ctx).0);
+            config["working_set_bytes"] = working_set.into();
+        }
         Plan::new(cases, notes, config)
     }
 }
@@ -192,6 +195,50 @@ mod tests {
         };
         assert!(!noted("16KiB"));
         assert!(noted("256MiB"));
+    }
+
+    /// `--size-per-thread` gives each thread count its own working set, the same share a
+    /// thread; `--size` is one working set for all.
+    #[test]
+    fn a_size_per_thread_scales_the_working_set_with_the_threads() {
+        let ctx = Context::fixture();
+        let sets = |argv: &[&str]| -> Vec<(usize, u64)> {
+            plan_for::<Mem>(argv, &ctx)
+                .unwrap()
+                .cases
+                .iter()
+                .map(|c| {
+                    let p = c.spec().params;
+                    (p.threads.unwrap(), p.working_set_bytes.unwrap())
+                })
+                .collect()
+        };
+        let each = [
+            "mem",
+            "--op",
+            "read,stream-triad",
+            "-b",
+            "8KiB",
+            "-t",
+            "1,2,3",
+        ];
+        let per_thread = sets(&[&each[..], &["--size-per-thread", "64KiB"]].concat());
+        assert_eq!(per_thread.len(), 6);
+        for (threads, set) in per_thread {
+            // Whole blocks, or whole elements of the STREAM arrays, of 64 KiB a thread.
+            let want = 64 * 1024 * threads as u64;
+            assert!(
+                set <= want && set + 24 * threads as u64 >= want,
+                "{threads} threads: {set}"
+            );
+        }
+        for (threads, set) in sets(&[&each[..], &["--size", "192KiB"]].concat()) {
+            // One set shared: whole blocks (or elements) of each thread's share of 192 KiB.
+            assert!(
+                set <= 192 * 1024 && set > 190 * 1024,
+                "{threads} threads: {set}"
+            );
+        }
     }
 
     #[test]

@@ -23,6 +23,9 @@ pub(crate) struct MemOptions {
     pub threads: Vec<usize>,
     /// Working set of all threads together, bytes; `None`: [`default_size`].
     pub size: Option<u64>,
+    /// Working set per thread, bytes, in place of `size`: each thread count gets this many
+    /// times its threads.
+    pub size_per_thread: Option<u64>,
     /// Non-temporal stores for the ops that have them.
     pub nt: bool,
     /// Length of one repetition (when `work` is `None`).
@@ -68,6 +71,7 @@ impl MemOptions {
                 t
             },
             size: None,
+            size_per_thread: None,
             nt: false,
             duration: Duration::from_millis(300),
             work: None,
@@ -100,7 +104,10 @@ pub(crate) fn default_size(ctx: &Context) -> (u64, Option<String>) {
 /// The cases, and notes about the choices made (printed and kept as warnings).
 pub(super) fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<String>)> {
     let mut notes = Vec::new();
-    let size = working_set(options, ctx, &mut notes)?;
+    let size = match options.size_per_thread {
+        Some(_) => 0, // one per thread count, below
+        None => working_set(options.size, ctx, &mut notes)?,
+    };
     let isa = MemIsa::detect();
     if options.nt && !isa.has_nt() {
         notes.push(format!(
@@ -112,6 +119,17 @@ pub(super) fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<St
     let mut beyond_caches = false;
     for &op in &options.ops {
         for &threads in &options.threads {
+            let size = match options.size_per_thread {
+                Some(each) => working_set(Some(each.saturating_mul(threads as u64)), ctx, &mut notes)
+                    .map_err(|_| {
+                        usage(format!(
+                            "--size-per-thread: {} × {threads} threads is more than the {} of memory available: give a smaller --size-per-thread or fewer --threads",
+                            format_size(each),
+                            format_size_approx(ctx.host.memory.available_bytes)
+                        ))
+                    })?,
+                None => size,
+            };
             let shape = Shape {
                 op,
                 threads,
@@ -146,10 +164,10 @@ pub(super) fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<St
     Ok((cases, notes))
 }
 
-/// The working set of all threads: `--size`, or [`default_size`] with its note; refused when
-/// it is more than the memory available.
-fn working_set(options: &MemOptions, ctx: &Context, notes: &mut Vec<String>) -> Result<u64> {
-    let size = match options.size {
+/// The working set of all threads: `size` (`--size`), or [`default_size`] with its note;
+/// refused when it is more than the memory available.
+fn working_set(size: Option<u64>, ctx: &Context, notes: &mut Vec<String>) -> Result<u64> {
+    let size = match size {
         Some(size) => size,
         None => {
             let (size, note) = default_size(ctx);
