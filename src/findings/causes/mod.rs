@@ -150,6 +150,7 @@ pub(super) fn of_result(report: &Report, r: &BenchResult) -> Candidates {
     cpu::causes(&scene, &mut causes);
     model::model_wrong(&scene, &mut causes);
     model::sibling_placement(&scene, &mut causes);
+    model::shared_cores_case(&scene, &mut causes);
     placement::causes(&scene, &mut causes);
     memory::causes(&scene, &mut causes);
     disk::causes(&scene, &mut causes);

@@ -152,6 +152,11 @@ pub(super) fn shared_fraction(report: &Report) -> Option<Cause> {
 /// a host that shares its cores. Half the peak at N threads is then the hardware's, not a
 /// shortfall.
 pub(super) fn shared_cores(report: &Report) -> Option<Cause> {
+    shared_cores_at(report).map(|(cause, _)| cause)
+}
+
+/// [`shared_cores`] with the thread count its kernels ran at.
+fn shared_cores_at(report: &Report) -> Option<(Cause, usize)> {
     let one: Vec<&BenchResult> = report
         .results
         .iter()
@@ -188,34 +193,38 @@ pub(super) fn shared_cores(report: &Report) -> Option<Cause> {
         return None;
     }
     let n = scaling[0].1;
-    Some(Cause {
-        kind: "shared-cores".into(),
-        value: Some(median),
-        unit: "of N × 1 thread".into(),
-        text: format!(
-            "at {n} threads the kernels do {median:.2} (median of {}) of {n} × their one-thread \
+    Some((
+        Cause {
+            kind: "shared-cores".into(),
+            value: Some(median),
+            unit: "of N × 1 thread".into(),
+            text: format!(
+                "at {n} threads the kernels do {median:.2} (median of {}) of {n} × their one-thread \
              rate: the {n} CPUs do the work of about {} core{} (SMT siblings the hypervisor shows \
              as cores, or cores the host shares), so their peak at {n} threads is about half \
              the one computed",
-            scaling.len(),
-            (n as f64 * median).round(),
-            if (n as f64 * median).round() == 1.0 {
-                ""
-            } else {
-                "s"
-            }
-        ),
-        evidence: scaling
-            .iter()
-            .take(6)
-            .map(|(id, n, s)| Evidence::new(id.clone(), format!("{s:.3} of {n} × 1 thread")))
-            .collect(),
-        bound: None,
-        explains: None,
-        remedy: "give --cores the physical cores (the host's lscpu), or ask for dedicated cores \
+                scaling.len(),
+                (n as f64 * median).round(),
+                if (n as f64 * median).round() == 1.0 {
+                    ""
+                } else {
+                    "s"
+                }
+            ),
+            evidence: scaling
+                .iter()
+                .take(6)
+                .map(|(id, n, s)| Evidence::new(id.clone(), format!("{s:.3} of {n} × 1 thread")))
+                .collect(),
+            bound: None,
+            explains: None,
+            remedy:
+                "give --cores the physical cores (the host's lscpu), or ask for dedicated cores \
                  with their SMT siblings"
-            .into(),
-    })
+                    .into(),
+        },
+        n,
+    ))
 }
 
 /// The flags whose values a peak can stand on: a peak whose source names one is the user's
@@ -292,6 +301,48 @@ pub(in crate::findings) fn above_peak(r: &BenchResult, physics: &Expectation) ->
         explains: None,
         remedy: remedy.into(),
     }
+}
+
+/// A result at N threads of a run whose kernels at N threads did about half their scaling
+/// ([`shared_cores`]): the case's threads shared the cores the kernels shared. It applies to
+/// what runs on a core's own units, the kernels (CPU, Linpack and GEMM) and the private caches
+/// (L1 and L2, whose ports SMT siblings share), not to the shared L3 or memory. It needs no
+/// CPU-time condition: on a 16-vCPU guest whose all-thread kernels did 0.49 of their scaling,
+/// the threads that sat on a core alone finished first and waited, so the kernels' threads had
+/// 0.56-0.58 of their CPU time.
+pub(super) fn shared_cores_case(s: &Scene, out: &mut Vec<Candidate>) {
+    let r = s.r;
+    let n = s.threads();
+    let own_units = matches!(r.subsystem, Subsystem::Cpu)
+        || matches!(
+            r.params.other.get("cache_level").and_then(|v| v.as_str()),
+            Some("L1" | "L2")
+        );
+    if n < 2 || !own_units {
+        return;
+    }
+    let Some((run, at)) = shared_cores_at(s.report) else {
+        return;
+    };
+    let Some(share) = run.value.filter(|_| at == n) else {
+        return;
+    };
+    let mut c = Candidate::new(
+        "shared-cores",
+        format!(
+            "the run's kernels at {n} threads did {share:.2} of {n} × their one-thread rate: \
+             its {n} CPUs do the work of about {} cores, and this case's threads shared them \
+             as the kernels' did (SMT siblings the hypervisor shows as cores, or cores the \
+             host shares)",
+            (n as f64 * share).round()
+        ),
+        run.evidence.clone(),
+        &run.remedy,
+    )
+    .value(share, "of N × 1 thread");
+    c.factor = Some(share.clamp(0.0, 1.0));
+    c.slows = true;
+    out.push(c);
 }
 
 /// At most this share of N × its one-thread rate, with its threads on the CPU, an N-thread
