@@ -16,6 +16,14 @@ use crate::units::format_size;
 /// memory is 2–9 ×; growth inside one cache level from TLB misses stays well under it.
 pub(crate) const MEMORY_STEP: f64 = 2.5;
 
+/// A latency this many times the one at the largest set within the private caches is a load
+/// from memory with no shared cache between: a core's L2 answers in 3–8 ns and a shared L3 in
+/// 10–50 ns (3.8 × on the Zen 5 guest, 6.4 × and 8.2 × on the Golden Cove server guests of
+/// tests/fixtures/machines), DRAM in 80–230 ns (20–23 × on the Emerald Rapids guests when their
+/// 8 MiB chase missed the L3 they were shown, 33 × and 50 × on the others). A guest shown its
+/// host's L3 may get so little of it that the curve goes from its L2 straight to memory.
+pub(crate) const PRIVATE_TO_MEMORY_STEP: f64 = 15.0;
+
 /// The step of a latency curve that leaves the caches where sysinfo says they still hold.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct MeasuredEdge {
@@ -50,12 +58,14 @@ pub(crate) const STEP_SPAN: u64 = 4;
 /// indices `(i, j)` of the first point `j` of `curve` ((working set in bytes, ns), sorted by
 /// size) within the `llc` bytes sysinfo gives the last level whose latency is [`MEMORY_STEP`] ×
 /// or more that of a smaller point `i` beyond the private caches (more than `private` bytes):
-/// its neighbour, or one at most [`STEP_SPAN`] × smaller, the largest such. `curve[i]` is then
-/// the largest working set still in a cache and `curve[j]` the smallest in memory. A step
-/// inside the private caches, or one past the last level, agrees with sysinfo and is not one.
+/// its neighbour, or one at most [`STEP_SPAN`] × smaller, the largest such; or, where there is
+/// none, the first point past the private caches when it reads [`PRIVATE_TO_MEMORY_STEP`] × the
+/// last point within them. `curve[i]` is then the largest working set still in a cache and
+/// `curve[j]` the smallest in memory. A smaller step out of the private caches, or one past the
+/// last level, agrees with sysinfo and is not one.
 /// The rule of this finding and of the roofline's L3 size alike.
 pub(crate) fn memory_step(curve: &[(u64, f64)], private: u64, llc: u64) -> Option<(usize, usize)> {
-    (1..curve.len())
+    let shared = (1..curve.len())
         .filter(|&j| curve[j].0 <= llc)
         .find_map(|j| {
             let (high_set, high_ns) = curve[j];
@@ -65,7 +75,16 @@ pub(crate) fn memory_step(curve: &[(u64, f64)], private: u64, llc: u64) -> Optio
                 .take_while(|&i| i + 1 == j || curve[i].0 * STEP_SPAN >= high_set)
                 .find(|&i| curve[i].1 > 0.0 && high_ns >= MEMORY_STEP * curve[i].1)
                 .map(|i| (i, j))
-        })
+        });
+    // Straight from the private caches to memory: the first point past them read
+    // PRIVATE_TO_MEMORY_STEP × the last point within them.
+    let straight = || {
+        let j = curve.iter().position(|&(set, _)| set > private)?;
+        let i = j.checked_sub(1)?;
+        (curve[j].0 <= llc && curve[i].1 > 0.0 && curve[j].1 >= PRIVATE_TO_MEMORY_STEP * curve[i].1)
+            .then_some((i, j))
+    };
+    shared.or_else(straight)
 }
 
 /// The step of `host`'s latency curve in `report` that contradicts sysinfo's cache sizes, if

@@ -159,6 +159,33 @@ fn the_step_rule_ignores_a_step_inside_the_private_caches() {
     assert_eq!(memory_step(&curve, MIB, 32 * MIB), None);
 }
 
+/// The quick preset's curve on the Emerald Rapids guests when their 8 MiB chase missed the
+/// 300 MiB L3 they are shown: from the L2 (5.6 ns) straight to memory (127 ns, × 22.7), a step
+/// out of the private caches too large for any L3. The same guest's L3 at 35.7 ns (× 6.4), and
+/// the other fixtures' (× 3.8 on Zen 5, × 8.2 on the Golden Cove guest), are not it.
+#[test]
+fn the_step_rule_finds_memory_right_after_the_private_caches() {
+    let curve = |l3: f64| {
+        [
+            (16 << 10, 1.7),
+            (256 << 10, 5.6),
+            (8 * MIB, l3),
+            (256 * MIB, 140.6),
+        ]
+    };
+    assert_eq!(memory_step(&curve(127.4), 2 * MIB, 300 * MIB), Some((1, 2)));
+    assert_eq!(memory_step(&curve(35.7), 2 * MIB, 300 * MIB), Some((2, 3)));
+    let zen5 = [
+        (16 << 10, 1.0),
+        (256 << 10, 3.5),
+        (8 * MIB, 13.2),
+        (256 * MIB, 151.8),
+    ];
+    assert_eq!(memory_step(&zen5, MIB, 32 * MIB), None);
+    let golden_cove = [(256 << 10, 4.5), (8 * MIB, 36.9), (256 * MIB, 228.5)];
+    assert_eq!(memory_step(&golden_cove, 2 * MIB, 480 * MIB), Some((1, 2)));
+}
+
 /// On a 2-vCPU KVM guest of a Golden Cove server Xeon, a first quick run (the preset with the
 /// memory hierarchy's levels and the chase over huge pages) judges at least 60 % of its results,
 /// none above its limit, and every bandwidth in a private cache gets a verdict from the cache
