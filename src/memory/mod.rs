@@ -171,6 +171,15 @@ mod tests {
             )
             .is_ok()
         );
+        // The messages name the flag the working set came from.
+        let e = plan_for::<Mem>(&["mem", "--op", "read", "--size-per-thread", "4B"], &ctx)
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string()
+                .starts_with("--size-per-thread: 4 B leaves each of"),
+            "{e}"
+        );
         let e = plan_for::<MemLatency>(&["latency", "--sizes", "64B"], &ctx)
             .err()
             .unwrap();

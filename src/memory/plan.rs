@@ -104,9 +104,14 @@ pub(crate) fn default_size(ctx: &Context) -> (u64, Option<String>) {
 /// The cases, and notes about the choices made (printed and kept as warnings).
 pub(super) fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<String>)> {
     let mut notes = Vec::new();
-    let size = match options.size_per_thread {
-        Some(_) => 0, // one per thread count, below
-        None => working_set(options.size, ctx, &mut notes)?,
+    // One working set for every thread count, or (--size-per-thread) one per thread count.
+    let shared = match options.size_per_thread {
+        Some(_) => None,
+        None => Some(working_set(options.size, ctx, &mut notes)?),
+    };
+    let size_flag = match options.size_per_thread {
+        Some(_) => "--size-per-thread",
+        None => "--size",
     };
     let isa = MemIsa::detect();
     if options.nt && !isa.has_nt() {
@@ -120,20 +125,14 @@ pub(super) fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<St
     for &op in &options.ops {
         for &threads in &options.threads {
             let size = match options.size_per_thread {
-                Some(each) => working_set(Some(each.saturating_mul(threads as u64)), ctx, &mut notes)
-                    .map_err(|_| {
-                        usage(format!(
-                            "--size-per-thread: {} × {threads} threads is more than the {} of memory available: give a smaller --size-per-thread or fewer --threads",
-                            format_size(each),
-                            format_size_approx(ctx.host.memory.available_bytes)
-                        ))
-                    })?,
-                None => size,
+                Some(each) => per_thread_set(each, threads, ctx)?,
+                None => shared.unwrap_or_default(), // read above when there is no size per thread
             };
             let shape = Shape {
                 op,
                 threads,
                 size,
+                size_flag,
                 isa,
                 pin: ctx.runner.pin,
             };
@@ -186,12 +185,29 @@ fn working_set(size: Option<u64>, ctx: &Context, notes: &mut Vec<String>) -> Res
     Ok(size)
 }
 
+/// The working set of `threads` threads of `each` bytes (`--size-per-thread`); refused when it
+/// is more than the memory available.
+fn per_thread_set(each: u64, threads: usize, ctx: &Context) -> Result<u64> {
+    let size = each.saturating_mul(threads as u64);
+    let available = ctx.host.memory.available_bytes;
+    if available > 0 && size > available {
+        return Err(usage(format!(
+            "--size-per-thread: {} × {threads} threads is more than the {} of memory available: give a smaller --size-per-thread or fewer --threads",
+            format_size(each),
+            format_size_approx(available)
+        )));
+    }
+    Ok(size)
+}
+
 /// One op at one thread count over the working set: what its cases share.
 struct Shape {
     op: MemOp,
     threads: usize,
     /// Bytes of the working set of all threads.
     size: u64,
+    /// The flag that gave it, for the messages: `--size` or `--size-per-thread`.
+    size_flag: &'static str,
     isa: MemIsa,
     pin: bool,
 }
@@ -200,12 +216,16 @@ impl Shape {
     /// The case of a STREAM kernel: each thread gets its share of every array, in elements.
     fn stream_case(&self, kernel: Stream, options: &MemOptions) -> Result<BandwidthCase> {
         let Shape {
-            op, threads, size, ..
+            op,
+            threads,
+            size,
+            size_flag: flag,
+            ..
         } = *self;
         let elements = size / (kernel.arrays() * 8 * threads as u64);
         if elements == 0 {
             return Err(usage(format!(
-                "--size: {} gives {threads} threads no element of {} arrays: give a larger --size",
+                "{flag}: {} gives {threads} threads no element of {} arrays: give a larger {flag}",
                 format_size(size),
                 kernel.arrays()
             )));
@@ -228,14 +248,18 @@ impl Shape {
     /// (one or two), a whole number of blocks.
     fn block_cases(&self, options: &MemOptions) -> Result<Vec<BandwidthCase>> {
         let Shape {
-            op, threads, size, ..
+            op,
+            threads,
+            size,
+            size_flag: flag,
+            ..
         } = *self;
         let (reads, writes) = op.regions();
         let regions = u64::from(reads) + u64::from(writes);
         let slice = size / (regions * threads as u64);
         if slice == 0 {
             return Err(usage(format!(
-                "--size: {} leaves {threads} threads of {} no byte each: give a larger --size or fewer --threads",
+                "{flag}: {} leaves {threads} threads of {} no byte each: give a larger {flag} or fewer --threads",
                 format_size(size),
                 op.name()
             )));
@@ -245,7 +269,7 @@ impl Shape {
         let word = if writes { 1 } else { 8 };
         if slice < word {
             return Err(usage(format!(
-                "--size: {} leaves each of {threads} threads of {} less than one 8-byte word: give a larger --size or fewer --threads",
+                "{flag}: {} leaves each of {threads} threads of {} less than one 8-byte word: give a larger {flag} or fewer --threads",
                 format_size(size),
                 op.name()
             )));
@@ -267,14 +291,14 @@ impl Shape {
             }
             if block > size {
                 return Err(usage(format!(
-                    "--block: {} is larger than the working set (--size {}): give a smaller block or a larger --size",
+                    "--block: {} is larger than the working set ({flag} {}): give a smaller block or a larger {flag}",
                     format_size(block),
                     format_size(size)
                 )));
             }
             if block > slice {
                 return Err(usage(format!(
-                    "--block: {} is larger than each thread's share of --size for {} ({} = {} / {threads} threads{}): give a smaller block or a larger --size",
+                    "--block: {} is larger than each thread's share of {flag} for {} ({} = {} / {threads} threads{}): give a smaller block or a larger {flag}",
                     format_size(block),
                     op.name(),
                     format_size_approx(slice),
