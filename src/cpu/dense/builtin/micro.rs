@@ -68,9 +68,15 @@ macro_rules! micro_kernel {
             unsafe {
                 let mut acc: [[$v; $mv]; $nr] = [[$zero(); $mv]; $nr];
                 if mm == MR && nn == NR {
+                    // Every line a column of the tile touches: MR values are 128 bytes, so
+                    // three lines where C is not 64-byte aligned (a matrix from the allocator
+                    // starts 16 bytes into a line), and a middle line left out stalled the
+                    // tile's first read of C on memory.
                     for j in 0..NR {
-                        super::super::prefetch(c.add(j * ldc));
-                        super::super::prefetch(c.add(j * ldc + MR - 1));
+                        let column = c.add(j * ldc);
+                        super::super::prefetch(column);
+                        super::super::prefetch(column.add(MR / 2));
+                        super::super::prefetch(column.add(MR - 1));
                     }
                 }
                 let (mut ap, mut bp) = (a, b);
