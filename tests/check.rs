@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use std::sync::OnceLock;
 
 mod common;
 
@@ -18,6 +19,15 @@ const PLAN: &str =
 struct Lab {
     dir: tempfile::TempDir,
 }
+
+/// What `check --learn` left behind in a lab: its history database and the saved baseline.
+struct Learned {
+    history: Vec<u8>,
+    saved: String,
+}
+
+/// The one baseline this process learns, for every test that starts from a learned one.
+static LEARNED: OnceLock<Learned> = OnceLock::new();
 
 impl Lab {
     fn new() -> Lab {
@@ -56,12 +66,23 @@ impl Lab {
     }
 
     /// A saved baseline 'node' learned from the fewest checks of this machine a baseline is
-    /// learned from, in one command.
+    /// learned from, in one command, with the history that learned it. Learning takes LEARN
+    /// checks, so it is done once in this process ([`LEARNED`]) and each lab gets a copy of the
+    /// history and the saved file, which it may change without touching the others'.
     fn learned(&self) -> serde_json::Value {
-        let out = self.check(&["--learn", &LEARN.to_string()]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        let file = self.saved("node");
-        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
+        let learned = LEARNED.get_or_init(|| {
+            let lab = Lab::new();
+            let out = lab.check(&["--learn", &LEARN.to_string()]);
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            Learned {
+                history: std::fs::read(lab.path("history.db")).unwrap(),
+                saved: std::fs::read_to_string(lab.saved("node")).unwrap(),
+            }
+        });
+        std::fs::write(self.path("history.db"), &learned.history).unwrap();
+        std::fs::create_dir_all(self.path("baselines")).unwrap();
+        std::fs::write(self.saved("node"), &learned.saved).unwrap();
+        serde_json::from_str(&learned.saved).unwrap()
     }
 
     fn saved(&self, name: &str) -> PathBuf {
