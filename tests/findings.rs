@@ -211,8 +211,19 @@ fn assert_named<'a>(finding: &'a Value, kind: &str, value: f64, unit: &str) -> &
         "{kind} named {named} {unit}, imposed {value} {unit}: {finding:#}"
     );
     // A limit holds the figure at or under the bound it states (a tenth over for the noise of
-    // a few repetitions): a figure well over it means the bound is wrong.
-    if let Some(bound) = c["bound"].as_f64() {
+    // a few repetitions): a figure well over it means the bound is wrong. A CPU bound is a share
+    // of the peak, so where the clock probe read no clock (its two chains disagreed, on a host
+    // that preempted one of them) and the peak stands on cpuinfo's nominal clock, below the one
+    // the cores run at, the bound is as low as the peak, which the run warns of (CI saw a bound
+    // of 67.2 GFLOP/s at the nominal 2.1 GHz beside a figure of 74.9): only then is it unchecked.
+    let nominal_clock = finding["expectations"].as_array().is_some_and(|all| {
+        all.iter()
+            .filter_map(|e| e["source"].as_str())
+            .any(|s| ["cpuinfo", "sysfs", "model-string"].contains(&peak_clock_source(s)))
+    });
+    if nominal_clock {
+        eprintln!("{kind}'s bound not checked: the peak stands on the nominal clock");
+    } else if let Some(bound) = c["bound"].as_f64() {
         let figure = finding["value"].as_f64().unwrap();
         assert!(
             figure <= 1.10 * bound,
@@ -221,6 +232,18 @@ fn assert_named<'a>(finding: &'a Value, kind: &str, value: f64, unit: &str) -> &
         );
     }
     c
+}
+
+/// Where the clock of a peak's text comes from: "cpuinfo" in "…; clock 2.1 (cpuinfo: …", or
+/// "measured"; empty where the text states no clock.
+fn peak_clock_source(text: &str) -> &str {
+    let Some((_, after)) = text.split_once("; clock ") else {
+        return "";
+    };
+    after
+        .split_once(" (")
+        .and_then(|(_, rest)| rest.split_once(':'))
+        .map_or("", |(source, _)| source)
 }
 
 /// Asserts the verdict of a figure an imposed limit holds down: below, or unstable where the
@@ -924,4 +947,15 @@ fn offloads_turned_off_on_the_route_are_named_against_the_past() {
 /// namespaces and tc are all there).
 fn skip(why: &str) {
     common::prerequisite(Err(why.to_string()));
+}
+
+#[test]
+fn a_peaks_clock_source_is_read_from_its_text() {
+    let nominal = "the peak 134 GFLOP/s (2 cores × 2.1 GHz × 8 lanes = 134.4 GFLOP/s; clock 2.1 \
+                   (cpuinfo: /proc/cpuinfo: cpu MHz (the clock the kernel reports)); units 2";
+    assert_eq!(peak_clock_source(nominal), "cpuinfo");
+    let measured = "the peak 167 GFLOP/s (…; clock 2.6115 (measured: dependent register add \
+                    chain (1 cycle each) 2.612 GHz); units 2";
+    assert_eq!(peak_clock_source(measured), "measured");
+    assert_eq!(peak_clock_source("the tbf's rate, 120 Mbit/s"), "");
 }
