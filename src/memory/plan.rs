@@ -105,13 +105,9 @@ pub(crate) fn default_size(ctx: &Context) -> (u64, Option<String>) {
 pub(super) fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<String>)> {
     let mut notes = Vec::new();
     // One working set for every thread count, or (--size-per-thread) one per thread count.
-    let shared = match options.size_per_thread {
-        Some(_) => None,
-        None => Some(working_set(options.size, ctx, &mut notes)?),
-    };
-    let size_flag = match options.size_per_thread {
-        Some(_) => "--size-per-thread",
-        None => "--size",
+    let (size_flag, shared) = match options.size_per_thread {
+        Some(_) => ("--size-per-thread", 0),
+        None => ("--size", working_set(options.size, ctx, &mut notes)?),
     };
     let isa = MemIsa::detect();
     if options.nt && !isa.has_nt() {
@@ -126,7 +122,7 @@ pub(super) fn plan(options: &MemOptions, ctx: &Context) -> Result<(Cases, Vec<St
         for &threads in &options.threads {
             let size = match options.size_per_thread {
                 Some(each) => per_thread_set(each, threads, ctx)?,
-                None => shared.unwrap_or_default(), // read above when there is no size per thread
+                None => shared,
             };
             let shape = Shape {
                 op,
@@ -174,28 +170,31 @@ fn working_set(size: Option<u64>, ctx: &Context, notes: &mut Vec<String>) -> Res
             size
         }
     };
-    let available = ctx.host.memory.available_bytes;
-    if available > 0 && size > available {
-        return Err(usage(format!(
-            "--size: {} is more than the {} of memory available: give a smaller --size",
-            format_size(size),
-            format_size_approx(available)
-        )));
-    }
-    Ok(size)
+    within_memory(size, ctx, |available| {
+        format!(
+            "--size: {} is more than the {available} of memory available: give a smaller --size",
+            format_size(size)
+        )
+    })
 }
 
 /// The working set of `threads` threads of `each` bytes (`--size-per-thread`); refused when it
 /// is more than the memory available.
 fn per_thread_set(each: u64, threads: usize, ctx: &Context) -> Result<u64> {
-    let size = each.saturating_mul(threads as u64);
+    within_memory(each.saturating_mul(threads as u64), ctx, |available| {
+        format!(
+            "--size-per-thread: {} × {threads} threads is more than the {available} of memory available: give a smaller --size-per-thread or fewer --threads",
+            format_size(each)
+        )
+    })
+}
+
+/// `size`, or the usage error `refusal` words (given the memory available, approximated) when
+/// it is more than the memory available.
+fn within_memory(size: u64, ctx: &Context, refusal: impl FnOnce(String) -> String) -> Result<u64> {
     let available = ctx.host.memory.available_bytes;
     if available > 0 && size > available {
-        return Err(usage(format!(
-            "--size-per-thread: {} × {threads} threads is more than the {} of memory available: give a smaller --size-per-thread or fewer --threads",
-            format_size(each),
-            format_size_approx(available)
-        )));
+        return Err(usage(refusal(format_size_approx(available))));
     }
     Ok(size)
 }

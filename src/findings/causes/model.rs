@@ -200,16 +200,11 @@ fn shared_cores_at(report: &Report) -> Option<(Cause, usize)> {
             unit: "of N × 1 thread".into(),
             text: format!(
                 "at {n} threads the kernels do {median:.2} (median of {}) of {n} × their one-thread \
-             rate: the {n} CPUs do the work of about {} core{} (SMT siblings the hypervisor shows \
+             rate: the {n} CPUs do the work of about {} (SMT siblings the hypervisor shows \
              as cores, or cores the host shares), so their peak at {n} threads is about half \
              the one computed",
                 scaling.len(),
-                (n as f64 * median).round(),
-                if (n as f64 * median).round() == 1.0 {
-                    ""
-                } else {
-                    "s"
-                }
+                cores(n as f64 * median),
             ),
             evidence: scaling
                 .iter()
@@ -225,6 +220,16 @@ fn shared_cores_at(report: &Report) -> Option<(Cause, usize)> {
         },
         n,
     ))
+}
+
+/// "1 core", "8 cores": the cores a number of CPUs' work amounts to, rounded.
+fn cores(work: f64) -> String {
+    let n = work.round();
+    if n == 1.0 {
+        "1 core".to_string()
+    } else {
+        format!("{n} cores")
+    }
 }
 
 /// The flags whose values a peak can stand on: a peak whose source names one is the user's
@@ -331,10 +336,10 @@ pub(super) fn shared_cores_case(s: &Scene, out: &mut Vec<Candidate>) {
         "shared-cores",
         format!(
             "the run's kernels at {n} threads did {share:.2} of {n} × their one-thread rate: \
-             its {n} CPUs do the work of about {} cores, and this case's threads shared them \
-             as the kernels' did (SMT siblings the hypervisor shows as cores, or cores the \
-             host shares)",
-            (n as f64 * share).round()
+             its {n} CPUs do the work of about {}, and this case's threads shared them as \
+             the kernels' did (SMT siblings the hypervisor shows as cores, or cores the host \
+             shares)",
+            cores(n as f64 * share)
         ),
         run.evidence.clone(),
         &run.remedy,
