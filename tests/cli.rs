@@ -100,7 +100,19 @@ fn a_flag_given_clock_pair_reaches_the_peaks_and_the_results() {
         assert!((turbo / base - 1.5).abs() < 1e-12, "{pair}");
         assert_eq!(pair["base_ghz"]["source"], "flag");
         assert_eq!(pair["turbo_ghz"]["detail"], "--cpu-turbo-ghz");
-        assert!(pair["measured_ghz"].as_f64().unwrap() > 0.0, "{pair}");
+        // The probe's own clock stands beside the flags', unless its two chains disagreed (a
+        // loaded host, as CI's once was), which the run must then say.
+        match pair["measured_ghz"].as_f64() {
+            Some(ghz) => assert!(ghz > 0.0, "{pair}"),
+            None => assert!(
+                doc["warnings"].as_array().unwrap().iter().any(|w| w
+                    .as_str()
+                    .unwrap()
+                    .starts_with("the clock probe read no clock")),
+                "no measured clock and no warning why: {pair} {}",
+                doc["warnings"]
+            ),
+        }
         let source = r["peak"]["source"].as_str().unwrap();
         assert!(
             source.contains("at base 2 GHz") && source.contains("at turbo 3 GHz"),
