@@ -2,7 +2,8 @@
 # peakbench as Slurm's HealthCheckProgram: runs `peakbench check` against this node's baseline,
 # drains the node with the check's reason when a case is slower than its baseline, and resumes
 # it when it passes again, but only if this script drained it (its reasons start with
-# "peakbench:"; a node an administrator drained stays drained).
+# "peakbench:"; a node an administrator drained stays drained, with their reason, even when
+# its check fails).
 #
 # slurm.conf (see docs/check.md):
 #   HealthCheckProgram=/usr/local/sbin/slurm-healthcheck.sh
@@ -24,7 +25,8 @@
 #   SLURM_CONF          for scontrol, where it is not the default
 #
 # What each exit code of `peakbench check` does here: 0 resumes a node this script drained;
-# 1 (a regression, or a measurement that failed) drains the node with the reason; 2 (bad
+# 1 (a regression, or a measurement that failed) drains the node with the reason, unless
+# someone else drained it first; 2 (bad
 # input: a bad baseline file, a bad flag) and 3 (no baseline for this hardware) leave the node
 # as it is and say so in syslog: they are the check's configuration, not the node's health.
 set -u
@@ -64,8 +66,22 @@ case $code in
     ;;
 1)
     [ -n "$reason" ] || reason="$tag the check failed (exit 1): see $LOG"
-    say "draining: $reason"
-    scontrol update NodeName="$node" State=DRAIN Reason="$reason"
+    state=$(scontrol show node -o "$node" 2>/dev/null)
+    case $state in
+    *" State="*DRAIN*" Reason=$tag"*)
+        say "still failing: $reason"
+        scontrol update NodeName="$node" State=DRAIN Reason="$reason"
+        ;;
+    *" State="*DRAIN*)
+        # Drained by someone else (an administrator's "maintenance"): their reason stays, or
+        # a later passing check would find this script's and resume the node they drained.
+        say "failing, already drained for another reason, left as it is: $reason"
+        ;;
+    *)
+        say "draining: $reason"
+        scontrol update NodeName="$node" State=DRAIN Reason="$reason"
+        ;;
+    esac
     ;;
 3)
     say "no baseline for this hardware in $BASELINE: nothing judged, node left as it is"

@@ -760,8 +760,10 @@ fn the_health_check_drains_exactly_the_host_under_a_cpu_quota_naming_it_and_resu
             assert_eq!(state, "idle", "{states:?}\n{}", logs.join("\n"));
         }
     }
-    // The quota lifted, node-1 passes and is resumed; node-2, drained by an administrator,
-    // passes too and stays drained.
+    // The quota lifted, node-1 passes and is resumed. node-2, drained by an administrator,
+    // then fails its check (under the same quota): it stays drained with the administrator's
+    // reason, not the check's, or a later passing check would take the drain for its own and
+    // resume the node. (CI once saw node-2 fail by the host's noise and lose "maintenance".)
     let admin = lab
         .client("scontrol")
         .args([
@@ -773,19 +775,32 @@ fn the_health_check_drains_exactly_the_host_under_a_cpu_quota_naming_it_and_resu
         .output()
         .unwrap();
     assert!(admin.status.success(), "{}", text(&admin));
-    std::fs::write(lab.path("hc-runs"), "").unwrap();
-    let resumed = wait_for(Duration::from_secs(90), || {
-        ran(&lab.hosts[2])
+    let node2_quota = cpu_quota(lab.daemons[4].id(), 0.4).expect("a CPU quota");
+    // A check of node-2's that began before the quota runs outside it and passes: wait for
+    // one that ran under it.
+    let failed_under_quota = || {
+        lab.log("hc-node-2.log")
+            .contains("already drained for another reason, left as it is: peakbench: cpu-quota")
+    };
+    let resumed = wait_for(Duration::from_secs(150), || {
+        failed_under_quota()
             && node_states(&lab)
                 .iter()
                 .any(|(n, s, _)| n == slow && s == "idle")
     });
     let states = node_states(&lab);
+    let node2_log = lab.log("hc-node-2.log");
+    lift_quota(&node2_quota);
     eprintln!("after: {states:?}");
-    assert!(resumed.is_ok(), "{states:?}\n{}", lab.log("hc-node-1.log"));
+    assert!(
+        resumed.is_ok(),
+        "{states:?}\n{}\n{node2_log}",
+        lab.log("hc-node-1.log")
+    );
     let node2 = states.iter().find(|(n, _, _)| n == "node-2").unwrap();
     assert!(node2.1.starts_with("drain"), "{states:?}");
     assert_eq!(node2.2, "maintenance");
+    assert!(failed_under_quota(), "{node2_log}");
 }
 
 /// Moves the quota host's slurmd (and what it runs) out of its cgroup, again while a health
