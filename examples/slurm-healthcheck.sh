@@ -68,20 +68,16 @@ case $code in
     [ -n "$reason" ] || reason="$tag the check failed (exit 1): see $LOG"
     state=$(scontrol show node -o "$node" 2>/dev/null)
     case $state in
-    *" State="*DRAIN*" Reason=$tag"*)
-        say "still failing: $reason"
-        scontrol update NodeName="$node" State=DRAIN Reason="$reason"
-        ;;
+    *" State="*DRAIN*" Reason=$tag"*) ;;
     *" State="*DRAIN*)
         # Drained by someone else (an administrator's "maintenance"): their reason stays, or
         # a later passing check would find this script's and resume the node they drained.
         say "failing, already drained for another reason, left as it is: $reason"
-        ;;
-    *)
-        say "draining: $reason"
-        scontrol update NodeName="$node" State=DRAIN Reason="$reason"
+        exit 0
         ;;
     esac
+    say "draining: $reason"
+    scontrol update NodeName="$node" State=DRAIN Reason="$reason"
     ;;
 3)
     say "no baseline for this hardware in $BASELINE: nothing judged, node left as it is"

@@ -800,7 +800,6 @@ fn the_health_check_drains_exactly_the_host_under_a_cpu_quota_naming_it_and_resu
     let node2 = states.iter().find(|(n, _, _)| n == "node-2").unwrap();
     assert!(node2.1.starts_with("drain"), "{states:?}");
     assert_eq!(node2.2, "maintenance");
-    assert!(failed_under_quota(), "{node2_log}");
 }
 
 /// Moves the quota host's slurmd (and what it runs) out of its cgroup, again while a health
