@@ -61,6 +61,25 @@ fn leftovers(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Waits up to 20 s for the run's test file (`peakbench-….tmp`) to appear in `dir`; false if it
+/// never does. The writability probe (`.peakbench-probe-…`) comes and goes before it, so a
+/// Ctrl-C sent when any file appears can stop the run before it has a test file.
+fn wait_for_test_file(dir: &Path) -> bool {
+    let start = Instant::now();
+    loop {
+        if leftovers(dir)
+            .iter()
+            .any(|name| name.starts_with("peakbench-"))
+        {
+            return true;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Mounts a tmpfs with these options on `dir`; false where that is not allowed (not root).
 fn mount_tmpfs(dir: &Path, options: &str) -> bool {
     Command::new("mount")
@@ -414,22 +433,7 @@ fn ctrl_c_mid_run_leaves_no_test_file() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // The run may check the directory with a short-lived file before it creates its test
-    // file: wait until a file has stayed there for 100 ms.
-    let stayed = || {
-        !leftovers(dir.path()).is_empty() && {
-            std::thread::sleep(Duration::from_millis(100));
-            !leftovers(dir.path()).is_empty()
-        }
-    };
-    let start = Instant::now();
-    while !stayed() && start.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        !leftovers(dir.path()).is_empty(),
-        "the run created its file"
-    );
+    assert!(wait_for_test_file(dir.path()), "the run created its file");
     std::thread::sleep(Duration::from_millis(300));
     // SAFETY: sending SIGINT to our own child process.
     unsafe {
@@ -936,10 +940,7 @@ fn an_unfinished_fill_is_removed_even_with_keep() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    while leftovers(dir.path()).is_empty() && start.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    assert!(wait_for_test_file(dir.path()), "the run created its file");
     // SAFETY: sending SIGINT to our own child process.
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
