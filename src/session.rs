@@ -34,11 +34,32 @@ pub(crate) fn context(
     peak: &PeakOverrides,
     probes: &MeasuredFactors,
 ) -> Context {
-    let host = crate::sysinfo::collect();
+    let mut host = crate::sysinfo::collect();
+    limit_to_cgroup(&mut host.memory, crate::evidence::memory_headroom());
     // Inside a guest, pinning threads to vCPUs does not pin the vCPUs to host cores: every run
     // reads where each case's first two CPUs sat, as `peakbench check` does everywhere.
     runner.placement |= host.hypervisor.as_ref().is_some_and(|v| v != "none");
     Context::new(host, peak, probes, runner)
+}
+
+/// Lowers the memory a run may take to what its memory cgroup still allows, where that is less
+/// than MemAvailable: every step sizes its buffers from `available_bytes`, and a limit it did
+/// not see got the run killed by the kernel's OOM killer with nothing kept (the loopback
+/// tests' 1 GiB copy under a 300 MiB limit).
+fn limit_to_cgroup(
+    memory: &mut crate::sysinfo::MemoryInfo,
+    headroom: Option<crate::evidence::Read<u64>>,
+) {
+    let Some(headroom) = headroom else { return };
+    if memory.available_bytes > 0 && headroom.value >= memory.available_bytes {
+        return;
+    }
+    memory.available_source = Some(format!(
+        "{}; /proc/meminfo's MemAvailable is {}",
+        headroom.source,
+        crate::units::format_size_approx(memory.available_bytes)
+    ));
+    memory.available_bytes = headroom.value;
 }
 
 /// Warnings about the machine as a whole, each with what to do.
@@ -444,8 +465,33 @@ pub(crate) fn write_html_report(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::evidence::Read;
     use crate::plan::CaseFile;
     use crate::result::Subsystem;
+
+    /// A cgroup that allows less than MemAvailable lowers what the run may take, and says
+    /// from where; one that allows more, or none, leaves MemAvailable.
+    #[test]
+    fn a_memory_cgroup_below_memavailable_lowers_what_a_run_may_take() {
+        let mut memory = Context::fixture().host.memory;
+        memory.available_bytes = 20 << 30;
+        let limit = |bytes| Some(Read::new(bytes, "g/memory.limit_in_bytes less g/usage"));
+        let mut same = memory.clone();
+        limit_to_cgroup(&mut same, limit(30 << 30));
+        limit_to_cgroup(&mut same, None);
+        assert_eq!(
+            (same.available_bytes, same.available_source),
+            (20 << 30, None)
+        );
+        limit_to_cgroup(&mut memory, limit(300 << 20));
+        assert_eq!(memory.available_bytes, 300 << 20);
+        let source = memory.available_source.unwrap();
+        assert!(
+            source.starts_with("g/memory.limit_in_bytes less g/usage")
+                && source.contains("MemAvailable is 20 GiB"),
+            "{source}"
+        );
+    }
 
     /// A case that hands back a file at `path`.
     struct Drawing {

@@ -6,7 +6,9 @@
 //! - an I/O throttle on the whole disk under the test file: `blkio.throttle.read_bps_device`
 //!   and `blkio.throttle.read_iops_device`;
 //! - a tbf on the client's end of a veth into another network namespace, the server there;
-//! - other processes spinning on the CPUs while a CPU case runs.
+//! - other processes spinning on the CPUs while a CPU case runs;
+//! - a memory limit: a `memory` group with `memory.limit_in_bytes`, which the run must plan
+//!   within rather than be killed by.
 //!
 //! The process is put in its groups by a shell that writes its own pid to their `tasks` files
 //! and then `exec`s peakbench, so peakbench starts inside them as a user's job would.
@@ -941,6 +943,46 @@ fn offloads_turned_off_on_the_route_are_named_against_the_past() {
             .starts_with("tso, gso off on pbcli0"),
         "{c:#}"
     );
+}
+
+/// A run in a memory cgroup of 80 MiB plans within it: the loopback throughput test's copy
+/// bound, sized from MemAvailable alone (at least 64 MiB of buffers, up to 1 GiB), got the
+/// whole run killed by the kernel's OOM killer with nothing printed or kept. The document says
+/// what the run could take and where that was read.
+#[test]
+fn a_memory_cgroup_limit_sizes_the_run_instead_of_killing_it() {
+    let _turn = turn();
+    let group = match Cgroup::new("memory", "mem") {
+        Ok(group) => group,
+        Err(why) => return skip(&why),
+    };
+    let limit: u64 = 80 << 20;
+    group
+        .set("memory.limit_in_bytes", &limit.to_string())
+        .unwrap();
+    let args = ["net", "--proto", "tcp", "--mode", "throughput"];
+    let doc = peakbench(
+        &[&group],
+        &[&args[..], &["-d", "200ms", "-r", "1"]].concat(),
+    );
+    let memory = &doc["host"]["memory"];
+    let available = memory["available_bytes"].as_u64().unwrap();
+    assert!(available > 0 && available <= limit, "{memory}");
+    let source = memory["available_source"].as_str().unwrap_or_default();
+    assert!(
+        source.contains(
+            &group
+                .dir
+                .join("memory.limit_in_bytes")
+                .display()
+                .to_string()
+        ),
+        "{memory}"
+    );
+    let result = &doc["results"][0];
+    assert!(result["value"].as_f64().unwrap() > 0.0, "{result}");
+    let peak = result["peak"]["source"].as_str().unwrap_or_default();
+    assert!(peak.contains("memory copy bandwidth measured"), "{result}");
 }
 
 /// Skips the test with the reason (fails it in CI's strict mode, where root, cgroup v1,

@@ -217,7 +217,14 @@ fn memory_section(info: &SysInfo) -> Section {
     );
     s.row(
         "available",
-        format!("{} (/proc/meminfo)", bytes(memory.available_bytes)),
+        format!(
+            "{} ({})",
+            bytes(memory.available_bytes),
+            memory
+                .available_source
+                .as_deref()
+                .unwrap_or("/proc/meminfo")
+        ),
     );
     s.row(
         "DIMMs",
@@ -360,6 +367,7 @@ mod tests {
             memory: MemoryInfo {
                 total_bytes: 25_276_502_016,
                 available_bytes: 1 << 30,
+                available_source: None,
                 dimms: Fact::unknown(no_dmi),
                 channels: Fact::unknown(no_dmi),
                 mts: Fact::unknown(no_dmi),

@@ -272,6 +272,7 @@ pub(super) fn read_memory(root: Root, dmidecode: &Result<String, String>) -> Mem
     MemoryInfo {
         total_bytes: meminfo.total_bytes.unwrap_or(0),
         available_bytes: meminfo.available_bytes.unwrap_or(0),
+        available_source: None,
         dimms: facts.dimms,
         channels: facts.channels,
         mts: facts.mts,

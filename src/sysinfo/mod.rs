@@ -178,8 +178,13 @@ pub fn available_memory() -> Option<u64> {
 pub struct MemoryInfo {
     /// MemTotal from /proc/meminfo, bytes.
     pub total_bytes: u64,
-    /// MemAvailable from /proc/meminfo, bytes.
+    /// MemAvailable from /proc/meminfo, bytes; less where this process's memory cgroup allows
+    /// less (what a run may take: every step sizes its buffers from it).
     pub available_bytes: u64,
+    /// Where `available_bytes` is not MemAvailable: the cgroup files it was read from and
+    /// what /proc/meminfo said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available_source: Option<String>,
     /// DIMM inventory (dmidecode type 17 or sysfs EDAC), or unknown with the reason.
     pub dimms: Fact<Vec<Dimm>>,
     /// Populated memory channels, derived from the DIMM inventory.
