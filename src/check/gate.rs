@@ -426,11 +426,27 @@ fn line(v: &CaseVerdict, gate: Gate) -> String {
         .interval
         .map(|[lo, hi]| format!(" [95 % CI {lo:.2}-{hi:.2}]"))
         .unwrap_or_default();
+    let ratio = v.ratio.unwrap_or(f64::NAN);
+    // A latency's ratio is inverted (below 1 is slower): "2.00 of the baseline's median 10 µs"
+    // would read as twice the latency, so its line gives both latencies.
+    let against = if higher_is_better("", &v.unit) {
+        format!(
+            "{ratio:.2} of the baseline's median {} {}",
+            format_value(base.median),
+            v.unit
+        )
+    } else {
+        format!(
+            "{ratio:.2} of the baseline's speed, {} {} against its median {} {} (lower is \
+             faster)",
+            format_value(v.value),
+            v.unit,
+            format_value(base.median),
+            v.unit
+        )
+    };
     let figures = format!(
-        "{:.2} of the baseline's median {} {} ({}, {} samples){interval}, Mann-Whitney p = {}{}",
-        v.ratio.unwrap_or(f64::NAN),
-        format_value(base.median),
-        v.unit,
+        "{against} ({}, {} samples){interval}, Mann-Whitney p = {}{}",
         pct(base.cv),
         base.samples,
         format_p(v.p.unwrap_or(1.0)),

@@ -20,7 +20,12 @@ fn report(here: &[f64]) -> Report {
 /// The gate's verdict on `here` against the baseline case `case`, judged as `check` judges;
 /// `imposed`: the findings found a limit the machine imposed holding it.
 fn judged(here: &[f64], case: &BaselineCase, gate: Gate, imposed: bool) -> CaseVerdict {
-    let report = report(here);
+    judged_report(&report(here), case, gate, imposed)
+}
+
+/// [`judged`] on a given one-result document.
+fn judged_report(report: &Report, case: &BaselineCase, gate: Gate, imposed: bool) -> CaseVerdict {
+    let here: Vec<f64> = report.results[0].samples.clone();
     let r = &report.results[0];
     let index = crate::findings::PastIndex::from_samples(
         [(
@@ -31,7 +36,7 @@ fn judged(here: &[f64], case: &BaselineCase, gate: Gate, imposed: bool) -> CaseV
         )],
         1.0 - gate.tolerance,
     );
-    let mut findings = crate::findings::judge_with(&report, &index);
+    let mut findings = crate::findings::judge_with(report, &index);
     if imposed {
         findings.results[0]
             .expectations
@@ -80,6 +85,29 @@ fn run_at(around: f64) -> Vec<f64> {
         .iter()
         .map(|d| around * (1.0 + d / 100.0))
         .collect()
+}
+
+/// A latency's ratio is inverted (below 1 is slower), so its line gives both latencies and
+/// says which way is faster: "1.70 of the baseline's median 15.2 µs" read as a latency of
+/// 25.8 µs where it was 8.9.
+#[test]
+fn a_latencys_line_gives_both_latencies_and_says_lower_is_faster() {
+    let runs: Vec<Vec<f64>> = (0..12).map(|_| run_at(10.0)).collect();
+    let mut case = case_of(&runs, true);
+    (case.metric, case.unit) = ("latency".into(), "µs".into());
+    for (at, status, ratio) in [(20.0, Status::Fail, 0.5), (5.0, Status::Pass, 2.0)] {
+        let mut report = report(&run_at(at));
+        (report.results[0].metric, report.results[0].unit) = ("latency".into(), "µs".into());
+        let v = judged_report(&report, &case, GATE, false);
+        assert_eq!(v.status, status, "{}", v.line);
+        assert!((v.ratio.unwrap() - ratio).abs() < 0.02, "{}", v.line);
+        let both = format!(
+            "{ratio:.2} of the baseline's speed, {} µs against its median 10.0 µs (lower is \
+             faster)",
+            format_value(at)
+        );
+        assert!(v.line.contains(&both), "{}", v.line);
+    }
 }
 
 /// The gate's verdict on `here` against a baseline of `base` in runs of five, judged as
