@@ -330,7 +330,9 @@ pub(crate) fn missing_case(base: &BaselineCase, lost: &[Loss]) -> CaseVerdict {
             base.id, loss.text
         ),
         None => format!(
-            "missing {}: in the baseline, not in this check's plan (another --config, or a              tool, path or server it needs is absent): not judged",
+            "missing {}: in the baseline, not in this check's plan (another --config, or a \
+             tool, path, server or space it needs is absent: the run's notes say which): not \
+             judged",
             base.id
         ),
     };
