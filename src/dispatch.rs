@@ -179,7 +179,7 @@ impl<T: clap::FromArgMatches> FromMatches for T {
 fn sysinfo(args: &SysinfoArgs) -> Result<ExitCode> {
     let peak = PeakOverrides::try_from(&args.peak)?;
     let (host, probes) = match &args.sysroot {
-        None => (crate::sysinfo::collect(), crate::registry::probe()),
+        None => (session::host(), crate::registry::probe()),
         Some(dir) => {
             let host = crate::sysinfo::replay(dir)
                 .map_err(|why| crate::error::usage(format!("--sysroot: {why}")))?;

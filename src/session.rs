@@ -34,12 +34,19 @@ pub(crate) fn context(
     peak: &PeakOverrides,
     probes: &MeasuredFactors,
 ) -> Context {
-    let mut host = crate::sysinfo::collect();
-    limit_to_cgroup(&mut host.memory, crate::evidence::memory_headroom());
+    let host = host();
     // Inside a guest, pinning threads to vCPUs does not pin the vCPUs to host cores: every run
     // reads where each case's first two CPUs sat, as `peakbench check` does everywhere.
     runner.placement |= host.hypervisor.as_ref().is_some_and(|v| v != "none");
     Context::new(host, peak, probes, runner)
+}
+
+/// This machine's inventory, the memory available lowered to what this process's memory
+/// cgroup allows (what `sysinfo` prints and every run plans with).
+pub(crate) fn host() -> crate::sysinfo::SysInfo {
+    let mut host = crate::sysinfo::collect();
+    limit_to_cgroup(&mut host.memory, crate::evidence::memory_headroom());
+    host
 }
 
 /// Lowers the memory a run may take to what its memory cgroup still allows, where that is less

@@ -47,24 +47,10 @@ impl<T> Read<T> {
     }
 }
 
-/// What this process's memory cgroup still lets it take: the tightest limit over its group and
-/// the group's ancestors less what the group uses now (page cache included, which the kernel
-/// could reclaim: a lower bound), with the files it was read from; `None` where no limit
-/// binds.
+/// What this process's memory cgroup still lets it take, over its group and the group's
+/// ancestors, with the limit it comes from; `None` where no limit binds.
 pub(crate) fn memory_headroom() -> Option<Read<u64>> {
-    let mut evidence = RunEvidence::default();
-    cgroup::read_limits(&mut evidence, &mut Vec::new());
-    let limit = evidence.memory_limit?;
-    let (used, used_source) = evidence
-        .memory_usage
-        .map_or((0, "its usage unread".to_string()), |u| (u.value, u.source));
-    Some(Read::new(
-        limit.value.saturating_sub(used),
-        format!(
-            "the memory cgroup's limit {} less its usage {used_source}",
-            limit.source
-        ),
-    ))
+    cgroup::read_memory_headroom()
 }
 
 /// Read once when a run starts.

@@ -438,13 +438,18 @@ fn cpuset(group: &CgroupDir) -> Option<Read<String>> {
     }
 }
 
-/// The tightest memory limit over the group and its ancestors, when below the machine's
-/// memory (a limit above it never binds).
-fn memory_limit(group: &CgroupDir, mem_total: Option<u64>) -> Option<Read<u64>> {
-    let name = match group.version {
-        CgroupVersion::V1 => "memory.limit_in_bytes",
-        CgroupVersion::V2 => "memory.max",
-    };
+/// The files of a memory group's limit and usage.
+fn memory_files(version: CgroupVersion) -> (&'static str, &'static str) {
+    match version {
+        CgroupVersion::V1 => ("memory.limit_in_bytes", "memory.usage_in_bytes"),
+        CgroupVersion::V2 => ("memory.max", "memory.current"),
+    }
+}
+
+/// The memory limits of the group and its ancestors that bind, each with its directory: those
+/// below the machine's memory (a limit above it never binds).
+fn binding_memory_limits(group: &CgroupDir, mem_total: Option<u64>) -> Vec<(PathBuf, u64)> {
+    let (name, _) = memory_files(group.version);
     let ceiling = mem_total.unwrap_or(NO_MEMORY_LIMIT).min(NO_MEMORY_LIMIT);
     group
         .lineage()
@@ -452,20 +457,65 @@ fn memory_limit(group: &CgroupDir, mem_total: Option<u64>) -> Option<Read<u64>> 
         .filter_map(|dir| {
             // v2 writes "max" for no limit: it does not parse.
             let bytes: u64 = read_file(&dir, name)?.parse().ok()?;
-            Some(Read::new(bytes, dir.join(name).display().to_string()))
+            (bytes < ceiling).then_some((dir, bytes))
         })
-        .filter(|limit| limit.value < ceiling)
-        .min_by_key(|limit| limit.value)
+        .collect()
+}
+
+/// The tightest memory limit over the group and its ancestors, when below the machine's
+/// memory.
+fn memory_limit(group: &CgroupDir, mem_total: Option<u64>) -> Option<Read<u64>> {
+    let (name, _) = memory_files(group.version);
+    binding_memory_limits(group, mem_total)
+        .into_iter()
+        .min_by_key(|(_, bytes)| *bytes)
+        .map(|(dir, bytes)| Read::new(bytes, dir.join(name).display().to_string()))
 }
 
 /// The memory the group uses now.
 fn memory_usage(group: &CgroupDir) -> Option<Read<u64>> {
-    let name = match group.version {
-        CgroupVersion::V1 => "memory.usage_in_bytes",
-        CgroupVersion::V2 => "memory.current",
-    };
+    let (_, name) = memory_files(group.version);
     let bytes = read_file(&group.dir, name)?.parse().ok()?;
     Some(Read::new(bytes, group.dir.join(name).display().to_string()))
+}
+
+/// What the group may still take: the least, over the group and its ancestors that have a
+/// binding limit, of that limit less that group's usage. An ancestor's usage holds its
+/// descendants', so it is at least this group's, which stands in where the ancestor's cannot
+/// be read. Usage counts page cache the kernel could reclaim, so this errs low.
+fn memory_headroom(group: &CgroupDir, mem_total: Option<u64>) -> Option<Read<u64>> {
+    let (limit_name, usage_name) = memory_files(group.version);
+    let own = memory_usage(group).map_or(0, |u| u.value);
+    binding_memory_limits(group, mem_total)
+        .into_iter()
+        .map(|(dir, limit)| {
+            let used = read_file(&dir, usage_name)
+                .and_then(|u| u.parse().ok())
+                .unwrap_or(0)
+                .max(own);
+            Read::new(
+                limit.saturating_sub(used),
+                format!(
+                    "the memory cgroup's limit {} ({}) less the {} it uses",
+                    dir.join(limit_name).display(),
+                    crate::units::format_size_approx(limit),
+                    crate::units::format_size_approx(used)
+                ),
+            )
+        })
+        .min_by_key(|headroom| headroom.value)
+}
+
+/// [`memory_headroom`] of this process's memory group; `None` where no limit binds or the
+/// group cannot be found.
+pub(super) fn read_memory_headroom() -> Option<Read<u64>> {
+    let self_cgroup = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mem_total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| mem_total(&m));
+    let groups = find_groups(Path::new("/"), &self_cgroup, &mountinfo);
+    memory_headroom(groups.of("memory")?, mem_total)
 }
 
 /// The I/O throttles of the group and its ancestors, the tightest per device and field, each

@@ -169,6 +169,30 @@ fn v1_limits_are_the_tightest_of_the_group_and_its_ancestors() {
     assert_eq!(evidence.memory_usage.unwrap().value, 50 << 20);
 }
 
+/// What a group may still take is the least, over the binding limits, of each limit less its
+/// own group's usage: an ancestor's limit is charged with everything under it, not only with
+/// this group's usage.
+#[test]
+fn the_memory_headroom_is_the_least_binding_limit_less_its_groups_usage() {
+    let root = v1_tree();
+    let groups = find_groups(&root.0, SELF_CGROUP_V1, MOUNTINFO_V1);
+    let group = groups.of("memory").unwrap();
+    // bench's own usage is unread: the group's 50 MiB stands in under bench's 1 GiB.
+    let headroom = memory_headroom(group, Some(8 << 30)).unwrap();
+    assert_eq!(headroom.value, (1 << 30) - (50 << 20));
+    let limit = root.path("sys/fs/cgroup/mem ory/bench/memory.limit_in_bytes");
+    assert!(headroom.source.contains(&limit), "{}", headroom.source);
+    // bench's other groups use 900 MiB beside this one's 50.
+    root.write(
+        "sys/fs/cgroup/mem ory/bench/memory.usage_in_bytes",
+        &format!("{}\n", 950u64 << 20),
+    );
+    let headroom = memory_headroom(group, Some(8 << 30)).unwrap();
+    assert_eq!(headroom.value, 74 << 20);
+    // A machine with less memory than every limit: none binds.
+    assert_eq!(memory_headroom(group, Some(512 << 20)), None);
+}
+
 #[test]
 fn v1_io_throttles_are_the_tightest_per_device_and_the_binding_quotas_counters_are_read() {
     let (root, evidence) = read_v1_tree();
