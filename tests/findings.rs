@@ -981,8 +981,22 @@ fn a_memory_cgroup_limit_sizes_the_run_instead_of_killing_it() {
     );
     let result = &doc["results"][0];
     assert!(result["value"].as_f64().unwrap() > 0.0, "{result}");
+    // The copy bound fits in what is left (a quarter of it); on a machine with many CPUs that
+    // leaves no 1 MiB block a thread, and the result says the bound could not be measured.
     let peak = result["peak"]["source"].as_str().unwrap_or_default();
-    assert!(peak.contains("memory copy bandwidth measured"), "{result}");
+    let unbound = result["warnings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|w| {
+            w.as_str()
+                .unwrap_or_default()
+                .contains("could not be measured")
+        });
+    assert!(
+        peak.contains("memory copy bandwidth measured") || unbound,
+        "{result}"
+    );
 }
 
 /// Skips the test with the reason (fails it in CI's strict mode, where root, cgroup v1,
