@@ -87,11 +87,13 @@ impl Stream {
     }
 }
 
-/// The word every read source holds: 1.0 as an `f64`, so that the AVX-512 kernel's sums are
-/// exact whole numbers. The block of a read is a whole number of these words (`--block`).
+/// The word every read source holds: 1.0 as an `f64`, so that the AVX-512 kernel's sums of
+/// products are exact whole numbers. The block of a read is a whole number of these words
+/// (`--block`).
 pub(crate) const READ_WORD: u64 = 0x3ff0_0000_0000_0000;
 
-/// Whether `isa`'s read kernel adds its words as `f64` rather than as wrapping `u64`.
+/// Whether `isa`'s read kernel sums its words as `f64` (each pair of 64-byte vectors
+/// multiplied lane by lane) rather than adding them as wrapping `u64`.
 fn reads_as_f64(isa: MemIsa) -> bool {
     isa == MemIsa::Avx512
 }
@@ -99,14 +101,26 @@ fn reads_as_f64(isa: MemIsa) -> bool {
 /// The checksum of a block by definition, the reference the kernels are tested against.
 #[cfg(test)]
 pub(crate) fn checksum_reference(isa: MemIsa, block: &[u8]) -> u64 {
+    let word = |w: &[u8]| f64::from_bits(u64::from_le_bytes(w.try_into().expect("8 bytes")));
+    let mut real = 0f64;
     let mut words = block.chunks_exact(8);
-    let (mut sum, mut real) = (0u64, 0f64);
+    if reads_as_f64(isa) {
+        // Vectors 2j and 2j + 1 from the block's start give their lanes' products; a last
+        // vector without a partner gives its words; the words after the vectors are added.
+        let mut vectors = block.chunks_exact(128);
+        for pair in &mut vectors {
+            for lane in 0..8 {
+                real += word(&pair[8 * lane..][..8]) * word(&pair[64 + 8 * lane..][..8]);
+            }
+        }
+        words = vectors.remainder().chunks_exact(8);
+    }
+    let mut sum = 0u64;
     for w in &mut words {
-        let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
         if reads_as_f64(isa) {
-            real += f64::from_bits(w);
+            real += word(w);
         } else {
-            sum = sum.wrapping_add(w);
+            sum = sum.wrapping_add(word(w).to_bits());
         }
     }
     for &b in words.remainder() {
@@ -120,8 +134,10 @@ pub(crate) fn checksum_reference(isa: MemIsa, block: &[u8]) -> u64 {
 pub(crate) fn read_checksum(isa: MemIsa, len: usize) -> u64 {
     let words = (len / 8) as u64;
     let whole = if reads_as_f64(isa) {
-        // Exact: 1.0 times a count below 2^53.
-        (words as f64 * f64::from_bits(READ_WORD)) as u64
+        // A pair of vectors gives 1.0 per lane, a last vector without a partner 1.0 per word,
+        // and so does each word after the vectors: a count, exact below 2^53.
+        let vectors = (len / 64) as u64;
+        (vectors / 2 + vectors % 2) * 8 + (len % 64 / 8) as u64
     } else {
         words.wrapping_mul(READ_WORD)
     };
@@ -304,54 +320,61 @@ mod x86 {
 
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn read(p: *const u8, len: usize) -> u64 {
-        let mut acc = [_mm512_setzero_pd(); 16];
+        let mut acc = [_mm512_setzero_pd(); 8];
         // SAFETY: every load stays below p + len, which the caller owns.
         unsafe {
-            // 16 vectors a turn: the loop's own instructions once per kilobyte, off the two
-            // ports (0 and 5) that a Golden Cove server core's 512-bit adds need. The loop
-            // steps a pointer so that each load is addressed as pointer + constant: a load
-            // folded into an add with an index register is split in two when it is renamed on
-            // Intel cores, and 32 operations a turn then fill the renamer (a tenth slower on
-            // the Emerald Rapids guest).
+            // Vectors in pairs: one FMA multiplies a pair and adds the product to an
+            // accumulator, so every loaded byte reaches the checksum at one 512-bit operation
+            // per two loads. An add per load needs both of the ports (0 and 5) a Golden Cove
+            // server core has for 512-bit work at two loads a cycle, and cost the read a tenth
+            // of a bare-load loop's rate; the pairs cost it a twentieth or less
+            // (docs/memory.md). 16 vectors a turn: the loop's own instructions once per
+            // kilobyte. The loop steps a pointer so that each load is addressed as pointer +
+            // constant: a load folded into an operation with an index register is split in two
+            // when it is renamed on Intel cores.
             let end = p.add(len / 1024 * 1024);
             let mut q = p;
             while q < end {
+                // Eight chains, each added to once a turn: more than a 4-cycle FMA at one a
+                // cycle needs.
                 for (k, a) in acc.iter_mut().enumerate() {
-                    // Sixteen chains, each added to once a turn: more than a 4-cycle add at two a
-                    // cycle needs.
-                    *a = _mm512_add_pd(*a, _mm512_loadu_pd(q.add(64 * k) as *const f64));
+                    let x = _mm512_loadu_pd(q.add(128 * k) as *const f64);
+                    let y = _mm512_loadu_pd(q.add(128 * k + 64) as *const f64);
+                    *a = _mm512_fmadd_pd(x, y, *a);
                 }
                 q = q.add(1024);
             }
             let mut i = len / 1024 * 1024;
-            // `n` vectors from p + i, vector k into accumulator first + k.
-            macro_rules! add {
+            // `n` pairs from p + i, pair k into accumulator first + k.
+            macro_rules! pairs {
                 ($n:expr, $first:expr) => {
                     for k in 0..$n {
-                        let x = _mm512_loadu_pd(p.add(i + 64 * k) as *const f64);
-                        acc[$first + k] = _mm512_add_pd(acc[$first + k], x);
+                        let x = _mm512_loadu_pd(p.add(i + 128 * k) as *const f64);
+                        let y = _mm512_loadu_pd(p.add(i + 128 * k + 64) as *const f64);
+                        acc[$first + k] = _mm512_fmadd_pd(x, y, acc[$first + k]);
                     }
-                    i += 64 * $n;
+                    i += 128 * $n;
                 };
             }
             // The 0-15 whole vectors left, in straight steps rather than a loop: a block size
             // is the same on every call, so each step's branch is always predicted, where a
             // short loop's exit is mispredicted once a block (which cost a Golden Cove core
-            // half its L1 rate at 8 KB blocks).
+            // half its L1 rate at 8 KB blocks). A last vector without a partner is added.
             let left = (len - i) / 64;
             if left & 8 != 0 {
-                add!(8, 0);
+                pairs!(4, 0);
             }
             if left & 4 != 0 {
-                add!(4, 8);
+                pairs!(2, 4);
             }
             if left & 2 != 0 {
-                add!(2, 12);
+                pairs!(1, 6);
             }
             if left & 1 != 0 {
-                add!(1, 14);
+                acc[7] = _mm512_add_pd(acc[7], _mm512_loadu_pd(p.add(i) as *const f64));
+                i += 64;
             }
-            let mut width = 16;
+            let mut width = 8;
             while width > 1 {
                 width /= 2;
                 for k in 0..width {
