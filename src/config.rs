@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::error::UsageError;
+use crate::error::{NoRoomError, UsageError};
 use crate::names::named_enum;
 use crate::options::{OutputArgs, PeakArgs, RunnerArgs};
 use crate::registry;
@@ -300,7 +300,7 @@ pub fn apply_run_wide(entries: &mut [Entry], section: &str, flag: &str, value: &
 
 /// One plan of every table of `entries` (each parsed with its workload's parser, in `parsed`),
 /// with the experiments it holds for the document's config; a table that cannot run here (no
-/// space, no server) is skipped with a note. No case at all is a usage error naming `origin`.
+/// space, no server) is skipped with a note, and a place without room is recorded apart. No case at all is a usage error naming `origin`.
 pub fn plan(
     entries: &[Entry],
     parsed: &[(&'static dyn Workload, clap::ArgMatches)],
@@ -314,6 +314,9 @@ pub fn plan(
             Ok(table) => table,
             Err(e) => {
                 plan.notes.push(format!("{} skipped: {e:#}", entry.name()));
+                if let Some(short) = e.chain().find_map(|c| c.downcast_ref::<NoRoomError>()) {
+                    plan.left_out_for_room(short.reason.clone());
+                }
                 continue;
             }
         };

@@ -13,6 +13,19 @@ use std::process::ExitCode;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// A place the user gave that has no room for what the run needs (`--dir` on a file system
+/// short of space). It ends a run as a [`UsageError`] does (exit code 2, one line), and it is
+/// typed apart because a health check treats it otherwise: a node whose scratch file system
+/// filled up since its baseline has lost something it needs, and fails, naming `reason`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{flag}: {reason}: {fix}")]
+pub(crate) struct NoRoomError {
+    pub(crate) flag: String,
+    /// "/scratch has 98.5 MiB free, too little for a test file".
+    pub(crate) reason: String,
+    pub(crate) fix: String,
+}
+
 /// A [`UsageError`] as an `anyhow::Error`, for functions that return `anyhow::Result`.
 pub(crate) fn usage(message: impl Into<String>) -> anyhow::Error {
     UsageError(message.into()).into()
@@ -45,7 +58,10 @@ impl From<Exit> for ExitCode {
 /// usage error raised inside a case shows its reason and not only the case that raised it;
 /// the exit code is 2 when a usage error is anywhere in the chain, 130 for an interrupt.
 pub(crate) fn describe(error: &anyhow::Error) -> (String, Exit) {
-    let exit = if error.chain().any(|e| e.is::<UsageError>()) {
+    let exit = if error
+        .chain()
+        .any(|e| e.is::<UsageError>() || e.is::<NoRoomError>())
+    {
         Exit::Usage
     } else if error
         .chain()
@@ -72,6 +88,25 @@ mod tests {
         assert_eq!(
             line,
             "Error: case disk seqread 3 B: --block: 3 B is not a multiple of 512 B"
+        );
+    }
+
+    #[test]
+    fn no_room_ends_a_run_as_bad_input_does() {
+        let short = anyhow::Error::new(NoRoomError {
+            flag: "--dir".into(),
+            reason: "/scratch has 98.5 MiB free, too little for a test file".into(),
+            fix: "give another --dir".into(),
+        })
+        .context("[[disk]] #1");
+        assert_eq!(
+            describe(&short),
+            (
+                "Error: [[disk]] #1: --dir: /scratch has 98.5 MiB free, too little for a test \
+                 file: give another --dir"
+                    .into(),
+                Exit::Usage
+            )
         );
     }
 

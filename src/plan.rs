@@ -217,6 +217,9 @@ pub(crate) type Summarize = fn(&Context, &[&BenchResult]) -> Vec<String>;
 pub struct Plan {
     pub cases: Vec<Box<dyn Case>>,
     pub notes: Vec<String>,
+    /// Why tables were left out for want of room in a place the run was given (each reason
+    /// once; the notes say which tables): a health check fails on them.
+    pub no_room: Vec<String>,
     pub config: serde_json::Value,
     /// Summaries, each with the ids of the cases whose results it reads.
     pub summaries: Vec<(Summarize, Vec<String>)>,
@@ -233,6 +236,7 @@ impl Plan {
         let mut plan = Plan {
             cases: Vec::new(),
             notes,
+            no_room: Vec::new(),
             config: serde_json::to_value(config)?,
             summaries: Vec::new(),
         };
@@ -245,6 +249,7 @@ impl Plan {
         Plan {
             cases: Vec::new(),
             notes: Vec::new(),
+            no_room: Vec::new(),
             config,
             summaries: Vec::new(),
         }
@@ -259,6 +264,13 @@ impl Plan {
         self.cases.len() - before
     }
 
+    /// Records that a table was left out because a place has no room for it, `reason` once.
+    pub fn left_out_for_room(&mut self, reason: String) {
+        if !self.no_room.contains(&reason) {
+            self.no_room.push(reason);
+        }
+    }
+
     /// Prints `summary` after the run, from the results of this plan's cases.
     pub fn with_summary(mut self, summary: Summarize) -> Plan {
         let ids = self.cases.iter().map(|c| c.spec().id).collect();
@@ -266,10 +278,14 @@ impl Plan {
         self
     }
 
-    /// Takes in another plan's cases, notes (prefixed with `origin`) and summaries.
+    /// Takes in another plan's cases, notes (prefixed with `origin`), reasons of no room and
+    /// summaries.
     pub fn absorb(&mut self, other: Plan, origin: &str) -> usize {
         self.notes
             .extend(other.notes.into_iter().map(|n| format!("{origin}: {n}")));
+        for reason in other.no_room {
+            self.left_out_for_room(reason);
+        }
         self.summaries.extend(other.summaries);
         self.extend(other.cases)
     }

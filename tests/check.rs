@@ -624,3 +624,72 @@ fn the_prometheus_file_is_valid_exposition_text_and_a_bad_path_fails_first() {
         "refused before measuring: {err}"
     );
 }
+
+/// A disk table whose directory has no room for its test file (here a size no file system
+/// has) fails a check whose baseline has disk cases, naming the room, and leaves one whose
+/// baseline has none healthy with a note: a scratch file system that filled up is a node's
+/// fault only where the node used to run the disk cases.
+#[test]
+fn a_directory_without_room_for_the_disk_cases_of_the_baseline_fails_the_check() {
+    let lab = Lab::new();
+    let learned = lab.learned();
+    let dir = lab.path("scratch");
+    std::fs::create_dir(&dir).unwrap();
+    let plan = lab.path("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "{PLAN}[[disk]]\nop = [\"seqread\"]\nblock = [\"1MiB\"]\nthreads = [1]\nqd = [1]\n\
+             size = \"1000TiB\"\ndir = {:?}\n",
+            dir.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let slow = lab.scaled(&learned, 1e-3, "slow.json");
+    let mut with_disk: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&slow).unwrap()).unwrap();
+    let mut disk = with_disk["cases"][0].clone();
+    disk["id"] = "disk-seqread-b1048576-t1-qd1-direct-io_uring".into();
+    disk["subsystem"] = "disk".into();
+    with_disk["cases"].as_array_mut().unwrap().push(disk);
+    let with_disk_file = lab.path("with-disk.json");
+    std::fs::write(&with_disk_file, with_disk.to_string()).unwrap();
+
+    let out = lab.check(&["--baseline", with_disk_file.to_str().unwrap()]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.starts_with("NO ROOM the test file needs "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "MISSING disk-seqread-b1048576-t1-qd1-direct-io_uring: the plan could not run it on \
+             what is left of the node: the test file needs 1000 TiB and {} has",
+            dir.display()
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("REGRESSION: no room for the disk cases, 2 cases, ")
+            && stdout.contains(" 0 fail"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("[[disk]] #1 skipped: --size: "), "{stderr}");
+    let out = lab.check(&["--baseline", with_disk_file.to_str().unwrap(), "--reason"]);
+    assert!(
+        text(&out.stdout).starts_with("peakbench: no room: the test file needs 1000 TiB"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let out = lab.check(&["--baseline", slow.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    // (The CPU case passes, or is unstable where this machine's repetitions spread.)
+    assert!(
+        stdout.contains("healthy: 1 cases, ") && stdout.contains(" 0 fail"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("NO ROOM"), "{stdout}");
+}

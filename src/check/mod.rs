@@ -23,7 +23,7 @@ use clap::Args;
 use crate::config::{self, Entry, Preset, ServerArg, TableSource};
 use crate::error::{Exit, UsageError};
 use crate::history::baseline::{self, Baseline};
-use crate::history::inventory::{Inventory, Loss};
+use crate::history::inventory::{self, Inventory, Loss};
 use crate::options::{
     DbArgs, Json, OutputArgs, PeakArgs, PeakOverrides, RunnerOptions, StoreArgs, positive_u32,
 };
@@ -295,7 +295,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode> {
     if let Some(n) = args.learn {
         return learn::run(args, &prepared, n);
     }
-    let plan = prepared.plan(args)?;
+    let mut plan = prepared.plan(args)?;
     if args.dry_run {
         let output = OutputArgs {
             json: args.json,
@@ -327,6 +327,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode> {
     for note in &plan.notes {
         eprintln!("note: {note}");
     }
+    let no_room = std::mem::take(&mut plan.no_room);
     let mut session = Session::start(&prepared.ctx, plan.config, plan.notes, None)?;
     let ending = session.run(plan.cases, &prepared.ctx)?;
     let gate = Gate {
@@ -349,7 +350,8 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode> {
     };
     let lost = match &found {
         Some(found) => {
-            let lost = Inventory::of(&session.report).losses(&found.baseline.inventory());
+            let mut lost = Inventory::of(&session.report).losses(&found.baseline.inventory());
+            lost.extend(room_lost(&no_room, &found.baseline, &cases));
             with_missing(&mut cases, &found.baseline, &lost);
             lost
         }
@@ -360,8 +362,29 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode> {
     finish(args, &verdict, ending, started)
 }
 
-/// Adds a verdict for each case of `baseline` the check did not run, and names what the node
-/// `lost` as the cause of each failure that has none: a node short of a CPU runs its
+/// The room the node lost: each reason the plan left a disk table out for (`no_room`), where
+/// the baseline has a disk case this check did not run. A scratch file system that filled up
+/// since the baseline takes the disk cases away as surely as a lost disk does.
+fn room_lost(no_room: &[String], baseline: &Baseline, cases: &[CaseVerdict]) -> Vec<Loss> {
+    let disk_missing = baseline
+        .cases
+        .iter()
+        .any(|b| b.subsystem == "disk" && !cases.iter().any(|c| c.id == b.id));
+    if !disk_missing {
+        return Vec::new();
+    }
+    no_room
+        .iter()
+        .map(|reason| Loss {
+            kind: inventory::NO_ROOM,
+            text: reason.clone(),
+            source: "statvfs(2) of the disk cases' directory".into(),
+        })
+        .collect()
+}
+
+/// Adds a verdict for each case of `baseline` the check did not run, and names the hardware
+/// the node `lost` as the cause of each failure that has none: a node short of a CPU runs its
 /// two-thread cases on one, and loopback TCP's sender and receiver share it.
 fn with_missing(cases: &mut Vec<CaseVerdict>, baseline: &Baseline, lost: &[Loss]) {
     for base in &baseline.cases {
@@ -369,6 +392,7 @@ fn with_missing(cases: &mut Vec<CaseVerdict>, baseline: &Baseline, lost: &[Loss]
             cases.push(gate::missing_case(base, lost));
         }
     }
+    let lost: Vec<Loss> = lost.iter().filter(|l| l.is_hardware()).cloned().collect();
     if lost.is_empty() {
         return;
     }
@@ -376,7 +400,7 @@ fn with_missing(cases: &mut Vec<CaseVerdict>, baseline: &Baseline, lost: &[Loss]
         .iter_mut()
         .filter(|c| c.status == Status::Fail && c.causes.is_empty())
     {
-        case.causes.push(gate::lost_hardware(lost));
+        case.causes.push(gate::lost_hardware(&lost));
         case.line = case
             .line
             .replace("; no cause found on this machine", "; cause: lost-hardware");

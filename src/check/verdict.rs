@@ -54,7 +54,8 @@ pub(crate) struct CheckOutcome {
     pub strict: bool,
     /// The check's run in the history, where it was stored.
     pub run: Option<i64>,
-    /// What the node lost since its baseline (CPUs, memory, disks, NICs): each one fails it.
+    /// What the node lost since its baseline (CPUs, memory, disks, NICs, the disk cases' room):
+    /// each one fails it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub lost: Vec<Loss>,
     pub cases: Vec<CaseVerdict>,
@@ -108,7 +109,12 @@ impl CheckOutcome {
         let mut out = String::new();
         for loss in &self.lost {
             out.push_str(&format!(
-                "LOST {} ({})\n",
+                "{} {} ({})\n",
+                if loss.is_hardware() {
+                    "LOST"
+                } else {
+                    "NO ROOM"
+                },
                 crate::text::printable(&loss.text),
                 crate::text::printable(&loss.source)
             ));
@@ -165,19 +171,24 @@ impl CheckOutcome {
             CheckStatus::Regression => "REGRESSION",
             CheckStatus::NoBaseline => "no baseline",
         };
-        let lost = match self.lost.len() {
+        let lost = match self.lost.iter().filter(|l| l.is_hardware()).count() {
             0 => String::new(),
             n => format!(
                 "{n} item{} of hardware lost, ",
                 if n == 1 { "" } else { "s" }
             ),
         };
+        let room = if self.lost.iter().any(|l| !l.is_hardware()) {
+            "no room for the disk cases, "
+        } else {
+            ""
+        };
         let missing = match count(Status::Missing) {
             0 => String::new(),
             n => format!(", {n} missing"),
         };
         format!(
-            "peakbench check: {status}: {lost}{} cases, {} pass, {} fail, {} unstable, {} \
+            "peakbench check: {status}: {lost}{room}{} cases, {} pass, {} fail, {} unstable, {} \
              ungateable, {} unjudged{missing}, {against} (tolerance {:.0} %{})",
             self.cases.len(),
             count(Status::Pass),
@@ -206,7 +217,12 @@ fn reason(v: &CheckOutcome) -> Option<String> {
                 1 => String::new(),
                 n => format!(" (+{} more)", n - 1),
             };
-            format!("peakbench: lost hardware: {}{more}", v.lost[0].text)
+            let what = if v.lost[0].is_hardware() {
+                "lost hardware"
+            } else {
+                "no room"
+            };
+            format!("peakbench: {what}: {}{more}", v.lost[0].text)
         }
         CheckStatus::Regression => {
             let failed: Vec<&CaseVerdict> = v
@@ -284,12 +300,12 @@ pub(crate) fn write_junit(path: &Path, v: &CheckOutcome) -> anyhow::Result<()> {
 /// a failure per failing case with its line as the message and its causes as the text; an
 /// unstable case is a failure with `--strict`, otherwise skipped with its line, as are an
 /// ungateable and an unjudged one; no baseline is one skipped testcase. Each item of hardware
-/// lost is a failing testcase of classname `peakbench.inventory`, and a missing case fails
-/// where the node lost hardware (skipped otherwise).
+/// lost (and the disk cases' room) is a failing testcase of classname `peakbench.inventory`,
+/// and a missing case fails where the node lost either (skipped otherwise).
 pub(crate) fn junit(v: &CheckOutcome) -> String {
     let count = |s: Status| v.cases.iter().filter(|c| c.status == s).count();
     let no_baseline = v.status == CheckStatus::NoBaseline && v.cases.is_empty();
-    // A missing case fails where the node lost hardware (its plan shrank with it).
+    // A missing case fails where the node lost hardware or room (its plan shrank with it).
     let missing_fails = !v.lost.is_empty();
     let missing = count(Status::Missing);
     let mut out = format!(
@@ -306,9 +322,14 @@ pub(crate) fn junit(v: &CheckOutcome) -> String {
     for loss in &v.lost {
         out.push_str(&format!(
             "<testcase classname=\"peakbench.inventory\" name=\"{}\"><failure message=\"{}\" \
-             type=\"lost-hardware\">{}</failure></testcase>\n",
+             type=\"{}\">{}</failure></testcase>\n",
             xml(loss.kind),
             xml(&loss.text),
+            if loss.is_hardware() {
+                "lost-hardware"
+            } else {
+                "no-room"
+            },
             xml(&loss.source)
         ));
     }

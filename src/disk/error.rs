@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 
-use crate::error::usage;
+use crate::error::{NoRoomError, usage};
 use crate::units::format_size_approx;
 
 /// Why a place cannot hold the test file, or a path or device cannot be used. These are the
@@ -65,7 +65,8 @@ pub(crate) enum TargetError {
     DeviceInUse { path: PathBuf, why: String },
 }
 
-/// The usage error for a target the user gave with `flag` (`--dir` or `--file`).
+/// The usage error for a target the user gave with `flag` (`--dir` or `--file`); a place short
+/// of space gives a [`NoRoomError`].
 pub(crate) fn target_usage(error: TargetError, flag: &str) -> anyhow::Error {
     use TargetError as E;
     let fix = match &error {
@@ -74,13 +75,22 @@ pub(crate) fn target_usage(error: TargetError, flag: &str) -> anyhow::Error {
             "give the directory the test file goes in with --dir, or its path with --file".into()
         }
         E::ReadOnly { .. } => format!("give a writable {flag}"),
-        E::FreeSpaceUnknown { .. } | E::TooLittleRoom { .. } | E::NotWritable { .. } => {
-            format!("give another {flag}")
+        E::FreeSpaceUnknown { .. } | E::NotWritable { .. } => format!("give another {flag}"),
+        E::TooLittleRoom { .. } => {
+            return NoRoomError {
+                flag: flag.into(),
+                reason: error.to_string(),
+                fix: format!("give another {flag}"),
+            }
+            .into();
         }
         E::NoSpace { .. } => {
-            return usage(format!(
-                "--size: {error}: give a smaller --size or another {flag}"
-            ));
+            return NoRoomError {
+                flag: "--size".into(),
+                reason: error.to_string(),
+                fix: format!("give a smaller --size or another {flag}"),
+            }
+            .into();
         }
         E::TooSmall { .. } => {
             return usage(format!(

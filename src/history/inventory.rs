@@ -27,8 +27,9 @@ use crate::sysinfo::{Fingerprint, format_cpu_list, virtual_disk, virtual_nic};
 /// megabytes between kernels (what the kernel reserves), a DIMM is an eighth or more.
 pub(crate) const MEMORY_SLACK: f64 = 0.03;
 
-/// Every kind of [`Loss`], as the check's Prometheus `kind` label names them.
-pub(crate) const LOSS_KINDS: [&str; 7] = [
+/// Every kind of [`Loss`], as the check's Prometheus `kind` label names them: items of
+/// hardware, and [`NO_ROOM`].
+pub(crate) const LOSS_KINDS: [&str; 8] = [
     "cpus-online",
     "cpus-allowed",
     "memory",
@@ -36,7 +37,13 @@ pub(crate) const LOSS_KINDS: [&str; 7] = [
     "disk",
     "nic",
     "link-speed",
+    NO_ROOM,
 ];
+
+/// The [`Loss`] of room: the place the disk cases' test file goes in has too little free space
+/// for it, where the baseline had room. Not hardware, but a node short of it cannot run what
+/// its baseline ran.
+pub(crate) const NO_ROOM: &str = "disk-space";
 
 /// A physical disk of the inventory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -90,6 +97,13 @@ pub(crate) struct Loss {
     pub text: String,
     /// Where this machine's figure was read.
     pub source: String,
+}
+
+impl Loss {
+    /// Whether the item lost is hardware (everything but [`NO_ROOM`]).
+    pub(crate) fn is_hardware(&self) -> bool {
+        self.kind != NO_ROOM
+    }
 }
 
 impl Inventory {

@@ -231,6 +231,54 @@ fn a_node_that_lost_a_cpu_fails_naming_it_and_its_missing_cases() {
     assert_eq!(json["cases"][1]["status"], "missing");
 }
 
+/// A CPU lost and the disk cases' room lost: each missing case names its own, the reason the
+/// hardware, and JUnit types the room apart.
+#[test]
+fn a_missing_disk_case_names_the_room_and_a_missing_cpu_case_the_hardware() {
+    let mut lost = one_cpu_lost().lost;
+    lost.push(Loss {
+        kind: crate::history::inventory::NO_ROOM,
+        text: "/scratch has 98.5 MiB free, too little for a test file".into(),
+        source: "statvfs(2) of the disk cases' directory".into(),
+    });
+    let base = |id: &str, subsystem: &str| crate::history::baseline::BaselineCase {
+        id: id.into(),
+        label: id.into(),
+        subsystem: subsystem.into(),
+        metric: "m".into(),
+        unit: "u".into(),
+        runs: vec![1],
+        samples: vec![1.0],
+        run_medians: vec![1.0],
+        placements: Vec::new(),
+        disturbed: Vec::new(),
+    };
+    let disk = super::super::gate::missing_case(&base("disk-x", "disk"), &lost);
+    let cpu = super::super::gate::missing_case(&base("cpu-x", "cpu"), &lost);
+    assert!(
+        disk.line
+            .ends_with("node: /scratch has 98.5 MiB free, too little for a test file")
+    );
+    assert!(cpu.line.ends_with("node: 1 of 2 CPUs allowed: cpuset 0"));
+    let v = verdict_with_losses(vec![disk, cpu], lost);
+    assert_eq!(
+        v.reason.as_deref(),
+        Some("peakbench: lost hardware: 1 of 2 CPUs allowed: cpuset 0 (+1 more)")
+    );
+    let text = v.render();
+    assert!(
+        text.contains("\nNO ROOM /scratch has 98.5 MiB free, too little for a test file ("),
+        "{text}"
+    );
+    assert!(
+        text.contains("REGRESSION: 1 item of hardware lost, no room for the disk cases, 2 cases"),
+        "{text}"
+    );
+    let junit = junit(&v);
+    assert!(junit.contains("type=\"no-room\""), "{junit}");
+    assert!(junit.contains("tests=\"4\" failures=\"4\""), "{junit}");
+}
+
 #[test]
 fn a_missing_case_on_a_node_that_lost_nothing_is_only_reported() {
     let base = crate::history::baseline::BaselineCase {
