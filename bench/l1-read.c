@@ -1,10 +1,11 @@
 // Forms of a 32 KiB AVX-512 read that uses every byte it loads, against bare loads (what
 // likwid-bench's `load_avx512` does), to find what the proof costs a core's L1 rate. Each form
-// is called once per 32 KiB block with its accumulators reduced at the end, as peakbench's read
-// kernel is. Forms alternate in 40 rounds of about 3 ms; it prints the median, the 90th
-// percentile and the best of each in GB/s. Run it pinned on an idle CPU:
+// is called once per block (32 KiB, or BLOCK bytes, a multiple of 1024 that divides 32 KiB)
+// with its accumulators reduced at the end, as peakbench's read kernel is. Forms alternate in
+// 40 rounds of about 3 ms; it prints the median, the 90th percentile and the best of each in
+// GB/s. Run it pinned on an idle CPU:
 //
-//     gcc -O2 -mavx512f -o l1-read bench/l1-read.c && taskset -c 1 ./l1-read
+//     gcc -O2 -mavx512f -o l1-read bench/l1-read.c && taskset -c 1 ./l1-read [BLOCK]
 //
 // add:  16 vectors a kilobyte, each folded into its own accumulator's vaddpd (one 512-bit
 //       operation per load; peakbench's read until 2026-11-29);
@@ -100,7 +101,12 @@ static int by_value(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    size_t block = argc > 1 ? strtoul(argv[1], NULL, 10) : WS;
+    if (block < 1024 || block % 1024 || WS % block) {
+        fprintf(stderr, "BLOCK: %s is not a multiple of 1024 that divides %d\n", argv[1], WS);
+        return 2;
+    }
     double *words = aligned_alloc(4096, WS);
     for (size_t i = 0; i < WS / 8; i++) words[i] = 1.0;
     const char *buf = (const char *)words;
@@ -111,13 +117,14 @@ int main(void) {
         for (int k = 0; k < FORMS; k++) {
             const long calls = 30000;
             double start = now();
-            for (long i = 0; i < calls; i++) sink += form[k](buf, WS);
+            for (long i = 0; i < calls; i++)
+                for (size_t at = 0; at < WS; at += block) sink += form[k](buf + at, block);
             gbs[k][r] = calls * (double)WS / (now() - start) / 1e9;
         }
     }
     for (int k = 0; k < FORMS; k++) {
         qsort(gbs[k], ROUNDS, sizeof(double), by_value);
-        printf("%-5s median %6.1f  p90 %6.1f  best %6.1f GB/s\n", name[k], gbs[k][ROUNDS / 2],
+        printf("%-5s block %zu: median %6.1f  p90 %6.1f  best %6.1f GB/s\n", name[k], block, gbs[k][ROUNDS / 2],
                gbs[k][ROUNDS * 9 / 10], gbs[k][ROUNDS - 1]);
     }
     return sink == -1.0;
