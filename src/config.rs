@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::error::{NoRoomError, UsageError};
+use crate::error::{PlaceError, UsageError};
 use crate::names::named_enum;
 use crate::options::{OutputArgs, PeakArgs, RunnerArgs};
 use crate::registry;
@@ -300,7 +300,7 @@ pub fn apply_run_wide(entries: &mut [Entry], section: &str, flag: &str, value: &
 
 /// One plan of every table of `entries` (each parsed with its workload's parser, in `parsed`),
 /// with the experiments it holds for the document's config; a table that cannot run here (no
-/// space, no server) is skipped with a note, and a place without room is recorded apart. No case at all is a usage error naming `origin`.
+/// space, no server) is skipped with a note, and a place without room or writes is recorded apart. No case at all is a usage error naming `origin`.
 pub fn plan(
     entries: &[Entry],
     parsed: &[(&'static dyn Workload, clap::ArgMatches)],
@@ -314,8 +314,8 @@ pub fn plan(
             Ok(table) => table,
             Err(e) => {
                 plan.notes.push(format!("{} skipped: {e:#}", entry.name()));
-                if let Some(short) = e.chain().find_map(|c| c.downcast_ref::<NoRoomError>()) {
-                    plan.left_out_for_room(short.reason.clone());
+                if let Some(place) = e.chain().find_map(|c| c.downcast_ref::<PlaceError>()) {
+                    plan.left_out(place.lack, place.reason.clone());
                 }
                 continue;
             }

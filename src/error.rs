@@ -13,17 +13,28 @@ use std::process::ExitCode;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-/// A place the user gave that has no room for what the run needs (`--dir` on a file system
-/// short of space). It ends a run as a [`UsageError`] does (exit code 2, one line), and it is
-/// typed apart because a health check treats it otherwise: a node whose scratch file system
-/// filled up since its baseline has lost something it needs, and fails, naming `reason`.
+/// A place the user gave that the machine cannot give the run (`--dir` on a file system short
+/// of space, or mounted read-only). It ends a run as a [`UsageError`] does (exit code 2, one
+/// line), and it is typed apart because a health check treats it otherwise: a node whose
+/// scratch file system filled up, or was remounted read-only after an I/O error, since its
+/// baseline has lost something it needs, and fails, naming `reason`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{flag}: {reason}: {fix}")]
-pub(crate) struct NoRoomError {
+pub(crate) struct PlaceError {
     pub(crate) flag: String,
+    pub(crate) lack: Lack,
     /// "/scratch has 98.5 MiB free, too little for a test file".
     pub(crate) reason: String,
     pub(crate) fix: String,
+}
+
+/// What a [`PlaceError`]'s place lacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lack {
+    /// Free space for the test file.
+    Room,
+    /// Writes: the file system is read-only.
+    Writes,
 }
 
 /// A [`UsageError`] as an `anyhow::Error`, for functions that return `anyhow::Result`.
@@ -60,7 +71,7 @@ impl From<Exit> for ExitCode {
 pub(crate) fn describe(error: &anyhow::Error) -> (String, Exit) {
     let exit = if error
         .chain()
-        .any(|e| e.is::<UsageError>() || e.is::<NoRoomError>())
+        .any(|e| e.is::<UsageError>() || e.is::<PlaceError>())
     {
         Exit::Usage
     } else if error
@@ -93,8 +104,9 @@ mod tests {
 
     #[test]
     fn no_room_ends_a_run_as_bad_input_does() {
-        let short = anyhow::Error::new(NoRoomError {
+        let short = anyhow::Error::new(PlaceError {
             flag: "--dir".into(),
+            lack: Lack::Room,
             reason: "/scratch has 98.5 MiB free, too little for a test file".into(),
             fix: "give another --dir".into(),
         })

@@ -17,6 +17,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
+use crate::error::Lack;
 use crate::options::{PeakOverrides, RunnerOptions};
 use crate::peak::{MeasuredFactors, PeakRef, Peaks};
 use crate::result::Reference;
@@ -217,9 +218,9 @@ pub(crate) type Summarize = fn(&Context, &[&BenchResult]) -> Vec<String>;
 pub struct Plan {
     pub cases: Vec<Box<dyn Case>>,
     pub notes: Vec<String>,
-    /// Why tables were left out for want of room in a place the run was given (each reason
-    /// once; the notes say which tables): a health check fails on them.
-    pub no_room: Vec<String>,
+    /// Why tables were left out because a place the run was given lacks room or writes (each
+    /// reason once; the notes say which tables): a health check fails on them.
+    pub(crate) unusable: Vec<(Lack, String)>,
     pub config: serde_json::Value,
     /// Summaries, each with the ids of the cases whose results it reads.
     pub summaries: Vec<(Summarize, Vec<String>)>,
@@ -236,7 +237,7 @@ impl Plan {
         let mut plan = Plan {
             cases: Vec::new(),
             notes,
-            no_room: Vec::new(),
+            unusable: Vec::new(),
             config: serde_json::to_value(config)?,
             summaries: Vec::new(),
         };
@@ -249,7 +250,7 @@ impl Plan {
         Plan {
             cases: Vec::new(),
             notes: Vec::new(),
-            no_room: Vec::new(),
+            unusable: Vec::new(),
             config,
             summaries: Vec::new(),
         }
@@ -264,10 +265,10 @@ impl Plan {
         self.cases.len() - before
     }
 
-    /// Records that a table was left out because a place has no room for it, `reason` once.
-    pub fn left_out_for_room(&mut self, reason: String) {
-        if !self.no_room.contains(&reason) {
-            self.no_room.push(reason);
+    /// Records that a table was left out because its place lacks room or writes, `reason` once.
+    pub(crate) fn left_out(&mut self, lack: Lack, reason: String) {
+        if !self.unusable.iter().any(|(_, r)| *r == reason) {
+            self.unusable.push((lack, reason));
         }
     }
 
@@ -278,13 +279,13 @@ impl Plan {
         self
     }
 
-    /// Takes in another plan's cases, notes (prefixed with `origin`), reasons of no room and
+    /// Takes in another plan's cases, notes (prefixed with `origin`), unusable places and
     /// summaries.
     pub fn absorb(&mut self, other: Plan, origin: &str) -> usize {
         self.notes
             .extend(other.notes.into_iter().map(|n| format!("{origin}: {n}")));
-        for reason in other.no_room {
-            self.left_out_for_room(reason);
+        for (lack, reason) in other.unusable {
+            self.left_out(lack, reason);
         }
         self.summaries.extend(other.summaries);
         self.extend(other.cases)

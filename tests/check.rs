@@ -625,6 +625,61 @@ fn the_prometheus_file_is_valid_exposition_text_and_a_bad_path_fails_first() {
     );
 }
 
+/// A check of the short plan and a disk table of `disk` (its `dir` and `size`), against the
+/// learned baseline made slower (so that the CPU case passes) and given a disk case, and
+/// against the same without one.
+fn check_with_disk_table(lab: &Lab, disk: &str) -> (Output, Output) {
+    let learned = lab.learned();
+    std::fs::write(
+        lab.path("plan.toml"),
+        format!("{PLAN}[[disk]]\nop = [\"seqread\"]\nblock = [\"1MiB\"]\nthreads = [1]\nqd = [1]\n{disk}"),
+    )
+    .unwrap();
+    let slow = lab.scaled(&learned, 1e-3, "slow.json");
+    let mut with_disk: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&slow).unwrap()).unwrap();
+    let mut case = with_disk["cases"][0].clone();
+    case["id"] = "disk-seqread-b1048576-t1-qd1-direct-io_uring".into();
+    case["subsystem"] = "disk".into();
+    with_disk["cases"].as_array_mut().unwrap().push(case);
+    let with_disk_file = lab.path("with-disk.json");
+    std::fs::write(&with_disk_file, with_disk.to_string()).unwrap();
+    (
+        lab.check(&["--baseline", with_disk_file.to_str().unwrap()]),
+        lab.check(&["--baseline", slow.to_str().unwrap()]),
+    )
+}
+
+/// What a check that could not run the baseline's disk case for want of its place prints:
+/// the loss's `label` line naming `reason`, the case missing for it, the summary's `summary`
+/// and nothing of it where the baseline has no disk case.
+fn assert_place_lost(checks: (Output, Output), label: &str, reason: &str, summary: &str) {
+    let (out, without) = checks;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.starts_with(&format!("{label} {reason}")), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "MISSING disk-seqread-b1048576-t1-qd1-direct-io_uring: the plan could not run it on \
+             what is left of the node: {reason}"
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("REGRESSION: {summary}, 2 cases, ")) && stdout.contains(" 0 fail"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("[[disk]] #1 skipped: "), "{stderr}");
+    let stdout = text(&without.stdout);
+    assert_eq!(without.status.code(), Some(0), "{stdout}");
+    // (The CPU case passes, or is unstable where this machine's repetitions spread.)
+    assert!(
+        stdout.contains("healthy: 1 cases, ") && stdout.contains(" 0 fail"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains(label), "{stdout}");
+}
+
 /// A disk table whose directory has no room for its test file (here a size no file system
 /// has) fails a check whose baseline has disk cases, naming the room, and leaves one whose
 /// baseline has none healthy with a note: a scratch file system that filled up is a node's
@@ -632,64 +687,66 @@ fn the_prometheus_file_is_valid_exposition_text_and_a_bad_path_fails_first() {
 #[test]
 fn a_directory_without_room_for_the_disk_cases_of_the_baseline_fails_the_check() {
     let lab = Lab::new();
-    let learned = lab.learned();
     let dir = lab.path("scratch");
     std::fs::create_dir(&dir).unwrap();
-    let plan = lab.path("plan.toml");
-    std::fs::write(
-        &plan,
-        format!(
-            "{PLAN}[[disk]]\nop = [\"seqread\"]\nblock = [\"1MiB\"]\nthreads = [1]\nqd = [1]\n\
-             size = \"1000TiB\"\ndir = {:?}\n",
-            dir.to_str().unwrap()
-        ),
-    )
-    .unwrap();
-    let slow = lab.scaled(&learned, 1e-3, "slow.json");
-    let mut with_disk: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&slow).unwrap()).unwrap();
-    let mut disk = with_disk["cases"][0].clone();
-    disk["id"] = "disk-seqread-b1048576-t1-qd1-direct-io_uring".into();
-    disk["subsystem"] = "disk".into();
-    with_disk["cases"].as_array_mut().unwrap().push(disk);
-    let with_disk_file = lab.path("with-disk.json");
-    std::fs::write(&with_disk_file, with_disk.to_string()).unwrap();
-
-    let out = lab.check(&["--baseline", with_disk_file.to_str().unwrap()]);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
-    assert!(
-        stdout.starts_with("NO ROOM the test file needs "),
-        "{stdout}"
+    let checks = check_with_disk_table(
+        &lab,
+        &format!("size = \"1000TiB\"\ndir = {:?}\n", dir.to_str().unwrap()),
     );
-    assert!(
-        stdout.contains(&format!(
-            "MISSING disk-seqread-b1048576-t1-qd1-direct-io_uring: the plan could not run it on \
-             what is left of the node: the test file needs 1000 TiB and {} has",
-            dir.display()
-        )),
-        "{stdout}"
+    assert_place_lost(
+        checks,
+        "NO ROOM",
+        "the test file needs 1000 TiB and ",
+        "no room for the disk cases",
     );
-    assert!(
-        stdout.contains("REGRESSION: no room for the disk cases, 2 cases, ")
-            && stdout.contains(" 0 fail"),
-        "{stdout}"
-    );
-    assert!(stderr.contains("[[disk]] #1 skipped: --size: "), "{stderr}");
-    let out = lab.check(&["--baseline", with_disk_file.to_str().unwrap(), "--reason"]);
+    let out = lab.check(&[
+        "--baseline",
+        lab.path("with-disk.json").to_str().unwrap(),
+        "--reason",
+    ]);
     assert!(
         text(&out.stdout).starts_with("peakbench: no room: the test file needs 1000 TiB"),
         "{}",
         text(&out.stdout)
     );
+}
 
-    let out = lab.check(&["--baseline", slow.to_str().unwrap()]);
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
-    // (The CPU case passes, or is unstable where this machine's repetitions spread.)
-    assert!(
-        stdout.contains("healthy: 1 cases, ") && stdout.contains(" 0 fail"),
-        "{stdout}"
+/// The same with the directory on a file system mounted read-only, as ext4 remounts itself
+/// after an I/O error (a tmpfs mounted `ro` here, where this process may mount).
+#[test]
+fn a_read_only_directory_for_the_disk_cases_of_the_baseline_fails_the_check() {
+    let lab = Lab::new();
+    let dir = lab.path("scratch");
+    std::fs::create_dir(&dir).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "ro,size=16m", "peakbench-test"])
+        .arg(&dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !common::prerequisite(if mounted {
+        Ok(())
+    } else {
+        Err("cannot mount a read-only tmpfs here".into())
+    }) {
+        return;
+    }
+    /// Unmounts its directory however the test ends, so that the lab can be removed.
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let unmount = Unmount(&dir);
+    let checks = check_with_disk_table(
+        &lab,
+        &format!("size = \"1MiB\"\ndir = {:?}\n", dir.to_str().unwrap()),
     );
-    assert!(!stdout.contains("NO ROOM"), "{stdout}");
+    drop(unmount);
+    assert_place_lost(
+        checks,
+        "READ-ONLY",
+        &format!("{} is on a read-only file system", dir.display()),
+        "the disk cases' directory read-only",
+    );
 }

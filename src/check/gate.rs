@@ -322,14 +322,14 @@ fn placement_cause(here: &PlacementProbe, base: &BaselineCase) -> Option<Cause> 
 }
 
 /// The verdict on the baseline's case `base`, which this check did not run; `lost` is what
-/// the node lost since the baseline (the inventory's losses, and room), the likely reason: for
-/// a disk case the room first, for any other case an item of hardware.
+/// the node lost since the baseline (the inventory's losses, and the disk cases' place), the
+/// likely reason: for a disk case the place first, for any other case an item of hardware.
 pub(crate) fn missing_case(base: &BaselineCase, lost: &[Loss]) -> CaseVerdict {
-    let room = lost
+    let place = lost
         .iter()
         .find(|l| !l.is_hardware())
         .filter(|_| base.subsystem == "disk");
-    let line = match room.or_else(|| lost.iter().find(|l| l.is_hardware())) {
+    let line = match place.or_else(|| lost.iter().find(|l| l.is_hardware())) {
         Some(loss) => format!(
             "MISSING {}: the plan could not run it on what is left of the node: {}",
             base.id, loss.text

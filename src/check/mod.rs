@@ -21,7 +21,7 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::config::{self, Entry, Preset, ServerArg, TableSource};
-use crate::error::{Exit, UsageError};
+use crate::error::{Exit, Lack, UsageError};
 use crate::history::baseline::{self, Baseline};
 use crate::history::inventory::{self, Inventory, Loss};
 use crate::options::{
@@ -327,7 +327,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode> {
     for note in &plan.notes {
         eprintln!("note: {note}");
     }
-    let no_room = std::mem::take(&mut plan.no_room);
+    let unusable = std::mem::take(&mut plan.unusable);
     let mut session = Session::start(&prepared.ctx, plan.config, plan.notes, None)?;
     let ending = session.run(plan.cases, &prepared.ctx)?;
     let gate = Gate {
@@ -351,7 +351,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode> {
     let lost = match &found {
         Some(found) => {
             let mut lost = Inventory::of(&session.report).losses(&found.baseline.inventory());
-            lost.extend(room_lost(&no_room, &found.baseline, &cases));
+            lost.extend(place_lost(&unusable, &found.baseline, &cases));
             with_missing(&mut cases, &found.baseline, &lost);
             lost
         }
@@ -362,10 +362,15 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode> {
     finish(args, &verdict, ending, started)
 }
 
-/// The room the node lost: each reason the plan left a disk table out for (`no_room`), where
-/// the baseline has a disk case this check did not run. A scratch file system that filled up
-/// since the baseline takes the disk cases away as surely as a lost disk does.
-fn room_lost(no_room: &[String], baseline: &Baseline, cases: &[CaseVerdict]) -> Vec<Loss> {
+/// What the node lost of its disk cases' place: each reason the plan left a disk table out for
+/// (`unusable`: no room, or a read-only file system), where the baseline has a disk case this
+/// check did not run. A scratch file system that filled up, or that ext4 remounted read-only
+/// after an I/O error, takes the disk cases away as surely as a lost disk does.
+fn place_lost(
+    unusable: &[(Lack, String)],
+    baseline: &Baseline,
+    cases: &[CaseVerdict],
+) -> Vec<Loss> {
     let disk_missing = baseline
         .cases
         .iter()
@@ -373,10 +378,13 @@ fn room_lost(no_room: &[String], baseline: &Baseline, cases: &[CaseVerdict]) -> 
     if !disk_missing {
         return Vec::new();
     }
-    no_room
+    unusable
         .iter()
-        .map(|reason| Loss {
-            kind: inventory::NO_ROOM,
+        .map(|(lack, reason)| Loss {
+            kind: match lack {
+                Lack::Room => inventory::NO_ROOM,
+                Lack::Writes => inventory::READ_ONLY,
+            },
             text: reason.clone(),
             source: "statvfs(2) of the disk cases' directory".into(),
         })

@@ -72,7 +72,7 @@ pub(crate) fn text(m: &Metrics) -> String {
     family(
         &mut out,
         "peakbench_check_hardware_lost",
-        "Items of hardware the node lost since its baseline, by kind (CPUs online or allowed, memory, disks, NICs, link speed), and the room its disk cases need (disk-space).",
+        "Items of hardware the node lost since its baseline, by kind (CPUs online or allowed, memory, disks, NICs, link speed), and the disk cases' directory's room (disk-space) and writes (read-only).",
     );
     for kind in crate::history::inventory::LOSS_KINDS {
         let n = m.verdict.lost.iter().filter(|l| l.kind == kind).count();

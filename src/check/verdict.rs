@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::LocatedBaseline;
 use super::gate::{CaseVerdict, Gate, Status, format_p, short_cause};
 use crate::error::UsageError;
-use crate::history::inventory::Loss;
+use crate::history::inventory::{self, Loss};
 use crate::sysinfo::Fingerprint;
 use crate::units::format_value;
 
@@ -110,11 +110,7 @@ impl CheckOutcome {
         for loss in &self.lost {
             out.push_str(&format!(
                 "{} {} ({})\n",
-                if loss.is_hardware() {
-                    "LOST"
-                } else {
-                    "NO ROOM"
-                },
+                heading(loss).label,
                 crate::text::printable(&loss.text),
                 crate::text::printable(&loss.source)
             ));
@@ -178,17 +174,18 @@ impl CheckOutcome {
                 if n == 1 { "" } else { "s" }
             ),
         };
-        let room = if self.lost.iter().any(|l| !l.is_hardware()) {
-            "no room for the disk cases, "
-        } else {
-            ""
-        };
+        let place: String = self
+            .lost
+            .iter()
+            .filter(|l| !l.is_hardware())
+            .map(|l| format!("{}, ", heading(l).summary))
+            .collect();
         let missing = match count(Status::Missing) {
             0 => String::new(),
             n => format!(", {n} missing"),
         };
         format!(
-            "peakbench check: {status}: {lost}{room}{} cases, {} pass, {} fail, {} unstable, {} \
+            "peakbench check: {status}: {lost}{place}{} cases, {} pass, {} fail, {} unstable, {} \
              ungateable, {} unjudged{missing}, {against} (tolerance {:.0} %{})",
             self.cases.len(),
             count(Status::Pass),
@@ -199,6 +196,42 @@ impl CheckOutcome {
             self.tolerance * 100.0,
             if self.strict { ", strict" } else { "" }
         )
+    }
+}
+
+/// How the outputs name a kind of loss.
+struct Heading {
+    /// The text's line label: `LOST 1 of 2 CPUs allowed …`.
+    label: &'static str,
+    /// The summary's words for the disk cases' place (hardware is counted instead).
+    summary: &'static str,
+    /// The drain reason's: `peakbench: lost hardware: …`.
+    reason: &'static str,
+    /// JUnit's failure type.
+    junit: &'static str,
+}
+
+fn heading(loss: &Loss) -> Heading {
+    let (label, summary, reason, junit) = match loss.kind {
+        inventory::NO_ROOM => (
+            "NO ROOM",
+            "no room for the disk cases",
+            "no room",
+            "no-room",
+        ),
+        inventory::READ_ONLY => (
+            "READ-ONLY",
+            "the disk cases' directory read-only",
+            "read-only",
+            "read-only",
+        ),
+        _ => ("LOST", "", "lost hardware", "lost-hardware"),
+    };
+    Heading {
+        label,
+        summary,
+        reason,
+        junit,
     }
 }
 
@@ -217,12 +250,11 @@ fn reason(v: &CheckOutcome) -> Option<String> {
                 1 => String::new(),
                 n => format!(" (+{} more)", n - 1),
             };
-            let what = if v.lost[0].is_hardware() {
-                "lost hardware"
-            } else {
-                "no room"
-            };
-            format!("peakbench: {what}: {}{more}", v.lost[0].text)
+            format!(
+                "peakbench: {}: {}{more}",
+                heading(&v.lost[0]).reason,
+                v.lost[0].text
+            )
         }
         CheckStatus::Regression => {
             let failed: Vec<&CaseVerdict> = v
@@ -325,11 +357,7 @@ pub(crate) fn junit(v: &CheckOutcome) -> String {
              type=\"{}\">{}</failure></testcase>\n",
             xml(loss.kind),
             xml(&loss.text),
-            if loss.is_hardware() {
-                "lost-hardware"
-            } else {
-                "no-room"
-            },
+            heading(loss).junit,
             xml(&loss.source)
         ));
     }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 
-use crate::error::{NoRoomError, usage};
+use crate::error::{Lack, PlaceError, usage};
 use crate::units::format_size_approx;
 
 /// Why a place cannot hold the test file, or a path or device cannot be used. These are the
@@ -66,7 +66,7 @@ pub(crate) enum TargetError {
 }
 
 /// The usage error for a target the user gave with `flag` (`--dir` or `--file`); a place short
-/// of space gives a [`NoRoomError`].
+/// of space or read-only gives a [`PlaceError`].
 pub(crate) fn target_usage(error: TargetError, flag: &str) -> anyhow::Error {
     use TargetError as E;
     let fix = match &error {
@@ -74,19 +74,29 @@ pub(crate) fn target_usage(error: TargetError, flag: &str) -> anyhow::Error {
         E::NotADirectory { .. } => {
             "give the directory the test file goes in with --dir, or its path with --file".into()
         }
-        E::ReadOnly { .. } => format!("give a writable {flag}"),
+        E::ReadOnly { .. } => {
+            return PlaceError {
+                flag: flag.into(),
+                lack: Lack::Writes,
+                reason: error.to_string(),
+                fix: format!("give a writable {flag}"),
+            }
+            .into();
+        }
         E::FreeSpaceUnknown { .. } | E::NotWritable { .. } => format!("give another {flag}"),
         E::TooLittleRoom { .. } => {
-            return NoRoomError {
+            return PlaceError {
                 flag: flag.into(),
+                lack: Lack::Room,
                 reason: error.to_string(),
                 fix: format!("give another {flag}"),
             }
             .into();
         }
         E::NoSpace { .. } => {
-            return NoRoomError {
+            return PlaceError {
                 flag: "--size".into(),
+                lack: Lack::Room,
                 reason: error.to_string(),
                 fix: format!("give a smaller --size or another {flag}"),
             }

@@ -28,8 +28,8 @@ use crate::sysinfo::{Fingerprint, format_cpu_list, virtual_disk, virtual_nic};
 pub(crate) const MEMORY_SLACK: f64 = 0.03;
 
 /// Every kind of [`Loss`], as the check's Prometheus `kind` label names them: items of
-/// hardware, and [`NO_ROOM`].
-pub(crate) const LOSS_KINDS: [&str; 8] = [
+/// hardware, and the disk cases' place ([`NO_ROOM`], [`READ_ONLY`]).
+pub(crate) const LOSS_KINDS: [&str; 9] = [
     "cpus-online",
     "cpus-allowed",
     "memory",
@@ -38,12 +38,17 @@ pub(crate) const LOSS_KINDS: [&str; 8] = [
     "nic",
     "link-speed",
     NO_ROOM,
+    READ_ONLY,
 ];
 
 /// The [`Loss`] of room: the place the disk cases' test file goes in has too little free space
 /// for it, where the baseline had room. Not hardware, but a node short of it cannot run what
 /// its baseline ran.
 pub(crate) const NO_ROOM: &str = "disk-space";
+
+/// The [`Loss`] of writes: the directory the disk cases' test file goes in is on a file system
+/// mounted read-only (as ext4 remounts itself after an I/O error), where the baseline wrote it.
+pub(crate) const READ_ONLY: &str = "read-only";
 
 /// A physical disk of the inventory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -100,9 +105,9 @@ pub(crate) struct Loss {
 }
 
 impl Loss {
-    /// Whether the item lost is hardware (everything but [`NO_ROOM`]).
+    /// Whether the item lost is hardware (everything but the disk cases' place).
     pub(crate) fn is_hardware(&self) -> bool {
-        self.kind != NO_ROOM
+        self.kind != NO_ROOM && self.kind != READ_ONLY
     }
 }
 

@@ -58,7 +58,7 @@ peakbench_check_case_status{case="odd\\\"\nid",subsystem="cpu",status="unstable"
 peakbench_check_case_status{case="odd\\\"\nid",subsystem="cpu",status="ungateable"} 0
 peakbench_check_case_status{case="odd\\\"\nid",subsystem="cpu",status="unjudged"} 1
 peakbench_check_case_status{case="odd\\\"\nid",subsystem="cpu",status="missing"} 0
-# HELP peakbench_check_hardware_lost Items of hardware the node lost since its baseline, by kind (CPUs online or allowed, memory, disks, NICs, link speed), and the room its disk cases need (disk-space).
+# HELP peakbench_check_hardware_lost Items of hardware the node lost since its baseline, by kind (CPUs online or allowed, memory, disks, NICs, link speed), and the disk cases' directory's room (disk-space) and writes (read-only).
 # TYPE peakbench_check_hardware_lost gauge
 peakbench_check_hardware_lost{kind="cpus-online"} 0
 peakbench_check_hardware_lost{kind="cpus-allowed"} 0
@@ -68,6 +68,7 @@ peakbench_check_hardware_lost{kind="disk"} 0
 peakbench_check_hardware_lost{kind="nic"} 0
 peakbench_check_hardware_lost{kind="link-speed"} 0
 peakbench_check_hardware_lost{kind="disk-space"} 0
+peakbench_check_hardware_lost{kind="read-only"} 0
 # HELP peakbench_check_exit_code The check's exit code: 0 healthy, 1 a regression, 3 no baseline, 130 interrupted.
 # TYPE peakbench_check_exit_code gauge
 peakbench_check_exit_code 1

@@ -277,6 +277,28 @@ fn a_missing_disk_case_names_the_room_and_a_missing_cpu_case_the_hardware() {
     let junit = junit(&v);
     assert!(junit.contains("type=\"no-room\""), "{junit}");
     assert!(junit.contains("tests=\"4\" failures=\"4\""), "{junit}");
+
+    let read_only = vec![Loss {
+        kind: crate::history::inventory::READ_ONLY,
+        text: "/scratch is on a read-only file system".into(),
+        source: "statvfs(2) of the disk cases' directory".into(),
+    }];
+    let disk = super::super::gate::missing_case(&base("disk-x", "disk"), &read_only);
+    let v = verdict_with_losses(vec![disk], read_only);
+    assert_eq!(
+        v.reason.as_deref(),
+        Some("peakbench: read-only: /scratch is on a read-only file system")
+    );
+    let text = v.render();
+    assert!(
+        text.starts_with("READ-ONLY /scratch is on a read-only file system ("),
+        "{text}"
+    );
+    assert!(
+        text.contains("REGRESSION: the disk cases' directory read-only, 1 cases"),
+        "{text}"
+    );
+    assert!(super::junit(&v).contains("type=\"read-only\""));
 }
 
 #[test]
