@@ -304,10 +304,20 @@ fn a_read_only_directory_is_refused() {
         Path::new("/proc/self").to_path_buf()
     };
     let output = peakbench(&["disk", "--dir", target.to_str().unwrap(), "--size", "1MiB"]);
+    // --size-fit reads the free space first: read-only is named there too, not "too little".
+    let fitted = peakbench(&["disk", "--dir", target.to_str().unwrap(), "--size-fit"]);
     if mounted {
         let _ = Command::new("umount").arg(dir.path()).status();
     }
     assert_refused(&output, "--dir");
+    assert_refused(&fitted, "--dir");
+    if mounted {
+        assert!(
+            String::from_utf8_lossy(&fitted.stderr).contains("is on a read-only file system"),
+            "{}",
+            String::from_utf8_lossy(&fitted.stderr)
+        );
+    }
 }
 
 #[test]

@@ -338,12 +338,20 @@ pub(crate) fn space_ok(need: u64, free: u64, total: u64) -> bool {
 }
 
 /// A smaller test file size when `want` does not fit in `dir`: half of what the margin leaves
-/// free, in whole MiB; `None` when `want` fits. Too little room for even 64 MiB is an error.
+/// free, in whole MiB; `None` when `want` fits. Too little room for even 64 MiB is an error,
+/// and so is a read-only file system, named first (it would refuse any size).
 pub(crate) fn fitting_size(dir: &Path, want: u64) -> Result<Option<u64>> {
-    let (free, total, _) = statvfs(dir).map_err(|source| TargetError::FreeSpaceUnknown {
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    let (free, total, read_only) =
+        statvfs(dir).map_err(|source| TargetError::FreeSpaceUnknown {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    if read_only {
+        return Err(TargetError::ReadOnly {
+            path: dir.to_path_buf(),
+        }
+        .into());
+    }
     if space_ok(want + 4096, free, total) {
         return Ok(None);
     }
