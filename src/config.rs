@@ -300,7 +300,8 @@ pub fn apply_run_wide(entries: &mut [Entry], section: &str, flag: &str, value: &
 
 /// One plan of every table of `entries` (each parsed with its workload's parser, in `parsed`),
 /// with the experiments it holds for the document's config; a table that cannot run here (no
-/// space, no server) is skipped with a note, and a place without room or writes is recorded apart. No case at all is a usage error naming `origin`.
+/// space, no server) is skipped with a note, and a place without room or writes is recorded
+/// apart. No case at all is a usage error naming `origin`.
 pub fn plan(
     entries: &[Entry],
     parsed: &[(&'static dyn Workload, clap::ArgMatches)],
