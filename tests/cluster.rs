@@ -1109,9 +1109,10 @@ fn a_host_held_to_half_a_core_reads_half_the_cpu_result_and_is_flagged() {
     let mut groups = Cgroups(Vec::new());
     // Each host on a core of its own (hosts measured at once must not share one), host 1
     // allowed 50 ms of CPU time per 100 ms.
+    let quota_us = 50_000;
     let made = groups
         .add(&names[0], 0, None)
-        .and_then(|()| groups.add(&names[1], 1, Some(50_000)));
+        .and_then(|()| groups.add(&names[1], 1, Some(quota_us)));
     if !common::prerequisite(made) {
         return;
     }
@@ -1124,46 +1125,67 @@ fn a_host_held_to_half_a_core_reads_half_the_cpu_result_and_is_flagged() {
         "[[cpu]]\nprecision = [\"f64\"]\nthreads = [1]\nduration = \"1s\"\n",
     )
     .unwrap();
-    let (doc, out) = lab.run(
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--phases",
-            "local",
-            "-r",
-            "3",
-            // A warm-up: the first timed second of the job's first case can overlap the start
-            // of the other hosts' ranks on this machine's two CPUs.
-            "--warmup",
-            "500ms",
-        ],
-        Duration::from_secs(120),
-    );
-    drop(lab);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let doc = doc.expect("the output file");
-    let cluster = &doc["cluster"];
-    let spread = &cluster["spread"][0];
-    let value = |h: usize| {
-        spread["values"][format!("pbc45h{h}")]
-            .as_f64()
-            .unwrap_or_else(|| panic!("host {h} in {spread}"))
-    };
-    let ratio = value(1) / value(0);
-    eprintln!("the half-core host reads {ratio:.3} × the other");
-    if (ratio / 0.5 - 1.0).abs() >= 0.12 {
-        // The other host ran on the other vCPU, which this machine's hypervisor can slow for
-        // tens of seconds while this one runs at full speed (a ratio of 0.600 was seen). Then
-        // the truth to compare with is this vCPU's own figure without the quota, measured now.
+    let in_band = |ratio: f64| (ratio / 0.5 - 1.0).abs() < 0.12;
+    // Where the job's figure misses both comparisons, the job runs once more: this machine's
+    // hypervisor can slow a vCPU by a third for tens of seconds, during the job or during the
+    // measurement without the quota (0.431 and 0.436 were seen once, and 0.5 twice right
+    // after). A quota that did not halve the result misses in both runs.
+    let mut missed = Vec::new();
+    let cluster = loop {
+        let (doc, out) = lab.run(
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "--phases",
+                "local",
+                "-r",
+                "3",
+                // A warm-up: the first timed second of the job's first case can overlap the
+                // start of the other hosts' ranks on this machine's two CPUs.
+                "--warmup",
+                "500ms",
+            ],
+            Duration::from_secs(120),
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let cluster = doc.expect("the output file")["cluster"].clone();
+        let spread = &cluster["spread"][0];
+        let value = |h: usize| {
+            spread["values"][format!("pbc45h{h}")]
+                .as_f64()
+                .unwrap_or_else(|| panic!("host {h} in {spread}"))
+        };
+        let ratio = value(1) / value(0);
+        eprintln!("the half-core host reads {ratio:.3} × the other");
+        if in_band(ratio) {
+            break cluster;
+        }
+        // The other host ran on the other vCPU, which the hypervisor can slow while this one
+        // runs at full speed (a ratio of 0.600 was seen). Then the truth to compare with is
+        // this vCPU's own figure without the quota, measured now.
         let alone = unthrottled_in(&names[1]);
         let own = value(1) / alone;
         eprintln!("against its own vCPU without the quota ({alone:.1}): {own:.3}");
+        if in_band(own) {
+            break cluster;
+        }
+        std::fs::write(
+            Path::new("/sys/fs/cgroup/cpu")
+                .join(&names[1])
+                .join("cpu.cfs_quota_us"),
+            quota_us.to_string(),
+        )
+        .unwrap();
+        missed.push(format!(
+            "{ratio:.3} × the other and {own:.3} × its own vCPU without the quota ({alone:.1}): \
+             {spread}"
+        ));
         assert!(
-            (own / 0.5 - 1.0).abs() < 0.12,
-            "the half-core host reads {ratio:.3} × the other and {own:.3} × its own vCPU \
-             without the quota ({alone:.1}), expected 0.5 ± 12 %: {spread}"
+            missed.len() < 2,
+            "the half-core host read, expected 0.5 ± 12 %: {missed:#?}"
         );
-    }
+    };
+    drop(lab);
     drop(groups);
     let flagged: Vec<&str> = cluster["flagged"]
         .as_array()
