@@ -103,7 +103,7 @@ mod tests {
     }
 
     #[test]
-    fn no_room_ends_a_run_as_bad_input_does() {
+    fn a_place_without_room_ends_a_run_as_bad_input_does() {
         let short = anyhow::Error::new(PlaceError {
             flag: "--dir".into(),
             lack: Lack::Room,

@@ -54,8 +54,8 @@ pub(crate) struct CheckOutcome {
     pub strict: bool,
     /// The check's run in the history, where it was stored.
     pub run: Option<i64>,
-    /// What the node lost since its baseline (CPUs, memory, disks, NICs, the disk cases' room):
-    /// each one fails it.
+    /// What the node lost since its baseline (CPUs, memory, disks, NICs, the room or the writes
+    /// of the disk cases' directory): each one fails it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub lost: Vec<Loss>,
     pub cases: Vec<CaseVerdict>,
@@ -332,12 +332,14 @@ pub(crate) fn write_junit(path: &Path, v: &CheckOutcome) -> anyhow::Result<()> {
 /// a failure per failing case with its line as the message and its causes as the text; an
 /// unstable case is a failure with `--strict`, otherwise skipped with its line, as are an
 /// ungateable and an unjudged one; no baseline is one skipped testcase. Each item of hardware
-/// lost (and the disk cases' room) is a failing testcase of classname `peakbench.inventory`,
-/// and a missing case fails where the node lost either (skipped otherwise).
+/// lost (and the disk cases' directory's room or writes) is a failing testcase of classname
+/// `peakbench.inventory`, and a missing case fails where the node lost any (skipped
+/// otherwise).
 pub(crate) fn junit(v: &CheckOutcome) -> String {
     let count = |s: Status| v.cases.iter().filter(|c| c.status == s).count();
     let no_baseline = v.status == CheckStatus::NoBaseline && v.cases.is_empty();
-    // A missing case fails where the node lost hardware or room (its plan shrank with it).
+    // A missing case fails where the node lost hardware or its directory (its plan shrank
+    // with it).
     let missing_fails = !v.lost.is_empty();
     let missing = count(Status::Missing);
     let mut out = format!(

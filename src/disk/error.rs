@@ -69,38 +69,31 @@ pub(crate) enum TargetError {
 /// of space or read-only gives a [`PlaceError`].
 pub(crate) fn target_usage(error: TargetError, flag: &str) -> anyhow::Error {
     use TargetError as E;
+    let place = |flag: &str, lack, fix: String| -> anyhow::Error {
+        PlaceError {
+            flag: flag.into(),
+            lack,
+            reason: error.to_string(),
+            fix,
+        }
+        .into()
+    };
     let fix = match &error {
         E::Missing { .. } => format!("give an existing path with {flag}"),
         E::NotADirectory { .. } => {
             "give the directory the test file goes in with --dir, or its path with --file".into()
         }
         E::ReadOnly { .. } => {
-            return PlaceError {
-                flag: flag.into(),
-                lack: Lack::Writes,
-                reason: error.to_string(),
-                fix: format!("give a writable {flag}"),
-            }
-            .into();
+            return place(flag, Lack::Writes, format!("give a writable {flag}"));
         }
         E::FreeSpaceUnknown { .. } | E::NotWritable { .. } => format!("give another {flag}"),
-        E::TooLittleRoom { .. } => {
-            return PlaceError {
-                flag: flag.into(),
-                lack: Lack::Room,
-                reason: error.to_string(),
-                fix: format!("give another {flag}"),
-            }
-            .into();
-        }
+        E::TooLittleRoom { .. } => return place(flag, Lack::Room, format!("give another {flag}")),
         E::NoSpace { .. } => {
-            return PlaceError {
-                flag: "--size".into(),
-                lack: Lack::Room,
-                reason: error.to_string(),
-                fix: format!("give a smaller --size or another {flag}"),
-            }
-            .into();
+            return place(
+                "--size",
+                Lack::Room,
+                format!("give a smaller --size or another {flag}"),
+            );
         }
         E::TooSmall { .. } => {
             return usage(format!(

@@ -326,12 +326,12 @@ mod x86 {
             // Vectors in pairs: one FMA multiplies a pair and adds the product to an
             // accumulator, so every loaded byte reaches the checksum at one 512-bit operation
             // per two loads. An add per load needs both of the ports (0 and 5) a Golden Cove
-            // server core has for 512-bit work at two loads a cycle, and cost the read a tenth
-            // of a bare-load loop's rate; the pairs cost it a twentieth or less
-            // (docs/memory.md). 16 vectors a turn: the loop's own instructions once per
-            // kilobyte. The loop steps a pointer so that each load is addressed as pointer +
-            // constant: a load folded into an operation with an index register is split in two
-            // when it is renamed on Intel cores.
+            // server core has for 512-bit work at two loads a cycle: it read 0.93-0.97 of a
+            // bare-load loop's rate in 32 KiB blocks and 0.83-0.86 in 8 KB ones, the pairs
+            // 0.95-0.99 and 0.92-0.93 (bench/l1-read.c, docs/memory.md). 16 vectors a turn:
+            // the loop's own instructions once per kilobyte. The loop steps a pointer so that
+            // each load is addressed as pointer + constant: a load folded into an operation
+            // with an index register is split in two when it is renamed on Intel cores.
             let end = p.add(len / 1024 * 1024);
             let mut q = p;
             while q < end {

@@ -210,8 +210,9 @@ pub(crate) fn cache_kernel_share(name: &str, level: &str, op: &str) -> Option<(f
             // the loads on this core, an integer add 1.5) read 0.79 of the peak at 1 thread
             // and 0.70 at 2 on the Emerald Rapids guest, where likwid-bench's sum_avx512
             // reads 0.75 and 0.58, its load_avx512 (which discards its data) 0.90 and 0.80.
-            // Today's read, one FMA per two loads, is 2 % faster in a side-by-side C loop;
-            // the share keeps the slower kernel's figure until a quiet run measures it.
+            // Today's read, one FMA per two loads, is 2 % faster in 32 KiB blocks and 9-12 % in
+            // 8 KB ones in a side-by-side C loop (bench/l1-read.c); the share keeps the slower
+            // kernel's figure until a quiet run measures it.
             ("L1", "read") => (0.75, GOLDEN_COVE),
             ("L1", "copy") => (0.92, GOLDEN_COVE),
             ("L1", "stream-copy") => (0.91, GOLDEN_COVE),
