@@ -625,36 +625,48 @@ fn the_prometheus_file_is_valid_exposition_text_and_a_bad_path_fails_first() {
     );
 }
 
-/// A check of the short plan and a disk table of `disk` (its `dir` and `size`), against the
+/// Checks of the short plan and a disk table of `disk` (its `dir` and `size`), against the
 /// learned baseline made slower (so that the CPU case passes) and given a disk case, and
 /// against the same without one.
-fn check_with_disk_table(lab: &Lab, disk: &str) -> (Output, Output) {
+struct PlaceChecks {
+    with_disk: Output,
+    /// The same as `with_disk`, with `--reason`.
+    reason: Output,
+    without_disk: Output,
+}
+
+fn check_with_disk_table(lab: &Lab, disk: &str) -> PlaceChecks {
     let learned = lab.learned();
     std::fs::write(
         lab.path("plan.toml"),
-        format!("{PLAN}[[disk]]\nop = [\"seqread\"]\nblock = [\"1MiB\"]\nthreads = [1]\nqd = [1]\n{disk}"),
+        format!(
+            "{PLAN}[[disk]]\nop = [\"seqread\"]\nblock = [\"1MiB\"]\nthreads = [1]\nqd = [1]\n\
+             {disk}"
+        ),
     )
     .unwrap();
     let slow = lab.scaled(&learned, 1e-3, "slow.json");
-    let mut with_disk: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&slow).unwrap()).unwrap();
+    let mut with_disk = learned.clone();
+    common::scale_baseline(&mut with_disk, 1e-3);
     let mut case = with_disk["cases"][0].clone();
     case["id"] = "disk-seqread-b1048576-t1-qd1-direct-io_uring".into();
     case["subsystem"] = "disk".into();
     with_disk["cases"].as_array_mut().unwrap().push(case);
     let with_disk_file = lab.path("with-disk.json");
     std::fs::write(&with_disk_file, with_disk.to_string()).unwrap();
-    (
-        lab.check(&["--baseline", with_disk_file.to_str().unwrap()]),
-        lab.check(&["--baseline", slow.to_str().unwrap()]),
-    )
+    let with_disk_file = with_disk_file.to_str().unwrap();
+    PlaceChecks {
+        with_disk: lab.check(&["--baseline", with_disk_file]),
+        reason: lab.check(&["--baseline", with_disk_file, "--reason"]),
+        without_disk: lab.check(&["--baseline", slow.to_str().unwrap()]),
+    }
 }
 
-/// What a check that could not run the baseline's disk case for want of its place prints:
-/// the loss's `label` line naming `reason`, the case missing for it, the summary's `summary`
-/// and nothing of it where the baseline has no disk case.
-fn assert_place_lost(checks: (Output, Output), label: &str, reason: &str, summary: &str) {
-    let (out, without) = checks;
+/// What checks that could not run the baseline's disk case for want of its place print: the
+/// loss's `label` line naming `reason`, the case missing for it, the summary's `summary`, the
+/// drain reason's `what`, and nothing of it where the baseline has no disk case.
+fn assert_place_lost(checks: PlaceChecks, label: &str, reason: &str, summary: &str, what: &str) {
+    let out = checks.with_disk;
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     assert!(stdout.starts_with(&format!("{label} {reason}")), "{stdout}");
@@ -670,8 +682,16 @@ fn assert_place_lost(checks: (Output, Output), label: &str, reason: &str, summar
         "{stdout}"
     );
     assert!(stderr.contains("[[disk]] #1 skipped: "), "{stderr}");
-    let stdout = text(&without.stdout);
-    assert_eq!(without.status.code(), Some(0), "{stdout}");
+    let drain = text(&checks.reason.stdout);
+    assert_eq!(checks.reason.status.code(), Some(1), "{drain}");
+    // (Cut to 100 characters where the temporary directory's path is long.)
+    let (drain, expected) = (drain.trim_end(), format!("peakbench: {what}: {reason}"));
+    assert!(
+        drain.starts_with(&expected) || (drain.len() == 100 && expected.starts_with(drain)),
+        "{drain}"
+    );
+    let stdout = text(&checks.without_disk.stdout);
+    assert_eq!(checks.without_disk.status.code(), Some(0), "{stdout}");
     // (The CPU case passes, or is unstable where this machine's repetitions spread.)
     assert!(
         stdout.contains("healthy: 1 cases, ") && stdout.contains(" 0 fail"),
@@ -698,16 +718,7 @@ fn a_directory_without_room_for_the_disk_cases_of_the_baseline_fails_the_check()
         "NO ROOM",
         "the test file needs 1000 TiB and ",
         "no room for the disk cases",
-    );
-    let out = lab.check(&[
-        "--baseline",
-        lab.path("with-disk.json").to_str().unwrap(),
-        "--reason",
-    ]);
-    assert!(
-        text(&out.stdout).starts_with("peakbench: no room: the test file needs 1000 TiB"),
-        "{}",
-        text(&out.stdout)
+        "no room",
     );
 }
 
@@ -718,35 +729,25 @@ fn a_read_only_directory_for_the_disk_cases_of_the_baseline_fails_the_check() {
     let lab = Lab::new();
     let dir = lab.path("scratch");
     std::fs::create_dir(&dir).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "ro,size=16m", "peakbench-test"])
-        .arg(&dir)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !common::prerequisite(if mounted {
-        Ok(())
-    } else {
-        Err("cannot mount a read-only tmpfs here".into())
-    }) {
+    let tmpfs = common::mount_tmpfs(&dir, "ro,size=16m");
+    if !common::prerequisite(
+        tmpfs
+            .is_some()
+            .then_some(())
+            .ok_or("cannot mount a read-only tmpfs here".into()),
+    ) {
         return;
     }
-    /// Unmounts its directory however the test ends, so that the lab can be removed.
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(self.0).status();
-        }
-    }
-    let unmount = Unmount(&dir);
     let checks = check_with_disk_table(
         &lab,
         &format!("size = \"1MiB\"\ndir = {:?}\n", dir.to_str().unwrap()),
     );
-    drop(unmount);
+    drop(tmpfs);
     assert_place_lost(
         checks,
         "READ-ONLY",
         &format!("{} is on a read-only file system", dir.display()),
         "the disk cases' directory read-only",
+        "read-only",
     );
 }

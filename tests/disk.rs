@@ -80,15 +80,6 @@ fn wait_for_test_file(dir: &Path) -> bool {
     }
 }
 
-/// Mounts a tmpfs with these options on `dir`; false where that is not allowed (not root).
-fn mount_tmpfs(dir: &Path, options: &str) -> bool {
-    Command::new("mount")
-        .args(["-t", "tmpfs", "-o", options, "peakbench-test"])
-        .arg(dir)
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// Exit 2 with one `Error:` line that mentions `flag`.
 fn assert_refused(output: &Output, flag: &str) {
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -295,7 +286,8 @@ fn not_enough_space_is_refused_before_anything_is_created() {
 #[test]
 fn a_read_only_directory_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let mounted = mount_tmpfs(dir.path(), "ro,size=16m");
+    let tmpfs = common::mount_tmpfs(dir.path(), "ro,size=16m");
+    let mounted = tmpfs.is_some();
     let target = if mounted {
         dir.path().to_path_buf()
     } else {
@@ -306,9 +298,7 @@ fn a_read_only_directory_is_refused() {
     let output = peakbench(&["disk", "--dir", target.to_str().unwrap(), "--size", "1MiB"]);
     // --size-fit reads the free space first: read-only is named there too, not "too little".
     let fitted = peakbench(&["disk", "--dir", target.to_str().unwrap(), "--size-fit"]);
-    if mounted {
-        let _ = Command::new("umount").arg(dir.path()).status();
-    }
+    drop(tmpfs);
     assert_refused(&output, "--dir");
     assert_refused(&fitted, "--dir");
     if mounted {
@@ -381,9 +371,10 @@ fn a_kept_file_is_reused_where_a_second_one_would_not_fit() {
     let dir = tempfile::tempdir().unwrap();
     // 100 MiB: room for one 24 MiB file beside the 64 MiB + 1 % that peakbench leaves free,
     // not for two.
-    let mounted = mount_tmpfs(dir.path(), "size=100m");
+    let tmpfs = common::mount_tmpfs(dir.path(), "size=100m");
     if !common::prerequisite(
-        mounted
+        tmpfs
+            .is_some()
             .then_some(())
             .ok_or("cannot mount a tmpfs here (needs root)".into()),
     ) {
@@ -414,7 +405,7 @@ fn a_kept_file_is_reused_where_a_second_one_would_not_fit() {
     let first = run();
     let second = run();
     let files = leftovers(dir.path());
-    let _ = Command::new("umount").arg(dir.path()).status();
+    drop(tmpfs);
     json(&first);
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(

@@ -332,3 +332,23 @@ pub fn scale_baseline(b: &mut serde_json::Value, factor: f64) {
         }
     }
 }
+
+/// A tmpfs mounted on a test's directory, unmounted when dropped however the test ends (so
+/// that the directory can be removed).
+pub struct Tmpfs(PathBuf);
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// Mounts a tmpfs with these options on `dir`; `None` where that is not allowed (not root).
+pub fn mount_tmpfs(dir: &Path, options: &str) -> Option<Tmpfs> {
+    Command::new("mount")
+        .args(["-t", "tmpfs", "-o", options, "peakbench-test"])
+        .arg(dir)
+        .status()
+        .is_ok_and(|s| s.success())
+        .then(|| Tmpfs(dir.to_path_buf()))
+}

@@ -175,6 +175,22 @@ fn a_baseline_without_run_medians_says_so_in_the_summary() {
     );
 }
 
+/// A baseline case of `subsystem` (one learning run of one sample) that a check did not run.
+fn not_run(id: &str, subsystem: &str) -> crate::history::baseline::BaselineCase {
+    crate::history::baseline::BaselineCase {
+        id: id.into(),
+        label: id.into(),
+        subsystem: subsystem.into(),
+        metric: "throughput".into(),
+        unit: "GFLOP/s".into(),
+        runs: vec![1],
+        samples: vec![100.0],
+        run_medians: vec![100.0],
+        placements: Vec::new(),
+        disturbed: Vec::new(),
+    }
+}
+
 /// A CPU out of the cpuset: the loss fails the node by itself (every case left passes), the
 /// two-thread case its plan dropped is missing and counts as a failure, and every output names
 /// the loss.
@@ -184,19 +200,8 @@ pub(crate) fn one_cpu_lost() -> CheckOutcome {
         text: "1 of 2 CPUs allowed: cpuset 0".into(),
         source: "/sys/fs/cgroup/cpuset/check/cpuset.effective_cpus".into(),
     }];
-    let base = crate::history::baseline::BaselineCase {
-        id: "cpu-f64-avx2-fma-t2-strong".into(),
-        label: "flops t2".into(),
-        subsystem: "cpu".into(),
-        metric: "flops".into(),
-        unit: "GFLOP/s".into(),
-        runs: vec![1, 2],
-        samples: vec![100.0, 101.0],
-        run_medians: vec![100.0, 101.0],
-        placements: Vec::new(),
-        disturbed: Vec::new(),
-    };
-    let missing = super::super::gate::missing_case(&base, &lost);
+    let missing =
+        super::super::gate::missing_case(&not_run("cpu-f64-avx2-fma-t2-strong", "cpu"), &lost);
     verdict_with_losses(vec![case("a", Status::Pass, 1.0), missing], lost)
 }
 
@@ -241,20 +246,8 @@ fn a_missing_disk_case_names_the_room_and_a_missing_cpu_case_the_hardware() {
         text: "/scratch has 98.5 MiB free, too little for a test file".into(),
         source: "statvfs(2) of the disk cases' directory".into(),
     });
-    let base = |id: &str, subsystem: &str| crate::history::baseline::BaselineCase {
-        id: id.into(),
-        label: id.into(),
-        subsystem: subsystem.into(),
-        metric: "m".into(),
-        unit: "u".into(),
-        runs: vec![1],
-        samples: vec![1.0],
-        run_medians: vec![1.0],
-        placements: Vec::new(),
-        disturbed: Vec::new(),
-    };
-    let disk = super::super::gate::missing_case(&base("disk-x", "disk"), &lost);
-    let cpu = super::super::gate::missing_case(&base("cpu-x", "cpu"), &lost);
+    let disk = super::super::gate::missing_case(&not_run("disk-x", "disk"), &lost);
+    let cpu = super::super::gate::missing_case(&not_run("cpu-x", "cpu"), &lost);
     assert!(
         disk.line
             .ends_with("node: /scratch has 98.5 MiB free, too little for a test file")
@@ -283,7 +276,7 @@ fn a_missing_disk_case_names_the_room_and_a_missing_cpu_case_the_hardware() {
         text: "/scratch is on a read-only file system".into(),
         source: "statvfs(2) of the disk cases' directory".into(),
     }];
-    let disk = super::super::gate::missing_case(&base("disk-x", "disk"), &read_only);
+    let disk = super::super::gate::missing_case(&not_run("disk-x", "disk"), &read_only);
     let v = verdict_with_losses(vec![disk], read_only);
     assert_eq!(
         v.reason.as_deref(),
@@ -303,19 +296,7 @@ fn a_missing_disk_case_names_the_room_and_a_missing_cpu_case_the_hardware() {
 
 #[test]
 fn a_missing_case_on_a_node_that_lost_nothing_is_only_reported() {
-    let base = crate::history::baseline::BaselineCase {
-        id: "disk-randread".into(),
-        label: "randread".into(),
-        subsystem: String::new(),
-        metric: "iops".into(),
-        unit: "IOPS".into(),
-        runs: vec![1],
-        samples: vec![1000.0],
-        run_medians: vec![1000.0],
-        placements: Vec::new(),
-        disturbed: Vec::new(),
-    };
-    let missing = super::super::gate::missing_case(&base, &[]);
+    let missing = super::super::gate::missing_case(&not_run("disk-randread", "disk"), &[]);
     let v = verdict(vec![case("a", Status::Pass, 1.0), missing]);
     assert_eq!(v.status, CheckStatus::Healthy);
     assert!(
