@@ -14,7 +14,7 @@
 //! L1 of a core with 128 bytes of loads and 64 of stores per cycle peaks at 128 counted bytes
 //! per cycle (64 read + 64 written).
 
-use super::{CpuFactors, Factor, PeakRef, trim_float};
+use super::{ClockPair, CpuFactors, Factor, PeakRef, trim_float};
 use crate::sysinfo::SysInfo;
 use crate::sysinfo::microarch::cache_bandwidth;
 
@@ -161,7 +161,13 @@ pub fn cache_peak(
             clock.describe("GHz"),
             trim_float(value.round()),
         ),
-        pair: None,
+        // The caches run at the core's clock: the same peak at the base and the turbo clock,
+        // and the clock this one stands on, which the findings compare with the clock read
+        // right after the case.
+        pair: Some(ClockPair {
+            used_ghz: Some(clock.clone()),
+            ..factors.pair(per_cycle, cores as f64)
+        }),
     })
 }
 

@@ -147,7 +147,8 @@ fn clock_pairs(report: &Report, out: &mut String, escape: fn(&str) -> String) {
         .map(|m| format!("; measured {} GHz", format_value(m)))
         .unwrap_or_default();
     out.push_str(&format!(
-        "\nCPU peaks: the one each efficiency uses, then at base / turbo clock ({}):\n",
+        "\nPeaks on the cores' clock (CPU kernels, bandwidths held in a cache): the one each \
+         efficiency uses, then at base / turbo clock ({}):\n",
         escape(&format!(
             "{}; {}{measured}",
             clock("base", &first.base_ghz),

@@ -508,13 +508,13 @@ fn clock_moved(s: &Scene, out: &mut Vec<Candidate>) {
     let Some((peak, pair)) = s.r.peak.as_ref().and_then(|p| Some((p, p.pair.as_ref()?))) else {
         return;
     };
-    let (Some(at_base), Some(base)) = (pair.at_base, pair.base_ghz.value) else {
+    let Some(peak_clock) = super::model::peak_clock(peak) else {
         return;
     };
-    if at_base <= 0.0 || after.value <= 0.0 {
+    if after.value <= 0.0 {
         return;
     }
-    let peak_clock = base * peak.value / at_base;
+    let base = pair.base_ghz.value.unwrap_or(0.0);
     let ratio = after.value / peak_clock;
     if (ratio - 1.0).abs() <= CLOCK_MOVED {
         return;

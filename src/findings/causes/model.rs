@@ -8,6 +8,7 @@
 //! share (the clock, the core count) is off, not each kernel.
 
 use super::{Candidate, Scene};
+use crate::peak::PeakRef;
 use crate::result::{BenchResult, Cause, Evidence, Expectation, Report, Subsystem};
 
 /// A kernel this much above its peak at its own clock proves the model wrong.
@@ -29,21 +30,31 @@ fn kernel(r: &BenchResult) -> bool {
         )
 }
 
+/// The clock a peak stands on, GHz: the one it records (`used_ghz`), else its value over its
+/// value at the base clock, times the base clock (documents written before it was recorded).
+pub(in crate::findings) fn peak_clock(peak: &PeakRef) -> Option<f64> {
+    let pair = peak.pair.as_ref()?;
+    if let Some(ghz) = pair.used_ghz.as_ref().and_then(|f| f.value) {
+        return (ghz > 0.0).then_some(ghz);
+    }
+    let (at_base, base) = (pair.at_base?, pair.base_ghz.value?);
+    (at_base > 0.0).then(|| base * peak.value / at_base)
+}
+
 /// The clock the peak of `r` was computed at, and the clock measured right after it, when both
 /// are known.
 fn clocks(r: &BenchResult) -> Option<(f64, f64)> {
-    let peak = r.peak.as_ref()?;
-    let pair = peak.pair.as_ref()?;
-    let (at_base, base) = (pair.at_base?, pair.base_ghz.value?);
+    let peak_ghz = peak_clock(r.peak.as_ref()?)?;
     let after = r.extra.iter().find(|e| e.metric == "clock_after")?.value;
-    (at_base > 0.0 && after > 0.0).then(|| (base * peak.value / at_base, after))
+    (after > 0.0).then_some((peak_ghz, after))
 }
 
-/// The share of its peak a CPU kernel reads at the clock measured right after it, where that
-/// clock is above the one its peak was computed at: a boost clock that rose during the run
-/// raised the hardware's limit with it.
+/// The share of its peak a result reads at the clock measured right after it, where that clock
+/// is above the one its peak was computed at: a boost clock that rose during the run raised the
+/// hardware's limit with it. CPU kernels and bandwidths held in a cache read the clock after
+/// them; their peaks are the core's cycles.
 pub(in crate::findings) fn at_own_clock(r: &BenchResult) -> Option<f64> {
-    let peak = r.peak.as_ref().filter(|p| p.value > 0.0 && kernel(r))?;
+    let peak = r.peak.as_ref().filter(|p| p.value > 0.0)?;
     let (peak_clock, after) = clocks(r)?;
     (after > peak_clock).then(|| r.value / peak.value * peak_clock / after)
 }

@@ -338,6 +338,87 @@ fn a_bandwidth_in_a_private_cache_is_judged_in_the_cache_band() {
     );
 }
 
+/// A bandwidth held in a cache stands on the core's clock as a kernel does: where the clock read
+/// right after it rose above the one its peak was computed at, it is judged at that clock, and
+/// the moved clock is named. An L1 copy on a Sapphire Rapids-class guest read 1.05 of its peak
+/// at the run's first clock of 3.57 GHz, with the boost clock moving 3.4-3.9 GHz in that run.
+#[test]
+fn a_bandwidth_in_a_cache_is_judged_at_the_clock_read_right_after_it() {
+    let mut report = document();
+    let copy = |gbs: f64, after: Option<f64>| {
+        let mut r = BenchResult::example("mem-copy-l1", "GB/s", vec![gbs, gbs, gbs]);
+        r.host = report.host.hostname.clone();
+        r.subsystem = Subsystem::Memory;
+        r.op = "copy".into();
+        r.params.threads = Some(1);
+        r.params.working_set_bytes = Some(16 << 10);
+        r.params
+            .other
+            .insert("cache_level".into(), serde_json::Value::from("L1"));
+        // 128 counted B per cycle at 3.57 GHz, the clock the peak records as used.
+        r.peak = Some(PeakRef {
+            value: 457.0,
+            unit: "GB/s".into(),
+            source: "L1 of sapphirerapids: 128 B of loads and 64 B of stores per cycle".into(),
+            pair: Some(crate::peak::ClockPair {
+                at_base: Some(128.0 * 2.6),
+                base_ghz: crate::peak::Factor::known(2.6, "cpuinfo", "test"),
+                at_turbo: None,
+                turbo_ghz: crate::peak::Factor::unknown("test"),
+                measured_ghz: Some(3.57),
+                used_ghz: Some(crate::peak::Factor::known(3.57, "measured", "test")),
+            }),
+        });
+        r.evidence = Some(CaseEvidence {
+            wall_s: 2.0,
+            own_cpu_s: 2.0,
+            ..CaseEvidence::default()
+        });
+        if let Some(ghz) = after {
+            r.extra.push(crate::result::Extra {
+                metric: "clock_after".into(),
+                unit: "GHz".into(),
+                value: ghz,
+                stats: crate::stats::Summary::of(&[ghz]).unwrap(),
+            });
+        }
+        r
+    };
+    // 479 GB/s is 1.05 of the peak at 3.57 GHz and 0.98 at the 3.84 read right after it.
+    report.results = vec![copy(479.0, Some(3.84))];
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::AtLimit, "{}", f.line);
+    // 1.12 is 1.04 at 3.84 GHz: above even there, with the moved clock named beside it.
+    report.results = vec![copy(512.0, Some(3.84))];
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::AboveLimit, "{}", f.line);
+    assert!(
+        cause(&f, "clock-moved")
+            .text
+            .starts_with("the core ran at 3.84 GHz right after this case, 8 % above the 3.57 GHz"),
+        "{:#?}",
+        f.causes
+    );
+    assert!(f.line.starts_with("above the model's peak"), "{}", f.line);
+    assert!(
+        cause(&f, "model-wrong")
+            .text
+            .contains("the model of this machine is wrong")
+    );
+    // Without a clock read after it, or with the clock unmoved, 1.05 is the model's error.
+    for after in [None, Some(3.58)] {
+        report.results = vec![copy(479.0, after)];
+        let f = judged(&report);
+        assert_eq!(f.verdict, Verdict::AboveLimit, "{after:?}: {}", f.line);
+        assert_eq!(cause(&f, "model-wrong").kind, "model-wrong");
+    }
+    // A clock that fell is named beside a figure under the band.
+    report.results = vec![copy(300.0, Some(3.19))];
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::Below, "{}", f.line);
+    assert!(cause(&f, "clock-moved").text.contains("11 % below"));
+}
+
 /// Above a peak that stands on the user's rating, the rating is wrong, and the line says so;
 /// above a modelled peak (a DRAM peak from the DIMM table) the model is.
 #[test]
