@@ -54,6 +54,15 @@ const MACHINES: &[Expected] = &[
         cores: 2.0,
         per_cycle: GOLDEN_COVE_SERVER,
     },
+    // The same kind of guest, read again on 2026-12-01 with today's clock and its core-to-core
+    // matrix.
+    Expected {
+        folder: "xeon-amx-kvm-2vcpu-c2c",
+        microarch: "sapphirerapids",
+        source_says: &["overridden", "AMX-TILE with AVX512-FP16"],
+        cores: 2.0,
+        per_cycle: GOLDEN_COVE_SERVER,
+    },
     // Model 0xCF is Emerald Rapids (5th generation Xeon Scalable).
     Expected {
         folder: "emeraldrapids-kvm-16vcpu",

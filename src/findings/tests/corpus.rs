@@ -205,6 +205,73 @@ fn the_golden_cove_quick_run_has_nothing_above_its_peaks() {
     );
 }
 
+/// The Sapphire Rapids-class guest read on 2026-12-01 (model 167 as its hypervisor shows it),
+/// whose quick run holds the clock read right after each case: its boost clock moved 3.3-4.1
+/// GHz in the run, and with the peaks remodelled at its independent 3.60 GHz every figure is
+/// judged at the higher of that and its own clock. Judged: every cache bandwidth of the three
+/// levels but the L1 triad (0.49-0.50 of its ports' peak against the row's 0.55; 0.52-0.58 in
+/// the run before) and the chase at 256 MiB (170-174 ns in both runs, past the 150 ns of an idle
+/// Sapphire Rapids); left unknown: DRAM bandwidth (no DIMM table in a guest), the virtio disk
+/// and loopback.
+#[test]
+fn the_sapphire_rapids_class_quick_run_has_nothing_above_its_peaks() {
+    let report = remodelled(
+        include_str!(
+            "../../../tests/fixtures/machines/xeon-amx-kvm-2vcpu-c2c/peakbench-quick.json"
+        ),
+        include_str!(
+            "../../../tests/fixtures/machines/xeon-amx-kvm-2vcpu-c2c/clock-independent.txt"
+        ),
+    );
+    let pinned = [
+        ("cpu-f64-avx512-fma-t1-strong", AtLimit),
+        ("cpu-f64-avx512-fma-t2-strong", AtLimit),
+        ("cpu-f32-avx512-fma-t1-strong", AtLimit),
+        ("cpu-f32-avx512-fma-t2-strong", AtLimit),
+        ("cpu-i32-avx512-t1-strong", AtLimit),
+        ("cpu-i32-avx512-t2-strong", AtLimit),
+        ("cpu-linpack-n5000-t2", Below),
+        ("mem-read-b8000-s16000-t1", AtLimit),
+        ("mem-read-b8000-s32000-t2", AtLimit),
+        ("mem-copy-b8000-s16000-t1", AtLimit),
+        ("mem-copy-b8000-s32000-t2", AtLimit),
+        ("mem-stream-triad-s16368-t1", Below),
+        ("mem-stream-triad-s32736-t2", Below),
+        ("mem-read-b8000-s128000-t1", AtLimit),
+        ("mem-read-b8000-s256000-t2", AtLimit),
+        ("mem-copy-b8000-s128000-t1", AtLimit),
+        ("mem-copy-b8000-s256000-t2", AtLimit),
+        ("mem-stream-triad-s131064-t1", AtLimit),
+        ("mem-stream-triad-s262128-t2", AtLimit),
+        ("mem-read-b8000-s3144000-t1", AtLimit),
+        ("mem-read-b8000-s6288000-t2", AtLimit),
+        ("mem-copy-b8000-s3136000-t1", AtLimit),
+        ("mem-copy-b8000-s6272000-t2", AtLimit),
+        ("mem-stream-triad-s3145728-t1", AtLimit),
+        ("mem-stream-triad-s6291456-t2", AtLimit),
+        ("mem-read-b8000-s268432000-t1", Unknown),
+        ("mem-read-b8000-s268432000-t2", Unknown),
+        ("mem-copy-b8000-s268432000-t1", Unknown),
+        ("mem-copy-b8000-s268416000-t2", Unknown),
+        ("mem-stream-triad-s268435440-t1", Unknown),
+        ("mem-stream-triad-s268435440-t2", Unknown),
+        ("mem-latency-16384-huge", AtLimit),
+        ("mem-latency-262144-huge", AtLimit),
+        ("mem-latency-8388608-huge", AtLimit),
+        ("mem-latency-268435456-huge", Below),
+        ("disk-seqread-b1048576-t1-qd1-direct-io_uring", Unknown),
+        ("disk-seqread-b1048576-t1-qd8-direct-io_uring", Unknown),
+        ("disk-randread-b4096-t1-qd1-direct-io_uring", Unknown),
+        ("disk-randread-b4096-t1-qd8-direct-io_uring", Unknown),
+        ("net-tcp-throughput-m131072-s1", Unknown),
+        ("net-udp-throughput-m1470-s1", Unknown),
+        ("net-tcp-latency-m1-s1", Unknown),
+        ("net-udp-latency-m1-s1", Unknown),
+    ];
+    assert_pinned(&verdicts(&report), &pinned);
+    assert!(judged_share(&pinned) > 0.6);
+}
+
 /// The Zen 5 guest's 2-thread f64 AVX2 FMA kernel ran at its one-thread rate with both vCPUs
 /// busy and no steal: the findings name the placement on SMT siblings for that case, not the
 /// model and not "no cause", and name no shared cores for the run (the other kernels scaled).
