@@ -432,7 +432,14 @@ fn judge_and_remeasure(
     gate: Gate,
     rerun: &Rerun,
 ) -> Result<Vec<CaseVerdict>> {
+    let judging = std::time::Instant::now();
     let mut cases = gate_all(session, baseline, gate);
+    // Judging again after measuring again takes as long, so it is kept out of what measuring
+    // may take.
+    let rerun = &Rerun {
+        left: rerun.left.saturating_sub(judging.elapsed()),
+        ..*rerun
+    };
     // Failures first, the slowest first; then the unstable cases.
     let mut suspects: Vec<&CaseVerdict> = cases
         .iter()
@@ -529,7 +536,8 @@ fn measure_again(session: &mut Session, rerun: &Rerun, ids: &[String]) -> Result
     let mut again = Vec::new();
     for (_, case) in cases {
         let id = case.spec().id;
-        let estimate = case.estimate(&ctx);
+        let first = session.report.results.iter().find(|r| r.id == id);
+        let estimate = paced(case.estimate(&ctx), case.estimate(base), first);
         if crate::interrupt::requested() || estimate > left {
             eprintln!(
                 "note: {id} not measured again: its {} would pass the check's time (--budget)",
@@ -546,6 +554,24 @@ fn measure_again(session: &mut Session, rerun: &Rerun, ids: &[String]) -> Result
         again.push(id);
     }
     Ok(again)
+}
+
+/// A case's estimate to measure it again (`again`), stretched by how much longer than its own
+/// estimate (`planned`) its `first` measurement took: a machine slowed by what the check looks
+/// for (a spinner on each CPU, a CPU quota) runs the second measurement as slowly as the first,
+/// and an estimate for a quiet machine would take the check past its budget.
+fn paced(
+    again: std::time::Duration,
+    planned: std::time::Duration,
+    first: Option<&crate::result::BenchResult>,
+) -> std::time::Duration {
+    let took = first.and_then(|r| Some(r.evidence.as_ref()?.wall_s));
+    match took {
+        Some(took) if !planned.is_zero() => {
+            again.mul_f64((took / planned.as_secs_f64()).clamp(1.0, 10.0))
+        }
+        _ => again,
+    }
 }
 
 /// Prints the verdict as asked, writes the JUnit and Prometheus files, and returns the exit
