@@ -236,9 +236,22 @@ fn pipe_factors(
     let name = info.cpu.microarch.value.clone().unwrap_or_default();
     let table = microarch::resources(&name, &info.cpu.model_name);
 
+    // Each factor's detail names its own figures of the row; the FMA pipes' line is the row's.
+    let named =
+        |row: &CoreResources, figures: String| format!("{name}: {figures} ({})", row.reference);
     let from_table = |pick: fn(&CoreResources) -> [f64; 3], what: &str| -> [Factor; 3] {
         [0, 1, 2].map(|i| match &table {
-            Some((row, detail)) => Factor::known(pick(row)[i], "microarch-table", detail.clone()),
+            Some((row, detail)) => {
+                let detail = match what {
+                    "FMA units" => detail.clone(),
+                    _ => {
+                        let per_width = pick(row).map(|u| u.to_string()).join("/");
+                        let pipes = what.split(';').next().unwrap_or(what);
+                        named(row, format!("{per_width} {pipes} at 128/256/512 bit"))
+                    }
+                };
+                Factor::known(pick(row)[i], "microarch-table", detail)
+            }
             None => Factor::unknown(format!(
                 "{what}: microarchitecture '{}' of '{}' is not in the table{}",
                 if name.is_empty() { "unknown" } else { &name },
@@ -262,9 +275,11 @@ fn pipe_factors(
         "vector integer units; give --int-units",
     );
     let mut scalar_int_units = match &table {
-        Some((row, detail)) => {
-            Factor::known(row.scalar_int_units, "microarch-table", detail.clone())
-        }
+        Some((row, _)) => Factor::known(
+            row.scalar_int_units,
+            "microarch-table",
+            named(row, format!("{} scalar integer ALUs", row.scalar_int_units)),
+        ),
         None => Factor::unknown(
             "scalar integer ALUs: microarchitecture not in the table; give --int-units on a CPU \
              without vectors",
@@ -281,8 +296,12 @@ fn pipe_factors(
     // An entry of 0 says the ISA is absent there: a CPU that reports it anyway (a table out of
     // date) gets no peak rather than a peak of 0.
     let extension = |pick: fn(&CoreResources) -> Option<f64>, what: &str| match &table {
-        Some((row, detail)) => match pick(row) {
-            Some(units) if units > 0.0 => Factor::known(units, "microarch-table", detail.clone()),
+        Some((row, _)) => match pick(row) {
+            Some(units) if units > 0.0 => Factor::known(
+                units,
+                "microarch-table",
+                named(row, format!("{units} {what}")),
+            ),
             Some(_) => Factor::unknown(format!("{what}: absent on '{name}' by the table")),
             None => Factor::unknown(format!("{what}: the table has no figure for '{name}'")),
         },
@@ -290,7 +309,7 @@ fn pipe_factors(
     };
     PipeFactors {
         fma_units,
-        fadd_units: from_table(|r| r.fadd_units, "FADD units"),
+        fadd_units: from_table(|r| r.fadd_units, "FP add-only pipes"),
         vec_int_units,
         scalar_int_units,
         vnni_units: extension(|r| r.vnni_units, "VNNI dot products per cycle"),

@@ -226,6 +226,36 @@ pub(crate) mod tests {
         );
     }
 
+    /// Each factor read from the microarchitecture table names its own figures of the row:
+    /// the scalar ALUs' peak once cited the row's FMA pipes.
+    #[test]
+    fn each_table_factor_names_its_own_figures() {
+        let peaks = Peaks::compute(&fixture_host(), &PeakOverrides::default(), &probes());
+        let f = &peaks.cpu.factors;
+        let zen5 = |factor: &Factor, figures: &str| {
+            assert_eq!(factor.source, "microarch-table");
+            assert!(
+                factor.detail.starts_with(&format!("zen5: {figures} (")),
+                "{}",
+                factor.detail
+            );
+        };
+        zen5(&f.fma_units[1], "2/2/2 FMA pipes at 128/256/512 bit");
+        zen5(
+            &f.fadd_units[1],
+            "2/2/2 FP add-only pipes at 128/256/512 bit",
+        );
+        zen5(&f.scalar_int_units, "6 scalar integer ALUs");
+        assert!(
+            f.vec_int_units[1]
+                .detail
+                .contains("vector integer units at 128/256/512 bit"),
+            "{}",
+            f.vec_int_units[1].detail
+        );
+        assert!(f.vnni_units.detail.contains("VNNI dot products per cycle"));
+    }
+
     /// Chains that disagree leave the clock unknown, the peaks on the base clock with a warning;
     /// a unit count is read only from a rate near a whole number.
     #[test]
