@@ -596,6 +596,8 @@ impl Worker for StreamWorker {
             let mut left = n;
             while left > 0 {
                 let m = left.min(self.elements - self.position);
+                // From the arrays' start, every whole pass the chunk holds in one call.
+                let passes = if m == self.elements { left / m } else { 1 };
                 // SAFETY: position + m <= elements; the arrays are this worker's, page-aligned.
                 unsafe {
                     kernels::stream(
@@ -604,10 +606,11 @@ impl Worker for StreamWorker {
                         pointers,
                         self.position..self.position + m,
                         self.nt,
+                        passes,
                     )
                 };
                 self.position = (self.position + m) % self.elements;
-                left -= m;
+                left -= m * passes;
             }
             done += n as u64;
         }

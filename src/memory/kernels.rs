@@ -210,7 +210,9 @@ pub(crate) unsafe fn copy(isa: MemIsa, dst: *mut u8, src: *const u8, len: usize,
     }
 }
 
-/// Runs a STREAM kernel over elements `range` of the arrays `a`, `b`, `c`.
+/// Runs a STREAM kernel over elements `range` of the arrays `a`, `b`, `c`, `passes` times in
+/// one call: a pass over arrays in L1 takes a hundred-odd cycles, and a call per pass (with its
+/// alignment head and its tail) cost the L1 triad a tenth of its rate.
 ///
 /// # Safety
 /// The three arrays must hold at least `range.end` elements each, be 64-byte aligned, and not
@@ -221,6 +223,7 @@ pub(crate) unsafe fn stream(
     arrays: [*mut f64; 3],
     range: std::ops::Range<usize>,
     nt: bool,
+    passes: usize,
 ) {
     let [a, b, c] = arrays;
     let n = range.end - range.start;
@@ -230,12 +233,16 @@ pub(crate) unsafe fn stream(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `read`; alignment is kept because `range.start` steps are whole
         // vectors only at the fast path, the head being handled by the kernel.
-        MemIsa::Avx512 => unsafe { x86::stream(kernel, a, b, c, n, nt) },
+        MemIsa::Avx512 => unsafe { x86::stream(kernel, a, b, c, n, nt, passes) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as for Avx512.
-        MemIsa::Avx2 => unsafe { avx2::stream(kernel, a, b, c, n, nt) },
+        MemIsa::Avx2 => unsafe { avx2::stream(kernel, a, b, c, n, nt, passes) },
         // SAFETY: as above.
-        _ => unsafe { portable::stream(kernel, a, b, c, n) },
+        _ => {
+            for _ in 0..passes {
+                unsafe { portable::stream(kernel, a, b, c, n) }
+            }
+        }
     }
 }
 
@@ -480,19 +487,6 @@ mod x86 {
         }
     }
 
-    /// Stores `x` at `p`: streaming when `nt` (p is 64-byte aligned then), else ordinary.
-    #[inline(always)]
-    unsafe fn put(p: *mut f64, x: __m512d, nt: bool) {
-        // SAFETY: the caller's; alignment is checked by the caller for `nt`.
-        unsafe {
-            if nt {
-                _mm512_stream_pd(p, x)
-            } else {
-                _mm512_storeu_pd(p, x)
-            }
-        }
-    }
-
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn stream(
         kernel: Stream,
@@ -501,6 +495,7 @@ mod x86 {
         c: *mut f64,
         n: usize,
         nt: bool,
+        passes: usize,
     ) {
         let q = _mm512_set1_pd(Q);
         // Streaming stores need 64-byte alignment; an unaligned start is done scalar.
@@ -511,52 +506,67 @@ mod x86 {
         };
         let head = (((64 - (dst as usize % 64)) % 64) / 8).min(n);
         // SAFETY: elements below n of each array are the caller's.
-        unsafe {
-            super::portable::stream(kernel, a, b, c, head);
-            let (a, b, c, n) = (a.add(head), b.add(head), c.add(head), n - head);
-            let mut i = 0;
-            macro_rules! sweep {
-                ($body:expr) => {
-                    while i + 32 <= n {
-                        $body(i);
-                        $body(i + 8);
-                        $body(i + 16);
-                        $body(i + 24);
-                        i += 32;
+        for _ in 0..passes {
+            unsafe {
+                super::portable::stream(kernel, a, b, c, head);
+                let (a, b, c, n) = (a.add(head), b.add(head), c.add(head), n - head);
+                let mut i = 0;
+                // Four vectors a step: every load of the step first, then its stores, so that no
+                // load waits behind a store it might alias (the L1 triad read 90 B a cycle with
+                // each vector's store before the next vector's loads, 113-116 grouped, on a Golden
+                // Cove server core: bench/triad-offsets.c).
+                macro_rules! sweep {
+                    ($value:expr, $dst:expr) => {
+                        // The store's kind chosen once, outside the loop.
+                        if nt {
+                            sweep!($value, $dst, _mm512_stream_pd);
+                        } else {
+                            sweep!($value, $dst, _mm512_storeu_pd);
+                        }
+                    };
+                    ($value:expr, $dst:expr, $store:ident) => {
+                        while i + 32 <= n {
+                            let v = [$value(i), $value(i + 8), $value(i + 16), $value(i + 24)];
+                            for (k, v) in v.into_iter().enumerate() {
+                                $store($dst.add(i + 8 * k), v);
+                            }
+                            i += 32;
+                        }
+                        while i + 8 <= n {
+                            $store($dst.add(i), $value(i));
+                            i += 8;
+                        }
+                    };
+                }
+                match kernel {
+                    Stream::Copy => {
+                        sweep!(|j: usize| _mm512_loadu_pd(a.add(j)), c);
                     }
-                    while i + 8 <= n {
-                        $body(i);
-                        i += 8;
+                    Stream::Scale => {
+                        sweep!(|j: usize| _mm512_mul_pd(q, _mm512_loadu_pd(c.add(j))), b);
                     }
-                };
+                    Stream::Add => {
+                        sweep!(
+                            |j: usize| _mm512_add_pd(
+                                _mm512_loadu_pd(a.add(j)),
+                                _mm512_loadu_pd(b.add(j))
+                            ),
+                            c
+                        );
+                    }
+                    Stream::Triad => {
+                        sweep!(
+                            |j: usize| _mm512_fmadd_pd(
+                                q,
+                                _mm512_loadu_pd(c.add(j)),
+                                _mm512_loadu_pd(b.add(j))
+                            ),
+                            a
+                        );
+                    }
+                }
+                super::portable::stream(kernel, a.add(i), b.add(i), c.add(i), n - i);
             }
-            match kernel {
-                Stream::Copy => {
-                    sweep!(|j: usize| put(c.add(j), _mm512_loadu_pd(a.add(j)), nt));
-                }
-                Stream::Scale => {
-                    sweep!(|j: usize| put(
-                        b.add(j),
-                        _mm512_mul_pd(q, _mm512_loadu_pd(c.add(j))),
-                        nt
-                    ));
-                }
-                Stream::Add => {
-                    sweep!(|j: usize| put(
-                        c.add(j),
-                        _mm512_add_pd(_mm512_loadu_pd(a.add(j)), _mm512_loadu_pd(b.add(j))),
-                        nt
-                    ));
-                }
-                Stream::Triad => {
-                    sweep!(|j: usize| put(
-                        a.add(j),
-                        _mm512_fmadd_pd(q, _mm512_loadu_pd(c.add(j)), _mm512_loadu_pd(b.add(j))),
-                        nt
-                    ));
-                }
-            }
-            super::portable::stream(kernel, a.add(i), b.add(i), c.add(i), n - i);
         }
     }
 }
@@ -694,19 +704,6 @@ mod avx2 {
         }
     }
 
-    /// Stores `x` at `p`: streaming when `nt` (p is 32-byte aligned then), else ordinary.
-    #[inline(always)]
-    unsafe fn put(p: *mut f64, x: __m256d, nt: bool) {
-        // SAFETY: the caller's; alignment is the caller's for `nt`.
-        unsafe {
-            if nt {
-                _mm256_stream_pd(p, x)
-            } else {
-                _mm256_storeu_pd(p, x)
-            }
-        }
-    }
-
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn stream(
         kernel: Stream,
@@ -715,6 +712,7 @@ mod avx2 {
         c: *mut f64,
         n: usize,
         nt: bool,
+        passes: usize,
     ) {
         let q = _mm256_set1_pd(Q);
         // Streaming stores need alignment; an unaligned start is done by the portable code.
@@ -725,52 +723,64 @@ mod avx2 {
         };
         let head = (((64 - (dst as usize % 64)) % 64) / 8).min(n);
         // SAFETY: elements below n of each array are the caller's.
-        unsafe {
-            super::portable::stream(kernel, a, b, c, head);
-            let (a, b, c, n) = (a.add(head), b.add(head), c.add(head), n - head);
-            let mut i = 0;
-            macro_rules! sweep {
-                ($body:expr) => {
-                    while i + 16 <= n {
-                        $body(i);
-                        $body(i + 4);
-                        $body(i + 8);
-                        $body(i + 12);
-                        i += 16;
+        for _ in 0..passes {
+            unsafe {
+                super::portable::stream(kernel, a, b, c, head);
+                let (a, b, c, n) = (a.add(head), b.add(head), c.add(head), n - head);
+                let mut i = 0;
+                // Every load of a step before its stores, as the AVX-512 kernels do.
+                macro_rules! sweep {
+                    ($value:expr, $dst:expr) => {
+                        // The store's kind chosen once, outside the loop.
+                        if nt {
+                            sweep!($value, $dst, _mm256_stream_pd);
+                        } else {
+                            sweep!($value, $dst, _mm256_storeu_pd);
+                        }
+                    };
+                    ($value:expr, $dst:expr, $store:ident) => {
+                        while i + 16 <= n {
+                            let v = [$value(i), $value(i + 4), $value(i + 8), $value(i + 12)];
+                            for (k, v) in v.into_iter().enumerate() {
+                                $store($dst.add(i + 4 * k), v);
+                            }
+                            i += 16;
+                        }
+                        while i + 4 <= n {
+                            $store($dst.add(i), $value(i));
+                            i += 4;
+                        }
+                    };
+                }
+                match kernel {
+                    Stream::Copy => {
+                        sweep!(|j: usize| _mm256_loadu_pd(a.add(j)), c);
                     }
-                    while i + 4 <= n {
-                        $body(i);
-                        i += 4;
+                    Stream::Scale => {
+                        sweep!(|j: usize| _mm256_mul_pd(q, _mm256_loadu_pd(c.add(j))), b);
                     }
-                };
+                    Stream::Add => {
+                        sweep!(
+                            |j: usize| _mm256_add_pd(
+                                _mm256_loadu_pd(a.add(j)),
+                                _mm256_loadu_pd(b.add(j))
+                            ),
+                            c
+                        );
+                    }
+                    Stream::Triad => {
+                        sweep!(
+                            |j: usize| _mm256_fmadd_pd(
+                                q,
+                                _mm256_loadu_pd(c.add(j)),
+                                _mm256_loadu_pd(b.add(j))
+                            ),
+                            a
+                        );
+                    }
+                }
+                super::portable::stream(kernel, a.add(i), b.add(i), c.add(i), n - i);
             }
-            match kernel {
-                Stream::Copy => {
-                    sweep!(|j: usize| put(c.add(j), _mm256_loadu_pd(a.add(j)), nt));
-                }
-                Stream::Scale => {
-                    sweep!(|j: usize| put(
-                        b.add(j),
-                        _mm256_mul_pd(q, _mm256_loadu_pd(c.add(j))),
-                        nt
-                    ));
-                }
-                Stream::Add => {
-                    sweep!(|j: usize| put(
-                        c.add(j),
-                        _mm256_add_pd(_mm256_loadu_pd(a.add(j)), _mm256_loadu_pd(b.add(j))),
-                        nt
-                    ));
-                }
-                Stream::Triad => {
-                    sweep!(|j: usize| put(
-                        a.add(j),
-                        _mm256_fmadd_pd(q, _mm256_loadu_pd(c.add(j)), _mm256_loadu_pd(b.add(j))),
-                        nt
-                    ));
-                }
-            }
-            super::portable::stream(kernel, a.add(i), b.add(i), c.add(i), n - i);
         }
     }
 }
@@ -921,6 +931,7 @@ mod tests {
                             [a.as_mut_ptr(), b.as_mut_ptr(), c.as_mut_ptr()],
                             3..n,
                             nt,
+                            2,
                         )
                     };
                     store_fence();
