@@ -237,9 +237,9 @@ pub(crate) unsafe fn stream(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as for Avx512.
         MemIsa::Avx2 => unsafe { avx2::stream(kernel, a, b, c, n, nt, passes) },
-        // SAFETY: as above.
         _ => {
             for _ in 0..passes {
+                // SAFETY: as above.
                 unsafe { portable::stream(kernel, a, b, c, n) }
             }
         }
@@ -505,8 +505,8 @@ mod x86 {
             Stream::Triad => a,
         };
         let head = (((64 - (dst as usize % 64)) % 64) / 8).min(n);
-        // SAFETY: elements below n of each array are the caller's.
         for _ in 0..passes {
+            // SAFETY: elements below n of each array are the caller's.
             unsafe {
                 super::portable::stream(kernel, a, b, c, head);
                 let (a, b, c, n) = (a.add(head), b.add(head), c.add(head), n - head);
@@ -722,8 +722,8 @@ mod avx2 {
             Stream::Triad => a,
         };
         let head = (((64 - (dst as usize % 64)) % 64) / 8).min(n);
-        // SAFETY: elements below n of each array are the caller's.
         for _ in 0..passes {
+            // SAFETY: elements below n of each array are the caller's.
             unsafe {
                 super::portable::stream(kernel, a, b, c, head);
                 let (a, b, c, n) = (a.add(head), b.add(head), c.add(head), n - head);
