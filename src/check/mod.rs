@@ -620,3 +620,37 @@ fn finish(
     }
     Ok(exit.into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// The fixture's first result, its first measurement having taken `wall_s`.
+    fn first(wall_s: Option<f64>) -> crate::result::BenchResult {
+        let report =
+            crate::result::Report::parse(include_str!("../../tests/fixtures/report.json")).unwrap();
+        let mut r = report.results[0].clone();
+        r.evidence = wall_s.map(|wall_s| crate::evidence::CaseEvidence {
+            wall_s,
+            ..Default::default()
+        });
+        r
+    }
+
+    /// A second measurement's estimate stretches as the first outran its own, never shrinks,
+    /// and stretches at most tenfold.
+    #[test]
+    fn a_slowed_first_measurement_stretches_the_estimate_of_the_second() {
+        let (again, planned) = (Duration::from_secs(4), Duration::from_secs(2));
+        let slowed = first(Some(3.0));
+        assert_eq!(paced(again, planned, Some(&slowed)), Duration::from_secs(6));
+        let quick = first(Some(1.0));
+        assert_eq!(paced(again, planned, Some(&quick)), again);
+        let stalled = first(Some(1000.0));
+        assert_eq!(paced(again, planned, Some(&stalled)), again * 10);
+        assert_eq!(paced(again, planned, Some(&first(None))), again);
+        assert_eq!(paced(again, planned, None), again);
+        assert_eq!(paced(again, Duration::ZERO, Some(&slowed)), again);
+    }
+}
