@@ -273,28 +273,40 @@ fn the_l3_and_dram_latencies_are_judged_by_the_rows_bands_over_huge_pages() {
     }
 }
 
+/// A 1-thread `op` on `host` of `working_set` bytes held in L1, `gbs` in every repetition,
+/// against `peak`.
+fn l1_result(host: &str, op: &str, gbs: f64, working_set: u64, peak: PeakRef) -> BenchResult {
+    let mut r = BenchResult::example(&format!("mem-{op}-l1"), "GB/s", vec![gbs, gbs, gbs]);
+    r.host = host.to_string();
+    r.subsystem = Subsystem::Memory;
+    r.op = op.into();
+    r.params.threads = Some(1);
+    r.params.working_set_bytes = Some(working_set);
+    r.params
+        .other
+        .insert("cache_level".into(), serde_json::Value::from("L1"));
+    r.peak = Some(peak);
+    r
+}
+
 /// A bandwidth result whose working set each core holds in its L1 or L2 is judged against the
 /// ports' peak the run gave it, in the cache-bandwidth band.
 #[test]
 fn a_bandwidth_in_a_private_cache_is_judged_in_the_cache_band() {
     let mut report = document();
     let read = |gbs: f64| {
-        let mut r = BenchResult::example("mem-read-l1", "GB/s", vec![gbs, gbs, gbs]);
-        r.host = report.host.hostname.clone();
-        r.subsystem = Subsystem::Memory;
-        r.op = "read".into();
-        r.params.threads = Some(1);
-        r.params.working_set_bytes = Some(32 << 10);
-        r.params
-            .other
-            .insert("cache_level".into(), serde_json::Value::from("L1"));
-        r.peak = Some(PeakRef {
-            value: 491.5,
-            unit: "GB/s".into(),
-            source: "L1 of sapphirerapids: 128 B of loads per cycle × 3.84 GHz".into(),
-            pair: None,
-        });
-        r
+        l1_result(
+            &report.host.hostname,
+            "read",
+            gbs,
+            32 << 10,
+            PeakRef {
+                value: 491.5,
+                unit: "GB/s".into(),
+                source: "L1 of sapphirerapids: 128 B of loads per cycle × 3.84 GHz".into(),
+                pair: None,
+            },
+        )
     };
     // The fixture's row (Zen 5) reads 0.85 of its ports' peak: at its limit from 0.77.
     for (gbs, verdict) in [
@@ -346,17 +358,8 @@ fn a_bandwidth_in_a_private_cache_is_judged_in_the_cache_band() {
 fn a_bandwidth_in_a_cache_is_judged_at_the_clock_read_right_after_it() {
     let mut report = document();
     let copy = |gbs: f64, after: Option<f64>| {
-        let mut r = BenchResult::example("mem-copy-l1", "GB/s", vec![gbs, gbs, gbs]);
-        r.host = report.host.hostname.clone();
-        r.subsystem = Subsystem::Memory;
-        r.op = "copy".into();
-        r.params.threads = Some(1);
-        r.params.working_set_bytes = Some(16 << 10);
-        r.params
-            .other
-            .insert("cache_level".into(), serde_json::Value::from("L1"));
         // 128 counted B per cycle at 3.57 GHz, the clock the peak records as used.
-        r.peak = Some(PeakRef {
+        let peak = PeakRef {
             value: 457.0,
             unit: "GB/s".into(),
             source: "L1 of sapphirerapids: 128 B of loads and 64 B of stores per cycle".into(),
@@ -368,7 +371,8 @@ fn a_bandwidth_in_a_cache_is_judged_at_the_clock_read_right_after_it() {
                 measured_ghz: Some(3.57),
                 used_ghz: Some(crate::peak::Factor::known(3.57, "measured", "test")),
             }),
-        });
+        };
+        let mut r = l1_result(&report.host.hostname, "copy", gbs, 16 << 10, peak);
         r.evidence = Some(CaseEvidence {
             wall_s: 2.0,
             own_cpu_s: 2.0,
