@@ -320,6 +320,83 @@ mod portable {
     }
 }
 
+/// The STREAM kernels of one vector width (`$lanes` f64s; the intrinsics of that width), run
+/// `passes` times over elements `0..n`. Streaming stores need 64-byte alignment, so an unaligned
+/// head is done by the portable code, as is the tail under one vector.
+///
+/// Four vectors a step: every load of the step first, then its stores, so that no load waits
+/// behind a store it might alias (the L1 triad read 90 B a cycle with each vector's store before
+/// the next vector's loads, 113-116 grouped, on a Golden Cove server core:
+/// bench/triad-offsets.c). The store's kind is chosen once, outside the loop.
+#[cfg(target_arch = "x86_64")]
+macro_rules! stream_kernel {
+    ($feature:literal, $lanes:literal, $set1:ident, $load:ident, $store:ident, $stream:ident,
+     $mul:ident, $add:ident, $fmadd:ident) => {
+        #[target_feature(enable = $feature)]
+        pub(super) unsafe fn stream(
+            kernel: Stream,
+            a: *mut f64,
+            b: *mut f64,
+            c: *mut f64,
+            n: usize,
+            nt: bool,
+            passes: usize,
+        ) {
+            let q = $set1(Q);
+            let dst = match kernel {
+                Stream::Copy | Stream::Add => c,
+                Stream::Scale => b,
+                Stream::Triad => a,
+            };
+            let head = (((64 - (dst as usize % 64)) % 64) / 8).min(n);
+            for _ in 0..passes {
+                // SAFETY: elements below n of each array are the caller's.
+                unsafe {
+                    super::portable::stream(kernel, a, b, c, head);
+                    let (a, b, c, n) = (a.add(head), b.add(head), c.add(head), n - head);
+                    let mut i = 0;
+                    macro_rules! sweep {
+                        ($value:expr, $dst:expr) => {
+                            if nt {
+                                sweep!($value, $dst, $stream);
+                            } else {
+                                sweep!($value, $dst, $store);
+                            }
+                        };
+                        ($value:expr, $dst:expr, $put:ident) => {
+                            while i + 4 * $lanes <= n {
+                                let v = [
+                                    $value(i),
+                                    $value(i + $lanes),
+                                    $value(i + 2 * $lanes),
+                                    $value(i + 3 * $lanes),
+                                ];
+                                for (k, v) in v.into_iter().enumerate() {
+                                    $put($dst.add(i + $lanes * k), v);
+                                }
+                                i += 4 * $lanes;
+                            }
+                            while i + $lanes <= n {
+                                $put($dst.add(i), $value(i));
+                                i += $lanes;
+                            }
+                        };
+                    }
+                    match kernel {
+                        Stream::Copy => sweep!(|j: usize| $load(a.add(j)), c),
+                        Stream::Scale => sweep!(|j: usize| $mul(q, $load(c.add(j))), b),
+                        Stream::Add => sweep!(|j: usize| $add($load(a.add(j)), $load(b.add(j))), c),
+                        Stream::Triad => {
+                            sweep!(|j: usize| $fmadd(q, $load(c.add(j)), $load(b.add(j))), a)
+                        }
+                    }
+                    super::portable::stream(kernel, a.add(i), b.add(i), c.add(i), n - i);
+                }
+            }
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{Q, Stream};
@@ -487,88 +564,17 @@ mod x86 {
         }
     }
 
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn stream(
-        kernel: Stream,
-        a: *mut f64,
-        b: *mut f64,
-        c: *mut f64,
-        n: usize,
-        nt: bool,
-        passes: usize,
-    ) {
-        let q = _mm512_set1_pd(Q);
-        // Streaming stores need 64-byte alignment; an unaligned start is done scalar.
-        let dst = match kernel {
-            Stream::Copy | Stream::Add => c,
-            Stream::Scale => b,
-            Stream::Triad => a,
-        };
-        let head = (((64 - (dst as usize % 64)) % 64) / 8).min(n);
-        for _ in 0..passes {
-            // SAFETY: elements below n of each array are the caller's.
-            unsafe {
-                super::portable::stream(kernel, a, b, c, head);
-                let (a, b, c, n) = (a.add(head), b.add(head), c.add(head), n - head);
-                let mut i = 0;
-                // Four vectors a step: every load of the step first, then its stores, so that no
-                // load waits behind a store it might alias (the L1 triad read 90 B a cycle with
-                // each vector's store before the next vector's loads, 113-116 grouped, on a Golden
-                // Cove server core: bench/triad-offsets.c).
-                macro_rules! sweep {
-                    ($value:expr, $dst:expr) => {
-                        // The store's kind chosen once, outside the loop.
-                        if nt {
-                            sweep!($value, $dst, _mm512_stream_pd);
-                        } else {
-                            sweep!($value, $dst, _mm512_storeu_pd);
-                        }
-                    };
-                    ($value:expr, $dst:expr, $store:ident) => {
-                        while i + 32 <= n {
-                            let v = [$value(i), $value(i + 8), $value(i + 16), $value(i + 24)];
-                            for (k, v) in v.into_iter().enumerate() {
-                                $store($dst.add(i + 8 * k), v);
-                            }
-                            i += 32;
-                        }
-                        while i + 8 <= n {
-                            $store($dst.add(i), $value(i));
-                            i += 8;
-                        }
-                    };
-                }
-                match kernel {
-                    Stream::Copy => {
-                        sweep!(|j: usize| _mm512_loadu_pd(a.add(j)), c);
-                    }
-                    Stream::Scale => {
-                        sweep!(|j: usize| _mm512_mul_pd(q, _mm512_loadu_pd(c.add(j))), b);
-                    }
-                    Stream::Add => {
-                        sweep!(
-                            |j: usize| _mm512_add_pd(
-                                _mm512_loadu_pd(a.add(j)),
-                                _mm512_loadu_pd(b.add(j))
-                            ),
-                            c
-                        );
-                    }
-                    Stream::Triad => {
-                        sweep!(
-                            |j: usize| _mm512_fmadd_pd(
-                                q,
-                                _mm512_loadu_pd(c.add(j)),
-                                _mm512_loadu_pd(b.add(j))
-                            ),
-                            a
-                        );
-                    }
-                }
-                super::portable::stream(kernel, a.add(i), b.add(i), c.add(i), n - i);
-            }
-        }
-    }
+    stream_kernel!(
+        "avx512f",
+        8,
+        _mm512_set1_pd,
+        _mm512_loadu_pd,
+        _mm512_storeu_pd,
+        _mm512_stream_pd,
+        _mm512_mul_pd,
+        _mm512_add_pd,
+        _mm512_fmadd_pd
+    );
 }
 
 /// The AVX2 family: the AVX-512 kernels' structure in 256-bit vectors (twice the vectors per
@@ -704,85 +710,17 @@ mod avx2 {
         }
     }
 
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn stream(
-        kernel: Stream,
-        a: *mut f64,
-        b: *mut f64,
-        c: *mut f64,
-        n: usize,
-        nt: bool,
-        passes: usize,
-    ) {
-        let q = _mm256_set1_pd(Q);
-        // Streaming stores need alignment; an unaligned start is done by the portable code.
-        let dst = match kernel {
-            Stream::Copy | Stream::Add => c,
-            Stream::Scale => b,
-            Stream::Triad => a,
-        };
-        let head = (((64 - (dst as usize % 64)) % 64) / 8).min(n);
-        for _ in 0..passes {
-            // SAFETY: elements below n of each array are the caller's.
-            unsafe {
-                super::portable::stream(kernel, a, b, c, head);
-                let (a, b, c, n) = (a.add(head), b.add(head), c.add(head), n - head);
-                let mut i = 0;
-                // Every load of a step before its stores, as the AVX-512 kernels do.
-                macro_rules! sweep {
-                    ($value:expr, $dst:expr) => {
-                        // The store's kind chosen once, outside the loop.
-                        if nt {
-                            sweep!($value, $dst, _mm256_stream_pd);
-                        } else {
-                            sweep!($value, $dst, _mm256_storeu_pd);
-                        }
-                    };
-                    ($value:expr, $dst:expr, $store:ident) => {
-                        while i + 16 <= n {
-                            let v = [$value(i), $value(i + 4), $value(i + 8), $value(i + 12)];
-                            for (k, v) in v.into_iter().enumerate() {
-                                $store($dst.add(i + 4 * k), v);
-                            }
-                            i += 16;
-                        }
-                        while i + 4 <= n {
-                            $store($dst.add(i), $value(i));
-                            i += 4;
-                        }
-                    };
-                }
-                match kernel {
-                    Stream::Copy => {
-                        sweep!(|j: usize| _mm256_loadu_pd(a.add(j)), c);
-                    }
-                    Stream::Scale => {
-                        sweep!(|j: usize| _mm256_mul_pd(q, _mm256_loadu_pd(c.add(j))), b);
-                    }
-                    Stream::Add => {
-                        sweep!(
-                            |j: usize| _mm256_add_pd(
-                                _mm256_loadu_pd(a.add(j)),
-                                _mm256_loadu_pd(b.add(j))
-                            ),
-                            c
-                        );
-                    }
-                    Stream::Triad => {
-                        sweep!(
-                            |j: usize| _mm256_fmadd_pd(
-                                q,
-                                _mm256_loadu_pd(c.add(j)),
-                                _mm256_loadu_pd(b.add(j))
-                            ),
-                            a
-                        );
-                    }
-                }
-                super::portable::stream(kernel, a.add(i), b.add(i), c.add(i), n - i);
-            }
-        }
-    }
+    stream_kernel!(
+        "avx2,fma",
+        4,
+        _mm256_set1_pd,
+        _mm256_loadu_pd,
+        _mm256_storeu_pd,
+        _mm256_stream_pd,
+        _mm256_mul_pd,
+        _mm256_add_pd,
+        _mm256_fmadd_pd
+    );
 }
 
 #[cfg(test)]
