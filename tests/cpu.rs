@@ -128,7 +128,7 @@ fn each_dgemm_micro_kernel_forced_multiplies_and_factors_right() {
     for (kernel, name, has) in [
         (
             "avx512",
-            "avx512 16x12",
+            "avx512 24x8",
             std::arch::is_x86_feature_detected!("avx512f"),
         ),
         (
@@ -230,7 +230,7 @@ fn each_sgemm_micro_kernel_forced_multiplies_right() {
     for (kernel, name, has) in [
         (
             "avx512",
-            "avx512 32x12",
+            "avx512 48x8",
             std::arch::is_x86_feature_detected!("avx512f"),
         ),
         (

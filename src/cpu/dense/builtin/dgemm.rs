@@ -178,12 +178,12 @@ pub enum MicroKernel {
 }
 
 impl MicroKernel {
-    /// Rows of the tile for elements of type T: two vectors of the ISA's width (f32 has twice
-    /// f64's lanes), or four scalars.
+    /// Rows of the tile for elements of type T: three vectors of the ISA's width for AVX-512,
+    /// two for AVX2 (f32 has twice f64's lanes), or four scalars.
     pub fn mr<T: Element>(self) -> usize {
         let size = std::mem::size_of::<T>();
         match self {
-            MicroKernel::Avx512 => 2 * 64 / size,
+            MicroKernel::Avx512 => 3 * 64 / size,
             MicroKernel::Avx2Fma => 2 * 32 / size,
             MicroKernel::Portable => 4,
         }
@@ -192,7 +192,7 @@ impl MicroKernel {
     /// Columns of the tile (the same for both elements: one broadcast register each).
     pub fn nr(self) -> usize {
         match self {
-            MicroKernel::Avx512 => 12,
+            MicroKernel::Avx512 => 8,
             MicroKernel::Avx2Fma => 6,
             MicroKernel::Portable => 4,
         }
@@ -461,14 +461,17 @@ impl<T: Element> BuiltinGemm<T> {
                 } else {
                     (16, "ymm")
                 };
-                let accumulators = 2 * nr;
+                let vectors =
+                    mr * std::mem::size_of::<T>() / if k == MicroKernel::Avx512 { 64 } else { 32 };
+                let accumulators = vectors * nr;
                 format!(
-                    "{mr}×{nr}: {accumulators} {width} accumulators of {registers}, 2 for the A \
-                     column and 1 for a broadcast; {accumulators} independent FMA chains, {:.1}× \
-                     the 8 that keep 2 FMA units of 4 cycles' latency busy; per k step 2 vector \
-                     loads and {nr} broadcasts feed {accumulators} FMAs ({nr} cycles), within \
-                     the L1d's 2 loads a cycle",
-                    accumulators as f64 / 8.0
+                    "{mr}×{nr}: {accumulators} {width} accumulators of {registers}, {vectors} for \
+                     the A column and 1 for a broadcast; {accumulators} independent FMA chains, \
+                     {:.1}× the 8 that keep 2 FMA units of 4 cycles' latency busy; per k step \
+                     {vectors} vector loads and {nr} broadcasts feed {accumulators} FMAs \
+                     ({} cycles), within the L1d's 2 loads a cycle",
+                    accumulators as f64 / 8.0,
+                    accumulators / 2
                 )
             }
         }

@@ -6,13 +6,21 @@
 //! (MR = MV · lanes rows) and NR columns wide, held in MV·NR accumulators; each step of k loads
 //! MV vectors of the packed A column, broadcasts each of the NR packed B values and issues
 //! MV·NR FMAs, unrolled by 4, prefetching the C tile before the loop (the A panel streams from
-//! L2 by the hardware prefetcher: a software prefetch 8 steps ahead measured slower on Zen 3).
+//! L2 by the hardware prefetcher: a software prefetch 8 steps ahead measured slower on Zen 3 and
+//! on a Golden Cove server core).
+//!
+//! The AVX-512 tile is 3 vectors by 8 columns rather than 2 by 12: each step loads 11 values for
+//! 24 FMAs instead of 14. On a Golden Cove server core, loads beside 512-bit FMAs cost FMA
+//! throughput (24 FMA chains lose nothing to 8 loads a step, 7–12 % to 11–16:
+//! `bench/gemm-tile.c`), and the whole DGEMM read about 2 % more with the taller tile
+//! (alternating runs, docs/cpu.md); AMD's BLIS chose a tile of the same load share (32 × 6)
+//! for Zen 4.
 //! An f32 kernel keeps the f64 kernel's registers: the same MV and NR, twice the lanes, so
 //! twice the rows.
 //!
 //! | kernel | f64 MR × NR | f32 MR × NR | accumulators |
 //! |---|---|---|---|
-//! | `avx512` | 16 × 12 | 32 × 12 | 24 of 32 zmm |
+//! | `avx512` | 24 × 8 | 48 × 8 | 24 of 32 zmm |
 //! | `avx2-fma` | 8 × 6 | 16 × 6 | 12 of 16 ymm |
 //! | `portable` | 4 × 4 | 4 × 4 | 16 scalars |
 
@@ -74,8 +82,9 @@ macro_rules! micro_kernel {
                     // tile's first read of C on memory.
                     for j in 0..NR {
                         let column = c.add(j * ldc);
-                        super::super::prefetch(column);
-                        super::super::prefetch(column.add(MR / 2));
+                        for i in (0..MR).step_by(64 / std::mem::size_of::<$t>()) {
+                            super::super::prefetch(column.add(i));
+                        }
                         super::super::prefetch(column.add(MR - 1));
                     }
                 }
@@ -196,7 +205,7 @@ pub(super) fn prefetch_l2(p: *const u8) {
 #[inline(always)]
 pub(super) fn prefetch_l2(_: *const u8) {}
 
-/// The AVX-512F kernels: 16 × 12 f64 or 32 × 12 f32, 24 zmm accumulators.
+/// The AVX-512F kernels: 24 × 8 f64 or 48 × 8 f32, 24 zmm accumulators.
 #[cfg(target_arch = "x86_64")]
 pub(super) mod avx512 {
     pub(crate) mod double {
@@ -207,8 +216,8 @@ pub(super) mod avx512 {
             element: f64,
             vector: __m512d,
             lanes: 8,
-            mv: 2,
-            nr: 12,
+            mv: 3,
+            nr: 8,
             zero: _mm512_setzero_pd,
             load: _mm512_loadu_pd,
             store: _mm512_storeu_pd,
@@ -226,8 +235,8 @@ pub(super) mod avx512 {
             element: f32,
             vector: __m512,
             lanes: 16,
-            mv: 2,
-            nr: 12,
+            mv: 3,
+            nr: 8,
             zero: _mm512_setzero_ps,
             load: _mm512_loadu_ps,
             store: _mm512_storeu_ps,

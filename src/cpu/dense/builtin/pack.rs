@@ -23,7 +23,9 @@ pub(super) fn pack_a<T: Copy + Default>(
         4 => pack_a_by::<T, 4>,
         8 => pack_a_by::<T, 8>,
         16 => pack_a_by::<T, 16>,
+        24 => pack_a_by::<T, 24>,
         32 => pack_a_by::<T, 32>,
+        48 => pack_a_by::<T, 48>,
         _ => unreachable!("no kernel has MR = {mr}"),
     };
     pack(a, lda, (ic, mb), (pc, kb), dst)
@@ -79,6 +81,7 @@ pub(super) fn pack_b<T: Copy + Default>(
     let pack = match nr {
         4 => pack_b_by::<T, 4>,
         6 => pack_b_by::<T, 6>,
+        8 => pack_b_by::<T, 8>,
         12 => pack_b_by::<T, 12>,
         _ => unreachable!("no kernel has NR = {nr}"),
     };

@@ -253,8 +253,8 @@ fn the_blocking_follows_the_caches() {
     assert_eq!(b.nc, 780);
     // Sapphire Rapids: 48 KiB L1d, 2 MiB L2.
     let b = Blocking::from_sizes::<f64>(48 << 10, 2 << 20, 0, MicroKernel::Avx512);
-    assert_eq!((b.kc, b.mc), (256, 512));
-    assert_eq!(b.nc % 12, 0);
+    assert_eq!((b.kc, b.mc), (384, 336));
+    assert_eq!(b.nc % 8, 0);
     assert!(b.kc * b.nc * 8 <= 4 * (2 << 20));
     // f32 on Zen 3: half the bytes per element, so KC reaches its cap of 512 and MC is a
     // multiple of the 16 rows of the f32 tile.
@@ -267,9 +267,9 @@ fn the_blocking_follows_the_caches() {
 #[test]
 fn the_kernel_names_and_parse() {
     assert_eq!(MicroKernel::Avx2Fma.name::<f64>(), "avx2-fma 8x6");
-    assert_eq!(MicroKernel::Avx512.name::<f64>(), "avx512 16x12");
+    assert_eq!(MicroKernel::Avx512.name::<f64>(), "avx512 24x8");
     assert_eq!(MicroKernel::Avx2Fma.name::<f32>(), "avx2-fma 16x6");
-    assert_eq!(MicroKernel::Avx512.name::<f32>(), "avx512 32x12");
+    assert_eq!(MicroKernel::Avx512.name::<f32>(), "avx512 48x8");
     assert_eq!(MicroKernel::Portable.name::<f32>(), "portable 4x4");
     assert_eq!(MicroKernel::parse("avx2"), Some(MicroKernel::Avx2Fma));
     assert_eq!(MicroKernel::parse("sse"), None);

@@ -1,0 +1,131 @@
+// The DGEMM micro-kernel by hand, to find where peakbench's built-in DGEMM loses against the
+// FMA units: the rate of 24 independent FMA chains (the units' limit at whatever clock the
+// 512-bit work runs), then register tiles of C (MR x NR, MR = 8 x MV rows) over packed panels,
+// each step loading MV vectors of A, broadcasting NR values of B and issuing MV x NR FMAs:
+//
+//   - "L1": both panels small (k = 64) and reused, so every load hits L1: the tile's own limit;
+//   - "L2": the A panels of an MC x KC block (1 MiB) streamed tile after tile, the B panel
+//     reused, as the real loops run.
+//
+// Each line prints FMAs per ns and the ratio to the chains' rate, median of 7.
+//
+//     gcc -O3 -march=native -o gemm-tile bench/gemm-tile.c && ./gemm-tile
+#include <immintrin.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define ROUNDS 7
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double sink;
+
+// 24 chains of vfmadd231pd, 4 cycles' latency x 2 units needs 8: the units' rate.
+#define F(r) "vfmadd231pd %%zmm30, %%zmm31, %%zmm" #r "\n"
+static double fma_rate(void) {
+    long iters = 20000000;
+    double one = 1.0;
+    double start = now();
+    __asm__ volatile("vbroadcastsd %1, %%zmm30\n vbroadcastsd %1, %%zmm31\n"
+                     "1:\n" F(0) F(1) F(2) F(3) F(4) F(5) F(6) F(7) F(8) F(9) F(10) F(11)
+                     F(12) F(13) F(14) F(15) F(16) F(17) F(18) F(19) F(20) F(21) F(22) F(23)
+                     "dec %0\n jnz 1b\n"
+                     : "+r"(iters)
+                     : "m"(one)
+                     : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
+                       "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16",
+                       "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm30",
+                       "xmm31");
+    return 20000000 * 24.0 / (now() - start) / 1e9;
+}
+
+// One tile of MV vectors x NR columns over k steps of packed panels a (k x 8MV) and b (k x NR).
+static int ahead; // steps ahead that the A panel is prefetched into L1 (0: none)
+
+#define TILE(NAME, MV, NR)                                                                   \
+    static void NAME(long k, const double *restrict a, const double *restrict b, double *c) { \
+        __m512d acc[NR][MV];                                                                 \
+        for (int j = 0; j < NR; j++)                                                         \
+            for (int v = 0; v < MV; v++) acc[j][v] = _mm512_setzero_pd();                    \
+        for (long p = 0; p < k; p++) {                                                       \
+            __m512d av[MV];                                                                  \
+            if (ahead)                                                                       \
+                for (int v = 0; v < MV; v++)                                                 \
+                    _mm_prefetch((const char *)(a + ahead * 8 * MV + v * 8), _MM_HINT_T0);   \
+            for (int v = 0; v < MV; v++) av[v] = _mm512_load_pd(a + v * 8);                  \
+            for (int j = 0; j < NR; j++) {                                                   \
+                __m512d bj = _mm512_set1_pd(b[j]);                                           \
+                for (int v = 0; v < MV; v++) acc[j][v] = _mm512_fmadd_pd(av[v], bj, acc[j][v]); \
+            }                                                                                \
+            a += 8 * MV;                                                                     \
+            b += NR;                                                                         \
+        }                                                                                    \
+        for (int j = 0; j < NR; j++)                                                         \
+            for (int v = 0; v < MV; v++)                                                     \
+                _mm512_store_pd(c + j * 8 * MV + v * 8,                                      \
+                                _mm512_add_pd(_mm512_load_pd(c + j * 8 * MV + v * 8), acc[j][v])); \
+    }
+
+TILE(tile_2x12, 2, 12)
+TILE(tile_2x14, 2, 14)
+TILE(tile_3x8, 3, 8)
+TILE(tile_4x6, 4, 6)
+
+typedef void (*tile_fn)(long, const double *, const double *, double *);
+
+static double *buf(size_t n) {
+    double *p = aligned_alloc(64, (n * 8 + 63) / 64 * 64);
+    for (size_t i = 0; i < n; i++) p[i] = 1.0 + (double)(i % 7) * 1e-9;
+    return p;
+}
+
+// FMAs per ns: `tiles` tiles of depth k; A panels cycled over `apanels` distinct ones.
+static double run(tile_fn f, int mv, int nr, long k, int apanels, long tiles) {
+    int mr = 8 * mv;
+    double *a = buf((size_t)apanels * mr * k), *b = buf(k * nr), *c = buf(mr * nr);
+    double best[ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        double start = now();
+        for (long t = 0; t < tiles; t++) f(k, a + (size_t)(t % apanels) * mr * k, b, c);
+        best[r] = (double)tiles * k * mr / 8 * nr / (now() - start) / 1e9;
+    }
+    sink += c[0];
+    free(a), free(b), free(c);
+    qsort(best, ROUNDS, sizeof best[0], cmp);
+    return best[ROUNDS / 2];
+}
+
+int main(void) {
+    double units[ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) units[r] = fma_rate();
+    qsort(units, ROUNDS, sizeof units[0], cmp);
+    double u = units[ROUNDS / 2];
+    printf("24 FMA chains: %.2f FMA/ns\n", u);
+    struct {
+        const char *name;
+        tile_fn f;
+        int mv, nr;
+    } tiles[] = {{"16x12", tile_2x12, 2, 12}, {"16x14", tile_2x14, 2, 14},
+                 {"24x8", tile_3x8, 3, 8}, {"32x6", tile_4x6, 4, 6}};
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++)
+        for (ahead = 0; ahead <= 16; ahead += 8) {
+        int mr = 8 * tiles[i].mv;
+        double l1 = run(tiles[i].f, tiles[i].mv, tiles[i].nr, 64, 1, 2000000);
+        long kc = 256, panels = (1 << 20) / (8 * mr * kc);
+        double l2 = run(tiles[i].f, tiles[i].mv, tiles[i].nr, kc, panels, 400000);
+        printf("%-6s A prefetched %2d steps ahead: L1 %.2f FMA/ns (%.3f)   L2-streamed A, kc=%ld: "
+               "%.2f (%.3f)\n", tiles[i].name, ahead, l1, l1 / u, kc, l2, l2 / u);
+    }
+    return sink == 42.0;
+}
