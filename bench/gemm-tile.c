@@ -5,9 +5,13 @@
 //
 //   - "L1": both panels small (k = 64) and reused, so every load hits L1: the tile's own limit;
 //   - "L2": the A panels of an MC x KC block (1 MiB) streamed tile after tile, the B panel
-//     reused, as the real loops run.
+//     reused, as the real loops run;
 //
-// Each line prints FMAs per ns and the ratio to the chains' rate, median of 7.
+// each with the A panel also fetched into L1 by software 0, 8 and 16 steps ahead.
+//
+// Each line prints FMAs per ns and the ratio to the chains' rate, median of 7. The loads a tile
+// issues beside its FMAs are measured first on their own: 24 chains with 8 to 16 loads a turn
+// that feed nothing (16 x 12 issues 14 loads a step for 24 FMAs, 24 x 8 11).
 //
 //     gcc -O3 -march=native -o gemm-tile bench/gemm-tile.c && ./gemm-tile
 #include <immintrin.h>
@@ -31,23 +35,46 @@ static int cmp(const void *a, const void *b) {
 
 static double sink;
 
-// 24 chains of vfmadd231pd, 4 cycles' latency x 2 units needs 8: the units' rate.
+// 24 chains of vfmadd231pd (4 cycles' latency x 2 units needs 8), with `LOADS` broadcast loads
+// from L1 into spare registers beside them each turn: no load feeds an FMA, so all that can slow
+// the chains is the loads' share of the core. With no loads, the units' rate.
 #define F(r) "vfmadd231pd %%zmm30, %%zmm31, %%zmm" #r "\n"
-static double fma_rate(void) {
-    long iters = 20000000;
-    double one = 1.0;
-    double start = now();
-    __asm__ volatile("vbroadcastsd %1, %%zmm30\n vbroadcastsd %1, %%zmm31\n"
-                     "1:\n" F(0) F(1) F(2) F(3) F(4) F(5) F(6) F(7) F(8) F(9) F(10) F(11)
-                     F(12) F(13) F(14) F(15) F(16) F(17) F(18) F(19) F(20) F(21) F(22) F(23)
-                     "dec %0\n jnz 1b\n"
-                     : "+r"(iters)
-                     : "m"(one)
-                     : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
-                       "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16",
-                       "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm30",
-                       "xmm31");
-    return 20000000 * 24.0 / (now() - start) / 1e9;
+#define F24 F(0) F(1) F(2) F(3) F(4) F(5) F(6) F(7) F(8) F(9) F(10) F(11) \
+    F(12) F(13) F(14) F(15) F(16) F(17) F(18) F(19) F(20) F(21) F(22) F(23)
+#define L(o, r) "vbroadcastsd " #o "(%1), %%zmm" #r "\n"
+#define L4(o) L(o, 24) L(o + 8, 25) L(o + 16, 26) L(o + 24, 27)
+#define L8 L4(0) L4(32)
+#define L11 L8 L(64, 28) L(72, 29) L(80, 24)
+#define L14 L11 L(88, 25) L(96, 26) L(104, 27)
+#define L16 L14 L(112, 28) L(120, 29)
+#define CHAINS(NAME, LOADS)                                                                   \
+    static double NAME(void) {                                                                \
+        static double line[16] __attribute__((aligned(64))) = {1.0};                          \
+        long iters = 20000000;                                                                \
+        double start = now();                                                                 \
+        __asm__ volatile("vbroadcastsd (%1), %%zmm30\n vbroadcastsd (%1), %%zmm31\n"          \
+                         "1:\n" LOADS F24 "dec %0\n jnz 1b\n"                                 \
+                         : "+r"(iters)                                                        \
+                         : "r"(line)                                                          \
+                         : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",    \
+                           "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",       \
+                           "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21",     \
+                           "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28",     \
+                           "xmm29", "xmm30", "xmm31");                                        \
+        return 20000000 * 24.0 / (now() - start) / 1e9;                                       \
+    }
+
+CHAINS(fma_rate, "")
+CHAINS(fma_8_loads, L8)
+CHAINS(fma_11_loads, L11)
+CHAINS(fma_14_loads, L14)
+CHAINS(fma_16_loads, L16)
+
+static double median_of(double (*f)(void)) {
+    double r[ROUNDS];
+    for (int i = 0; i < ROUNDS; i++) r[i] = f();
+    qsort(r, ROUNDS, sizeof r[0], cmp);
+    return r[ROUNDS / 2];
 }
 
 // One tile of MV vectors x NR columns over k steps of packed panels a (k x 8MV) and b (k x NR).
@@ -107,11 +134,16 @@ static double run(tile_fn f, int mv, int nr, long k, int apanels, long tiles) {
 }
 
 int main(void) {
-    double units[ROUNDS];
-    for (int r = 0; r < ROUNDS; r++) units[r] = fma_rate();
-    qsort(units, ROUNDS, sizeof units[0], cmp);
-    double u = units[ROUNDS / 2];
+    double u = median_of(fma_rate);
     printf("24 FMA chains: %.2f FMA/ns\n", u);
+    struct {
+        int loads;
+        double (*f)(void);
+    } mixes[] = {{8, fma_8_loads}, {11, fma_11_loads}, {14, fma_14_loads}, {16, fma_16_loads}};
+    for (size_t i = 0; i < sizeof mixes / sizeof mixes[0]; i++) {
+        double r = median_of(mixes[i].f);
+        printf("24 FMA chains + %2d loads a turn: %.2f FMA/ns (%.3f)\n", mixes[i].loads, r, r / u);
+    }
     struct {
         const char *name;
         tile_fn f;

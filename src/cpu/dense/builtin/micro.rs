@@ -11,10 +11,11 @@
 //!
 //! The AVX-512 tile is 3 vectors by 8 columns rather than 2 by 12: each step loads 11 values for
 //! 24 FMAs instead of 14. On a Golden Cove server core, loads beside 512-bit FMAs cost FMA
-//! throughput (24 FMA chains lose nothing to 8 loads a step, 7–12 % to 11–16:
-//! `bench/gemm-tile.c`), and the whole DGEMM read about 2 % more with the taller tile
-//! (alternating runs, docs/cpu.md); AMD's BLIS chose a tile of the same load share (32 × 6)
-//! for Zen 4.
+//! throughput (24 FMA chains kept 0.99–1.00 of their rate beside 8 loads a turn, 0.94–0.99
+//! beside 11 and 0.92–0.96 beside 14), and the 24 × 8 tile read 0.81–0.82 of the chains' rate
+//! with its A panels streamed from L2 against 0.77–0.78 for 16 × 12 (`bench/gemm-tile.c`, two
+//! runs; the whole DGEMM in docs/cpu.md). AMD's AOCL-BLIS runs a tile of about the same load
+//! share on Zen 4 (its `zen4` DGEMM kernel is 32 × 6: 10 loads for 24 FMAs).
 //! An f32 kernel keeps the f64 kernel's registers: the same MV and NR, twice the lanes, so
 //! twice the rows.
 //!
