@@ -10,18 +10,14 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "probe.h"
+
 static uint64_t state = 88172645463325252ull;
 static uint64_t xorshift(void) {
     state ^= state << 13;
     state ^= state >> 7;
     state ^= state << 17;
     return state;
-}
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
 static double cpu_now(void) {

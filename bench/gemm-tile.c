@@ -20,18 +20,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "probe.h"
+
 #define ROUNDS 7
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static double sink;
 

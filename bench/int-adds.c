@@ -12,24 +12,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "probe.h"
+
 #define ADDS 2000000000L
 #define ROUNDS 7
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static double imul_ghz(void) {
-    uint64_t x = 3;
-    double start = now();
-    for (int i = 0; i < 20000; i++) {
-        __asm__ volatile("imul %0,%0\n imul %0,%0\n imul %0,%0\n imul %0,%0\n"
-                         "imul %0,%0\n imul %0,%0\n imul %0,%0\n imul %0,%0\n" : "+r"(x));
-    }
-    return 20000.0 * 8 * 3 / (now() - start) / 1e9;
-}
 
 #define A(r) "add %[one], %" #r "\n"
 #define B4 A(%r8) A(%r9) A(%r10) A(%r11)
@@ -63,11 +49,6 @@ LOOP(k6u4, B6, U4)
 LOOP(k10u4, B10, U4)
 LOOP(k12u4, B12, U4)
 LOOP(k12u8, B12, U8)
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv) {
     (void)argv;

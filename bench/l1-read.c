@@ -18,15 +18,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "probe.h"
+
 #define WS (32 * 1024)
 #define ROUNDS 40
 #define FORMS 4
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 #define LOAD(o) _mm512_load_pd((const double *)(q + (o)))
 #define ADD(a, o) a = _mm512_add_pd(a, LOAD(o))

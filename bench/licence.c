@@ -12,23 +12,9 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "probe.h"
+
 #define ROUNDS 41
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static double imul_ghz(void) {
-    uint64_t x = 3;
-    double start = now();
-    for (int i = 0; i < 4000; i++) {
-        __asm__ volatile("imul %0,%0\n imul %0,%0\n imul %0,%0\n imul %0,%0\n"
-                         "imul %0,%0\n imul %0,%0\n imul %0,%0\n imul %0,%0\n" : "+r"(x));
-    }
-    return 4000.0 * 8 * 3 / (now() - start) / 1e9;
-}
 
 static void adds(double seconds) {
     uint64_t x = 1, y = 1;
@@ -83,11 +69,11 @@ int main(void) {
     double rest[ROUNDS], after_ymm[ROUNDS], after_zmm[ROUNDS], ymm[ROUNDS], zmm[ROUNDS];
     for (int r = 0; r < ROUNDS; r++) {
         adds(0.005);
-        rest[r] = imul_ghz();
+        rest[r] = imul_ghz_over(4000);
         ymm[r] = ymm_fmas(1000000);
-        after_ymm[r] = imul_ghz();
+        after_ymm[r] = imul_ghz_over(4000);
         zmm[r] = zmm_fmas(1000000);
-        after_zmm[r] = imul_ghz();
+        after_zmm[r] = imul_ghz_over(4000);
     }
     for (int r = 0; r < ROUNDS; r++) {
         ymm[r] /= after_ymm[r];

@@ -13,24 +13,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "probe.h"
+
 #define ITERS 20000000L
 #define ROUNDS 7
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static double imul_ghz(void) {
-    uint64_t x = 3;
-    double start = now();
-    for (int i = 0; i < 20000; i++) {
-        __asm__ volatile("imul %0,%0\n imul %0,%0\n imul %0,%0\n imul %0,%0\n"
-                         "imul %0,%0\n imul %0,%0\n imul %0,%0\n imul %0,%0\n" : "+r"(x));
-    }
-    return 20000.0 * 8 * 3 / (now() - start) / 1e9;
-}
 
 // One step of chain i: add the constant (or its product), multiply by the constant (or square).
 #define ADD(a, b) __asm__("vaddpd %1, %0, %0" : "+x"(a) : "x"(b))
@@ -64,11 +50,6 @@ CHAINS(7, ADD(a0, one); MUL(m0, one); ADD(a1, one); MUL(m1, one); ADD(a2, one); 
 CHAINS(8, ADD(a0, m0); MUL(m0, m0); ADD(a1, m1); MUL(m1, m1); ADD(a2, m2); MUL(m2, m2);
           ADD(a3, m3); MUL(m3, m3); ADD(a4, m4); MUL(m4, m4); ADD(a5, m5); MUL(m5, m5);
           ADD(a6, m6); MUL(m6, m6); ADD(a7, m7); MUL(m7, m7);)
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv) {
     (void)argv;

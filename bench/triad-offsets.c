@@ -13,25 +13,11 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "probe.h"
+
 #define ELEMENTS 672 // a multiple of 32 near the quick run's 682
 #define PASSES 4000000
 #define ROUNDS 7
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static double imul_ghz(void) {
-    uint64_t x = 3;
-    double start = now();
-    for (int i = 0; i < 20000; i++) {
-        __asm__ volatile("imul %0,%0\n imul %0,%0\n imul %0,%0\n imul %0,%0\n"
-                         "imul %0,%0\n imul %0,%0\n imul %0,%0\n imul %0,%0\n" : "+r"(x));
-    }
-    return 20000.0 * 8 * 3 / (now() - start) / 1e9;
-}
 
 __attribute__((noinline)) static void triad(double *a, const double *b, const double *c, double q,
                                             long passes) {
@@ -64,11 +50,6 @@ __attribute__((noinline)) static void triad_grouped(double *a, const double *b, 
         }
         __asm__ volatile("" ::: "memory");
     }
-}
-
-static int cmp(const void *x, const void *y) {
-    double u = *(const double *)x, v = *(const double *)y;
-    return (u > v) - (u < v);
 }
 
 int main(int argc, char **argv) {
