@@ -24,7 +24,6 @@ pub(super) fn pack_a<T: Copy + Default>(
         8 => pack_a_by::<T, 8>,
         16 => pack_a_by::<T, 16>,
         24 => pack_a_by::<T, 24>,
-        32 => pack_a_by::<T, 32>,
         48 => pack_a_by::<T, 48>,
         _ => unreachable!("no kernel has MR = {mr}"),
     };
@@ -82,7 +81,6 @@ pub(super) fn pack_b<T: Copy + Default>(
         4 => pack_b_by::<T, 4>,
         6 => pack_b_by::<T, 6>,
         8 => pack_b_by::<T, 8>,
-        12 => pack_b_by::<T, 12>,
         _ => unreachable!("no kernel has NR = {nr}"),
     };
     pack(b, ldb, (pc, kb), (col, cols), dst)

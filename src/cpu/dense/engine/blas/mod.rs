@@ -580,18 +580,20 @@ fn from_library(lib: Library, path: String, vendor: Option<Vendor>, given: bool)
         found_by: None,
         _libraries: libs,
     };
-    if vendor == Some(Vendor::Mkl) {
+    if blas.sets_threads() {
         start_pool(&blas);
     }
     Ok(blas)
 }
 
-/// Starts an OpenMP library's worker threads from this thread, which is not pinned. MKL's
-/// OpenMP runtime starts its workers at the first parallel call and counts the CPUs it may use
-/// then, from the calling thread's affinity: a first call from a case pinned to CPU 0 (a
-/// 1-thread case) left every later call at one thread's rate (MKL at 2 threads read 83 GFLOP/s
-/// after a 1-thread case, 169 alone, on a 2-vCPU Golden Cove guest). One product on every CPU
-/// this process may use, large enough that MKL runs it in parallel, starts them all.
+/// Starts a threaded library's workers from this thread, which is not pinned. An OpenMP
+/// runtime (MKL's; BLIS or OpenBLAS built with OpenMP) starts its workers at the first parallel
+/// call and counts the CPUs it may use then, from the calling thread's affinity: a first call
+/// from a case pinned to CPU 0 (a 1-thread case) left every later call at one thread's rate
+/// (MKL at 2 threads read 83 GFLOP/s after a 1-thread case, 169 alone, on a 2-vCPU Golden Cove
+/// guest). One product on every CPU this process may use, large enough that MKL runs it in
+/// parallel, starts them all; a library that started its threads when it was loaded (Debian's
+/// OpenBLAS) only multiplies once more.
 fn start_pool(blas: &Blas) {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let n = 512;
