@@ -231,9 +231,9 @@ pub(super) fn expect(report: &Report, r: &BenchResult) -> Result<Expectation, St
         Some(class) => band_of(report, r, class),
         None => ([0.0, 1.0], None),
     };
-    // Above the ceiling only at the result's own clock: a kernel's peak at a boost clock that
-    // rose after the peak was computed is the higher one.
-    let ceiling = super::causes::at_own_clock(r).unwrap_or(ratio);
+    // Above the ceiling only at the fastest clock the run saw: a kernel's peak at a boost clock
+    // that rose after the peak was computed is the higher one.
+    let ceiling = super::causes::at_fastest_clock(report, r).unwrap_or(ratio);
     let (verdict, band) = match class {
         Some(_) => (
             if ceiling > judged[1] {

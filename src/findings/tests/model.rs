@@ -112,6 +112,48 @@ fn a_kernel_over_its_peak_at_its_own_clock_says_the_model_is_wrong() {
     );
 }
 
+/// The clock moves from second to second on a shared host, and a reading after one case is one
+/// moment of it: a kernel is above its peak only at the fastest clock any reading of its run saw.
+/// A quick run on a Sapphire Rapids-class guest read its 1-thread i32 adds at 1.03 of the peak at
+/// the first clock and 1.05 at the lower clock read right after them, 2 per cycle at the top of
+/// the clock's spread in that run.
+#[test]
+fn a_kernel_is_above_its_peak_only_at_the_fastest_clock_its_run_saw() {
+    let mut report = document();
+    // Alone, with its clock read lower after it: 1.04 of the peak, and the lower reading does
+    // not make it more above than that.
+    report.results.push(kernel_clocked(&report, 1.04, 2.80));
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::AboveLimit, "{f:#?}");
+    let c = cause(&f, "model-wrong");
+    assert_eq!(c.value.map(|v| (v * 100.0).round()), Some(104.0), "{c:#?}");
+    // Another case of the run read the clock 3 % above the peak's: there the kernel is 1.01 of
+    // its peak, at its limit, and no model is called wrong.
+    let mut other = kernel_clocked(&report, 0.97, 3.01);
+    other.id = "cpu-f64-t2".into();
+    report.results.push(other);
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::AtLimit, "{f:#?}");
+    assert!(f.causes.iter().all(|c| c.kind != "model-wrong"), "{f:#?}");
+    // Far above even at that clock: the model is wrong, and the line names the clock and the
+    // case that read it.
+    report.results[0] = kernel_clocked(&report, 1.30, 2.80);
+    let f = judged(&report);
+    assert_eq!(f.verdict, Verdict::AboveLimit);
+    let text = &cause(&f, "model-wrong").text;
+    assert!(
+        text.starts_with(
+            "the kernel reads 1.26 of its peak at 3.01 GHz, the fastest clock the run saw \
+             (right after cpu-f64-t2)"
+        ),
+        "{text}"
+    );
+    // A reading on another host says nothing of this one's clock.
+    report.results[1].host = "elsewhere".into();
+    report.results[0] = kernel_clocked(&report, 1.04, 2.80);
+    assert_eq!(judged(&report).verdict, Verdict::AboveLimit);
+}
+
 /// Every kernel at the same fraction of its peak names the factor the peaks share.
 #[test]
 fn kernels_all_at_one_fraction_of_their_peaks_name_the_shared_factor() {
