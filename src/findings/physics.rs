@@ -231,14 +231,15 @@ pub(super) fn expect(report: &Report, r: &BenchResult) -> Result<Expectation, St
         Some(class) => band_of(report, r, class),
         None => ([0.0, 1.0], None),
     };
-    // Above the ceiling only at the fastest clock the run saw: a kernel's peak at a boost clock
-    // that rose after the peak was computed is the higher one.
+    // Above the ceiling only at the fastest clock the run saw, below the band only at the
+    // slowest: a result on the core's clock ran at some moment of a boost clock that moves.
     let ceiling = super::causes::at_fastest_clock(report, r).unwrap_or(ratio);
+    let floor = super::causes::at_slowest_clock(report, r).unwrap_or(ratio);
     let (verdict, band) = match class {
         Some(_) => (
             if ceiling > judged[1] {
                 Verdict::AboveLimit
-            } else if ratio >= judged[0] {
+            } else if floor >= judged[0] {
                 Verdict::AtLimit
             } else {
                 Verdict::Below

@@ -23,7 +23,7 @@ use crate::evidence::{CaseEvidence, RunEvidence};
 use crate::result::{BenchResult, Cause, Evidence, Report};
 use crate::sysinfo::SysInfo;
 
-pub(super) use model::{above_peak, at_fastest_clock};
+pub(super) use model::{above_peak, at_fastest_clock, at_slowest_clock};
 pub(super) use placement::against_past as placement_against_past;
 
 /// A cause before the verdict: what it is and which verdicts it can explain.
@@ -206,6 +206,7 @@ pub(super) fn run_causes(report: &Report) -> Vec<Cause> {
     causes.extend(shared_machines(report));
     causes.extend(model::shared_fraction(report));
     causes.extend(model::shared_cores(report));
+    causes.extend(model::clock_spread(report));
     causes.extend(topology::c2c_causes(report));
     causes.extend(placement::run_changes(report));
     causes.extend(super::boundaries::cache_sizes_wrong(report));

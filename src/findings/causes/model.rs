@@ -49,29 +49,48 @@ fn clocks(r: &BenchResult) -> Option<(f64, f64)> {
     (after > 0.0).then_some((peak_ghz, after))
 }
 
-/// The fastest the cores were seen to run during the run, as a multiple of the clock `r`'s peak
-/// stands on, and the case whose reading showed it: the highest of every clock read right after
-/// a case on `r`'s host, each over the clock of that case's own peak (so a reading after a
-/// licensed kernel scales a licensed peak and a reading after plain work the clock at rest).
-/// `None` where no reading was above its peak's clock.
+/// Every clock read right after a case on `r`'s host, each as a multiple of the clock of that
+/// case's own peak (so a reading after a licensed kernel scales a licensed peak and a reading
+/// after plain work the clock at rest), with the case that read it.
 ///
 /// The peaks stand on one reading at the start of the run, and a shared host's boost clock moves
 /// from second to second: on a 2-vCPU Sapphire Rapids-class guest twelve readings a second apart
 /// spread from 3.56 to 3.87 GHz, and a quick run's 1-thread i32 AVX-512 add kernel read 124
 /// GIOP/s, 1.03 of its peak at the run's first 3.74 GHz and 1.05 at the 3.66 read right after
 /// it, which is 2 per cycle at 3.88 GHz, the top of that spread. A reading right after a case
-/// is one moment of it; the fastest the run saw bounds what the pipes could do in any case.
-pub(in crate::findings) fn fastest_clock<'a>(
+/// is one moment of that clock, and which moment a case ran at is not known: a verdict holds
+/// only where it holds at every clock the run saw.
+fn clock_scales<'a>(
     report: &'a Report,
-    r: &BenchResult,
-) -> Option<(f64, &'a BenchResult)> {
+    r: &'a BenchResult,
+) -> impl Iterator<Item = (f64, &'a BenchResult)> + 'a {
     report
         .results
         .iter()
-        .filter(|q| q.host == r.host)
+        .filter(move |q| q.host == r.host)
         .filter_map(|q| clocks(q).map(|(peak_clock, after)| (after / peak_clock, q)))
+}
+
+/// The fastest the cores were seen to run during the run ([`clock_scales`]), where that is above
+/// the clock `r`'s peak stands on: the pipes of any case could do that much more.
+pub(in crate::findings) fn fastest_clock<'a>(
+    report: &'a Report,
+    r: &'a BenchResult,
+) -> Option<(f64, &'a BenchResult)> {
+    clock_scales(report, r)
         .filter(|(scale, _)| *scale > 1.0)
         .max_by(|a, b| a.0.total_cmp(&b.0))
+}
+
+/// The slowest the cores were seen to run during the run ([`clock_scales`]), where that is below
+/// the clock `r`'s peak stands on: any case may have run at it.
+pub(in crate::findings) fn slowest_clock<'a>(
+    report: &'a Report,
+    r: &'a BenchResult,
+) -> Option<(f64, &'a BenchResult)> {
+    clock_scales(report, r)
+        .filter(|(scale, _)| *scale < 1.0)
+        .min_by(|a, b| a.0.total_cmp(&b.0))
 }
 
 /// The share of its peak a result reads at the fastest clock of its run ([`fastest_clock`]),
@@ -82,6 +101,67 @@ pub(in crate::findings) fn at_fastest_clock(report: &Report, r: &BenchResult) ->
     let peak = r.peak.as_ref().filter(|p| p.value > 0.0)?;
     let (scale, _) = fastest_clock(report, r)?;
     Some(r.value / peak.value / scale)
+}
+
+/// The share of its peak a result reads at the slowest clock of its run ([`slowest_clock`]),
+/// where that clock is below the one its peak was computed at: a figure is below its band only
+/// where it is below it at every clock the run saw.
+pub(in crate::findings) fn at_slowest_clock(report: &Report, r: &BenchResult) -> Option<f64> {
+    let peak = r.peak.as_ref().filter(|p| p.value > 0.0)?;
+    let (scale, _) = slowest_clock(report, r)?;
+    Some(r.value / peak.value / scale)
+}
+
+/// Beyond this share either way of the clock the peaks stand on, the run's clock moved enough to
+/// be named for the run: the spread of the reading itself on a quiet core is well under it.
+const CLOCK_SPREAD: f64 = 0.03;
+
+/// The clock read right after the run's cases, on its own host, spread more than
+/// [`CLOCK_SPREAD`] from the clock its peaks stand on: every figure on the core's clock was
+/// judged at the reading least in its favour ([`fastest_clock`], [`slowest_clock`]), and the
+/// efficiencies, at the one clock of the peaks, carry that spread.
+pub(super) fn clock_spread(report: &Report) -> Option<Cause> {
+    let host = &report.host.hostname;
+    let readings: Vec<(f64, &BenchResult, f64)> = report
+        .results
+        .iter()
+        .filter(|q| &q.host == host)
+        .filter_map(|q| clocks(q).map(|(peak_clock, after)| (after / peak_clock, q, after)))
+        .collect();
+    let low = readings.iter().min_by(|a, b| a.0.total_cmp(&b.0))?;
+    let high = readings.iter().max_by(|a, b| a.0.total_cmp(&b.0))?;
+    if 1.0 - low.0 <= CLOCK_SPREAD && high.0 - 1.0 <= CLOCK_SPREAD {
+        return None;
+    }
+    let percent = |scale: f64| format!("{:+.0} %", (scale - 1.0) * 100.0);
+    Some(Cause {
+        kind: "clock-spread".into(),
+        value: Some(high.0 / low.0 - 1.0),
+        unit: "of the clock".into(),
+        text: format!(
+            "the core's clock, read right after each of {} cases, ran from {} to {} of the clock \
+             their peaks stand on (a shared host's boost clock): a figure on the core's clock is \
+             above its peak only at the fastest of these readings and below its band only at the \
+             slowest, and its efficiency, at the peak's one clock, carries the spread",
+            readings.len(),
+            percent(low.0),
+            percent(high.0)
+        ),
+        evidence: [low, high]
+            .iter()
+            .map(|(scale, q, after)| {
+                Evidence::new(
+                    format!("clock right after {} (its clock_after extra)", q.id),
+                    format!("{after:.3} GHz, {scale:.3} × its peak's clock"),
+                )
+            })
+            .collect(),
+        bound: None,
+        explains: None,
+        remedy: "compare runs by alternating them and reading medians, or give --cpu-ghz the \
+             clock the cores hold"
+            .into(),
+    })
 }
 
 /// A kernel above its peak at the fastest clock its run saw: the model is wrong.

@@ -53,8 +53,12 @@ fn a_clock_that_moved_after_the_peak_was_measured_explains_a_figure_over_or_unde
         "{}",
         c.text
     );
-    // Under it: a clock that fell slows the figure, and is named as a cause of it.
+    // Under it: a clock that fell slows the figure, and is named as a cause of it. A figure
+    // under the band only at the peak's clock is at its limit at the clock it fell to: 0.80 at
+    // 2.92 GHz is 0.93 at 2.50.
     report.results[0] = kernel_clocked(&report, 0.80, 2.50);
+    assert_eq!(judged(&report).verdict, Verdict::AtLimit);
+    report.results[0] = kernel_clocked(&report, 0.70, 2.50);
     let f = judged(&report);
     assert_eq!(f.verdict, Verdict::Below, "{f:#?}");
     assert!(cause(&f, "clock-moved").text.contains("14 % below"));
@@ -152,6 +156,42 @@ fn a_kernel_is_above_its_peak_only_at_the_fastest_clock_its_run_saw() {
     report.results[1].host = "elsewhere".into();
     report.results[0] = kernel_clocked(&report, 1.04, 2.80);
     assert_eq!(judged(&report).verdict, Verdict::AboveLimit);
+}
+
+/// Below its band only at the slowest clock its run saw, and the run names the spread: 0.88 of
+/// a peak at 2.92 GHz, in a run that read 2.80 GHz right after another case, is 0.92 at that
+/// clock, within the band from 0.90.
+#[test]
+fn a_kernel_is_below_its_band_only_at_the_slowest_clock_its_run_saw() {
+    let mut report = document();
+    report.results.push(kernel_clocked(&report, 0.88, 2.92));
+    assert_eq!(judged(&report).verdict, Verdict::Below);
+    let findings = judge(&report, &[]);
+    assert!(findings.run.iter().all(|c| c.kind != "clock-spread"));
+    let mut other = kernel_clocked(&report, 0.97, 2.80);
+    other.id = "cpu-f64-t2".into();
+    report.results.push(other);
+    let findings = judge(&report, &[]);
+    assert_eq!(findings.results[0].verdict, Verdict::AtLimit);
+    let spread = findings
+        .run
+        .iter()
+        .find(|c| c.kind == "clock-spread")
+        .expect("the run names the clock's spread");
+    assert!(
+        spread.text.starts_with(
+            "the core's clock, read right after each of 2 cases, ran from -4 % to +0 %"
+        ),
+        "{}",
+        spread.text
+    );
+    assert_eq!(
+        spread.evidence[0].value,
+        "2.800 GHz, 0.959 × its peak's clock"
+    );
+    // Far below even there: below.
+    report.results[0] = kernel_clocked(&report, 0.70, 2.92);
+    assert_eq!(judged(&report).verdict, Verdict::Below);
 }
 
 /// Every kernel at the same fraction of its peak names the factor the peaks share.
