@@ -64,10 +64,13 @@ fn clock_scales<'a>(
     report: &'a Report,
     r: &'a BenchResult,
 ) -> impl Iterator<Item = (f64, &'a BenchResult)> + 'a {
+    // Only a peak that stands on the core's clock moves with it: not a DRAM peak of channels ×
+    // transfers, a disk's rating or a loopback bound.
+    let on_the_clock = r.peak.as_ref().and_then(peak_clock).is_some();
     report
         .results
         .iter()
-        .filter(move |q| q.host == r.host)
+        .filter(move |q| on_the_clock && q.host == r.host)
         .filter_map(|q| clocks(q).map(|(peak_clock, after)| (after / peak_clock, q)))
 }
 

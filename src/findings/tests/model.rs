@@ -531,4 +531,10 @@ fn above_a_rating_the_rating_is_wrong_and_above_a_model_the_model_is() {
     );
     assert!(cause(&f, "rating-wrong").text.contains("--disk-"), "{f:#?}");
     assert!(!f.line.contains("above what the hardware can do"));
+    // A peak off the core's clock does not move with it: 1.12 of a rating (over the band's
+    // 1.10) stays above it in a run whose kernel read the clock 10 % above its peak's.
+    report.results[0].samples = vec![560.0, 560.0, 560.0];
+    report.results[0].value = 560.0;
+    report.results.push(kernel_clocked(&report, 0.98, 3.21));
+    assert_eq!(judged(&report).verdict, Verdict::AboveLimit);
 }
