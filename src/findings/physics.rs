@@ -231,10 +231,11 @@ pub(super) fn expect(report: &Report, r: &BenchResult) -> Result<Expectation, St
         Some(class) => band_of(report, r, class),
         None => ([0.0, 1.0], None),
     };
-    // Above the ceiling only at the fastest clock the run saw, below the band only at the
-    // slowest: a result on the core's clock ran at some moment of a boost clock that moves.
+    // A result on the core's clock ran at some moment of a boost clock that moves: above the
+    // ceiling only at the fastest clock the run read, below the band only at the clock read
+    // right after it where that fell.
     let ceiling = super::causes::at_fastest_clock(report, r).unwrap_or(ratio);
-    let floor = super::causes::at_slowest_clock(report, r).unwrap_or(ratio);
+    let floor = super::causes::at_own_lower_clock(r).unwrap_or(ratio);
     let (verdict, band) = match class {
         Some(_) => (
             if ceiling > judged[1] {

@@ -23,7 +23,7 @@ use crate::evidence::{CaseEvidence, RunEvidence};
 use crate::result::{BenchResult, Cause, Evidence, Report};
 use crate::sysinfo::SysInfo;
 
-pub(super) use model::{above_peak, at_fastest_clock, at_slowest_clock};
+pub(super) use model::{above_peak, at_fastest_clock, at_own_lower_clock};
 pub(super) use placement::against_past as placement_against_past;
 
 /// A cause before the verdict: what it is and which verdicts it can explain.

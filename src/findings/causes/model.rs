@@ -85,17 +85,6 @@ pub(in crate::findings) fn fastest_clock<'a>(
         .max_by(|a, b| a.0.total_cmp(&b.0))
 }
 
-/// The slowest the cores were seen to run during the run ([`clock_scales`]), where that is below
-/// the clock `r`'s peak stands on: any case may have run at it.
-pub(in crate::findings) fn slowest_clock<'a>(
-    report: &'a Report,
-    r: &'a BenchResult,
-) -> Option<(f64, &'a BenchResult)> {
-    clock_scales(report, r)
-        .filter(|(scale, _)| *scale < 1.0)
-        .min_by(|a, b| a.0.total_cmp(&b.0))
-}
-
 /// The share of its peak a result reads at the fastest clock of its run ([`fastest_clock`]),
 /// where that clock is above the one its peak was computed at: a boost clock that rose during
 /// the run raised the hardware's limit with it. CPU kernels and bandwidths held in a cache read
@@ -106,13 +95,15 @@ pub(in crate::findings) fn at_fastest_clock(report: &Report, r: &BenchResult) ->
     Some(r.value / peak.value / scale)
 }
 
-/// The share of its peak a result reads at the slowest clock of its run ([`slowest_clock`]),
-/// where that clock is below the one its peak was computed at: a figure is below its band only
-/// where it is below it at every clock the run saw.
-pub(in crate::findings) fn at_slowest_clock(report: &Report, r: &BenchResult) -> Option<f64> {
+/// The share of its peak a result reads at the clock read right after it, where that clock is
+/// below the one its peak was computed at: the best estimate of the clock the case ran at, so a
+/// figure is below its band only where it is below it there too. Only its own reading: another
+/// case's lower clock says nothing of the clock this one ran at, and a figure that is short at
+/// every clock it could have run at is what "below" must mean.
+pub(in crate::findings) fn at_own_lower_clock(r: &BenchResult) -> Option<f64> {
     let peak = r.peak.as_ref().filter(|p| p.value > 0.0)?;
-    let (scale, _) = slowest_clock(report, r)?;
-    Some(r.value / peak.value / scale)
+    let (peak_clock, after) = clocks(r)?;
+    (after < peak_clock).then(|| r.value / peak.value * peak_clock / after)
 }
 
 /// Beyond this share either way of the clock the peaks stand on, the run's clock moved enough to
@@ -120,9 +111,10 @@ pub(in crate::findings) fn at_slowest_clock(report: &Report, r: &BenchResult) ->
 const CLOCK_SPREAD: f64 = 0.03;
 
 /// The clock read right after the run's cases, on its own host, spread more than
-/// [`CLOCK_SPREAD`] from the clock its peaks stand on: every figure on the core's clock was
-/// judged at the reading least in its favour ([`fastest_clock`], [`slowest_clock`]), and the
-/// efficiencies, at the one clock of the peaks, carry that spread.
+/// [`CLOCK_SPREAD`] from the clock its peaks stand on: a figure on the core's clock was judged
+/// above its peak only at the fastest reading ([`fastest_clock`]) and below its band only at its
+/// own reading where that fell ([`at_own_lower_clock`]), and the efficiencies, at the one clock
+/// of the peaks, carry that spread.
 pub(super) fn clock_spread(report: &Report) -> Option<Cause> {
     let host = &report.host.hostname;
     let readings: Vec<(f64, &BenchResult, f64)> = report
@@ -144,8 +136,8 @@ pub(super) fn clock_spread(report: &Report) -> Option<Cause> {
         text: format!(
             "the core's clock, read right after each of {} cases, ran from {} to {} of the clock \
              their peaks stand on (a shared host's boost clock): a figure on the core's clock is \
-             above its peak only at the fastest of these readings and below its band only at the \
-             slowest, and its efficiency, at the peak's one clock, carries the spread",
+             above its peak only at the fastest of these readings, below its band only at its \
+             own where that fell, and its efficiency, at the peak's one clock, carries the spread",
             readings.len(),
             percent(low.0),
             percent(high.0)

@@ -208,12 +208,12 @@ fn the_golden_cove_quick_run_has_nothing_above_its_peaks() {
 /// The Sapphire Rapids-class guest read on 2026-12-01 (model 167 as its hypervisor shows it),
 /// whose quick run holds the clock read right after each case: its boost clock moved 3.3-4.1
 /// GHz in the run, and with the peaks remodelled at its independent 3.60 GHz every figure is
-/// judged above its peak only at the fastest clock the run read and below its band only at the
-/// slowest. Judged: every cache bandwidth of the three levels, the L1 triad too (0.49-0.50 of
-/// its ports' peak at 3.60 GHz, 0.50-0.51 at the run's slowest reading, 0.98 of its peak's clock,
-/// against a band from 0.495; 0.52-0.58 in the run before), and the chase at 256 MiB below
-/// (170-174 ns in both runs, past the 150 ns of an idle Sapphire Rapids); left unknown: DRAM
-/// bandwidth (no DIMM table in a guest), the virtio disk and loopback.
+/// judged above its peak only at the fastest clock the run read and below its band only at its
+/// own reading where that fell. Judged: every cache bandwidth of the three levels but the L1
+/// triad (0.49-0.50 of its ports' peak against the row's 0.55, at 3.60 GHz and at the 3.59 read
+/// right after it; 0.52-0.58 in the run before) and the chase at 256 MiB (170-174 ns in both
+/// runs, past the 150 ns of an idle Sapphire Rapids); left unknown: DRAM bandwidth (no DIMM
+/// table in a guest), the virtio disk and loopback.
 #[test]
 fn the_sapphire_rapids_class_quick_run_has_nothing_above_its_peaks() {
     let report = remodelled(
@@ -236,8 +236,8 @@ fn the_sapphire_rapids_class_quick_run_has_nothing_above_its_peaks() {
         ("mem-read-b8000-s32000-t2", AtLimit),
         ("mem-copy-b8000-s16000-t1", AtLimit),
         ("mem-copy-b8000-s32000-t2", AtLimit),
-        ("mem-stream-triad-s16368-t1", AtLimit),
-        ("mem-stream-triad-s32736-t2", AtLimit),
+        ("mem-stream-triad-s16368-t1", Below),
+        ("mem-stream-triad-s32736-t2", Below),
         ("mem-read-b8000-s128000-t1", AtLimit),
         ("mem-read-b8000-s256000-t2", AtLimit),
         ("mem-copy-b8000-s128000-t1", AtLimit),
