@@ -67,11 +67,22 @@ fn clock_scales<'a>(
     // Only a peak that stands on the core's clock moves with it: not a DRAM peak of channels ×
     // transfers, a disk's rating or a loopback bound.
     let on_the_clock = r.peak.as_ref().and_then(peak_clock).is_some();
+    readings(report, &r.host)
+        .filter(move |_| on_the_clock)
+        .map(|(scale, q, _)| (scale, q))
+}
+
+/// Each case on `host` with a clock read right after it: that reading over the clock of the
+/// case's own peak, the case, and the reading in GHz.
+fn readings<'a>(
+    report: &'a Report,
+    host: &'a str,
+) -> impl Iterator<Item = (f64, &'a BenchResult, f64)> + 'a {
     report
         .results
         .iter()
-        .filter(move |q| on_the_clock && q.host == r.host)
-        .filter_map(|q| clocks(q).map(|(peak_clock, after)| (after / peak_clock, q)))
+        .filter(move |q| q.host == host)
+        .filter_map(|q| clocks(q).map(|(peak_clock, after)| (after / peak_clock, q, after)))
 }
 
 /// The fastest the cores were seen to run during the run ([`clock_scales`]), where that is above
@@ -116,13 +127,7 @@ const CLOCK_SPREAD: f64 = 0.03;
 /// own reading where that fell ([`at_own_lower_clock`]), and the efficiencies, at the one clock
 /// of the peaks, carry that spread.
 pub(super) fn clock_spread(report: &Report) -> Option<Cause> {
-    let host = &report.host.hostname;
-    let readings: Vec<(f64, &BenchResult, f64)> = report
-        .results
-        .iter()
-        .filter(|q| &q.host == host)
-        .filter_map(|q| clocks(q).map(|(peak_clock, after)| (after / peak_clock, q, after)))
-        .collect();
+    let readings: Vec<(f64, &BenchResult, f64)> = readings(report, &report.host.hostname).collect();
     let low = readings.iter().min_by(|a, b| a.0.total_cmp(&b.0))?;
     let high = readings.iter().max_by(|a, b| a.0.total_cmp(&b.0))?;
     if 1.0 - low.0 <= CLOCK_SPREAD && high.0 - 1.0 <= CLOCK_SPREAD {
@@ -154,7 +159,7 @@ pub(super) fn clock_spread(report: &Report) -> Option<Cause> {
         bound: None,
         explains: None,
         remedy: "compare runs by alternating them and reading medians, or give --cpu-ghz the \
-             clock the cores hold"
+                 clock the cores hold"
             .into(),
     })
 }

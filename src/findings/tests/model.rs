@@ -31,6 +31,14 @@ fn kernel_clocked(report: &Report, share: f64, after: f64) -> BenchResult {
     r
 }
 
+/// A second kernel of the same run ([`kernel_clocked`]), `cpu-f64-t2`, whose reading after it
+/// is another moment of the run's clock.
+fn other_case(report: &Report, share: f64, after: f64) -> BenchResult {
+    let mut r = kernel_clocked(report, share, after);
+    r.id = "cpu-f64-t2".into();
+    r
+}
+
 #[test]
 fn a_clock_that_moved_after_the_peak_was_measured_explains_a_figure_over_or_under_it() {
     let mut report = document();
@@ -133,9 +141,7 @@ fn a_kernel_is_above_its_peak_only_at_the_fastest_clock_its_run_saw() {
     assert_eq!(c.value.map(|v| (v * 100.0).round()), Some(104.0), "{c:#?}");
     // Another case of the run read the clock 3 % above the peak's: there the kernel is 1.01 of
     // its peak, at its limit, and no model is called wrong.
-    let mut other = kernel_clocked(&report, 0.97, 3.01);
-    other.id = "cpu-f64-t2".into();
-    report.results.push(other);
+    report.results.push(other_case(&report, 0.97, 3.01));
     let f = judged(&report);
     assert_eq!(f.verdict, Verdict::AtLimit, "{f:#?}");
     assert!(f.causes.iter().all(|c| c.kind != "model-wrong"), "{f:#?}");
@@ -168,9 +174,7 @@ fn a_kernel_is_below_its_band_only_at_its_own_clock_where_that_fell() {
     assert_eq!(judged(&report).verdict, Verdict::Below);
     let findings = judge(&report, &[]);
     assert!(findings.run.iter().all(|c| c.kind != "clock-spread"));
-    let mut other = kernel_clocked(&report, 0.97, 2.80);
-    other.id = "cpu-f64-t2".into();
-    report.results.push(other);
+    report.results.push(other_case(&report, 0.97, 2.80));
     let findings = judge(&report, &[]);
     assert_eq!(findings.results[0].verdict, Verdict::Below);
     let spread = findings
