@@ -2,9 +2,17 @@
 // (src/sysinfo/clock.rs, ratio_after) against: 41 rounds, each an imul chain (3 cycles per
 // imul, about 25 us) timed at once after 5 ms of plain adds, after 1M iterations of 12
 // independent 256-bit FMAs and after 1M iterations of 16 independent 512-bit FMAs. A core
-// with an AVX-512 frequency licence keeps the lower clock for milliseconds after the last
-// 512-bit FMA, so the chain right after them runs at it. Prints the median and the quartiles
-// of each reading (GHz) and the FMAs per cycle at the clock read right after them.
+// with an AVX-512 frequency licence runs 512-bit FMAs at a lower clock, so the chain right
+// after them reads it. Prints the median and the quartiles of each reading (GHz) and the FMAs
+// per cycle at the clock read right after them.
+//
+// Then the clock *during* the work, which needs no assumption on how long the core keeps a
+// licence: a chain of imuls (3 cycles each) with independent work beside it that fits in the
+// chain's shadow, so each loop takes the chain's cycles and its rate is the clock. Beside 512-bit
+// and 256-bit FMAs in registers, and beside 32 KiB L1 reads of 512-bit vectors: bare loads (what
+// likwid-bench's `load_avx512` does), loads in pairs into an FMA (peakbench's read) and into a
+// ternary XOR. Last, the clock over twelve short chains in a row right after each kind of
+// work (3 us each for the first six, 25 us for the rest), which shows how soon a licence ends.
 //
 //     gcc -O2 -mavx512f -o licence bench/licence.c && ./licence
 #include <stdint.h>
@@ -51,6 +59,57 @@ static double zmm_fmas(long n) {
     return n * 16 / (now() - start) / 1e9;
 }
 
+#define I "imul %1,%1\n"
+#define R(k, x) "vmovapd " #k "*128(%0),%%zmm" #x "\n"
+#define FR(k, x, a) "vmovapd " #k "*128(%0),%%zmm" #x "\n vfmadd231pd " #k "*128+64(%0),%%zmm" #x ",%%zmm" #a "\n"
+#define TR(k, x, a) "vmovdqa64 " #k "*128(%0),%%zmm" #x "\n vpternlogq $0x96," #k "*128+64(%0),%%zmm" #x ",%%zmm" #a "\n"
+#define CLOBBER16 "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", \
+                  "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15"
+
+enum { ALONE, ZMM, YMM, BARE, FMA_READ, TERN_READ, DURING };
+static const char *during_name[DURING] = {"imuls alone", "512-bit FMAs", "256-bit FMAs",
+                                          "L1 bare loads", "L1 loads into FMAs", "L1 loads into XORs"};
+
+// The clock while `kind` runs beside the chain, GHz. FMAs: 12 beside 3 imuls (9 cycles; 12 FMAs
+// need 6 at 2 a cycle). L1 reads: 16 loads of 64 B beside 4 imuls (12 cycles; 16 loads need 8).
+static double during(int kind, const double *buf, size_t bytes) {
+    uint64_t x = 3;
+    long steps = 0;
+    double start = now();
+    if (kind <= YMM) {
+        for (; steps < 2000000; steps++) {
+            if (kind == ALONE) __asm__ volatile(I I I : "+r"(buf), "+r"(x));
+            if (kind == ZMM)
+                __asm__ volatile(I Z(0) Z(1) Z(2) Z(3) I Z(4) Z(5) Z(6) Z(7) I Z(8) Z(9) Z(10) Z(11)
+                                 : "+r"(buf), "+r"(x)::CLOBBER16);
+            if (kind == YMM)
+                __asm__ volatile(I Y(0) Y(1) Y(2) Y(3) I Y(4) Y(5) Y(6) Y(7) I Y(8) Y(9) Y(10) Y(11)
+                                 : "+r"(buf), "+r"(x)::CLOBBER16);
+        }
+        return steps * 9.0 / (now() - start) / 1e9;
+    }
+    for (int pass = 0; pass < 300; pass++) {
+        for (const char *q = (const char *)buf; q < (const char *)buf + bytes; q += 1024, steps++) {
+            if (kind == BARE)
+                __asm__ volatile(R(0, 0) R(0, 1) R(1, 2) R(1, 3) I R(2, 4) R(2, 5) R(3, 6) R(3, 7) I
+                                 "vmovapd 512(%0),%%zmm0\n vmovapd 576(%0),%%zmm1\n"
+                                 "vmovapd 640(%0),%%zmm2\n vmovapd 704(%0),%%zmm3\n" I
+                                 "vmovapd 768(%0),%%zmm4\n vmovapd 832(%0),%%zmm5\n"
+                                 "vmovapd 896(%0),%%zmm6\n vmovapd 960(%0),%%zmm7\n" I
+                                 : "+r"(q), "+r"(x)::CLOBBER16);
+            if (kind == FMA_READ)
+                __asm__ volatile(FR(0, 0, 8) FR(1, 1, 9) I FR(2, 2, 10) FR(3, 3, 11) I
+                                 FR(4, 4, 12) FR(5, 5, 13) I FR(6, 6, 14) FR(7, 7, 15) I
+                                 : "+r"(q), "+r"(x)::CLOBBER16);
+            if (kind == TERN_READ)
+                __asm__ volatile(TR(0, 0, 8) TR(1, 1, 9) I TR(2, 2, 10) TR(3, 3, 11) I
+                                 TR(4, 4, 12) TR(5, 5, 13) I TR(6, 6, 14) TR(7, 7, 15) I
+                                 : "+r"(q), "+r"(x)::CLOBBER16);
+        }
+    }
+    return steps * 12.0 / (now() - start) / 1e9;
+}
+
 static int by_value(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -84,5 +143,36 @@ int main(void) {
     line("GHz after 512-bit FMAs", after_zmm);
     line("256-bit FMAs per cycle", ymm);
     line("512-bit FMAs per cycle", zmm);
+
+    enum { WS = 32 * 1024 };
+    double *buf = aligned_alloc(4096, WS);
+    for (size_t i = 0; i < WS / sizeof *buf; i++) buf[i] = 1.0;
+    static double ghz[DURING][ROUNDS];
+    for (int r = 0; r < ROUNDS; r++)
+        for (int k = 0; k < DURING; k++) ghz[k][r] = during(k, buf, WS);
+    char what[64];
+    for (int k = 0; k < DURING; k++) {
+        snprintf(what, sizeof what, "GHz during %s", during_name[k]);
+        line(what, ghz[k]);
+    }
+
+    enum { STEPS = 12 };
+    static double after[2][STEPS][ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int k = 0; k < 2; k++) {
+            if (k == 0) adds(0.003);
+            else zmm_fmas(300000);
+            for (int s = 0; s < STEPS; s++) after[k][s][r] = imul_ghz_over(s < 6 ? 500 : 4000);
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        printf("%-26s", k == 0 ? "GHz in 12 chains after adds" : "GHz in 12 chains after zmm");
+        for (int s = 0; s < STEPS; s++) {
+            qsort(after[k][s], ROUNDS, sizeof(double), by_value);
+            printf(" %.2f", after[k][s][ROUNDS / 2]);
+        }
+        printf("\n");
+    }
+    free(buf);
     return 0;
 }

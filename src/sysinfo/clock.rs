@@ -165,10 +165,13 @@ const GLANCES: usize = 40;
 /// of nine add chains of [`CHAIN`] adds (about 25 µs) timed at once after 2 ms of `burst`, over
 /// the fastest of nine timed after 2 ms of adds, the two alternating so that a host's clock
 /// drifting between them moves both alike. A core that lowers its clock for wide vector work
-/// (the AVX-512 and AMX frequency licences of Intel's server cores) keeps the lower clock for
-/// milliseconds after the last such instruction, so the chain runs at it: on a 2-vCPU KVM guest
-/// of a Golden Cove server core (a Sapphire Rapids-class Xeon) a chain read 4.09 GHz after plain
-/// adds or 256-bit FMAs and 3.79-3.81 GHz after 512-bit FMAs (docs/cpu.md). `None` off x86-64.
+/// (the AVX-512 and AMX frequency licences of Intel's server cores) and keeps the lower clock
+/// for milliseconds after the last such instruction, as older Xeons do, runs the chain at it.
+/// One that raises it again at once stalls while it does: on a 2-vCPU KVM guest of a Golden Cove
+/// server core (a Sapphire Rapids-class Xeon) the clock is back within 3 µs of the last 512-bit
+/// FMA after a stall of about 1.6 µs, and the 25 µs chain read 0.943-0.945 of the clock after
+/// adds where a chain run *beside* the FMAs, which needs no assumption on how long the licence
+/// lasts, read 0.944-0.946 (`bench/licence.c`, docs/cpu.md). `None` off x86-64.
 pub fn ratio_after(burst: &mut dyn FnMut()) -> Option<f64> {
     #[cfg(target_arch = "x86_64")]
     {
