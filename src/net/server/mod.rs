@@ -60,8 +60,8 @@ pub(crate) const MARGIN: Duration = Duration::from_secs(10);
 pub(crate) const DEFAULT_TOTAL_STREAMS: u64 = 1024;
 /// Buffer memory of all the tests running, unless `--max-buffers` says otherwise.
 pub(crate) const DEFAULT_BUFFER_BYTES: u64 = 1 << 30;
-/// The buffer each stream's thread holds at least (the TCP receiver reads 256 KiB at a time).
-const STREAM_BUFFER: u64 = 256 * 1024;
+/// The buffer each stream's thread holds at least: what a TCP receiver reads at a time.
+const STREAM_BUFFER: u64 = data::READ_BUFFER as u64;
 /// Open files a connection in its handshake may hold (the socket and its clones).
 const HANDSHAKE_FILES: u64 = 4;
 /// Open files kept free for the server itself (its listener, /proc, a refused connection).

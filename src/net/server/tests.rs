@@ -161,7 +161,7 @@ fn the_whole_servers_budgets_refuse_with_the_reason() {
     let tight = Policy {
         per_address: 100,
         total_streams: 10,
-        buffer_bytes: 4 << 20,
+        buffer_bytes: 3 << 20,
         ..Policy::default()
     };
     let places: Vec<Slot> = (0..HANDSHAKES_PER_BLOCK)
@@ -178,7 +178,7 @@ fn the_whole_servers_budgets_refuse_with_the_reason() {
     );
     let four = Slots::test(&slots, ip, &spec(4, 1000), &tight).unwrap();
     drop(six);
-    // 6 streams of 256 KiB and 3 of 1 MB messages: 1.5 MiB + 2.86 MiB > 4 MiB.
+    // 6 streams of 64 KiB reads and 3 of 1 MB messages: 384 KiB + 2.86 MiB > 3 MiB.
     let small = Slots::test(&slots, ip, &spec(6, 1000), &tight).unwrap();
     drop(four);
     let why = Slots::test(&slots, ip, &spec(3, 1_000_000), &tight)
