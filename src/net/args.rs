@@ -108,7 +108,7 @@ pub(crate) struct ServeArgs {
     /// Streams of all the tests running at once (each a thread and a socket or two)
     #[arg(long, value_name = "N", default_value_t = DEFAULT_TOTAL_STREAMS, value_parser = positive_count)]
     pub max_total_streams: u64,
-    /// Buffer memory of all the tests running at once (each stream counts its message, at least 256KiB)
+    /// Buffer memory of all the tests running at once (each stream counts its message, at least 128KiB)
     #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = positive_size)]
     pub max_buffers: u64,
     /// Longest test a client may ask for (omit + duration), at most 600s

@@ -4,7 +4,7 @@
 //! returned to its stream's counter, and the window is the receiver's own clock from
 //! `omit` after the start to `omit + duration`; bytes = counter at the end − counter at the
 //! start of the window. A read that straddles a boundary counts where it returned (at most one
-//! read buffer, 64 KiB, per stream and boundary).
+//! read buffer, 128 KiB, per stream and boundary).
 //!
 //! A UDP datagram carries a 20-byte header inside its payload: the low 32 bits of the test's
 //! token, a sequence number and the sender's clock in nanoseconds. The receiver counts every

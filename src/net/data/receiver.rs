@@ -14,13 +14,13 @@ use super::sockets::{POLL, Sockets, UDP_HEADER, now_ns, timed_out};
 use super::threads::{DataThreads, SPIN, join_stream, pin_stream, spawn_streams};
 use crate::net::proto::{UdpCounts, Window};
 
-/// The most a TCP receiver takes in one read: 64 KiB, the largest segment loopback carries (its
-/// MTU) and the most GRO merges into one. On a 2-vCPU KVM guest of a Golden Cove server Xeon,
-/// 7 rounds alternating with iperf3 (docs/net.md, "The read size"), a sleeping receiver's reads
-/// of 256 KiB read 0.93-0.94 x iperf3 both ways, of 128 KiB (iperf3's) 0.97-1.00 and of 64 KiB
-/// 0.99-1.00; 32 KiB and 16 KiB fell to 0.89-0.92. A spinning receiver read 1.07 x with 256 KiB
-/// reads and 1.10 x with 64 KiB.
-pub(crate) const READ_BUFFER: usize = 64 * 1024;
+/// The most a TCP receiver takes in one read: 128 KiB, iperf3's block size, which it reads. On
+/// a 2-vCPU KVM guest of a Golden Cove server Xeon, alternating with iperf3 (docs/net.md, "The
+/// read size"), a sleeping receiver's larger reads lost on loopback (256 KiB: 0.93-0.94 x
+/// iperf3 both ways) and its smaller ones between network namespaces (64 KiB: 0.84-0.88, waking
+/// 10-10.5 times per MB against 7.5-8), while 128 KiB read 0.95-1.00 on loopback and 0.99-1.01
+/// between namespaces.
+pub(crate) const READ_BUFFER: usize = 128 * 1024;
 
 /// Shared between the receiving threads and the thread that times the window.
 struct Counters {

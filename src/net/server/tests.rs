@@ -178,7 +178,7 @@ fn the_whole_servers_budgets_refuse_with_the_reason() {
     );
     let four = Slots::test(&slots, ip, &spec(4, 1000), &tight).unwrap();
     drop(six);
-    // 6 streams of 64 KiB reads and 3 of 1 MB messages: 384 KiB + 2.86 MiB > 3 MiB.
+    // 6 streams of 128 KiB reads and 3 of 1 MB messages: 768 KiB + 2.86 MiB > 3 MiB.
     let small = Slots::test(&slots, ip, &spec(6, 1000), &tight).unwrap();
     drop(four);
     let why = Slots::test(&slots, ip, &spec(3, 1_000_000), &tight)
