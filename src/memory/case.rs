@@ -298,7 +298,11 @@ impl Case for BandwidthCase {
         // Last: the times above are what a reader of the extras looks for first.
         result = result.extra("off_core", "%", &runner::off_core_percent(&reps));
         if ctx.runner.reference {
-            result = result.reference(reference::for_case(&self.tool_case())?);
+            let case = self.tool_case();
+            result = result.reference(reference::for_case(&case)?);
+            if let Some(bare) = reference::bare_loads(&case) {
+                result = result.other_reference(bare?);
+            }
         }
         Ok(result.finish())
     }

@@ -1,5 +1,7 @@
-//! The standard tools next to `peakbench mem`: likwid-bench's kernels (load, store, copy,
-//! stream) at the same threads and working set, and mbw for a single-threaded copy.
+//! The standard tools next to `peakbench mem`: likwid-bench's kernels (sum, store, copy,
+//! stream) at the same threads and working set, and mbw for a single-threaded copy. A read is
+//! judged against likwid-bench's `sum`, which adds every word it loads as peakbench's read uses
+//! every byte; its `load`, which discards what it loads, is shown beside it ([`bare_loads`]).
 //!
 //! Counting conventions, reconciled to peakbench's (bytes read + bytes written, decimal GB/s,
 //! write-allocate not counted):
@@ -47,19 +49,31 @@ pub(crate) struct ToolCase {
     pub working_set: u64,
 }
 
-/// The reference for a case: the tool that measures the same thing, or a note why none does.
-pub(crate) fn for_case(case: &ToolCase) -> anyhow::Result<Reference> {
-    let suffix = if case.isa == MemIsa::Avx512 {
+/// likwid-bench's suffix for the kernels of `isa`.
+fn suffix(isa: MemIsa) -> &'static str {
+    if isa == MemIsa::Avx512 {
         "_avx512"
     } else {
         "_avx"
-    };
+    }
+}
+
+/// Which standard tool measures a case: a likwid-bench kernel, mbw, or none (and why).
+#[derive(Debug, PartialEq)]
+enum Tool {
+    Likwid(String),
+    Mbw,
+    None(&'static str),
+}
+
+fn tool(case: &ToolCase) -> Tool {
+    let suffix = suffix(case.isa);
     let nt = case.nt;
-    let kernel = match case.op {
-        MemOp::Read => format!("load{suffix}"),
+    Tool::Likwid(match case.op {
+        MemOp::Read => format!("sum{suffix}"),
         MemOp::Write if nt => format!("store_mem{suffix}"),
         MemOp::Write => format!("store{suffix}"),
-        MemOp::Copy if case.threads == 1 && !nt => return mbw(case),
+        MemOp::Copy if case.threads == 1 && !nt => return Tool::Mbw,
         MemOp::Copy | MemOp::StreamCopy if nt => format!("copy_mem{suffix}"),
         MemOp::Copy | MemOp::StreamCopy => format!("copy{suffix}"),
         MemOp::StreamTriad if nt => format!("stream_mem{suffix}"),
@@ -67,20 +81,40 @@ pub(crate) fn for_case(case: &ToolCase) -> anyhow::Result<Reference> {
         MemOp::StreamTriad if case.isa == MemIsa::Avx2 => "stream_avx_fma".to_string(),
         MemOp::StreamTriad => format!("stream{suffix}"),
         MemOp::StreamScale | MemOp::StreamAdd => {
-            return Ok(LIKWID.failed(
-                "",
+            return Tool::None(
                 "likwid-bench has no STREAM scale or add kernel (and hpcc's STREAM runs only \
                  inside its whole suite); no reference run",
-            ));
+            );
         }
         MemOp::RandRead | MemOp::RandWrite | MemOp::RandRw => {
-            return Ok(LIKWID.failed(
-                "",
+            return Tool::None(
                 "no standard tool measures random memory access by block; no reference run",
-            ));
+            );
         }
-    };
-    likwid(case, &kernel)
+    })
+}
+
+/// The reference for a case: the tool that measures the same thing, or a note why none does.
+pub(crate) fn for_case(case: &ToolCase) -> anyhow::Result<Reference> {
+    match tool(case) {
+        Tool::Likwid(kernel) => likwid(case, &kernel),
+        Tool::Mbw => mbw(case),
+        Tool::None(why) => Ok(LIKWID.failed("", why)),
+    }
+}
+
+/// likwid-bench's `load` kernel for a read, at the same working set and threads: loads whose
+/// values nothing uses. It is not what the read is judged against: on a Sapphire Rapids-class
+/// core any 512-bit arithmetic lowers the clock the loads run at to 0.92 of theirs
+/// (docs/memory.md), so a read that proves its bytes stays at 0.83-0.86 of it while it runs at
+/// 1.05-1.14 × `sum`. `None` for every other operation.
+fn bare_loads_kernel(case: &ToolCase) -> Option<String> {
+    (case.op == MemOp::Read).then(|| format!("load{}", suffix(case.isa)))
+}
+
+/// [`bare_loads_kernel`] run beside a read's reference, shown and not judged.
+pub(crate) fn bare_loads(case: &ToolCase) -> Option<anyhow::Result<Reference>> {
+    bare_loads_kernel(case).map(|kernel| likwid(case, &kernel))
 }
 
 fn likwid(case: &ToolCase, kernel: &str) -> anyhow::Result<Reference> {
@@ -93,9 +127,17 @@ fn likwid(case: &ToolCase, kernel: &str) -> anyhow::Result<Reference> {
     ];
     Invocation::new(LIKWID, args, TIMEOUT, |stdout| {
         let mbps = parse_likwid_mbytes(stdout).ok_or("no MByte/s line")?;
+        let what = if kernel.starts_with("sum") {
+            "; it adds every word it loads, as peakbench's read uses every byte"
+        } else if kernel.starts_with("load") {
+            "; it discards what it loads, where peakbench's read uses every byte, so the read \
+             is not judged against it"
+        } else {
+            ""
+        };
         let note = match case.block {
             Some(block) => format!(
-                "likwid-bench MByte/s / 1000 (same counting); it streams whole arrays, \
+                "likwid-bench MByte/s / 1000 (same counting){what}; it streams whole arrays, \
                  peakbench accesses blocks of {block} B"
             ),
             None => {
@@ -160,6 +202,34 @@ mod tests {
                    AVG\tMethod: MEMCPY\tElapsed: 0.00646\tMiB: 64.00000\tCopy: 9905.587 MiB/s\n";
         assert_eq!(parse_mbw(out), Some(9905.587));
         assert_eq!(parse_mbw("nothing"), None);
+    }
+
+    /// A read is judged against the likwid-bench kernel that uses its words (`sum`); the one
+    /// that discards them (`load`) is only shown beside it.
+    #[test]
+    fn a_read_is_judged_against_sum_and_shown_beside_load() {
+        let case = |op, isa| ToolCase {
+            op,
+            block: Some(8000),
+            threads: 2,
+            nt: false,
+            isa,
+            slice: 16_000,
+            working_set: 32_000,
+        };
+        let read = case(MemOp::Read, MemIsa::Avx512);
+        assert_eq!(tool(&read), Tool::Likwid("sum_avx512".into()));
+        assert_eq!(bare_loads_kernel(&read).as_deref(), Some("load_avx512"));
+        let read = case(MemOp::Read, MemIsa::Avx2);
+        assert_eq!(tool(&read), Tool::Likwid("sum_avx".into()));
+        assert_eq!(bare_loads_kernel(&read).as_deref(), Some("load_avx"));
+        let copy = case(MemOp::Copy, MemIsa::Avx512);
+        assert_eq!(tool(&copy), Tool::Likwid("copy_avx512".into()));
+        assert_eq!(bare_loads_kernel(&copy), None);
+        assert!(matches!(
+            tool(&case(MemOp::StreamAdd, MemIsa::Avx512)),
+            Tool::None(_)
+        ));
     }
 
     #[test]
