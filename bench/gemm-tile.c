@@ -11,13 +11,17 @@
 //
 // Each line prints FMAs per ns and the ratio to the chains' rate, median of 7. The loads a tile
 // issues beside its FMAs are measured first on their own: 24 chains with 8 to 16 loads a turn
-// that feed nothing (16 x 12 issues 14 loads a step for 24 FMAs, 24 x 8 11).
+// that feed nothing (16 x 12 issues 14 loads a step for 24 FMAs, 24 x 8 11). Last, the clock
+// while the work runs: a chain of 5 imuls (15 cycles) beside each k step of the 24 x 8 tile, and
+// beside each turn of the 24 FMA chains (24 FMAs need 12 cycles at 2 a cycle), so each loop runs
+// at the imul chain's speed and its rate is the clock, against the chain alone.
 //
 //     gcc -O3 -march=native -o gemm-tile bench/gemm-tile.c && ./gemm-tile
 #include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "probe.h"
@@ -71,12 +75,18 @@ static double median_of(double (*f)(void)) {
 // One tile of MV vectors x NR columns over k steps of packed panels a (k x 8MV) and b (k x NR).
 static int ahead; // steps ahead that the A panel is prefetched into L1 (0: none)
 
-#define TILE(NAME, MV, NR)                                                                   \
+// STEP runs at the start of each k step: nothing, or the imul chain of the clocked tile.
+static uint64_t chain = 3;
+#define IMUL5 "imul %0,%0\n imul %0,%0\n imul %0,%0\n imul %0,%0\n imul %0,%0\n"
+#define NO_STEP
+#define CHAIN_STEP __asm__ volatile(IMUL5 : "+r"(chain));
+#define TILE(NAME, MV, NR, STEP)                                                             \
     static void NAME(long k, const double *restrict a, const double *restrict b, double *c) { \
         __m512d acc[NR][MV];                                                                 \
         for (int j = 0; j < NR; j++)                                                         \
             for (int v = 0; v < MV; v++) acc[j][v] = _mm512_setzero_pd();                    \
         for (long p = 0; p < k; p++) {                                                       \
+            STEP                                                                             \
             __m512d av[MV];                                                                  \
             if (ahead)                                                                       \
                 for (int v = 0; v < MV; v++)                                                 \
@@ -95,10 +105,11 @@ static int ahead; // steps ahead that the A panel is prefetched into L1 (0: none
                                 _mm512_add_pd(_mm512_load_pd(c + j * 8 * MV + v * 8), acc[j][v])); \
     }
 
-TILE(tile_2x12, 2, 12)
-TILE(tile_2x14, 2, 14)
-TILE(tile_3x8, 3, 8)
-TILE(tile_4x6, 4, 6)
+TILE(tile_2x12, 2, 12, NO_STEP)
+TILE(tile_2x14, 2, 14, NO_STEP)
+TILE(tile_3x8, 3, 8, NO_STEP)
+TILE(tile_4x6, 4, 6, NO_STEP)
+TILE(tile_3x8_chained, 3, 8, CHAIN_STEP)
 
 typedef void (*tile_fn)(long, const double *, const double *, double *);
 
@@ -122,6 +133,43 @@ static double run(tile_fn f, int mv, int nr, long k, int apanels, long tiles) {
     free(a), free(b), free(c);
     qsort(best, ROUNDS, sizeof best[0], cmp);
     return best[ROUNDS / 2];
+}
+
+// GHz while the chain runs alone, beside the 24 FMA chains, and beside the 24 x 8 tile in L1.
+static double imul_alone(void) {
+    long n = 20000000;
+    double start = now();
+    for (long i = 0; i < n; i++) __asm__ volatile(IMUL5 : "+r"(chain));
+    return n * 15.0 / (now() - start) / 1e9;
+}
+
+static double imul_beside_fmas(void) {
+    long n = 20000000;
+    double start = now();
+    for (long i = 0; i < n; i++)
+        __asm__ volatile("imul %0,%0\n" F(0) F(1) F(2) F(3) F(4) F(5) F(6) F(7)
+                         "imul %0,%0\n" F(8) F(9) F(10) F(11) F(12) F(13) F(14) F(15)
+                         "imul %0,%0\n" F(16) F(17) F(18) F(19) F(20) F(21) F(22) F(23)
+                         "imul %0,%0\n imul %0,%0\n"
+                         : "+r"(chain)
+                         :
+                         : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
+                           "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",
+                           "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21",
+                           "xmm22", "xmm23");
+    return n * 15.0 / (now() - start) / 1e9;
+}
+
+static double imul_beside_tile(void) {
+    long k = 64, tiles = 300000;
+    double *a = buf(24 * k), *b = buf(8 * k), *c = buf(24 * 8);
+    ahead = 0; // as peakbench's kernel: no software prefetch of A
+    double start = now();
+    for (long t = 0; t < tiles; t++) tile_3x8_chained(k, a, b, c);
+    double ghz = (double)tiles * k * 15 / (now() - start) / 1e9;
+    sink += c[0];
+    free(a), free(b), free(c);
+    return ghz;
 }
 
 int main(void) {
@@ -150,5 +198,9 @@ int main(void) {
         printf("%-6s A prefetched %2d steps ahead: L1 %.2f FMA/ns (%.3f)   L2-streamed A, kc=%ld: "
                "%.2f (%.3f)\n", tiles[i].name, ahead, l1, l1 / u, kc, l2, l2 / u);
     }
+    double alone = median_of(imul_alone), fmas = median_of(imul_beside_fmas),
+           tile = median_of(imul_beside_tile);
+    printf("clock: imul chain alone %.3f GHz, beside 24 FMA chains %.3f (%.3f), beside the 24x8 "
+           "tile in L1 %.3f (%.3f)\n", alone, fmas, fmas / alone, tile, tile / alone);
     return sink == 42.0;
 }
