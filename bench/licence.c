@@ -59,10 +59,12 @@ static double zmm_fmas(long n) {
     return n * 16 / (now() - start) / 1e9;
 }
 
-#define I "imul %1,%1\n"
-#define R(k, x) "vmovapd " #k "*128(%0),%%zmm" #x "\n"
-#define FR(k, x, a) "vmovapd " #k "*128(%0),%%zmm" #x "\n vfmadd231pd " #k "*128+64(%0),%%zmm" #x ",%%zmm" #a "\n"
-#define TR(k, x, a) "vmovdqa64 " #k "*128(%0),%%zmm" #x "\n vpternlogq $0x96," #k "*128+64(%0),%%zmm" #x ",%%zmm" #a "\n"
+// The chain's imul, and the k-th 64-byte load of a kilobyte (R) or its k-th pair of them, the
+// second folded into an FMA (FR) or a ternary XOR (TR), from the line at %[q].
+#define I "imul %[x],%[x]\n"
+#define R(k, x) "vmovapd " #k "*64(%[q]),%%zmm" #x "\n"
+#define FR(k, x, a) "vmovapd " #k "*128(%[q]),%%zmm" #x "\n vfmadd231pd " #k "*128+64(%[q]),%%zmm" #x ",%%zmm" #a "\n"
+#define TR(k, x, a) "vmovdqa64 " #k "*128(%[q]),%%zmm" #x "\n vpternlogq $0x96," #k "*128+64(%[q]),%%zmm" #x ",%%zmm" #a "\n"
 #define CLOBBER16 "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", \
                   "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15"
 
@@ -78,33 +80,37 @@ static double during(int kind, const double *buf, size_t bytes) {
     double start = now();
     if (kind <= YMM) {
         for (; steps < 2000000; steps++) {
-            if (kind == ALONE) __asm__ volatile(I I I : "+r"(buf), "+r"(x));
+            if (kind == ALONE) __asm__ volatile(I I I : [x] "+r"(x));
             if (kind == ZMM)
                 __asm__ volatile(I Z(0) Z(1) Z(2) Z(3) I Z(4) Z(5) Z(6) Z(7) I Z(8) Z(9) Z(10) Z(11)
-                                 : "+r"(buf), "+r"(x)::CLOBBER16);
+                                 : [x] "+r"(x)::CLOBBER16);
             if (kind == YMM)
                 __asm__ volatile(I Y(0) Y(1) Y(2) Y(3) I Y(4) Y(5) Y(6) Y(7) I Y(8) Y(9) Y(10) Y(11)
-                                 : "+r"(buf), "+r"(x)::CLOBBER16);
+                                 : [x] "+r"(x)::CLOBBER16);
         }
         return steps * 9.0 / (now() - start) / 1e9;
     }
     for (int pass = 0; pass < 300; pass++) {
         for (const char *q = (const char *)buf; q < (const char *)buf + bytes; q += 1024, steps++) {
             if (kind == BARE)
-                __asm__ volatile(R(0, 0) R(0, 1) R(1, 2) R(1, 3) I R(2, 4) R(2, 5) R(3, 6) R(3, 7) I
-                                 "vmovapd 512(%0),%%zmm0\n vmovapd 576(%0),%%zmm1\n"
-                                 "vmovapd 640(%0),%%zmm2\n vmovapd 704(%0),%%zmm3\n" I
-                                 "vmovapd 768(%0),%%zmm4\n vmovapd 832(%0),%%zmm5\n"
-                                 "vmovapd 896(%0),%%zmm6\n vmovapd 960(%0),%%zmm7\n" I
-                                 : "+r"(q), "+r"(x)::CLOBBER16);
+                __asm__ volatile(R(0, 0) R(1, 1) R(2, 2) R(3, 3) I R(4, 4) R(5, 5) R(6, 6) R(7, 7) I
+                                 R(8, 0) R(9, 1) R(10, 2) R(11, 3) I R(12, 4) R(13, 5) R(14, 6)
+                                 R(15, 7) I
+                                 : [x] "+r"(x)
+                                 : [q] "r"(q)
+                                 : CLOBBER16);
             if (kind == FMA_READ)
                 __asm__ volatile(FR(0, 0, 8) FR(1, 1, 9) I FR(2, 2, 10) FR(3, 3, 11) I
                                  FR(4, 4, 12) FR(5, 5, 13) I FR(6, 6, 14) FR(7, 7, 15) I
-                                 : "+r"(q), "+r"(x)::CLOBBER16);
+                                 : [x] "+r"(x)
+                                 : [q] "r"(q)
+                                 : CLOBBER16);
             if (kind == TERN_READ)
                 __asm__ volatile(TR(0, 0, 8) TR(1, 1, 9) I TR(2, 2, 10) TR(3, 3, 11) I
                                  TR(4, 4, 12) TR(5, 5, 13) I TR(6, 6, 14) TR(7, 7, 15) I
-                                 : "+r"(q), "+r"(x)::CLOBBER16);
+                                 : [x] "+r"(x)
+                                 : [q] "r"(q)
+                                 : CLOBBER16);
         }
     }
     return steps * 12.0 / (now() - start) / 1e9;

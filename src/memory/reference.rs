@@ -105,7 +105,7 @@ pub(crate) fn for_case(case: &ToolCase) -> anyhow::Result<Reference> {
 
 /// likwid-bench's `load` kernel for a read, at the same working set and threads: loads whose
 /// values nothing uses. It is not what the read is judged against: on a Sapphire Rapids-class
-/// core any 512-bit arithmetic lowers the clock the loads run at to 0.92-0.95 of theirs
+/// core any 512-bit arithmetic lowers the clock the loads run at to 0.89-0.95 of theirs
 /// (docs/memory.md), so a read that proves its bytes stays at 0.83-0.86 of it while it runs at
 /// 1.05-1.14 × `sum`. `None` for every other operation.
 fn bare_loads_kernel(case: &ToolCase) -> Option<String> {
